@@ -1,0 +1,427 @@
+//! What a model is told about a tool: [`ToolDeclaration`] and its builder.
+//!
+//! A declaration is data only; the registry pairs it with the function that
+//! implements it (see [`crate::ToolRegistration`]).
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use crate::schema;
+
+/// How much harm a tool can do, ordered `Safe < Cautious < Dangerous`.
+///
+/// A tool that says nothing is [`SafetyLevel::Dangerous`]: like MCP's
+/// `destructiveHint`, which defaults to `true`, toolreg assumes the worst of a
+/// tool it knows nothing about. Mark read-only tools `Safe`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SafetyLevel {
+    /// Reads only; runs without a second thought.
+    Safe,
+    /// Changes something recoverable; runs and is recorded.
+    Cautious,
+    /// May destroy data or reach the outside world; needs approval.
+    #[default]
+    Dangerous,
+}
+
+impl SafetyLevel {
+    /// The lower-case name (`"safe"`, `"cautious"`, `"dangerous"`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SafetyLevel::Safe => "safe",
+            SafetyLevel::Cautious => "cautious",
+            SafetyLevel::Dangerous => "dangerous",
+        }
+    }
+}
+
+impl fmt::Display for SafetyLevel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The text did not name a safety level.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown safety level `{0}`: expected safe, cautious (or moderate) or dangerous")]
+pub struct ParseSafetyLevelError(String);
+
+impl FromStr for SafetyLevel {
+    type Err = ParseSafetyLevelError;
+
+    /// Case-insensitive; `moderate` is accepted as [`SafetyLevel::Cautious`].
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.to_ascii_lowercase().as_str() {
+            "safe" => Ok(SafetyLevel::Safe),
+            "cautious" | "moderate" => Ok(SafetyLevel::Cautious),
+            "dangerous" => Ok(SafetyLevel::Dangerous),
+            _ => Err(ParseSafetyLevelError(s.to_owned())),
+        }
+    }
+}
+
+/// Who may see a tool.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scope {
+    /// Available to every agent (context store, files, shell).
+    Core,
+    /// Available to agents that may spawn others.
+    Agent,
+    /// The human user as a function: only top-level agents see these.
+    User,
+    /// Everything registered by the application (the default).
+    #[default]
+    Custom,
+}
+
+impl fmt::Display for Scope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Scope::Core => "core",
+            Scope::Agent => "agent",
+            Scope::User => "user",
+            Scope::Custom => "custom",
+        })
+    }
+}
+
+/// The text did not name a scope.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown scope `{0}`: expected core, agent, user or custom")]
+pub struct ParseScopeError(String);
+
+impl FromStr for Scope {
+    type Err = ParseScopeError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.to_ascii_lowercase().as_str() {
+            "core" => Ok(Scope::Core),
+            "agent" => Ok(Scope::Agent),
+            "user" => Ok(Scope::User),
+            "custom" => Ok(Scope::Custom),
+            _ => Err(ParseScopeError(s.to_owned())),
+        }
+    }
+}
+
+/// Everything a model (and the policy layer) knows about a tool.
+///
+/// Build one with [`ToolDeclaration::new`] from a raw JSON Schema,
+/// [`ToolDeclaration::for_args`] from a Rust type, [`ToolDeclaration::builder`]
+/// parameter by parameter, or let `#[tool]` write it.
+///
+/// ```
+/// use toolreg::{ToolDeclaration, SafetyLevel};
+/// use serde_json::json;
+///
+/// let decl = ToolDeclaration::new(
+///     "echo",
+///     "Repeat the text back",
+///     json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}),
+/// )
+/// .with_safety(SafetyLevel::Safe);
+/// assert_eq!(decl.name, "echo");
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ToolDeclaration {
+    /// The name the model calls the tool by.
+    pub name: String,
+    /// What the tool does, written for the model.
+    pub description: String,
+    /// JSON Schema (an object schema) of the arguments.
+    pub input_schema: Value,
+    /// JSON Schema of the result, when the tool promises one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+    /// How much harm the tool can do.
+    #[serde(default)]
+    pub safety: SafetyLevel,
+    /// Free-form groups (`"fs"`, `"introspection"`) used by selections.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub categories: Vec<String>,
+    /// Who may see the tool.
+    #[serde(default)]
+    pub scope: Scope,
+}
+
+impl ToolDeclaration {
+    /// A declaration from a raw JSON Schema for the arguments.
+    ///
+    /// The schema is cleaned ([`crate::schema::clean`]) but not otherwise checked
+    /// here; the registry rejects one that is not an object schema.
+    pub fn new(name: impl Into<String>, description: impl Into<String>, input_schema: Value) -> Self {
+        let mut input_schema = input_schema;
+        schema::clean(&mut input_schema);
+        ToolDeclaration {
+            name: name.into(),
+            description: description.into(),
+            input_schema,
+            output_schema: None,
+            safety: SafetyLevel::default(),
+            categories: Vec::new(),
+            scope: Scope::default(),
+        }
+    }
+
+    /// A declaration whose input schema is generated from `Args` with schemars.
+    pub fn for_args<Args: schemars::JsonSchema + ?Sized>(
+        name: impl Into<String>,
+        description: impl Into<String>,
+    ) -> Self {
+        Self::new(name, description, schema::schema_for::<Args>())
+    }
+
+    /// Start a declaration parameter by parameter.
+    pub fn builder(name: impl Into<String>) -> DeclarationBuilder {
+        DeclarationBuilder {
+            name: name.into(),
+            description: String::new(),
+            properties: Map::new(),
+            required: Vec::new(),
+            output_schema: None,
+            safety: SafetyLevel::default(),
+            categories: Vec::new(),
+            scope: Scope::default(),
+        }
+    }
+
+    /// Set the output schema.
+    pub fn with_output_schema(mut self, schema: Value) -> Self {
+        let mut schema = schema;
+        schema::clean(&mut schema);
+        self.output_schema = Some(schema);
+        self
+    }
+
+    /// Set the output schema from a Rust type.
+    pub fn with_output_type<T: schemars::JsonSchema + ?Sized>(self) -> Self {
+        self.with_output_schema(schema::schema_for::<T>())
+    }
+
+    /// Set the safety level.
+    pub fn with_safety(mut self, safety: SafetyLevel) -> Self {
+        self.safety = safety;
+        self
+    }
+
+    /// Add a category.
+    pub fn with_category(mut self, category: impl Into<String>) -> Self {
+        let category = category.into();
+        if !self.categories.contains(&category) {
+            self.categories.push(category);
+        }
+        self
+    }
+
+    /// Set the scope.
+    pub fn with_scope(mut self, scope: Scope) -> Self {
+        self.scope = scope;
+        self
+    }
+
+    /// Names of the top-level parameters, in schema order.
+    pub fn parameter_names(&self) -> impl Iterator<Item = &str> {
+        self.input_schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flat_map(|props| props.keys().map(String::as_str))
+    }
+}
+
+/// JSON type of a parameter declared with [`DeclarationBuilder::param`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ParamType {
+    /// A JSON string.
+    String,
+    /// Any JSON number.
+    Number,
+    /// A whole number.
+    Integer,
+    /// `true` or `false`.
+    Boolean,
+    /// A JSON object.
+    Object,
+    /// A JSON array.
+    Array,
+}
+
+impl ParamType {
+    /// The JSON Schema `type` keyword for this type.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ParamType::String => "string",
+            ParamType::Number => "number",
+            ParamType::Integer => "integer",
+            ParamType::Boolean => "boolean",
+            ParamType::Object => "object",
+            ParamType::Array => "array",
+        }
+    }
+}
+
+/// Builds a [`ToolDeclaration`] one parameter at a time, for tools defined at
+/// run time (configuration, scripts, remote servers).
+///
+/// Parameters are required unless marked optional; a default makes a
+/// parameter optional and is filled in when the key is absent.
+///
+/// ```
+/// use toolreg::{ToolDeclaration, ParamType};
+/// use serde_json::json;
+///
+/// let decl = ToolDeclaration::builder("normalize_scores")
+///     .description("Normalize an array of scores to 0-1 range")
+///     .param("scores", ParamType::Array, "Array of numeric scores")
+///     .optional_param("precision", ParamType::Integer, "Decimal places")
+///     .param_with_default("scale", ParamType::Number, "Upper bound", json!(1.0))
+///     .build();
+/// assert_eq!(decl.input_schema["required"], json!(["scores"]));
+/// assert_eq!(decl.input_schema["properties"]["scale"]["default"], json!(1.0));
+/// ```
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct DeclarationBuilder {
+    name: String,
+    description: String,
+    properties: Map<String, Value>,
+    required: Vec<String>,
+    output_schema: Option<Value>,
+    safety: SafetyLevel,
+    categories: Vec<String>,
+    scope: Scope,
+}
+
+impl DeclarationBuilder {
+    /// What the tool does, for the model.
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.description = description.into();
+        self
+    }
+
+    /// A required parameter.
+    pub fn param(self, name: impl Into<String>, ty: ParamType, description: impl Into<String>) -> Self {
+        self.push(name.into(), json!({"type": ty.as_str(), "description": description.into()}), true)
+    }
+
+    /// An optional parameter with no default.
+    pub fn optional_param(
+        self,
+        name: impl Into<String>,
+        ty: ParamType,
+        description: impl Into<String>,
+    ) -> Self {
+        self.push(name.into(), json!({"type": ty.as_str(), "description": description.into()}), false)
+    }
+
+    /// An optional parameter whose `default` is filled in when it is absent.
+    pub fn param_with_default(
+        self,
+        name: impl Into<String>,
+        ty: ParamType,
+        description: impl Into<String>,
+        default: Value,
+    ) -> Self {
+        let schema = json!({"type": ty.as_str(), "description": description.into(), "default": default});
+        self.push(name.into(), schema, false)
+    }
+
+    /// A parameter with a full JSON Schema of its own (enums, nested objects).
+    pub fn param_schema(self, name: impl Into<String>, schema: Value, required: bool) -> Self {
+        self.push(name.into(), schema, required)
+    }
+
+    /// Set the output schema.
+    pub fn output_schema(mut self, schema: Value) -> Self {
+        self.output_schema = Some(schema);
+        self
+    }
+
+    /// Set the safety level.
+    pub fn safety(mut self, safety: SafetyLevel) -> Self {
+        self.safety = safety;
+        self
+    }
+
+    /// Add a category.
+    pub fn category(mut self, category: impl Into<String>) -> Self {
+        self.categories.push(category.into());
+        self
+    }
+
+    /// Set the scope.
+    pub fn scope(mut self, scope: Scope) -> Self {
+        self.scope = scope;
+        self
+    }
+
+    fn push(mut self, name: String, schema: Value, required: bool) -> Self {
+        self.required.retain(|r| r != &name);
+        if required {
+            self.required.push(name.clone());
+        }
+        self.properties.insert(name, schema);
+        self
+    }
+
+    /// Finish the declaration. Names are checked when it is registered.
+    pub fn build(self) -> ToolDeclaration {
+        let mut schema = Map::new();
+        schema.insert("type".into(), "object".into());
+        schema.insert("properties".into(), Value::Object(self.properties));
+        if !self.required.is_empty() {
+            schema.insert("required".into(), self.required.into_iter().map(Value::String).collect());
+        }
+        let mut decl = ToolDeclaration::new(self.name, self.description, Value::Object(schema))
+            .with_safety(self.safety)
+            .with_scope(self.scope);
+        for category in self.categories {
+            decl = decl.with_category(category);
+        }
+        if let Some(output) = self.output_schema {
+            decl = decl.with_output_schema(output);
+        }
+        decl
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn safety_levels_order_and_parse() {
+        assert!(SafetyLevel::Safe < SafetyLevel::Cautious);
+        assert!(SafetyLevel::Cautious < SafetyLevel::Dangerous);
+        assert_eq!("moderate".parse::<SafetyLevel>(), Ok(SafetyLevel::Cautious));
+        assert_eq!("SAFE".parse::<SafetyLevel>(), Ok(SafetyLevel::Safe));
+        assert!("risky".parse::<SafetyLevel>().is_err());
+        assert_eq!(SafetyLevel::default(), SafetyLevel::Dangerous);
+    }
+
+    #[test]
+    fn builder_marks_required_and_defaults() {
+        let decl = ToolDeclaration::builder("t")
+            .description("d")
+            .param("a", ParamType::String, "first")
+            .param("a", ParamType::Number, "redeclared")
+            .optional_param("b", ParamType::Boolean, "second")
+            .build();
+        assert_eq!(decl.input_schema["required"], json!(["a"]));
+        assert_eq!(decl.input_schema["properties"]["a"]["type"], "number");
+        assert_eq!(decl.parameter_names().collect::<Vec<_>>(), ["a", "b"]);
+    }
+
+    #[test]
+    fn declaration_round_trips_through_serde() {
+        let decl = ToolDeclaration::builder("t").category("fs").safety(SafetyLevel::Safe).build();
+        let back: ToolDeclaration = serde_json::from_value(serde_json::to_value(&decl).unwrap()).unwrap();
+        assert_eq!(decl, back);
+    }
+}

@@ -1,0 +1,78 @@
+//! # toolreg
+//!
+//! One registry for every function an LLM agent can call. A function and its
+//! declaration (name, description, JSON Schema of its input, safety level,
+//! categories, scope) are registered together or not at all; calls arrive as
+//! models emit them and are validated, run with panics contained, and answered
+//! with a result the model can read.
+//!
+#![doc = include_str!("docs/quickstart.md")]
+//!
+//! ## Map of the crate
+//! - [`declaration`]: [`ToolDeclaration`], its builder, [`SafetyLevel`], [`Scope`].
+//! - [`registry`]: [`FunctionRegistry`], [`ToolRegistration`], [`RegistryError`].
+//! - [`schema`]: canonical JSON Schemas from Rust types.
+//! - [`exec`]: [`ToolCall`], [`ToolOutput`], [`ToolError`], [`ToolExecutor`].
+//! - [`handler`]: [`ErasedTool`], for tools whose shape is known only at run time.
+
+// Lets `#[tool]`'s generated `::toolreg::...` paths resolve inside this crate's own tests.
+#[allow(unused_extern_crates)]
+extern crate self as toolreg;
+
+pub mod declaration;
+pub mod exec;
+pub mod handler;
+pub mod registry;
+pub mod schema;
+pub mod validate;
+
+pub use declaration::{DeclarationBuilder, ParamType, SafetyLevel, Scope, ToolDeclaration};
+pub use exec::{CallContext, ToolArguments, ToolCall, ToolError, ToolExecutor, ToolOutput, ToolResult};
+pub use handler::{CallFailure, ErasedTool, ToolFuture};
+pub use registry::{ArgumentLimits, FunctionRegistry, RegistryError, ToolEntry, ToolRegistration, validate_name};
+pub use validate::ArgumentError;
+
+/// Turn a function into a tool: generates `<fn>_tool::{NAME, declaration(),
+/// execute, registration()}`. See the crate docs for the attribute's options.
+#[cfg(feature = "macros")]
+pub use toolreg_macros::tool;
+
+/// Register several `#[tool]` modules at once, all or none.
+///
+/// ```
+/// use toolreg::{tool, register_tools, FunctionRegistry};
+///
+/// /// Add two numbers.
+/// #[tool(safety = "safe")]
+/// fn add(a: f64, b: f64) -> f64 { a + b }
+///
+/// /// Multiply two numbers.
+/// #[tool(safety = "safe")]
+/// fn mul(a: f64, b: f64) -> f64 { a * b }
+///
+/// # fn main() -> Result<(), toolreg::RegistryError> {
+/// let mut registry = FunctionRegistry::new();
+/// register_tools!(registry, [add_tool, mul_tool])?;
+/// assert_eq!(registry.names().collect::<Vec<_>>(), ["add", "mul"]);
+/// # Ok(())
+/// # }
+/// ```
+#[macro_export]
+macro_rules! register_tools {
+    ($registry:expr, [$($($tool:ident)::+),* $(,)?]) => {
+        $registry.register_all([$($($tool)::+::registration()),*])
+    };
+}
+
+/// Paths used by code that `#[tool]` generates. Not public API.
+#[doc(hidden)]
+pub mod __private {
+    pub use schemars;
+    pub use serde;
+    pub use serde_json;
+
+    /// Wraps a plain return value so every tool returns a `Result`.
+    pub fn ok<T>(value: T) -> Result<T, std::convert::Infallible> {
+        Ok(value)
+    }
+}
