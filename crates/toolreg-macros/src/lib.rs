@@ -82,7 +82,10 @@ fn expand(options: Options, function: &mut ItemFn) -> syn::Result<TokenStream2> 
         errors.push(syn::Error::new(constness.span(), "#[tool] does not support `const fn`"));
     }
     if let Some(unsafety) = &sig.unsafety {
-        errors.push(syn::Error::new(unsafety.span(), "#[tool] does not support `unsafe fn`: a model may call it with any arguments"));
+        errors.push(syn::Error::new(
+            unsafety.span(),
+            "#[tool] does not support `unsafe fn`: a model may call it with any arguments",
+        ));
     }
     if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
         errors.push(syn::Error::new(
@@ -104,7 +107,10 @@ fn expand(options: Options, function: &mut ItemFn) -> syn::Result<TokenStream2> 
         None => {
             let name = fn_ident.to_string().trim_start_matches("r#").to_owned();
             if let Err(reason) = check_name(&name) {
-                errors.push(syn::Error::new(fn_ident.span(), format!("invalid tool name {name:?}: {reason}; set one with #[tool(name = \"...\")]")));
+                errors.push(syn::Error::new(
+                    fn_ident.span(),
+                    format!("invalid tool name {name:?}: {reason}; set one with #[tool(name = \"...\")]"),
+                ));
             }
             name
         }
@@ -135,7 +141,10 @@ fn expand(options: Options, function: &mut ItemFn) -> syn::Result<TokenStream2> 
             "cautious" | "moderate" => quote!(#krate::SafetyLevel::Cautious),
             "dangerous" => quote!(#krate::SafetyLevel::Dangerous),
             _ => {
-                errors.push(syn::Error::new(lit.span(), "safety must be \"safe\", \"cautious\" (or \"moderate\") or \"dangerous\""));
+                errors.push(syn::Error::new(
+                    lit.span(),
+                    "safety must be \"safe\", \"cautious\" (or \"moderate\") or \"dangerous\"",
+                ));
                 quote!(#krate::SafetyLevel::Dangerous)
             }
         },
@@ -232,7 +241,9 @@ fn expand(options: Options, function: &mut ItemFn) -> syn::Result<TokenStream2> 
                 quote_spanned!(ty.span()=> #(#attrs)* #item_vis #ident: #ty,)
             });
             let idents: Vec<&Ident> = params.iter().map(|p| &p.ident).collect();
-            let doc = format!("Arguments of the `{name}` tool, one field per parameter of [`{fn_ident}`](super::{fn_ident}).");
+            let doc = format!(
+                "Arguments of the `{name}` tool, one field per parameter of [`{fn_ident}`](super::{fn_ident})."
+            );
             let args_struct = quote! {
                 #[doc = #doc]
                 #[derive(#krate::__private::serde::Deserialize, #krate::__private::schemars::JsonSchema)]
@@ -376,14 +387,38 @@ fn returns_result(output: &ReturnType) -> bool {
 /// single scalar or collection argument.
 fn is_struct_type(ty: &Type) -> bool {
     const NOT_STRUCTS: &[&str] = &[
-        "bool", "char", "str", "String", "f32", "f64", "i8", "i16", "i32", "i64", "i128", "isize", "u8", "u16",
-        "u32", "u64", "u128", "usize", "Value", "Map", "PathBuf", "Uuid", "Url", "Duration", "NaiveDate",
-        "NaiveTime", "NaiveDateTime", "Decimal",
+        "bool",
+        "char",
+        "str",
+        "String",
+        "f32",
+        "f64",
+        "i8",
+        "i16",
+        "i32",
+        "i64",
+        "i128",
+        "isize",
+        "u8",
+        "u16",
+        "u32",
+        "u64",
+        "u128",
+        "usize",
+        "Value",
+        "Map",
+        "PathBuf",
+        "Uuid",
+        "Url",
+        "Duration",
+        "NaiveDate",
+        "NaiveTime",
+        "NaiveDateTime",
+        "Decimal",
     ];
     match last_segment(ty) {
         Some(segment) => {
-            matches!(segment.arguments, syn::PathArguments::None)
-                && !NOT_STRUCTS.iter().any(|n| segment.ident == n)
+            matches!(segment.arguments, syn::PathArguments::None) && !NOT_STRUCTS.iter().any(|n| segment.ident == n)
         }
         None => false,
     }
@@ -392,13 +427,16 @@ fn is_struct_type(ty: &Type) -> bool {
 /// Tool arguments are deserialised from JSON the tool owns.
 fn check_owned(ty: &Type) -> syn::Result<()> {
     match ty {
-        Type::Reference(r) => Err(syn::Error::new(
-            r.span(),
-            "tool arguments must be owned: use `String` for `&str`, `Vec<T>` for `&[T]`",
-        )),
-        Type::ImplTrait(t) => Err(syn::Error::new(t.span(), "tool arguments cannot be `impl Trait`: name a concrete type")),
+        Type::Reference(r) => {
+            Err(syn::Error::new(r.span(), "tool arguments must be owned: use `String` for `&str`, `Vec<T>` for `&[T]`"))
+        }
+        Type::ImplTrait(t) => {
+            Err(syn::Error::new(t.span(), "tool arguments cannot be `impl Trait`: name a concrete type"))
+        }
         Type::BareFn(t) => Err(syn::Error::new(t.span(), "a tool argument cannot be a function: it comes from JSON")),
-        Type::TraitObject(t) => Err(syn::Error::new(t.span(), "a tool argument cannot be a trait object: it comes from JSON")),
+        Type::TraitObject(t) => {
+            Err(syn::Error::new(t.span(), "a tool argument cannot be a trait object: it comes from JSON"))
+        }
         _ => Ok(()),
     }
 }

@@ -311,12 +311,7 @@ impl DeclarationBuilder {
     }
 
     /// An optional parameter with no default.
-    pub fn optional_param(
-        self,
-        name: impl Into<String>,
-        ty: ParamType,
-        description: impl Into<String>,
-    ) -> Self {
+    pub fn optional_param(self, name: impl Into<String>, ty: ParamType, description: impl Into<String>) -> Self {
         self.push(name.into(), json!({"type": ty.as_str(), "description": description.into()}), false)
     }
 

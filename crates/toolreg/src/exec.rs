@@ -205,10 +205,9 @@ impl ToolError {
                 format!("Error: unknown tool `{name}`. Available tools: {}.", available.join(", "))
             }
             ToolError::Failed { message, .. } => message.clone(),
-            ToolError::InvalidArguments { tool, errors } => format!(
-                "Error: invalid arguments for `{tool}`. Fix these and call again:\n{}",
-                render_errors(errors)
-            ),
+            ToolError::InvalidArguments { tool, errors } => {
+                format!("Error: invalid arguments for `{tool}`. Fix these and call again:\n{}", render_errors(errors))
+            }
             other => format!("Error: {other}"),
         }
     }

@@ -170,12 +170,7 @@ impl ToolRegistration {
         E: Display,
     {
         let serde_checked = serde_checked::<A>(&declaration);
-        ToolRegistration {
-            name: name.into(),
-            declaration,
-            tool: Arc::new(AsyncFnTool::new(func)),
-            serde_checked,
-        }
+        ToolRegistration { name: name.into(), declaration, tool: Arc::new(AsyncFnTool::new(func)), serde_checked }
     }
 
     /// A synchronous function `Fn(Args) -> Result<R, E>`.
@@ -198,12 +193,7 @@ impl ToolRegistration {
         E: Display,
     {
         let serde_checked = serde_checked::<A>(&declaration);
-        ToolRegistration {
-            name: name.into(),
-            declaration,
-            tool: Arc::new(SyncFnTool::new(func)),
-            serde_checked,
-        }
+        ToolRegistration { name: name.into(), declaration, tool: Arc::new(SyncFnTool::new(func)), serde_checked }
     }
 
     /// A tool implemented by hand; its arguments are always checked against
@@ -315,10 +305,7 @@ fn normalise_root(args: &mut Value) -> Result<(), Vec<ArgumentError>> {
         }
         other => Err(vec![ArgumentError {
             path: String::new(),
-            message: format!(
-                "expected an object of named arguments, got {}",
-                validate::describe_value(other)
-            ),
+            message: format!("expected an object of named arguments, got {}", validate::describe_value(other)),
         }]),
     }
 }
@@ -461,7 +448,11 @@ impl FunctionRegistry {
         Ok(Arc::make_mut(&mut self.tools).insert(key, entry))
     }
 
-    fn prepare(&self, registration: ToolRegistration, allow_existing: bool) -> Result<(Arc<str>, ToolEntry), RegistryError> {
+    fn prepare(
+        &self,
+        registration: ToolRegistration,
+        allow_existing: bool,
+    ) -> Result<(Arc<str>, ToolEntry), RegistryError> {
         let ToolRegistration { name, declaration, tool, serde_checked } = registration;
         if name != declaration.name {
             return Err(RegistryError::NameMismatch { name, declaration_name: declaration.name });
@@ -472,12 +463,8 @@ impl FunctionRegistry {
         }
         let validator = ArgumentValidator::compile(&declaration.input_schema)
             .map_err(|reason| RegistryError::InvalidSchema { name: name.clone(), reason })?;
-        let entry = ToolEntry {
-            declaration: Arc::new(declaration),
-            tool,
-            validator: Arc::new(validator),
-            serde_checked,
-        };
+        let entry =
+            ToolEntry { declaration: Arc::new(declaration), tool, validator: Arc::new(validator), serde_checked };
         Ok((Arc::from(name), entry))
     }
 
@@ -569,7 +556,11 @@ impl FunctionRegistry {
     pub fn parse_arguments(&self, tool: &str, text: &str) -> Result<Value, ToolError> {
         let limits = self.limits;
         if text.len() > limits.max_bytes {
-            return Err(ToolError::ArgumentsTooLarge { tool: tool.to_owned(), size: text.len(), limit: limits.max_bytes });
+            return Err(ToolError::ArgumentsTooLarge {
+                tool: tool.to_owned(),
+                size: text.len(),
+                limit: limits.max_bytes,
+            });
         }
         if text.trim().is_empty() {
             return Ok(validate::empty_args());

@@ -97,11 +97,7 @@ fn local_ref_name(reference: &str) -> Option<&str> {
 fn inline_refs(value: &mut Value, defs: &Map<String, Value>, stack: &mut Vec<String>, kept: &mut BTreeSet<String>) {
     match value {
         Value::Object(map) => {
-            let target = map
-                .get("$ref")
-                .and_then(Value::as_str)
-                .and_then(local_ref_name)
-                .map(str::to_owned);
+            let target = map.get("$ref").and_then(Value::as_str).and_then(local_ref_name).map(str::to_owned);
             if let Some(name) = target {
                 if stack.contains(&name) {
                     // Normalise `#/definitions/X` to `#/$defs/X`, where the def will live.
@@ -184,8 +180,18 @@ fn is_rust_integer_format(map: &Map<String, Value>) -> bool {
     matches!(
         map.get("format").and_then(Value::as_str),
         Some(
-            "uint8" | "uint16" | "uint32" | "uint64" | "uint128" | "uint" | "int8" | "int16" | "int32" | "int64"
-                | "int128" | "int"
+            "uint8"
+                | "uint16"
+                | "uint32"
+                | "uint64"
+                | "uint128"
+                | "uint"
+                | "int8"
+                | "int16"
+                | "int32"
+                | "int64"
+                | "int128"
+                | "int"
         )
     )
 }
@@ -212,19 +218,20 @@ mod tests {
         assert!(schema.get("$schema").is_none() && schema.get("title").is_none());
         assert_eq!(schema["properties"]["point"]["properties"]["x"]["type"], "number");
         assert_eq!(schema["properties"]["point"]["description"], "where");
-        assert_eq!(
-            schema["properties"]["tree"]["properties"]["children"]["items"]["$ref"],
-            "#/$defs/Node"
-        );
+        assert_eq!(schema["properties"]["tree"]["properties"]["children"]["items"]["$ref"], "#/$defs/Node");
         assert!(schema["$defs"]["Node"].is_object());
         assert!(schema["$defs"].get("Point").is_none());
     }
 
     #[test]
     fn finds_constraints_serde_does_not_enforce() {
-        assert!(!has_constraints_serde_ignores(&json!({"properties": {"n": {"type": "integer", "format": "uint8", "minimum": 0, "maximum": 255}}})));
+        assert!(!has_constraints_serde_ignores(
+            &json!({"properties": {"n": {"type": "integer", "format": "uint8", "minimum": 0, "maximum": 255}}})
+        ));
         assert!(has_constraints_serde_ignores(&json!({"properties": {"n": {"type": "number", "minimum": 1}}})));
         assert!(has_constraints_serde_ignores(&json!({"properties": {"s": {"type": "string", "maxLength": 3}}})));
-        assert!(!has_constraints_serde_ignores(&json!({"properties": {"s": {"type": "string", "description": "pattern"}}})));
+        assert!(!has_constraints_serde_ignores(
+            &json!({"properties": {"s": {"type": "string", "description": "pattern"}}})
+        ));
     }
 }

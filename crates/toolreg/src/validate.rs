@@ -135,7 +135,10 @@ fn describe(kind: &jsonschema::error::ValidationErrorKind, instance: &Value, pat
             "missing required field".to_owned()
         }
         K::AdditionalProperties { unexpected } => {
-            format!("unexpected field(s) {}; remove them", unexpected.iter().map(|u| format!("`{u}`")).collect::<Vec<_>>().join(", "))
+            format!(
+                "unexpected field(s) {}; remove them",
+                unexpected.iter().map(|u| format!("`{u}`")).collect::<Vec<_>>().join(", ")
+            )
         }
         K::Enum { options } => format!("expected one of {options}, got {got}"),
         K::Constant { expected_value } => format!("expected {expected_value}, got {got}"),
