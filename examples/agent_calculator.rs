@@ -1,1 +1,2 @@
+//! Calculator agent example.
 fn main() {}

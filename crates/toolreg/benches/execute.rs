@@ -1,1 +1,2 @@
+//! Placeholder replaced by the execute benchmark.
 fn main() {}
