@@ -1,0 +1,8 @@
+use toolreg::tool;
+
+#[tool]
+fn undocumented(x: i32) -> i32 {
+    x
+}
+
+fn main() {}
