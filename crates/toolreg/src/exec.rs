@@ -46,6 +46,16 @@ impl From<&str> for ToolArguments {
     }
 }
 
+impl fmt::Display for ToolArguments {
+    /// The JSON text of the arguments, as received.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ToolArguments::Raw(text) => f.write_str(text),
+            ToolArguments::Json(value) => write!(f, "{value}"),
+        }
+    }
+}
+
 /// One tool call as a model emitted it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolCall {

@@ -59,6 +59,16 @@ pub trait ErasedTool: Send + Sync + 'static {
     /// Start a call. `args` has already been checked against the declaration's
     /// input schema unless the tool's own deserialisation is the check.
     fn call(&self, cx: CallContext, args: Value) -> ToolFuture;
+
+    /// Optional fast path: start a call straight from argument text, skipping
+    /// the intermediate [`Value`]. Used only when the tool's own
+    /// deserialisation is the schema check. Return the context back (the
+    /// default) to have the text parsed and passed to [`call`](Self::call),
+    /// which is also what happens when the text does not deserialise.
+    fn call_text(&self, cx: CallContext, text: &str) -> Result<ToolFuture, CallContext> {
+        let _ = text;
+        Err(cx)
+    }
 }
 
 /// Deserialize `A` from `args`, keeping `args` for error reporting.
@@ -111,6 +121,16 @@ where
             Err(failure) => Box::pin(std::future::ready(Err(failure))),
         }
     }
+
+    fn call_text(&self, cx: CallContext, text: &str) -> Result<ToolFuture, CallContext> {
+        match serde_json::from_str::<A>(text) {
+            Ok(a) => {
+                let fut = (self.f)(cx, a);
+                Ok(Box::pin(async move { finish(fut.await) }))
+            }
+            Err(_) => Err(cx),
+        }
+    }
 }
 
 /// A plain Rust function `Fn(CallContext, A) -> Result<R, E>`, run inline
@@ -138,6 +158,13 @@ where
         match deserialize::<A>(args) {
             Ok(a) => Box::pin(std::future::ready(finish((self.f)(cx, a)))),
             Err(failure) => Box::pin(std::future::ready(Err(failure))),
+        }
+    }
+
+    fn call_text(&self, cx: CallContext, text: &str) -> Result<ToolFuture, CallContext> {
+        match serde_json::from_str::<A>(text) {
+            Ok(a) => Ok(Box::pin(std::future::ready(finish((self.f)(cx, a))))),
+            Err(_) => Err(cx),
         }
     }
 }

@@ -263,14 +263,38 @@ impl ToolEntry {
     /// This is the whole execution path of [`FunctionRegistry::execute`] once
     /// the entry is found; policy layers call it after their own checks.
     pub async fn call(&self, cx: CallContext, mut args: Value) -> Result<ToolOutput, ToolError> {
-        let name = &self.declaration.name;
-        let invalid = |errors| ToolError::InvalidArguments { tool: name.clone(), errors };
+        let invalid = |errors| ToolError::InvalidArguments { tool: self.declaration.name.clone(), errors };
         if self.serde_checked {
             normalise_root(&mut args).map_err(invalid)?;
         } else {
             self.check_arguments(&mut args).map_err(invalid)?;
         }
         let started = std::panic::catch_unwind(AssertUnwindSafe(|| self.tool.call(cx, args)));
+        self.finish(started).await
+    }
+
+    /// Run the tool on argument text that passed the size and depth limits.
+    /// Typed tools deserialise straight from the text; anything else, and any
+    /// text that does not deserialise, is parsed and goes through [`call`](Self::call).
+    async fn call_text(&self, cx: CallContext, text: &str) -> Result<ToolOutput, ToolError> {
+        // Only an object goes straight to serde: serde would also take an array for a struct.
+        let cx = if self.serde_checked && text.trim_start().starts_with('{') {
+            match std::panic::catch_unwind(AssertUnwindSafe(|| self.tool.call_text(cx, text))) {
+                Ok(Ok(future)) => return self.finish(Ok(future)).await,
+                Ok(Err(cx)) => cx,
+                Err(panic) => return self.finish(Err(panic)).await,
+            }
+        } else {
+            cx
+        };
+        let args = parse_arguments(&self.declaration.name, text)?;
+        self.call(cx, args).await
+    }
+
+    /// Await a started call, containing panics, and name the tool in any failure.
+    async fn finish(&self, started: std::thread::Result<crate::ToolFuture>) -> Result<ToolOutput, ToolError> {
+        let name = &self.declaration.name;
+        let invalid = |errors| ToolError::InvalidArguments { tool: name.clone(), errors };
         let outcome = match started {
             Ok(future) => AssertUnwindSafe(future).catch_unwind().await,
             Err(panic) => Err(panic),
@@ -292,6 +316,26 @@ impl ToolEntry {
             }
         }
     }
+}
+
+/// Size and nesting checks on argument text, before any parsing.
+fn check_limits(tool: &str, text: &str, limits: ArgumentLimits) -> Result<(), ToolError> {
+    if text.len() > limits.max_bytes {
+        return Err(ToolError::ArgumentsTooLarge { tool: tool.to_owned(), size: text.len(), limit: limits.max_bytes });
+    }
+    if validate::json_depth_exceeds(text, limits.max_depth) {
+        return Err(ToolError::ArgumentsTooDeep { tool: tool.to_owned(), limit: limits.max_depth });
+    }
+    Ok(())
+}
+
+/// Parse argument text that passed [`check_limits`]; empty text means no arguments.
+fn parse_arguments(tool: &str, text: &str) -> Result<Value, ToolError> {
+    if text.trim().is_empty() {
+        return Ok(validate::empty_args());
+    }
+    serde_json::from_str(text)
+        .map_err(|e| ToolError::MalformedArguments { tool: tool.to_owned(), message: e.to_string() })
 }
 
 /// Models send `null` or nothing for tools without parameters; anything else
@@ -319,6 +363,10 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
         "panic with a non-string payload".to_owned()
     }
 }
+
+/// Names to entries in registration order. Keys come from the application, so
+/// a fast non-keyed hash is safe here: a model's input is only ever looked up.
+type ToolTable = IndexMap<Arc<str>, ToolEntry, foldhash::fast::RandomState>;
 
 /// Every function an agent can call, each stored with its declaration.
 ///
@@ -352,7 +400,7 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 /// ```
 #[derive(Clone, Default)]
 pub struct FunctionRegistry {
-    tools: Arc<IndexMap<Arc<str>, ToolEntry>>,
+    tools: Arc<ToolTable>,
     limits: ArgumentLimits,
 }
 
@@ -548,28 +596,14 @@ impl FunctionRegistry {
         let Some(entry) = self.tools.get(name) else {
             return Err(self.unknown_tool(name));
         };
-        let value = self.parse_arguments(name, args)?;
-        entry.call(cx, value).await
+        check_limits(name, args, self.limits)?;
+        entry.call_text(cx, args).await
     }
 
-    /// Parse argument text under this registry's limits.
+    /// Parse argument text under this registry's limits; empty text is `{}`.
     pub fn parse_arguments(&self, tool: &str, text: &str) -> Result<Value, ToolError> {
-        let limits = self.limits;
-        if text.len() > limits.max_bytes {
-            return Err(ToolError::ArgumentsTooLarge {
-                tool: tool.to_owned(),
-                size: text.len(),
-                limit: limits.max_bytes,
-            });
-        }
-        if text.trim().is_empty() {
-            return Ok(validate::empty_args());
-        }
-        if validate::json_depth_exceeds(text, limits.max_depth) {
-            return Err(ToolError::ArgumentsTooDeep { tool: tool.to_owned(), limit: limits.max_depth });
-        }
-        serde_json::from_str(text)
-            .map_err(|e| ToolError::MalformedArguments { tool: tool.to_owned(), message: e.to_string() })
+        check_limits(tool, text, self.limits)?;
+        parse_arguments(tool, text)
     }
 
     /// The error for a call to a name that is not registered.

@@ -97,11 +97,10 @@ fn lists_in_registration_order_and_removes() {
     let decl = ToolDeclaration::new("zeta", "last", json!({"type": "object"}));
     registry.register(ToolRegistration::from_sync("zeta", |_: Value| Ok::<_, String>(0), decl)).unwrap();
     assert_eq!(registry.names().collect::<Vec<_>>(), ["add", "echo_async", "zeta"]);
-    assert_eq!(registry.get_declarations().iter().map(|d| d.name.as_str()).collect::<Vec<_>>(), [
-        "add",
-        "echo_async",
-        "zeta"
-    ]);
+    assert_eq!(
+        registry.get_declarations().iter().map(|d| d.name.as_str()).collect::<Vec<_>>(),
+        ["add", "echo_async", "zeta"]
+    );
 
     let removed = registry.unregister("echo_async").unwrap();
     assert_eq!(removed.declaration().name, "echo_async");
@@ -187,6 +186,9 @@ fn reports_every_argument_problem_with_paths() {
 fn non_object_arguments_are_refused_and_null_means_none() {
     let registry = registry();
     let err = block_on(registry.execute("add", json!([1, 2]))).unwrap_err();
+    assert!(err.model_text().contains("expected an object of named arguments, got array of 2 items"));
+    // serde alone would take an array for a struct; text arguments get the same answer.
+    let err = block_on(registry.execute_json("add", "[1, 2]")).unwrap_err();
     assert!(err.model_text().contains("expected an object of named arguments, got array of 2 items"));
     let err = block_on(registry.execute("add", Value::Null)).unwrap_err();
     assert!(err.model_text().contains("`/a`: missing required field"), "{}", err.model_text());

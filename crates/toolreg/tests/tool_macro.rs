@@ -162,7 +162,10 @@ fn generated_tools_run_through_the_registry() {
 
         let err = registry.execute("calculator", json!({"op": "pow", "a": 1, "b": "2"})).await.unwrap_err();
         let text = err.model_text();
-        assert!(text.contains("`/op`: expected one of [\"add\",\"sub\",\"mul\",\"div\"], got string \"pow\""), "{text}");
+        assert!(
+            text.contains("`/op`: expected one of [\"add\",\"sub\",\"mul\",\"div\"], got string \"pow\""),
+            "{text}"
+        );
         assert!(text.contains("`/b`: expected number, got string \"2\""), "{text}");
 
         let out = registry.execute("greet-person", json!({"name": "Ada", "title": "Dr"})).await.unwrap();
