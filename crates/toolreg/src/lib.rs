@@ -76,3 +76,8 @@ pub mod __private {
         Ok(value)
     }
 }
+
+/// The README's Rust examples, compiled and run as doctests so they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;
