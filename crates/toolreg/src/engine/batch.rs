@@ -1,0 +1,107 @@
+//! Running the calls of one model turn together.
+
+use std::sync::Arc;
+
+use indexmap::IndexMap;
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::engine::{Deadline, Prepared, ToolEngine, bounded, stopped};
+use crate::exec::{ToolCall, ToolError, ToolResult};
+use crate::policy::canonical_json;
+
+/// Which calls must not overlap.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Lane {
+    /// Tools that change something and name no exclusive key.
+    Writes,
+    /// Calls whose exclusive-key argument has this (canonical JSON) value.
+    Key(String),
+}
+
+fn lane_of(engine: &ToolEngine, prepared: &Prepared) -> Option<Lane> {
+    let (Ok(entry), Ok(args)) = (&prepared.entry, &prepared.args) else {
+        return None; // fails before running: nothing to protect
+    };
+    let decl = entry.declaration();
+    if let Some(value) = decl.exclusive_key.as_deref().and_then(|key| args.get(key)) {
+        return Some(Lane::Key(canonical_json(value)));
+    }
+    if decl.is_read_only() || engine.inner.options.parallel_writes { None } else { Some(Lane::Writes) }
+}
+
+/// Wait for a slot, then run the call; a call stopped while waiting still
+/// goes through [`ToolEngine::run`] so that it is audited.
+async fn run_one(
+    engine: &ToolEngine,
+    semaphore: &Semaphore,
+    mut prepared: Prepared,
+    cancel: &CancellationToken,
+    batch: Option<Deadline>,
+) -> ToolResult {
+    let permit = match bounded(semaphore.acquire(), cancel, batch).await {
+        Ok(Ok(permit)) => Some(permit),
+        Ok(Err(_closed)) => None,
+        Err(stop) => {
+            prepared.args = Err(stopped(&prepared.name, stop));
+            None
+        }
+    };
+    let result = engine.run(prepared, cancel.clone(), batch).await;
+    drop(permit);
+    result
+}
+
+pub(crate) async fn run(engine: &ToolEngine, calls: Vec<ToolCall>, cancel: CancellationToken) -> Vec<ToolResult> {
+    let options = engine.inner.options;
+    let batch = options.batch_timeout.map(Deadline::after);
+    let semaphore = Arc::new(Semaphore::new(options.max_concurrency.max(1)));
+    let mut labels = Vec::with_capacity(calls.len());
+    let mut lanes: IndexMap<Lane, Vec<(usize, Prepared)>> = IndexMap::new();
+    let mut tasks = JoinSet::new();
+
+    for (index, call) in calls.into_iter().enumerate() {
+        labels.push((call.id.clone(), call.name.clone()));
+        let prepared = engine.prepare(call);
+        match lane_of(engine, &prepared) {
+            Some(lane) => lanes.entry(lane).or_default().push((index, prepared)),
+            None => {
+                let (engine, semaphore, cancel) = (engine.clone(), Arc::clone(&semaphore), cancel.clone());
+                tasks.spawn(async move { vec![(index, run_one(&engine, &semaphore, prepared, &cancel, batch).await)] });
+            }
+        }
+    }
+    for (_, queue) in lanes {
+        let (engine, semaphore, cancel) = (engine.clone(), Arc::clone(&semaphore), cancel.clone());
+        tasks.spawn(async move {
+            let mut done = Vec::with_capacity(queue.len());
+            for (index, prepared) in queue {
+                done.push((index, run_one(&engine, &semaphore, prepared, &cancel, batch).await));
+            }
+            done
+        });
+    }
+
+    let mut results: Vec<Option<ToolResult>> = (0..labels.len()).map(|_| None).collect();
+    while let Some(joined) = tasks.join_next().await {
+        match joined {
+            Ok(done) => {
+                for (index, result) in done {
+                    results[index] = Some(result);
+                }
+            }
+            Err(error) => tracing::error!(%error, "a batch task failed"),
+        }
+    }
+    results
+        .into_iter()
+        .zip(labels)
+        .map(|(result, (id, name))| {
+            result.unwrap_or_else(|| {
+                let message = "the call's task failed before it produced a result".to_owned();
+                ToolResult { id, outcome: Err(ToolError::Panicked { tool: name.clone(), message }), name }
+            })
+        })
+        .collect()
+}
