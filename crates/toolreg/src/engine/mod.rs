@@ -508,7 +508,9 @@ impl ToolEngine {
         let decl = entry.declaration_arc();
         let tool = decl.name.as_str();
         let needs_approval = decl.safety >= inner.approval_from;
-        if needs_approval || inner.has_layers {
+        // Validate here when something before the run looks at the arguments
+        // (approver, hooks, audit hash); otherwise the run validates them.
+        if needs_approval || inner.has_layers || !inner.sinks.is_empty() {
             entry
                 .check_arguments(&mut args)
                 .map_err(|errors| ToolError::InvalidArguments { tool: tool.to_owned(), errors })?;
