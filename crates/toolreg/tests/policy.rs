@@ -321,9 +321,12 @@ async fn audit_events_record_every_call_as_json_lines() {
     assert_eq!(events[0]["decision"], "not_required");
     assert_eq!(events[0]["outcome"], "ok");
     assert_eq!(events[0]["result_bytes"], "read_file done".len());
-    let hash = ArgumentsHash::of(&json!({"path": "a", "force": false})).to_string();
+    let hash = ArgumentsHash::of(&json!({"path": "a"})).to_string();
     assert_eq!(events[0]["arguments_hash"], hash);
+    assert!(events[0].get("approved_hash").is_none());
     assert_eq!(events[1]["decision"], "approved");
+    let approved = ArgumentsHash::of(&json!({"path": "b", "force": false})).to_string();
+    assert_eq!(events[1]["approved_hash"], approved);
     assert_eq!(events[1]["approver"], "policy");
     assert_eq!(events[1]["call_id"], "c2");
     assert_eq!(events[2]["outcome"], "not_offered");

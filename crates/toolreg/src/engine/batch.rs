@@ -21,10 +21,10 @@ enum Lane {
 }
 
 fn lane_of(engine: &ToolEngine, prepared: &Prepared) -> Option<Lane> {
-    let (Ok(entry), Ok(args)) = (&prepared.entry, &prepared.args) else {
+    let (Ok(slot), Ok(args)) = (&prepared.slot, &prepared.args) else {
         return None; // fails before running: nothing to protect
     };
-    let decl = entry.declaration();
+    let decl = slot.entry.declaration();
     if let Some(value) = decl.exclusive_key.as_deref().and_then(|key| args.get(key)) {
         return Some(Lane::Key(canonical_json(value)));
     }

@@ -216,7 +216,7 @@ impl EngineBuilder {
                 for layer in self.layers.iter().rev() {
                     stack = layer.layer(stack);
                 }
-                (Arc::<str>::from(decl.name.as_str()), stack)
+                (Arc::<str>::from(decl.name.as_str()), Arc::new(Slot { entry: entry.clone(), stack }))
             })
             .collect();
         ToolEngine {
@@ -269,9 +269,15 @@ impl ErasedTool for EntryRunner {
     }
 }
 
+/// A selected tool and the stack built for it.
+pub(crate) struct Slot {
+    entry: ToolEntry,
+    stack: Arc<dyn ErasedTool>,
+}
+
 struct Inner {
     tools: ToolSet,
-    stacks: HashMap<Arc<str>, Arc<dyn ErasedTool>>,
+    stacks: HashMap<Arc<str>, Arc<Slot>>,
     approver: Option<Arc<dyn Approver>>,
     approval_from: SafetyLevel,
     has_layers: bool,
@@ -349,7 +355,7 @@ async fn bounded<F: Future>(
 pub(crate) struct Prepared {
     id: String,
     name: String,
-    entry: Result<ToolEntry, ToolError>,
+    slot: Result<Arc<Slot>, ToolError>,
     args: Result<Value, ToolError>,
 }
 
@@ -358,6 +364,7 @@ struct Trail {
     decision: AuditDecision,
     approver: Option<String>,
     hash: Option<ArgumentsHash>,
+    approved_hash: Option<ArgumentsHash>,
 }
 
 impl ToolEngine {
@@ -422,13 +429,20 @@ impl ToolEngine {
     /// Look the tool up and parse the arguments.
     pub(crate) fn prepare(&self, call: ToolCall) -> Prepared {
         let ToolCall { id, name, arguments } = call;
-        let entry = self.inner.tools.lookup(&name).cloned();
-        let args = match (&entry, arguments) {
+        let slot = match self.inner.stacks.get(name.as_str()) {
+            Some(slot) => Ok(Arc::clone(slot)),
+            // Not selected: tell an unknown name from a tool that was not offered.
+            None => Err(match self.inner.tools.lookup(&name) {
+                Err(error) => error,
+                Ok(_) => self.inner.tools.registry().unknown_tool(&name),
+            }),
+        };
+        let args = match (&slot, arguments) {
             (Err(error), _) => Err(error.clone()),
             (Ok(_), ToolArguments::Json(value)) => Ok(value),
             (Ok(_), ToolArguments::Raw(text)) => self.inner.tools.registry().parse_arguments(&name, &text),
         };
-        Prepared { id, name, entry, args }
+        Prepared { id, name, slot, args }
     }
 
     /// Run a prepared call through the whole stack and record it.
@@ -445,20 +459,25 @@ impl ToolEngine {
     async fn run_inner(&self, prepared: Prepared, cancel: CancellationToken, batch: Option<Deadline>) -> ToolResult {
         let started_at = SystemTime::now();
         let clock = Instant::now();
-        let Prepared { id, name, entry, args } = prepared;
-        let safety = entry.as_ref().ok().map(|e| e.declaration().safety);
-        let mut trail = Trail { decision: AuditDecision::NotReached, approver: None, hash: None };
-        let outcome = match (entry, args) {
+        let Prepared { id, name, slot, args } = prepared;
+        let inner = &self.inner;
+        let auditing = !inner.sinks.is_empty() || tracing::enabled!(target: "toolreg::audit", tracing::Level::INFO);
+        let safety = slot.as_ref().ok().map(|s| s.entry.declaration().safety);
+        let hash = match (&args, auditing) {
+            (Ok(args), true) => Some(ArgumentsHash::of(args)),
+            _ => None,
+        };
+        let mut trail = Trail { decision: AuditDecision::NotReached, approver: None, hash, approved_hash: None };
+        let outcome = match (slot, args) {
             (Err(error), _) | (_, Err(error)) => Err(error),
-            (Ok(entry), Ok(args)) => self.gate_and_run(&id, &entry, args, &cancel, batch, &mut trail).await,
+            (Ok(slot), Ok(args)) => self.gate_and_run(&id, &slot, args, &cancel, batch, &mut trail).await,
         };
         let outcome_kind = match &outcome {
             Ok(output) if output.is_error => "tool_error",
             Ok(_) => "ok",
             Err(error) => error_kind(error),
         };
-        let inner = &self.inner;
-        if !inner.sinks.is_empty() || tracing::enabled!(target: "toolreg::audit", tracing::Level::INFO) {
+        if auditing {
             let result_bytes = match &outcome {
                 Ok(output) => text_len(&output.value),
                 Err(error) => error.model_text().len(),
@@ -468,6 +487,7 @@ impl ToolEngine {
                 &id,
                 safety,
                 trail.hash,
+                trail.approved_hash,
                 trail.decision,
                 trail.approver,
                 started_at,
@@ -482,6 +502,7 @@ impl ToolEngine {
                 decision = %event.decision,
                 approver = event.approver.as_deref().unwrap_or(""),
                 arguments_hash = %event.arguments_hash.map(|h| h.to_string()).unwrap_or_default(),
+                approved_hash = %event.approved_hash.map(|h| h.to_string()).unwrap_or_default(),
                 duration_us = event.duration_us,
                 outcome = %event.outcome,
                 result_bytes = event.result_bytes,
@@ -498,27 +519,27 @@ impl ToolEngine {
     async fn gate_and_run(
         &self,
         id: &str,
-        entry: &ToolEntry,
+        slot: &Slot,
         mut args: Value,
         cancel: &CancellationToken,
         batch: Option<Deadline>,
         trail: &mut Trail,
     ) -> Result<ToolOutput, ToolError> {
         let inner = &self.inner;
+        let entry = &slot.entry;
         let decl = entry.declaration_arc();
         let tool = decl.name.as_str();
         let needs_approval = decl.safety >= inner.approval_from;
         // Validate here when something before the run looks at the arguments
-        // (approver, hooks, audit hash); otherwise the run validates them.
-        if needs_approval || inner.has_layers || !inner.sinks.is_empty() {
+        // (approver, hooks); otherwise the run validates them.
+        if needs_approval || inner.has_layers {
             entry
                 .check_arguments(&mut args)
                 .map_err(|errors| ToolError::InvalidArguments { tool: tool.to_owned(), errors })?;
         }
         let mut grant = None;
         if needs_approval {
-            let hash = ArgumentsHash::of(&args);
-            trail.hash = Some(hash);
+            let mut bound = ArgumentsHash::of(&args);
             let Some(approver) = &inner.approver else {
                 trail.decision = AuditDecision::NoApprover;
                 return Err(ToolError::ApprovalRequired { tool: tool.to_owned() });
@@ -551,29 +572,24 @@ impl ToolEngine {
                 entry
                     .check_arguments(&mut args)
                     .map_err(|errors| ToolError::InvalidEdit { tool: tool.to_owned(), errors })?;
-                trail.hash = Some(ArgumentsHash::of(&args));
+                bound = ArgumentsHash::of(&args);
             }
-            let bound = trail.hash.unwrap_or(hash);
+            trail.approved_hash = Some(bound);
             grant = Some(Arc::new(Approval::bind(tool, Some(id), bound, approver_name)));
         } else {
             trail.decision =
                 if decl.safety == SafetyLevel::Safe { AuditDecision::NotRequired } else { AuditDecision::Recorded };
-            if !inner.sinks.is_empty() {
-                trail.hash = Some(ArgumentsHash::of(&args));
-            }
         }
 
-        let call_cancel = cancel.child_token();
+        let deadline = Deadline::earliest(inner.options.call_timeout.map(Deadline::after), batch);
+        // The call gets a token of its own when it can time out, so that a
+        // timeout stops this call's work only.
+        let call_cancel = if deadline.is_some() { cancel.child_token() } else { cancel.clone() };
         let cx = CallContext::new(id)
             .with_cancellation(call_cancel.clone())
             .with_declaration(Arc::clone(decl))
             .with_approval(grant);
-        let Some(stack) = inner.stacks.get(tool) else {
-            // Every selected tool has a stack; a lookup that succeeded found one.
-            return Err(inner.tools.lookup(tool).err().unwrap_or_else(|| inner.tools.registry().unknown_tool(tool)));
-        };
-        let deadline = Deadline::earliest(inner.options.call_timeout.map(Deadline::after), batch);
-        let started = std::panic::catch_unwind(AssertUnwindSafe(|| stack.call(cx, args)));
+        let started = std::panic::catch_unwind(AssertUnwindSafe(|| slot.stack.call(cx, args)));
         let result = match started {
             Ok(future) => bounded(AssertUnwindSafe(future).catch_unwind(), cancel, deadline).await,
             Err(panic) => Ok(Err(panic)),
@@ -584,7 +600,9 @@ impl ToolEngine {
             Ok(Err(panic)) => Err(ToolError::Panicked { tool: tool.to_owned(), message: layer::panic_text(&*panic) }),
             Err(stop) => {
                 // Tell the tool (and anything it spawned) to stop; its future is dropped.
-                call_cancel.cancel();
+                if matches!(stop, Stop::Timeout(_)) {
+                    call_cancel.cancel();
+                }
                 Err(stopped(tool, stop))
             }
         }

@@ -68,10 +68,15 @@ pub struct AuditEvent {
     /// The tool's safety level, when the tool exists.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub safety: Option<SafetyLevel>,
-    /// Hash of the canonical arguments the tool ran with (or was asked to run
-    /// with); absent when the arguments did not parse.
+    /// Hash of the canonical arguments as the model sent them; absent when
+    /// they did not parse.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arguments_hash: Option<ArgumentsHash>,
+    /// For an approved call, the hash of the validated arguments the approval
+    /// was bound to: exactly what the tool was allowed to run with (defaults
+    /// filled in, or the approver's edit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved_hash: Option<ArgumentsHash>,
     /// What the approval gate decided.
     pub decision: AuditDecision,
     /// The approver that decided, if one did.
@@ -96,6 +101,7 @@ impl AuditEvent {
         call_id: &str,
         safety: Option<SafetyLevel>,
         arguments_hash: Option<ArgumentsHash>,
+        approved_hash: Option<ArgumentsHash>,
         decision: AuditDecision,
         approver: Option<String>,
         started_at: SystemTime,
@@ -108,6 +114,7 @@ impl AuditEvent {
             call_id: call_id.to_owned(),
             safety,
             arguments_hash,
+            approved_hash,
             decision,
             approver,
             started_at_ms: started_at.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64),

@@ -117,7 +117,7 @@ impl Selection {
             && self.categories.as_ref().is_none_or(|wanted| declaration.categories.iter().any(|c| wanted.contains(c)))
             && self.scopes.as_ref().is_none_or(|scopes| scopes.contains(&declaration.scope))
             && self.allow.as_ref().is_none_or(|allow| allow.contains(&declaration.name))
-            && !self.deny.contains(&declaration.name)
+            && (self.deny.is_empty() || !self.deny.contains(&declaration.name))
     }
 
     /// The tools of `registry` this selection admits.
