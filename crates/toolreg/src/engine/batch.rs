@@ -48,7 +48,7 @@ async fn run_one(
             None
         }
     };
-    let result = engine.run(prepared, cancel.clone(), batch).await;
+    let result = engine.run(prepared, cancel, batch).await;
     drop(permit);
     result
 }

@@ -212,7 +212,8 @@ impl EngineBuilder {
             .map(|entry| {
                 let decl = entry.declaration();
                 let needs_approval = decl.safety >= self.approval_from;
-                let mut stack: Arc<dyn ErasedTool> = Arc::new(EntryRunner { entry: entry.clone(), needs_approval });
+                let runner = EntryRunner { entry: Arc::new(entry.clone()), needs_approval };
+                let mut stack: Arc<dyn ErasedTool> = Arc::new(runner);
                 for layer in self.layers.iter().rev() {
                     stack = layer.layer(stack);
                 }
@@ -237,7 +238,7 @@ impl EngineBuilder {
 /// them), checks the approval against exactly these arguments, then runs the
 /// tool with panics contained.
 struct EntryRunner {
-    entry: ToolEntry,
+    entry: Arc<ToolEntry>,
     needs_approval: bool,
 }
 
@@ -264,7 +265,7 @@ impl ErasedTool for EntryRunner {
                 return Box::pin(std::future::ready(Err(CallFailure::Error(error))));
             }
         }
-        let entry = self.entry.clone();
+        let entry = Arc::clone(&self.entry);
         Box::pin(async move { entry.call(cx, args).await.map(|output| output.value).map_err(CallFailure::Error) })
     }
 }
@@ -334,20 +335,22 @@ async fn bounded<F: Future>(
     cancel: &CancellationToken,
     deadline: Option<Deadline>,
 ) -> Result<F::Output, Stop> {
-    let timer = async {
-        match deadline {
-            Some(d) => {
-                tokio::time::sleep_until(d.at.into()).await;
-                d.limit
+    match deadline {
+        None => tokio::select! {
+            biased;
+            output = future => Ok(output),
+            () = cancel.cancelled() => Err(Stop::Cancelled),
+        },
+        Some(d) => {
+            // Boxed: a timer is large, and most calls have none.
+            let timer = Box::pin(tokio::time::sleep_until(d.at.into()));
+            tokio::select! {
+                biased;
+                output = future => Ok(output),
+                () = cancel.cancelled() => Err(Stop::Cancelled),
+                () = timer => Err(Stop::Timeout(d.limit)),
             }
-            None => std::future::pending().await,
         }
-    };
-    tokio::select! {
-        biased;
-        output = future => Ok(output),
-        () = cancel.cancelled() => Err(Stop::Cancelled),
-        limit = timer => Err(Stop::Timeout(limit)),
     }
 }
 
@@ -400,7 +403,7 @@ impl ToolEngine {
     /// through its [`CallContext`]).
     pub async fn execute_call_with(&self, call: ToolCall, cancel: CancellationToken) -> ToolResult {
         let prepared = self.prepare(call);
-        self.run(prepared, cancel, None).await
+        self.run(prepared, &cancel, None).await
     }
 
     /// Run the calls of one model turn together; results come back in the
@@ -449,19 +452,18 @@ impl ToolEngine {
     pub(crate) async fn run(
         &self,
         prepared: Prepared,
-        cancel: CancellationToken,
+        cancel: &CancellationToken,
         batch: Option<Deadline>,
     ) -> ToolResult {
         let span = tracing::info_span!("tool_call", tool = %prepared.name, call_id = %prepared.id);
         self.run_inner(prepared, cancel, batch).instrument(span).await
     }
 
-    async fn run_inner(&self, prepared: Prepared, cancel: CancellationToken, batch: Option<Deadline>) -> ToolResult {
-        let started_at = SystemTime::now();
-        let clock = Instant::now();
+    async fn run_inner(&self, prepared: Prepared, cancel: &CancellationToken, batch: Option<Deadline>) -> ToolResult {
         let Prepared { id, name, slot, args } = prepared;
         let inner = &self.inner;
         let auditing = !inner.sinks.is_empty() || tracing::enabled!(target: "toolreg::audit", tracing::Level::INFO);
+        let clock = auditing.then(Instant::now);
         let safety = slot.as_ref().ok().map(|s| s.entry.declaration().safety);
         let hash = match (&args, auditing) {
             (Ok(args), true) => Some(ArgumentsHash::of(args)),
@@ -470,14 +472,18 @@ impl ToolEngine {
         let mut trail = Trail { decision: AuditDecision::NotReached, approver: None, hash, approved_hash: None };
         let outcome = match (slot, args) {
             (Err(error), _) | (_, Err(error)) => Err(error),
-            (Ok(slot), Ok(args)) => self.gate_and_run(&id, &slot, args, &cancel, batch, &mut trail).await,
+            // Boxed so that the large pipeline future is not moved around by
+            // every caller that awaits it.
+            (Ok(slot), Ok(args)) => Box::pin(self.gate_and_run(&id, &slot, args, cancel, batch, &mut trail)).await,
         };
         let outcome_kind = match &outcome {
             Ok(output) if output.is_error => "tool_error",
             Ok(_) => "ok",
             Err(error) => error_kind(error),
         };
-        if auditing {
+        if let Some(clock) = clock {
+            let duration = clock.elapsed();
+            let started_at = SystemTime::now().checked_sub(duration).unwrap_or(SystemTime::UNIX_EPOCH);
             let result_bytes = match &outcome {
                 Ok(output) => text_len(&output.value),
                 Err(error) => error.model_text().len(),
@@ -491,7 +497,7 @@ impl ToolEngine {
                 trail.decision,
                 trail.approver,
                 started_at,
-                clock.elapsed(),
+                duration,
                 outcome_kind,
                 result_bytes,
             );
@@ -584,9 +590,9 @@ impl ToolEngine {
         let deadline = Deadline::earliest(inner.options.call_timeout.map(Deadline::after), batch);
         // The call gets a token of its own when it can time out, so that a
         // timeout stops this call's work only.
-        let call_cancel = if deadline.is_some() { cancel.child_token() } else { cancel.clone() };
+        let call_cancel = deadline.map(|_| cancel.child_token());
         let cx = CallContext::new(id)
-            .with_cancellation(call_cancel.clone())
+            .with_cancellation(call_cancel.clone().unwrap_or_else(|| cancel.clone()))
             .with_declaration(Arc::clone(decl))
             .with_approval(grant);
         let started = std::panic::catch_unwind(AssertUnwindSafe(|| slot.stack.call(cx, args)));
@@ -600,8 +606,8 @@ impl ToolEngine {
             Ok(Err(panic)) => Err(ToolError::Panicked { tool: tool.to_owned(), message: layer::panic_text(&*panic) }),
             Err(stop) => {
                 // Tell the tool (and anything it spawned) to stop; its future is dropped.
-                if matches!(stop, Stop::Timeout(_)) {
-                    call_cancel.cancel();
+                if let (Stop::Timeout(_), Some(token)) = (&stop, &call_cancel) {
+                    token.cancel();
                 }
                 Err(stopped(tool, stop))
             }

@@ -1,6 +1,7 @@
 //! The audit trail: an [`AuditEvent`] for every call, sent to an
 //! [`AuditSink`] and recorded as a `tracing` event.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::io::Write;
 use std::sync::Mutex;
@@ -88,7 +89,7 @@ pub struct AuditEvent {
     pub duration_us: u64,
     /// `"ok"`, `"tool_error"` (the tool reported a failure) or the
     /// [`ToolError`] kind (see [`error_kind`]).
-    pub outcome: String,
+    pub outcome: Cow<'static, str>,
     /// Size of the result text the model reads, in bytes.
     pub result_bytes: usize,
 }
@@ -119,7 +120,7 @@ impl AuditEvent {
             approver,
             started_at_ms: started_at.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64),
             duration_us: duration.as_micros().min(u64::MAX as u128) as u64,
-            outcome: outcome.to_owned(),
+            outcome: Cow::Borrowed(outcome),
             result_bytes,
         }
     }

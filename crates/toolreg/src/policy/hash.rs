@@ -1,6 +1,7 @@
 //! [`ArgumentsHash`]: a stable fingerprint of a call's arguments.
 
 use std::fmt;
+use std::io::Cursor;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -78,7 +79,8 @@ impl<'de> Deserialize<'de> for ArgumentsHash {
 }
 
 /// The canonical JSON text of a value: object keys sorted by their UTF-8
-/// bytes, no whitespace, strings and numbers as `serde_json` writes them.
+/// bytes, no whitespace, strings and numbers as `serde_json` writes them in
+/// JSON text (shortest round-trip form for floats).
 ///
 /// ```
 /// use serde_json::json;
@@ -112,8 +114,15 @@ impl Sink for StringWriter {
 }
 
 fn write_string(out: &mut impl Sink, s: &str) {
-    // serde_json escapes exactly as JSON requires; writing a &str cannot fail.
-    out.put(&serde_json::to_string(s).unwrap_or_default());
+    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        // Nothing to escape: the common case, written without allocating.
+        out.put("\"");
+        out.put(s);
+        out.put("\"");
+    } else {
+        // serde_json escapes exactly as JSON requires; writing a &str cannot fail.
+        out.put(&serde_json::to_string(s).unwrap_or_default());
+    }
 }
 
 fn write_canonical(out: &mut impl Sink, value: &Value) {
@@ -121,7 +130,17 @@ fn write_canonical(out: &mut impl Sink, value: &Value) {
         Value::Null => out.put("null"),
         Value::Bool(true) => out.put("true"),
         Value::Bool(false) => out.put("false"),
-        Value::Number(n) => out.put(&n.to_string()),
+        Value::Number(n) => {
+            // As serde_json writes it in JSON text; the longest number is 24 bytes.
+            let mut buf = Cursor::new([0u8; 40]);
+            match serde_json::to_writer(&mut buf, n) {
+                Ok(()) => {
+                    let len = buf.position() as usize;
+                    out.put(std::str::from_utf8(&buf.get_ref()[..len]).unwrap_or_default());
+                }
+                Err(_) => out.put(&serde_json::to_string(n).unwrap_or_default()),
+            }
+        }
         Value::String(s) => write_string(out, s),
         Value::Array(items) => {
             out.put("[");
@@ -162,6 +181,11 @@ mod tests {
             ArgumentsHash::of(&json!({})).to_string(),
             "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"
         );
+        for text in ["plain", "quote \" back \\ nl \n tab \t nul \u{0} é", ""] {
+            assert_eq!(canonical_json(&json!(text)), serde_json::to_string(text).unwrap());
+        }
+        let array = json!([1.5, -2, 1e300, 0.1, u64::MAX, null, true]);
+        assert_eq!(canonical_json(&array), serde_json::to_string(&array).unwrap());
         let h = ArgumentsHash::of(&json!({"a": "é\n"}));
         let back: ArgumentsHash = serde_json::from_value(serde_json::to_value(h).unwrap()).unwrap();
         assert_eq!(h, back);
