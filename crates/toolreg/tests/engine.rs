@@ -207,9 +207,8 @@ async fn tools_see_cancellation_through_their_context() {
             next.run(call).await
         }))
         .build();
-    let result = tokio::time::timeout(HANG, engine.execute_call(ToolCall::new("k", "wait_cancel", "{}")))
-        .await
-        .expect("call hung");
+    let call = engine.execute_call_with(ToolCall::new("k", "wait_cancel", "{}"), CancellationToken::new());
+    let result = tokio::time::timeout(HANG, call).await.expect("call hung");
     assert_eq!(result.output().text(), "cancelled");
     assert_eq!(log.lock().unwrap().as_slice(), ["saw cancel k"]);
 }

@@ -40,7 +40,7 @@ async fn run_one(
     cancel: &CancellationToken,
     batch: Option<Deadline>,
 ) -> ToolResult {
-    let permit = match bounded(semaphore.acquire(), cancel, batch).await {
+    let permit = match bounded(semaphore.acquire(), Some(cancel), batch).await {
         Ok(Ok(permit)) => Some(permit),
         Ok(Err(_closed)) => None,
         Err(stop) => {
@@ -48,7 +48,7 @@ async fn run_one(
             None
         }
     };
-    let result = engine.run(prepared, cancel, batch).await;
+    let result = engine.run(prepared, Some(cancel), batch).await;
     drop(permit);
     result
 }

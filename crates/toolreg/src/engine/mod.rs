@@ -332,14 +332,20 @@ impl Deadline {
 /// Run `future` unless the token is cancelled or the deadline passes first.
 async fn bounded<F: Future>(
     future: F,
-    cancel: &CancellationToken,
+    cancel: Option<&CancellationToken>,
     deadline: Option<Deadline>,
 ) -> Result<F::Output, Stop> {
+    let cancelled = async {
+        match cancel {
+            Some(token) => token.cancelled().await,
+            None => std::future::pending().await,
+        }
+    };
     match deadline {
         None => tokio::select! {
             biased;
             output = future => Ok(output),
-            () = cancel.cancelled() => Err(Stop::Cancelled),
+            () = cancelled => Err(Stop::Cancelled),
         },
         Some(d) => {
             // Boxed: a timer is large, and most calls have none.
@@ -347,7 +353,7 @@ async fn bounded<F: Future>(
             tokio::select! {
                 biased;
                 output = future => Ok(output),
-                () = cancel.cancelled() => Err(Stop::Cancelled),
+                () = cancelled => Err(Stop::Cancelled),
                 () = timer => Err(Stop::Timeout(d.limit)),
             }
         }
@@ -400,10 +406,11 @@ impl ToolEngine {
     }
 
     /// Run one call, cancellable with `cancel` (also visible to the tool
-    /// through its [`CallContext`]).
+    /// through its [`CallContext`]). Without a token ([`ToolExecutor::execute_call`]),
+    /// a tool sees a token only when a per-call timeout applies.
     pub async fn execute_call_with(&self, call: ToolCall, cancel: CancellationToken) -> ToolResult {
         let prepared = self.prepare(call);
-        self.run(prepared, &cancel, None).await
+        Box::pin(self.run(prepared, Some(&cancel), None)).await
     }
 
     /// Run the calls of one model turn together; results come back in the
@@ -452,14 +459,19 @@ impl ToolEngine {
     pub(crate) async fn run(
         &self,
         prepared: Prepared,
-        cancel: &CancellationToken,
+        cancel: Option<&CancellationToken>,
         batch: Option<Deadline>,
     ) -> ToolResult {
         let span = tracing::info_span!("tool_call", tool = %prepared.name, call_id = %prepared.id);
         self.run_inner(prepared, cancel, batch).instrument(span).await
     }
 
-    async fn run_inner(&self, prepared: Prepared, cancel: &CancellationToken, batch: Option<Deadline>) -> ToolResult {
+    async fn run_inner(
+        &self,
+        prepared: Prepared,
+        cancel: Option<&CancellationToken>,
+        batch: Option<Deadline>,
+    ) -> ToolResult {
         let Prepared { id, name, slot, args } = prepared;
         let inner = &self.inner;
         let auditing = !inner.sinks.is_empty() || tracing::enabled!(target: "toolreg::audit", tracing::Level::INFO);
@@ -527,7 +539,7 @@ impl ToolEngine {
         id: &str,
         slot: &Slot,
         mut args: Value,
-        cancel: &CancellationToken,
+        cancel: Option<&CancellationToken>,
         batch: Option<Deadline>,
         trail: &mut Trail,
     ) -> Result<ToolOutput, ToolError> {
@@ -590,11 +602,11 @@ impl ToolEngine {
         let deadline = Deadline::earliest(inner.options.call_timeout.map(Deadline::after), batch);
         // The call gets a token of its own when it can time out, so that a
         // timeout stops this call's work only.
-        let call_cancel = deadline.map(|_| cancel.child_token());
-        let cx = CallContext::new(id)
-            .with_cancellation(call_cancel.clone().unwrap_or_else(|| cancel.clone()))
-            .with_declaration(Arc::clone(decl))
-            .with_approval(grant);
+        let call_cancel = deadline.map(|_| cancel.map_or_else(CancellationToken::new, CancellationToken::child_token));
+        let mut cx = CallContext::new(id).with_declaration(Arc::clone(decl)).with_approval(grant);
+        if let Some(token) = call_cancel.clone().or_else(|| cancel.cloned()) {
+            cx = cx.with_cancellation(token);
+        }
         let started = std::panic::catch_unwind(AssertUnwindSafe(|| slot.stack.call(cx, args)));
         let result = match started {
             Ok(future) => bounded(AssertUnwindSafe(future).catch_unwind(), cancel, deadline).await,
@@ -647,6 +659,8 @@ fn text_len(value: &Value) -> usize {
 impl ToolExecutor for ToolEngine {
     /// Run one call through the whole stack, with the per-call timeout.
     async fn execute_call(&self, call: ToolCall) -> ToolResult {
-        self.execute_call_with(call, CancellationToken::new()).await
+        let prepared = self.prepare(call);
+        // Boxed: the pipeline future is large, and the caller moves this one.
+        Box::pin(self.run(prepared, None, None)).await
     }
 }
