@@ -21,7 +21,7 @@ enum Lane {
 }
 
 fn lane_of(engine: &ToolEngine, prepared: &Prepared) -> Option<Lane> {
-    let (Ok(slot), Ok(args)) = (&prepared.slot, &prepared.args) else {
+    let Ok((slot, args)) = &prepared.ready else {
         return None; // fails before running: nothing to protect
     };
     let decl = slot.entry.declaration();
@@ -44,7 +44,7 @@ async fn run_one(
         Ok(Ok(permit)) => Some(permit),
         Ok(Err(_closed)) => None,
         Err(stop) => {
-            prepared.args = Err(stopped(&prepared.name, stop));
+            prepared.ready = Err(stopped(&prepared.name, stop));
             None
         }
     };

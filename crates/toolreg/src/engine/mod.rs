@@ -335,6 +335,9 @@ async fn bounded<F: Future>(
     cancel: Option<&CancellationToken>,
     deadline: Option<Deadline>,
 ) -> Result<F::Output, Stop> {
+    if cancel.is_none() && deadline.is_none() {
+        return Ok(future.await);
+    }
     let cancelled = async {
         match cancel {
             Some(token) => token.cancelled().await,
@@ -364,8 +367,8 @@ async fn bounded<F: Future>(
 pub(crate) struct Prepared {
     id: String,
     name: String,
-    slot: Result<Arc<Slot>, ToolError>,
-    args: Result<Value, ToolError>,
+    /// The tool's slot and the parsed arguments, or why there are none.
+    ready: Result<(Arc<Slot>, Value), ToolError>,
 }
 
 /// What the audit records besides the outcome.
@@ -410,7 +413,7 @@ impl ToolEngine {
     /// a tool sees a token only when a per-call timeout applies.
     pub async fn execute_call_with(&self, call: ToolCall, cancel: CancellationToken) -> ToolResult {
         let prepared = self.prepare(call);
-        Box::pin(self.run(prepared, Some(&cancel), None)).await
+        self.run(prepared, Some(&cancel), None).await
     }
 
     /// Run the calls of one model turn together; results come back in the
@@ -439,63 +442,57 @@ impl ToolEngine {
     /// Look the tool up and parse the arguments.
     pub(crate) fn prepare(&self, call: ToolCall) -> Prepared {
         let ToolCall { id, name, arguments } = call;
-        let slot = match self.inner.stacks.get(name.as_str()) {
-            Some(slot) => Ok(Arc::clone(slot)),
+        let ready = match self.inner.stacks.get(name.as_str()) {
+            Some(slot) => match arguments {
+                ToolArguments::Json(value) => Ok((Arc::clone(slot), value)),
+                ToolArguments::Raw(text) => {
+                    self.inner.tools.registry().parse_arguments(&name, &text).map(|value| (Arc::clone(slot), value))
+                }
+            },
             // Not selected: tell an unknown name from a tool that was not offered.
             None => Err(match self.inner.tools.lookup(&name) {
                 Err(error) => error,
                 Ok(_) => self.inner.tools.registry().unknown_tool(&name),
             }),
         };
-        let args = match (&slot, arguments) {
-            (Err(error), _) => Err(error.clone()),
-            (Ok(_), ToolArguments::Json(value)) => Ok(value),
-            (Ok(_), ToolArguments::Raw(text)) => self.inner.tools.registry().parse_arguments(&name, &text),
-        };
-        Prepared { id, name, slot, args }
+        Prepared { id, name, ready }
     }
 
     /// Run a prepared call through the whole stack and record it.
+    /// Everything from the gate on runs in a `tool_call` span, and the audit
+    /// event is emitted in it.
     pub(crate) async fn run(
         &self,
         prepared: Prepared,
         cancel: Option<&CancellationToken>,
         batch: Option<Deadline>,
     ) -> ToolResult {
-        let span = tracing::info_span!("tool_call", tool = %prepared.name, call_id = %prepared.id);
-        self.run_inner(prepared, cancel, batch).instrument(span).await
-    }
-
-    async fn run_inner(
-        &self,
-        prepared: Prepared,
-        cancel: Option<&CancellationToken>,
-        batch: Option<Deadline>,
-    ) -> ToolResult {
-        let Prepared { id, name, slot, args } = prepared;
+        let Prepared { id, name, ready } = prepared;
+        let span = tracing::info_span!("tool_call", tool = %name, call_id = %id);
         let inner = &self.inner;
         let auditing = !inner.sinks.is_empty() || tracing::enabled!(target: "toolreg::audit", tracing::Level::INFO);
-        let clock = auditing.then(Instant::now);
-        let safety = slot.as_ref().ok().map(|s| s.entry.declaration().safety);
-        let hash = match (&args, auditing) {
-            (Ok(args), true) => Some(ArgumentsHash::of(args)),
+        let started_at = auditing.then(SystemTime::now);
+        let safety = ready.as_ref().ok().map(|(slot, _)| slot.entry.declaration().safety);
+        let hash = match (&ready, auditing) {
+            (Ok((_, args)), true) => Some(ArgumentsHash::of(args)),
             _ => None,
         };
         let mut trail = Trail { decision: AuditDecision::NotReached, approver: None, hash, approved_hash: None };
-        let outcome = match (slot, args) {
-            (Err(error), _) | (_, Err(error)) => Err(error),
+        let outcome = match ready {
+            Err(error) => Err(error),
             // Boxed so that the large pipeline future is not moved around by
             // every caller that awaits it.
-            (Ok(slot), Ok(args)) => Box::pin(self.gate_and_run(&id, &slot, args, cancel, batch, &mut trail)).await,
+            Ok((slot, args)) => {
+                Box::pin(self.gate_and_run(&id, &slot, args, cancel, batch, &mut trail).instrument(span.clone())).await
+            }
         };
         let outcome_kind = match &outcome {
             Ok(output) if output.is_error => "tool_error",
             Ok(_) => "ok",
             Err(error) => error_kind(error),
         };
-        if let Some(clock) = clock {
-            let duration = clock.elapsed();
-            let started_at = SystemTime::now().checked_sub(duration).unwrap_or(SystemTime::UNIX_EPOCH);
+        if let Some(started_at) = started_at {
+            let duration = started_at.elapsed().unwrap_or_default();
             let result_bytes = match &outcome {
                 Ok(output) => text_len(&output.value),
                 Err(error) => error.model_text().len(),
@@ -513,6 +510,7 @@ impl ToolEngine {
                 outcome_kind,
                 result_bytes,
             );
+            let _in_span = span.enter();
             tracing::info!(
                 target: "toolreg::audit",
                 tool = %event.tool,
@@ -660,7 +658,6 @@ impl ToolExecutor for ToolEngine {
     /// Run one call through the whole stack, with the per-call timeout.
     async fn execute_call(&self, call: ToolCall) -> ToolResult {
         let prepared = self.prepare(call);
-        // Boxed: the pipeline future is large, and the caller moves this one.
-        Box::pin(self.run(prepared, None, None)).await
+        self.run(prepared, None, None).await
     }
 }

@@ -125,6 +125,15 @@ fn write_string(out: &mut impl Sink, s: &str) {
     }
 }
 
+fn write_entry(out: &mut impl Sink, index: usize, key: &str, value: &Value) {
+    if index > 0 {
+        out.put(",");
+    }
+    write_string(out, key);
+    out.put(":");
+    write_canonical(out, value);
+}
+
 fn write_canonical(out: &mut impl Sink, value: &Value) {
     match value {
         Value::Null => out.put("null"),
@@ -153,16 +162,18 @@ fn write_canonical(out: &mut impl Sink, value: &Value) {
             out.put("]");
         }
         Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort_unstable();
             out.put("{");
-            for (i, key) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.put(",");
+            if map.keys().is_sorted() {
+                // serde_json's default map is already sorted: no copy needed.
+                for (i, (key, item)) in map.iter().enumerate() {
+                    write_entry(out, i, key, item);
                 }
-                write_string(out, key);
-                out.put(":");
-                write_canonical(out, &map[key.as_str()]);
+            } else {
+                let mut keys: Vec<&String> = map.keys().collect();
+                keys.sort_unstable();
+                for (i, key) in keys.into_iter().enumerate() {
+                    write_entry(out, i, key, &map[key.as_str()]);
+                }
             }
             out.put("}");
         }
