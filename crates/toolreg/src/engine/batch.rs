@@ -2,6 +2,8 @@
 
 use std::sync::Arc;
 
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
 use indexmap::IndexMap;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
@@ -35,19 +37,19 @@ fn lane_of(engine: &ToolEngine, prepared: &Prepared) -> Option<Lane> {
 /// goes through [`ToolEngine::run`] so that it is audited.
 async fn run_one(
     engine: &ToolEngine,
-    semaphore: &Semaphore,
+    semaphore: Option<&Semaphore>,
     mut prepared: Prepared,
     cancel: &CancellationToken,
     batch: Option<Deadline>,
 ) -> ToolResult {
-    let permit = match bounded(semaphore.acquire(), Some(cancel), batch).await {
-        Ok(Ok(permit)) => Some(permit),
-        Ok(Err(_closed)) => None,
-        Err(stop) => {
-            prepared.ready = Err(stopped(&prepared.name, stop));
-            None
+    let mut permit = None;
+    if let Some(semaphore) = semaphore {
+        match bounded(semaphore.acquire(), Some(cancel), batch).await {
+            Ok(Ok(acquired)) => permit = Some(acquired),
+            Ok(Err(_closed)) => {}
+            Err(stop) => prepared.ready = Err(stopped(&prepared.name, stop)),
         }
-    };
+    }
     let result = engine.run(prepared, Some(cancel), batch).await;
     drop(permit);
     result
@@ -56,10 +58,17 @@ async fn run_one(
 pub(crate) async fn run(engine: &ToolEngine, calls: Vec<ToolCall>, cancel: CancellationToken) -> Vec<ToolResult> {
     let options = engine.inner.options;
     let batch = options.batch_timeout.map(Deadline::after);
-    let semaphore = Arc::new(Semaphore::new(options.max_concurrency.max(1)));
+    // No limit to enforce when the whole batch fits under it.
+    let limit = options.max_concurrency.max(1);
+    let semaphore = (calls.len() > limit).then(|| Arc::new(Semaphore::new(limit)));
     let mut labels = Vec::with_capacity(calls.len());
     let mut lanes: IndexMap<Lane, Vec<(usize, Prepared)>> = IndexMap::new();
-    let mut tasks = JoinSet::new();
+    // Calls free to run in parallel are dealt round-robin to one task per
+    // worker thread, each driving its share as concurrent futures: parallel
+    // across threads without the cost of a task per call.
+    let workers = tokio::runtime::Handle::current().metrics().num_workers().max(1);
+    let mut shares: Vec<Vec<(usize, Prepared)>> = (0..workers).map(|_| Vec::new()).collect();
+    let mut dealt = 0;
 
     for (index, call) in calls.into_iter().enumerate() {
         labels.push((call.id.clone(), call.name.clone()));
@@ -67,17 +76,36 @@ pub(crate) async fn run(engine: &ToolEngine, calls: Vec<ToolCall>, cancel: Cance
         match lane_of(engine, &prepared) {
             Some(lane) => lanes.entry(lane).or_default().push((index, prepared)),
             None => {
-                let (engine, semaphore, cancel) = (engine.clone(), Arc::clone(&semaphore), cancel.clone());
-                tasks.spawn(async move { vec![(index, run_one(&engine, &semaphore, prepared, &cancel, batch).await)] });
+                shares[dealt % workers].push((index, prepared));
+                dealt += 1;
             }
         }
     }
+
+    let mut tasks = JoinSet::new();
+    for share in shares.into_iter().filter(|share| !share.is_empty()) {
+        let (engine, semaphore, cancel) = (engine.clone(), semaphore.clone(), cancel.clone());
+        tasks.spawn(async move {
+            let (engine, semaphore, cancel) = (&engine, semaphore.as_deref(), &cancel);
+            let mut running: FuturesUnordered<_> = share
+                .into_iter()
+                .map(|(index, prepared)| async move {
+                    (index, run_one(engine, semaphore, prepared, cancel, batch).await)
+                })
+                .collect();
+            let mut done = Vec::with_capacity(running.len());
+            while let Some(finished) = running.next().await {
+                done.push(finished);
+            }
+            done
+        });
+    }
     for (_, queue) in lanes {
-        let (engine, semaphore, cancel) = (engine.clone(), Arc::clone(&semaphore), cancel.clone());
+        let (engine, semaphore, cancel) = (engine.clone(), semaphore.clone(), cancel.clone());
         tasks.spawn(async move {
             let mut done = Vec::with_capacity(queue.len());
             for (index, prepared) in queue {
-                done.push((index, run_one(&engine, &semaphore, prepared, &cancel, batch).await));
+                done.push((index, run_one(&engine, semaphore.as_deref(), prepared, &cancel, batch).await));
             }
             done
         });
