@@ -22,6 +22,12 @@ enum Lane {
     Key(String),
 }
 
+/// A call dealt to a worker: parsed there, or already parsed to find its lane.
+enum Pending {
+    Call(ToolCall),
+    Prepared(Prepared),
+}
+
 fn lane_of(engine: &ToolEngine, prepared: &Prepared) -> Option<Lane> {
     let Ok((slot, args)) = &prepared.ready else {
         return None; // fails before running: nothing to protect
@@ -67,16 +73,27 @@ pub(crate) async fn run(engine: &ToolEngine, calls: Vec<ToolCall>, cancel: Cance
     // worker thread, each driving its share as concurrent futures: parallel
     // across threads without the cost of a task per call.
     let workers = tokio::runtime::Handle::current().metrics().num_workers().max(1);
-    let mut shares: Vec<Vec<(usize, Prepared)>> = (0..workers).map(|_| Vec::new()).collect();
+    let mut shares: Vec<Vec<(usize, Pending)>> = (0..workers).map(|_| Vec::new()).collect();
     let mut dealt = 0;
 
     for (index, call) in calls.into_iter().enumerate() {
         labels.push((call.id.clone(), call.name.clone()));
+        // A read-only tool with no exclusive key (or an unknown one) runs in
+        // parallel whatever its arguments: parse them on the worker.
+        let free = engine.inner.stacks.get(call.name.as_str()).is_none_or(|slot| {
+            let decl = slot.entry.declaration();
+            decl.exclusive_key.is_none() && (decl.is_read_only() || options.parallel_writes)
+        });
+        if free {
+            shares[dealt % workers].push((index, Pending::Call(call)));
+            dealt += 1;
+            continue;
+        }
         let prepared = engine.prepare(call);
         match lane_of(engine, &prepared) {
             Some(lane) => lanes.entry(lane).or_default().push((index, prepared)),
             None => {
-                shares[dealt % workers].push((index, prepared));
+                shares[dealt % workers].push((index, Pending::Prepared(prepared)));
                 dealt += 1;
             }
         }
@@ -89,7 +106,11 @@ pub(crate) async fn run(engine: &ToolEngine, calls: Vec<ToolCall>, cancel: Cance
             let (engine, semaphore, cancel) = (&engine, semaphore.as_deref(), &cancel);
             let mut running: FuturesUnordered<_> = share
                 .into_iter()
-                .map(|(index, prepared)| async move {
+                .map(|(index, pending)| async move {
+                    let prepared = match pending {
+                        Pending::Call(call) => engine.prepare(call),
+                        Pending::Prepared(prepared) => prepared,
+                    };
                     (index, run_one(engine, semaphore, prepared, cancel, batch).await)
                 })
                 .collect();
