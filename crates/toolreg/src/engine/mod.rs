@@ -29,7 +29,7 @@
 //!     format!("deleted {path}")
 //! }
 //!
-//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! # fn main() { tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 //! let mut registry = FunctionRegistry::new();
 //! registry.register(delete_file_tool::registration())?;
 //!
@@ -53,7 +53,7 @@
 //! assert!(results[1].output().text().contains("denied"));
 //! assert_eq!(audit.events().len(), 2);
 //! # Ok::<(), toolreg::RegistryError>(())
-//! # }).unwrap();
+//! # }).unwrap(); }
 //! ```
 
 mod batch;
