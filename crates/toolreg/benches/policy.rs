@@ -74,6 +74,15 @@ fn batch(c: &mut Criterion) {
             results
         })
     });
+    // The same batch with no audit sink (no hashing, no events).
+    let quiet = ToolEngine::builder(&registry).options(BatchOptions::default().max_concurrency(10_000)).build();
+    group.bench_function("10k_calls_sleeping_20ms_no_audit", |b| {
+        b.iter(|| {
+            let results = rt.block_on(quiet.execute_batch(calls.clone()));
+            assert!(results.iter().all(|r| !r.is_error()));
+            results
+        })
+    });
     group.finish();
 }
 

@@ -43,18 +43,16 @@ fn lane_of(engine: &ToolEngine, prepared: &Prepared) -> Option<Lane> {
 /// goes through [`ToolEngine::run`] so that it is audited.
 async fn run_one(
     engine: &ToolEngine,
-    semaphore: Option<&Semaphore>,
+    semaphore: &Semaphore,
     mut prepared: Prepared,
     cancel: &CancellationToken,
     batch: Option<Deadline>,
 ) -> ToolResult {
     let mut permit = None;
-    if let Some(semaphore) = semaphore {
-        match bounded(semaphore.acquire(), Some(cancel), batch).await {
-            Ok(Ok(acquired)) => permit = Some(acquired),
-            Ok(Err(_closed)) => {}
-            Err(stop) => prepared.ready = Err(stopped(&prepared.name, stop)),
-        }
+    match bounded(semaphore.acquire(), Some(cancel), batch).await {
+        Ok(Ok(acquired)) => permit = Some(acquired),
+        Ok(Err(_closed)) => {}
+        Err(stop) => prepared.ready = Err(stopped(&prepared.name, stop)),
     }
     let result = engine.run(prepared, Some(cancel), batch).await;
     drop(permit);
@@ -111,7 +109,11 @@ pub(crate) async fn run(engine: &ToolEngine, calls: Vec<ToolCall>, cancel: Cance
                         Pending::Call(call) => engine.prepare(call),
                         Pending::Prepared(prepared) => prepared,
                     };
-                    (index, run_one(engine, semaphore, prepared, cancel, batch).await)
+                    let result = match semaphore {
+                        Some(semaphore) => run_one(engine, semaphore, prepared, cancel, batch).await,
+                        None => engine.run(prepared, Some(cancel), batch).await,
+                    };
+                    (index, result)
                 })
                 .collect();
             let mut done = Vec::with_capacity(running.len());
@@ -126,7 +128,11 @@ pub(crate) async fn run(engine: &ToolEngine, calls: Vec<ToolCall>, cancel: Cance
         tasks.spawn(async move {
             let mut done = Vec::with_capacity(queue.len());
             for (index, prepared) in queue {
-                done.push((index, run_one(&engine, semaphore.as_deref(), prepared, &cancel, batch).await));
+                let result = match semaphore.as_deref() {
+                    Some(semaphore) => run_one(&engine, semaphore, prepared, &cancel, batch).await,
+                    None => engine.run(prepared, Some(&cancel), batch).await,
+                };
+                done.push((index, result));
             }
             done
         });

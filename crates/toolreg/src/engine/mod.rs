@@ -372,7 +372,9 @@ pub(crate) struct Prepared {
 }
 
 /// What the audit records besides the outcome.
+#[derive(Default)]
 struct Trail {
+    safety: Option<SafetyLevel>,
     decision: AuditDecision,
     approver: Option<String>,
     hash: Option<ArgumentsHash>,
@@ -472,18 +474,21 @@ impl ToolEngine {
         let inner = &self.inner;
         let auditing = !inner.sinks.is_empty() || tracing::enabled!(target: "toolreg::audit", tracing::Level::INFO);
         let started_at = auditing.then(SystemTime::now);
-        let safety = ready.as_ref().ok().map(|(slot, _)| slot.entry.declaration().safety);
-        let hash = match (&ready, auditing) {
-            (Ok((_, args)), true) => Some(ArgumentsHash::of(args)),
-            _ => None,
-        };
-        let mut trail = Trail { decision: AuditDecision::NotReached, approver: None, hash, approved_hash: None };
-        let outcome = match ready {
-            Err(error) => Err(error),
-            // Boxed so that the large pipeline future is not moved around by
-            // every caller that awaits it.
+        let (outcome, trail) = match ready {
+            Err(error) => (Err(error), Trail::default()),
+            // Boxed, with the trail inside, so that the large pipeline future
+            // is neither held nor moved by every caller that awaits this one.
             Ok((slot, args)) => {
-                Box::pin(self.gate_and_run(&id, &slot, args, cancel, batch, &mut trail).instrument(span.clone())).await
+                let gated = async {
+                    let mut trail = Trail {
+                        safety: Some(slot.entry.declaration().safety),
+                        hash: auditing.then(|| ArgumentsHash::of(&args)),
+                        ..Trail::default()
+                    };
+                    let outcome = self.gate_and_run(&id, &slot, args, cancel, batch, &mut trail).await;
+                    (outcome, trail)
+                };
+                Box::pin(gated.instrument(span.clone())).await
             }
         };
         let outcome_kind = match &outcome {
@@ -500,7 +505,7 @@ impl ToolEngine {
             let event = AuditEvent::new(
                 &name,
                 &id,
-                safety,
+                trail.safety,
                 trail.hash,
                 trail.approved_hash,
                 trail.decision,

@@ -14,11 +14,12 @@ use crate::exec::ToolError;
 use crate::policy::ArgumentsHash;
 
 /// What the approval gate decided for a call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum AuditDecision {
     /// The call stopped before the gate (unknown tool, not offered, bad arguments).
+    #[default]
     NotReached,
     /// A safe tool: no approval needed.
     NotRequired,
