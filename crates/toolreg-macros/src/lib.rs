@@ -35,6 +35,7 @@ struct Options {
     safety: Option<LitStr>,
     scope: Option<LitStr>,
     categories: Vec<LitStr>,
+    exclusive: Option<LitStr>,
     krate: Option<Path>,
 }
 
@@ -47,10 +48,11 @@ impl Options {
             "safety" => self.safety = Some(meta.value()?.parse()?),
             "scope" => self.scope = Some(meta.value()?.parse()?),
             "category" => self.categories.push(meta.value()?.parse()?),
+            "exclusive" => self.exclusive = Some(meta.value()?.parse()?),
             "crate" => self.krate = Some(meta.value()?.parse()?),
             _ => {
                 return Err(meta.error(
-                    "unknown #[tool] option; expected one of: name, description, safety, category, scope, crate",
+                    "unknown #[tool] option; expected one of: name, description, safety, category, scope, exclusive, crate",
                 ));
             }
         }
@@ -163,6 +165,7 @@ fn expand(options: Options, function: &mut ItemFn) -> syn::Result<TokenStream2> 
         },
     };
     let categories = &options.categories;
+    let exclusive = options.exclusive.iter();
 
     // Parameters: an optional leading CallContext, then the arguments.
     let mut takes_context = false;
@@ -308,6 +311,7 @@ fn expand(options: Options, function: &mut ItemFn) -> syn::Result<TokenStream2> 
                     .with_safety(#safety)
                     .with_scope(#scope)
                     #( .with_category(#categories) )*
+                    #( .with_exclusive_key(#exclusive) )*
             }
 
             #[doc(inline)]

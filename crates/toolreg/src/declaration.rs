@@ -148,6 +148,21 @@ pub struct ToolDeclaration {
     /// Who may see the tool.
     #[serde(default)]
     pub scope: Scope,
+    /// The argument whose value names the resource the tool changes (a file
+    /// path, a record id). In a batch, calls with the same value run one at a
+    /// time, in call order. Set with `#[tool(exclusive = "path")]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exclusive_key: Option<String>,
+}
+
+/// MCP-style behaviour hints derived from a [`SafetyLevel`]
+/// (`readOnlyHint`, `destructiveHint`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ToolHints {
+    /// The tool changes nothing (`Safe`).
+    pub read_only: bool,
+    /// The tool may destroy data or act on the outside world (`Dangerous`).
+    pub destructive: bool,
 }
 
 impl ToolDeclaration {
@@ -166,6 +181,7 @@ impl ToolDeclaration {
             safety: SafetyLevel::default(),
             categories: Vec::new(),
             scope: Scope::default(),
+            exclusive_key: None,
         }
     }
 
@@ -188,6 +204,7 @@ impl ToolDeclaration {
             safety: SafetyLevel::default(),
             categories: Vec::new(),
             scope: Scope::default(),
+            exclusive_key: None,
         }
     }
 
@@ -223,6 +240,35 @@ impl ToolDeclaration {
     pub fn with_scope(mut self, scope: Scope) -> Self {
         self.scope = scope;
         self
+    }
+
+    /// Name the argument whose value is this tool's exclusive key: calls of a
+    /// batch with the same value run one at a time.
+    pub fn with_exclusive_key(mut self, argument: impl Into<String>) -> Self {
+        self.exclusive_key = Some(argument.into());
+        self
+    }
+
+    /// Whether the tool only reads (its safety level is `Safe`). Read-only
+    /// tools run in parallel in a batch.
+    pub fn is_read_only(&self) -> bool {
+        self.safety == SafetyLevel::Safe
+    }
+
+    /// MCP-style hints: `Safe` is read-only, `Dangerous` is destructive,
+    /// `Cautious` is neither.
+    ///
+    /// ```
+    /// use toolreg::{SafetyLevel, ToolDeclaration};
+    /// use serde_json::json;
+    ///
+    /// let decl = ToolDeclaration::new("rm", "Delete a file", json!({"type": "object"}));
+    /// let hints = decl.hints(); // dangerous by default
+    /// assert!(!hints.read_only && hints.destructive);
+    /// assert!(decl.with_safety(SafetyLevel::Safe).hints().read_only);
+    /// ```
+    pub fn hints(&self) -> ToolHints {
+        ToolHints { read_only: self.safety == SafetyLevel::Safe, destructive: self.safety == SafetyLevel::Dangerous }
     }
 
     /// Names of the top-level parameters, in schema order.
@@ -296,6 +342,7 @@ pub struct DeclarationBuilder {
     safety: SafetyLevel,
     categories: Vec<String>,
     scope: Scope,
+    exclusive_key: Option<String>,
 }
 
 impl DeclarationBuilder {
@@ -356,6 +403,12 @@ impl DeclarationBuilder {
         self
     }
 
+    /// Name the argument whose value is the tool's exclusive key.
+    pub fn exclusive_key(mut self, argument: impl Into<String>) -> Self {
+        self.exclusive_key = Some(argument.into());
+        self
+    }
+
     fn push(mut self, name: String, schema: Value, required: bool) -> Self {
         self.required.retain(|r| r != &name);
         if required {
@@ -382,6 +435,7 @@ impl DeclarationBuilder {
         if let Some(output) = self.output_schema {
             decl = decl.with_output_schema(output);
         }
+        decl.exclusive_key = self.exclusive_key;
         decl
     }
 }

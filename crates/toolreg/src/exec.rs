@@ -5,11 +5,14 @@ use std::borrow::Cow;
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::declaration::ToolDeclaration;
+use crate::policy::Approval;
 use crate::validate::{ArgumentError, render_errors};
 
 /// The arguments of a tool call as they arrived.
@@ -204,6 +207,77 @@ pub enum ToolError {
         /// serde's message.
         message: String,
     },
+    /// The tool exists but was not offered to this agent (it is outside the
+    /// [`Selection`](crate::policy::Selection) the call went through).
+    #[error("tool `{tool}` is not available here")]
+    NotOffered {
+        /// The tool called.
+        tool: String,
+        /// Tools that are offered, to help the model pick (at most a handful).
+        available: Vec<String>,
+    },
+    /// The call did not finish in time and was stopped.
+    #[error("`{tool}` did not finish within {} and was stopped", format_duration(*limit))]
+    Timeout {
+        /// The tool called.
+        tool: String,
+        /// The time limit that was reached (per call or per batch).
+        limit: Duration,
+    },
+    /// The caller cancelled the call before it finished.
+    #[error("the call to `{tool}` was cancelled")]
+    Cancelled {
+        /// The tool called.
+        tool: String,
+    },
+    /// The approver refused the call; the reason reaches the model.
+    #[error("the call to `{tool}` was denied: {reason}")]
+    Denied {
+        /// The tool called.
+        tool: String,
+        /// Why, in the approver's words.
+        reason: String,
+        /// Which approver decided.
+        approver: String,
+    },
+    /// The call needs approval and no approver is configured (fail closed).
+    #[error("`{tool}` needs approval and no approver is available, so it was not run")]
+    ApprovalRequired {
+        /// The tool called.
+        tool: String,
+    },
+    /// The approval given does not cover this call: it was issued for another
+    /// call or other arguments (a replayed decision), or the arguments changed
+    /// after it was given.
+    #[error("the approval for `{tool}` does not match this call: {detail}")]
+    ApprovalMismatch {
+        /// The tool called.
+        tool: String,
+        /// What did not match.
+        detail: String,
+    },
+    /// The approver substituted arguments that do not fit the tool's input schema.
+    #[error("the arguments the approver substituted for `{tool}` are invalid:\n{}", render_errors(errors))]
+    InvalidEdit {
+        /// The tool called.
+        tool: String,
+        /// Every problem found, each with its JSON path.
+        errors: Vec<ArgumentError>,
+    },
+    /// A hook refused the call or failed while handling it.
+    #[error("hook `{hook}` failed for `{tool}`: {message}")]
+    HookFailed {
+        /// The tool called.
+        tool: String,
+        /// The hook's name.
+        hook: String,
+        /// What went wrong, for the model.
+        message: String,
+    },
+}
+
+fn format_duration(d: Duration) -> String {
+    if d.subsec_millis() == 0 && d.as_secs() > 0 { format!("{}s", d.as_secs()) } else { format!("{}ms", d.as_millis()) }
 }
 
 impl ToolError {
@@ -218,6 +292,12 @@ impl ToolError {
             ToolError::InvalidArguments { tool, errors } => {
                 format!("Error: invalid arguments for `{tool}`. Fix these and call again:\n{}", render_errors(errors))
             }
+            ToolError::NotOffered { tool, available } if !available.is_empty() => {
+                format!("Error: tool `{tool}` is not available here. Available tools: {}.", available.join(", "))
+            }
+            ToolError::Denied { tool, reason, .. } => {
+                format!("Error: the call to `{tool}` was denied and did not run. Reason: {reason}")
+            }
             other => format!("Error: {other}"),
         }
     }
@@ -231,6 +311,8 @@ impl ToolError {
                 | ToolError::InvalidArguments { .. }
                 | ToolError::ArgumentsTooLarge { .. }
                 | ToolError::ArgumentsTooDeep { .. }
+                | ToolError::NotOffered { .. }
+                | ToolError::Timeout { .. }
         )
     }
 
@@ -244,7 +326,15 @@ impl ToolError {
             | ToolError::ArgumentsTooDeep { tool, .. }
             | ToolError::Failed { tool, .. }
             | ToolError::Panicked { tool, .. }
-            | ToolError::ResultSerialization { tool, .. } => tool,
+            | ToolError::ResultSerialization { tool, .. }
+            | ToolError::NotOffered { tool, .. }
+            | ToolError::Timeout { tool, .. }
+            | ToolError::Cancelled { tool }
+            | ToolError::Denied { tool, .. }
+            | ToolError::ApprovalRequired { tool }
+            | ToolError::ApprovalMismatch { tool, .. }
+            | ToolError::InvalidEdit { tool, .. }
+            | ToolError::HookFailed { tool, .. } => tool,
         }
     }
 }
@@ -295,12 +385,15 @@ impl ToolResult {
 pub struct CallContext {
     call_id: Option<Arc<str>>,
     cancellation: Option<CancellationToken>,
+    declaration: Option<Arc<ToolDeclaration>>,
+    /// The approval this call runs under, set by the policy engine only.
+    approval: Option<Arc<Approval>>,
 }
 
 impl CallContext {
     /// A context for the call with this id.
     pub fn new(call_id: impl Into<Arc<str>>) -> Self {
-        CallContext { call_id: Some(call_id.into()), cancellation: None }
+        CallContext { call_id: Some(call_id.into()), ..CallContext::default() }
     }
 
     /// Attach a cancellation token.
@@ -330,6 +423,32 @@ impl CallContext {
     /// The cancellation token, if the caller supplied one.
     pub fn cancellation(&self) -> Option<&CancellationToken> {
         self.cancellation.as_ref()
+    }
+
+    /// Attach the declaration of the tool being called (the policy engine
+    /// does this, so hooks and tools can see what they are running).
+    pub fn with_declaration(mut self, declaration: Arc<ToolDeclaration>) -> Self {
+        self.declaration = Some(declaration);
+        self
+    }
+
+    /// The declaration of the tool being called, when the caller attached it.
+    pub fn declaration(&self) -> Option<&ToolDeclaration> {
+        self.declaration.as_deref()
+    }
+
+    /// The name of the tool being called, when the caller attached its declaration.
+    pub fn tool_name(&self) -> Option<&str> {
+        self.declaration.as_deref().map(|d| d.name.as_str())
+    }
+
+    pub(crate) fn with_approval(mut self, approval: Option<Arc<Approval>>) -> Self {
+        self.approval = approval;
+        self
+    }
+
+    pub(crate) fn approval(&self) -> Option<&Approval> {
+        self.approval.as_deref()
     }
 }
 

@@ -36,6 +36,9 @@ pub enum CallFailure {
     Tool(String),
     /// The tool's result did not serialise.
     Result(String),
+    /// The call was stopped with a typed error (by a layer or hook of the
+    /// policy engine: refused, timed out, approval mismatch, ...).
+    Error(crate::exec::ToolError),
 }
 
 /// A tool with its types erased: JSON arguments in, a future of JSON out.

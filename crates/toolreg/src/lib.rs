@@ -14,21 +14,27 @@
 //! - [`schema`]: canonical JSON Schemas from Rust types.
 //! - [`exec`]: [`ToolCall`], [`ToolOutput`], [`ToolError`], [`ToolExecutor`].
 //! - [`handler`]: [`ErasedTool`], for tools whose shape is known only at run time.
+//! - [`policy`]: [`Selection`] of the tools offered, the [`Approver`] gate, audit events.
+//! - [`engine`]: [`ToolEngine`], calls and batches through selection, approval, hooks and audit.
 
 // Lets `#[tool]`'s generated `::toolreg::...` paths resolve inside this crate's own tests.
 #[allow(unused_extern_crates)]
 extern crate self as toolreg;
 
 pub mod declaration;
+pub mod engine;
 pub mod exec;
 pub mod handler;
+pub mod policy;
 pub mod registry;
 pub mod schema;
 pub mod validate;
 
-pub use declaration::{DeclarationBuilder, ParamType, SafetyLevel, Scope, ToolDeclaration};
+pub use declaration::{DeclarationBuilder, ParamType, SafetyLevel, Scope, ToolDeclaration, ToolHints};
+pub use engine::{BatchOptions, ToolEngine};
 pub use exec::{CallContext, ToolArguments, ToolCall, ToolError, ToolExecutor, ToolOutput, ToolResult};
 pub use handler::{CallFailure, ErasedTool, ToolFuture};
+pub use policy::{Approver, Selection};
 pub use registry::{ArgumentLimits, FunctionRegistry, RegistryError, ToolEntry, ToolRegistration, validate_name};
 pub use validate::ArgumentError;
 

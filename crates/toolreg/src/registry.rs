@@ -309,6 +309,7 @@ impl ToolEntry {
             Ok(Err(CallFailure::Result(message))) => {
                 Err(ToolError::ResultSerialization { tool: name.clone(), message })
             }
+            Ok(Err(CallFailure::Error(error))) => Err(error),
             Err(panic) => {
                 let message = panic_message(&*panic);
                 tracing::error!(tool = %name, %message, "tool panicked");

@@ -1,0 +1,111 @@
+//! Policy engine benchmarks: a large batch of sleeping async calls, and the
+//! per-call overhead of selection + approval gate + audit over the bare
+//! registry path.
+
+use std::hint::black_box;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use toolreg::engine::{BatchOptions, ToolEngine};
+use toolreg::policy::{AuditEvent, AuditSink, PolicyApprover, Selection};
+use toolreg::{FunctionRegistry, SafetyLevel, ToolCall, ToolExecutor, tool};
+
+/// Add two numbers.
+#[tool(safety = "safe")]
+fn add(a: f64, b: f64) -> f64 {
+    a + b
+}
+
+/// Wait 20 ms, then answer.
+#[tool(safety = "safe")]
+async fn nap(id: u64) -> u64 {
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    id
+}
+
+/// An audit sink that only counts, so the benchmark measures the audit path
+/// (event built and handed over) without growing memory.
+#[derive(Default)]
+struct CountingSink(AtomicUsize);
+
+impl AuditSink for CountingSink {
+    fn record(&self, event: &AuditEvent) {
+        black_box(event);
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
+}
+
+fn batch(c: &mut Criterion) {
+    let rt = runtime();
+    let mut registry = FunctionRegistry::new();
+    registry.register(nap_tool::registration()).unwrap();
+    let engine = ToolEngine::builder(&registry)
+        .audit(CountingSink::default())
+        .options(BatchOptions::default().max_concurrency(10_000))
+        .build();
+    let calls: Vec<ToolCall> =
+        (0..10_000u64).map(|i| ToolCall::new(format!("call_{i}"), "nap", format!(r#"{{"id": {i}}}"#))).collect();
+    let mut group = c.benchmark_group("policy_batch");
+    group.sample_size(10).measurement_time(Duration::from_secs(5));
+    // The floor: the same 10,000 sleeps as bare Tokio tasks, no toolreg at all.
+    group.bench_function("tokio_floor_10k_tasks_sleeping_20ms", |b| {
+        b.iter(|| {
+            rt.block_on(async {
+                let mut set = tokio::task::JoinSet::new();
+                for i in 0..10_000u64 {
+                    set.spawn(async move {
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                        i
+                    });
+                }
+                set.join_all().await
+            })
+        })
+    });
+    group.bench_function("10k_calls_sleeping_20ms", |b| {
+        b.iter(|| {
+            let results = rt.block_on(engine.execute_batch(calls.clone()));
+            assert!(results.iter().all(|r| !r.is_error()));
+            results
+        })
+    });
+    // The same batch with no audit sink (no hashing, no events).
+    let quiet = ToolEngine::builder(&registry).options(BatchOptions::default().max_concurrency(10_000)).build();
+    group.bench_function("10k_calls_sleeping_20ms_no_audit", |b| {
+        b.iter(|| {
+            let results = rt.block_on(quiet.execute_batch(calls.clone()));
+            assert!(results.iter().all(|r| !r.is_error()));
+            results
+        })
+    });
+    group.finish();
+}
+
+fn overhead(c: &mut Criterion) {
+    let rt = runtime();
+    let mut registry = FunctionRegistry::new();
+    registry.register(add_tool::registration()).unwrap();
+    let engine = ToolEngine::builder(&registry)
+        .selection(Selection::sub_agent().max_safety(SafetyLevel::Dangerous))
+        .approver(PolicyApprover::new().approve_tool("*"))
+        .audit(CountingSink::default())
+        .build();
+    let call = ToolCall::new("call_1", "add", r#"{"a": 2, "b": 40}"#);
+    let mut group = c.benchmark_group("policy_overhead");
+    group.measurement_time(Duration::from_secs(3));
+    group.bench_function("bare_execute_call", |b| {
+        b.iter(|| rt.block_on(registry.execute_call(black_box(call.clone()))))
+    });
+    group.bench_function("engine_execute_call", |b| {
+        b.iter(|| rt.block_on(engine.execute_call(black_box(call.clone()))))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, batch, overhead);
+criterion_main!(benches);

@@ -1,0 +1,109 @@
+//! [`OutputBudget`]: cut long results head and tail.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::engine::layer::ToolLayer;
+use crate::exec::{CallContext, ToolError};
+use crate::handler::{CallFailure, ErasedTool, ToolFuture};
+
+/// Keep at most `max_chars` characters of `text`: the first half and the last
+/// half, with a marker between them saying how many characters were removed.
+/// Text within the limit is returned as it is.
+///
+/// ```
+/// let cut = toolreg::engine::truncate_middle("abcdefghij", 4);
+/// assert_eq!(cut, "ab\n[... 6 characters removed ...]\nij");
+/// assert_eq!(toolreg::engine::truncate_middle("short", 10), "short");
+/// ```
+pub fn truncate_middle(text: &str, max_chars: usize) -> Cow<'_, str> {
+    let total = text.chars().count();
+    if total <= max_chars {
+        return Cow::Borrowed(text);
+    }
+    let head = max_chars / 2;
+    let tail = max_chars - head;
+    let removed = total - head - tail;
+    let head_end = text.char_indices().nth(head).map_or(text.len(), |(i, _)| i);
+    let tail_start = text.char_indices().nth(total - tail).map_or(text.len(), |(i, _)| i);
+    Cow::Owned(format!("{}\n[... {removed} characters removed ...]\n{}", &text[..head_end], &text[tail_start..]))
+}
+
+/// A layer that cuts results longer than a budget, head and tail, with a
+/// visible marker (see [`truncate_middle`]).
+///
+/// A string result is cut as text; any other JSON result longer than the
+/// budget once written out becomes the cut text. A tool's own error message
+/// ([`ToolError::Failed`]) is cut the same way.
+///
+/// ```
+/// use toolreg::engine::{OutputBudget, ToolEngine};
+/// use toolreg::FunctionRegistry;
+///
+/// let engine = ToolEngine::builder(&FunctionRegistry::new()).layer(OutputBudget::new(8_000)).build();
+/// # let _ = engine;
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct OutputBudget {
+    max_chars: usize,
+}
+
+impl OutputBudget {
+    /// Cut results to at most `max_chars` characters (plus the marker).
+    pub fn new(max_chars: usize) -> Self {
+        OutputBudget { max_chars }
+    }
+
+    /// The budget in characters.
+    pub fn max_chars(&self) -> usize {
+        self.max_chars
+    }
+
+    fn cut_value(max: usize, value: Value) -> Value {
+        match value {
+            Value::String(s) => match truncate_middle(&s, max) {
+                Cow::Borrowed(_) => Value::String(s),
+                Cow::Owned(cut) => Value::String(cut),
+            },
+            Value::Null | Value::Bool(_) | Value::Number(_) => value,
+            other => {
+                let text = other.to_string();
+                match truncate_middle(&text, max) {
+                    Cow::Borrowed(_) => other,
+                    Cow::Owned(cut) => Value::String(cut),
+                }
+            }
+        }
+    }
+}
+
+impl ToolLayer for OutputBudget {
+    fn layer(&self, inner: Arc<dyn ErasedTool>) -> Arc<dyn ErasedTool> {
+        Arc::new(BudgetService { max: self.max_chars, inner })
+    }
+}
+
+struct BudgetService {
+    max: usize,
+    inner: Arc<dyn ErasedTool>,
+}
+
+impl ErasedTool for BudgetService {
+    fn call(&self, cx: CallContext, args: Value) -> ToolFuture {
+        let max = self.max;
+        let future = self.inner.call(cx, args);
+        Box::pin(async move {
+            match future.await {
+                Ok(value) => Ok(OutputBudget::cut_value(max, value)),
+                Err(CallFailure::Error(ToolError::Failed { tool, message })) => {
+                    let message = truncate_middle(&message, max).into_owned();
+                    Err(CallFailure::Error(ToolError::Failed { tool, message }))
+                }
+                Err(CallFailure::Tool(message)) => Err(CallFailure::Tool(truncate_middle(&message, max).into_owned())),
+                Err(other) => Err(other),
+            }
+        })
+    }
+}

@@ -1,0 +1,257 @@
+//! The approval gate: [`Approver`], [`ApprovalRequest`], [`Decision`] and
+//! [`Approval`].
+//!
+//! An approval is bound to the exact call it was given for: the tool, the
+//! call id and the hash of the canonical arguments. Only an
+//! [`ApprovalRequest`] can mint one, so an approver cannot approve a call it
+//! was not shown, and an approval returned for another request (a replayed
+//! decision) is refused with [`ToolError::ApprovalMismatch`](crate::ToolError::ApprovalMismatch).
+
+use std::borrow::Cow;
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+use serde_json::Value;
+
+use crate::declaration::ToolDeclaration;
+use crate::policy::ArgumentsHash;
+
+/// A call waiting for a decision: the tool, the call id and the arguments,
+/// already validated against the input schema (defaults filled in).
+#[derive(Debug, Clone)]
+pub struct ApprovalRequest {
+    declaration: Arc<ToolDeclaration>,
+    call_id: Option<Arc<str>>,
+    arguments: Value,
+    hash: ArgumentsHash,
+}
+
+impl ApprovalRequest {
+    /// A request for running `declaration`'s tool with these (validated) arguments.
+    ///
+    /// The policy engine builds these; approvers receive them. Building one by
+    /// hand is useful for testing an approver.
+    pub fn new(declaration: Arc<ToolDeclaration>, call_id: Option<&str>, arguments: Value) -> Self {
+        let hash = ArgumentsHash::of(&arguments);
+        ApprovalRequest { declaration, call_id: call_id.map(Arc::from), arguments, hash }
+    }
+
+    /// The tool's name.
+    pub fn tool(&self) -> &str {
+        &self.declaration.name
+    }
+
+    /// The tool's declaration (safety level, categories, description).
+    pub fn declaration(&self) -> &ToolDeclaration {
+        &self.declaration
+    }
+
+    /// The provider's id of the call.
+    pub fn call_id(&self) -> Option<&str> {
+        self.call_id.as_deref()
+    }
+
+    /// The validated arguments.
+    pub fn arguments(&self) -> &Value {
+        &self.arguments
+    }
+
+    /// The hash of the canonical arguments this request is about.
+    pub fn arguments_hash(&self) -> ArgumentsHash {
+        self.hash
+    }
+
+    /// Approve exactly this call.
+    pub fn approve(&self) -> Decision {
+        Decision::Approve(self.mint(None))
+    }
+
+    /// Approve this call with other arguments; they are validated against the
+    /// tool's schema again before the tool runs.
+    pub fn approve_with(&self, arguments: Value) -> Decision {
+        Decision::Approve(self.mint(Some(arguments)))
+    }
+
+    /// Refuse this call; `reason` reaches the model.
+    pub fn deny(&self, reason: impl Into<String>) -> Decision {
+        Decision::Deny { reason: reason.into() }
+    }
+
+    fn mint(&self, edited: Option<Value>) -> Approval {
+        Approval {
+            tool: Arc::from(self.tool()),
+            call_id: self.call_id.clone(),
+            request_hash: self.hash,
+            edited,
+            approver: Cow::Borrowed(""),
+        }
+    }
+}
+
+/// A grant to run one call: issued by [`ApprovalRequest::approve`] or
+/// [`ApprovalRequest::approve_with`] and valid for that request only.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Approval {
+    tool: Arc<str>,
+    call_id: Option<Arc<str>>,
+    /// The hash of the request's arguments (the call this approval was given for).
+    request_hash: ArgumentsHash,
+    /// Arguments the approver substituted, before validation.
+    edited: Option<Value>,
+    approver: Cow<'static, str>,
+}
+
+impl Approval {
+    /// The tool this approval is for.
+    pub fn tool(&self) -> &str {
+        &self.tool
+    }
+
+    /// The call id this approval is for.
+    pub fn call_id(&self) -> Option<&str> {
+        self.call_id.as_deref()
+    }
+
+    /// The hash of the arguments of the request that was approved. For an
+    /// approval with edited arguments the run is bound to the hash of the
+    /// edited arguments instead, once they are validated.
+    pub fn request_hash(&self) -> ArgumentsHash {
+        self.request_hash
+    }
+
+    /// The arguments the approver substituted, if any.
+    pub fn edited_arguments(&self) -> Option<&Value> {
+        self.edited.as_ref()
+    }
+
+    /// The name of the approver that decided (set by the engine).
+    pub fn approver(&self) -> &str {
+        &self.approver
+    }
+
+    /// Whether this approval was issued for exactly this request.
+    pub fn is_for(&self, request: &ApprovalRequest) -> bool {
+        *self.tool == *request.tool() && self.call_id == request.call_id && self.request_hash == request.hash
+    }
+
+    /// The grant the engine hands to the run: bound to the final, validated
+    /// arguments' hash.
+    pub(crate) fn bind(tool: &str, call_id: Option<&str>, hash: ArgumentsHash, approver: String) -> Self {
+        Approval {
+            tool: Arc::from(tool),
+            call_id: call_id.map(Arc::from),
+            request_hash: hash,
+            edited: None,
+            approver: Cow::Owned(approver),
+        }
+    }
+}
+
+/// An approver's answer.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Decision {
+    /// Run the call (with the approval's edited arguments, if it has some).
+    Approve(Approval),
+    /// Do not run it; the reason reaches the model.
+    Deny {
+        /// Why, for the model.
+        reason: String,
+    },
+}
+
+impl Decision {
+    /// A denial with this reason (for approvers that refuse without looking).
+    pub fn deny(reason: impl Into<String>) -> Self {
+        Decision::Deny { reason: reason.into() }
+    }
+}
+
+/// Decides whether a call that needs approval may run.
+///
+/// Called with a request for each such call; returns
+/// [`request.approve()`](ApprovalRequest::approve),
+/// [`request.approve_with(args)`](ApprovalRequest::approve_with) or
+/// [`request.deny(reason)`](ApprovalRequest::deny). Shipped:
+/// [`TerminalApprover`](crate::policy::TerminalApprover) (asks a person) and
+/// [`PolicyApprover`](crate::policy::PolicyApprover) (rules); write your own
+/// with [`approver_fn`].
+pub trait Approver: Send + Sync + 'static {
+    /// Decide on one call.
+    fn decide(&self, request: ApprovalRequest) -> BoxFuture<'_, Decision>;
+
+    /// A short name, recorded in audit events.
+    fn name(&self) -> Cow<'_, str> {
+        Cow::Borrowed("approver")
+    }
+}
+
+impl<A: Approver + ?Sized> Approver for Arc<A> {
+    fn decide(&self, request: ApprovalRequest) -> BoxFuture<'_, Decision> {
+        (**self).decide(request)
+    }
+
+    fn name(&self) -> Cow<'_, str> {
+        (**self).name()
+    }
+}
+
+impl<A: Approver + ?Sized> Approver for Box<A> {
+    fn decide(&self, request: ApprovalRequest) -> BoxFuture<'_, Decision> {
+        (**self).decide(request)
+    }
+
+    fn name(&self) -> Cow<'_, str> {
+        (**self).name()
+    }
+}
+
+/// An [`Approver`] made from an async closure; see [`approver_fn`].
+pub struct ApproverFn<F> {
+    name: Cow<'static, str>,
+    f: F,
+}
+
+impl<F> fmt::Debug for ApproverFn<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ApproverFn").field("name", &self.name).finish_non_exhaustive()
+    }
+}
+
+/// Make an [`Approver`] from a closure taking the request and returning a
+/// future of the [`Decision`].
+///
+/// ```
+/// use toolreg::policy::{approver_fn, Decision};
+///
+/// let approver = approver_fn("tmp-only", |request| async move {
+///     match request.arguments()["path"].as_str() {
+///         Some(path) if path.starts_with("/tmp/") => request.approve(),
+///         _ => request.deny("only files under /tmp may be deleted"),
+///     }
+/// });
+/// # let _ = approver;
+/// ```
+pub fn approver_fn<F, Fut>(name: impl Into<Cow<'static, str>>, f: F) -> ApproverFn<F>
+where
+    F: Fn(ApprovalRequest) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Decision> + Send + 'static,
+{
+    ApproverFn { name: name.into(), f }
+}
+
+impl<F, Fut> Approver for ApproverFn<F>
+where
+    F: Fn(ApprovalRequest) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Decision> + Send + 'static,
+{
+    fn decide(&self, request: ApprovalRequest) -> BoxFuture<'_, Decision> {
+        Box::pin((self.f)(request))
+    }
+
+    fn name(&self) -> Cow<'_, str> {
+        Cow::Borrowed(&self.name)
+    }
+}

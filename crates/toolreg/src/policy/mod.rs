@@ -1,0 +1,21 @@
+//! Policy: which tools an agent is offered ([`Selection`], [`ToolSet`]),
+//! who approves dangerous calls ([`Approver`] and the shipped
+//! [`TerminalApprover`] and [`PolicyApprover`]), and what is recorded
+//! ([`AuditEvent`], [`AuditSink`], [`JsonLinesSink`]).
+//!
+//! The [`crate::engine::ToolEngine`] puts these together with hooks and
+//! batch execution.
+
+mod approval;
+mod audit;
+mod hash;
+mod rules;
+mod selection;
+mod terminal;
+
+pub use approval::{Approval, ApprovalRequest, Approver, ApproverFn, Decision, approver_fn};
+pub use audit::{AuditDecision, AuditEvent, AuditSink, JsonLinesSink, MemorySink, error_kind};
+pub use hash::{ArgumentsHash, canonical_json};
+pub use rules::PolicyApprover;
+pub use selection::{Selection, ToolSet};
+pub use terminal::TerminalApprover;

@@ -1,0 +1,270 @@
+//! [`Selection`]: which tools an agent is offered, and [`ToolSet`], the view
+//! of a registry through one.
+
+use std::collections::HashSet;
+use std::fmt;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::declaration::{SafetyLevel, Scope, ToolDeclaration};
+use crate::exec::{CallContext, ToolArguments, ToolCall, ToolError, ToolExecutor, ToolOutput, ToolResult};
+use crate::registry::{FunctionRegistry, ToolEntry};
+
+/// Which tools an agent is offered (seed 003's filtered selection).
+///
+/// A tool is selected when it passes every filter that is set (AND):
+/// safety at most [`max_safety`](Self::max_safety), at least one category in
+/// common with [`categories`](Self::categories), a scope among
+/// [`scopes`](Self::scopes), its name in the [`allow`](Self::allow) list and
+/// not in the [`deny`](Self::deny) list. A filter left unset admits every tool.
+///
+/// ```
+/// use toolreg::policy::Selection;
+/// use toolreg::{SafetyLevel, Scope, ToolDeclaration};
+/// use serde_json::json;
+///
+/// let read = ToolDeclaration::new("read_file", "Read a file", json!({"type": "object"}))
+///     .with_safety(SafetyLevel::Safe)
+///     .with_category("fs");
+/// let ask = ToolDeclaration::new("ask_user", "Ask the user", json!({"type": "object"}))
+///     .with_safety(SafetyLevel::Safe)
+///     .with_scope(Scope::User);
+///
+/// let selection = Selection::sub_agent().max_safety(SafetyLevel::Cautious);
+/// assert!(selection.admits(&read));
+/// assert!(!selection.admits(&ask)); // user tools are for top-level agents only
+/// assert!(Selection::top_level().admits(&ask));
+/// assert!(!Selection::all().categories(["web"]).admits(&read));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Selection {
+    max_safety: SafetyLevel,
+    categories: Option<HashSet<String>>,
+    scopes: Option<Vec<Scope>>,
+    allow: Option<HashSet<String>>,
+    deny: HashSet<String>,
+}
+
+impl Default for Selection {
+    fn default() -> Self {
+        Selection::all()
+    }
+}
+
+impl Selection {
+    /// Every tool.
+    pub fn all() -> Self {
+        Selection {
+            max_safety: SafetyLevel::Dangerous,
+            categories: None,
+            scopes: None,
+            allow: None,
+            deny: HashSet::new(),
+        }
+    }
+
+    /// What a top-level agent (the one talking to the user) sees: every
+    /// scope, user functions included.
+    pub fn top_level() -> Self {
+        Selection::all()
+    }
+
+    /// What a sub-agent sees: every scope but [`Scope::User`], since only the
+    /// top-level agent may talk to the user (seed 001).
+    pub fn sub_agent() -> Self {
+        Selection::all().scopes([Scope::Core, Scope::Agent, Scope::Custom])
+    }
+
+    /// Admit only tools at most this dangerous.
+    pub fn max_safety(mut self, level: SafetyLevel) -> Self {
+        self.max_safety = level;
+        self
+    }
+
+    /// Admit only tools with at least one of these categories.
+    pub fn categories<S: Into<String>>(mut self, categories: impl IntoIterator<Item = S>) -> Self {
+        self.categories = Some(categories.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Admit only tools in one of these scopes.
+    pub fn scopes(mut self, scopes: impl IntoIterator<Item = Scope>) -> Self {
+        self.scopes = Some(scopes.into_iter().collect());
+        self
+    }
+
+    /// Admit only tools with these names.
+    pub fn allow<S: Into<String>>(mut self, names: impl IntoIterator<Item = S>) -> Self {
+        self.allow = Some(names.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Never admit tools with these names (adds to any earlier deny list).
+    pub fn deny<S: Into<String>>(mut self, names: impl IntoIterator<Item = S>) -> Self {
+        self.deny.extend(names.into_iter().map(Into::into));
+        self
+    }
+
+    /// The highest safety level admitted.
+    pub fn safety_limit(&self) -> SafetyLevel {
+        self.max_safety
+    }
+
+    /// Whether this selection admits the tool.
+    pub fn admits(&self, declaration: &ToolDeclaration) -> bool {
+        declaration.safety <= self.max_safety
+            && self.categories.as_ref().is_none_or(|wanted| declaration.categories.iter().any(|c| wanted.contains(c)))
+            && self.scopes.as_ref().is_none_or(|scopes| scopes.contains(&declaration.scope))
+            && self.allow.as_ref().is_none_or(|allow| allow.contains(&declaration.name))
+            && (self.deny.is_empty() || !self.deny.contains(&declaration.name))
+    }
+
+    /// The tools of `registry` this selection admits.
+    pub fn apply(&self, registry: &FunctionRegistry) -> ToolSet {
+        ToolSet::new(registry.clone(), self.clone())
+    }
+}
+
+/// A registry seen through a [`Selection`]: the tools to declare to a model,
+/// and an executor that refuses every other tool.
+///
+/// The view holds a snapshot of the registry (cloning a registry is cheap and
+/// later changes to the original do not show through), so what the model was
+/// offered and what it may call are always the same set.
+///
+/// ```
+/// use toolreg::policy::Selection;
+/// use toolreg::{FunctionRegistry, SafetyLevel, ToolCall, ToolDeclaration, ToolExecutor, ToolRegistration};
+/// use serde_json::{json, Value};
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let mut registry = FunctionRegistry::new();
+/// let decl = |name: &str, safety| ToolDeclaration::new(name, "t", json!({"type": "object"})).with_safety(safety);
+/// registry.register_sync_tool("look", |_: Value| Ok::<_, String>("seen"), decl("look", SafetyLevel::Safe))?;
+/// registry.register_sync_tool("wipe", |_: Value| Ok::<_, String>("gone"), decl("wipe", SafetyLevel::Dangerous))?;
+///
+/// let tools = Selection::all().max_safety(SafetyLevel::Cautious).apply(&registry);
+/// assert_eq!(tools.names().collect::<Vec<_>>(), ["look"]); // declare these
+///
+/// let result = tools.execute_call(ToolCall::new("c1", "wipe", "{}")).await;
+/// assert!(result.is_error()); // not offered, so not run
+/// assert!(result.output().text().contains("not available"));
+/// # Ok::<(), toolreg::RegistryError>(())
+/// # }).unwrap();
+/// ```
+#[derive(Clone)]
+pub struct ToolSet {
+    registry: FunctionRegistry,
+    selection: Arc<Selection>,
+    entries: Arc<[ToolEntry]>,
+}
+
+impl fmt::Debug for ToolSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolSet").field("tools", &self.names().collect::<Vec<_>>()).finish_non_exhaustive()
+    }
+}
+
+impl ToolSet {
+    /// The tools of `registry` that `selection` admits.
+    pub fn new(registry: FunctionRegistry, selection: Selection) -> Self {
+        let entries = registry.entries().filter(|e| selection.admits(e.declaration())).cloned().collect();
+        ToolSet { registry, selection: Arc::new(selection), entries }
+    }
+
+    /// The selection in force.
+    pub fn selection(&self) -> &Selection {
+        &self.selection
+    }
+
+    /// The registry snapshot behind the view (all tools, selected or not).
+    pub fn registry(&self) -> &FunctionRegistry {
+        &self.registry
+    }
+
+    /// The selected entries, in registration order: what provider renderers
+    /// turn into declarations.
+    pub fn entries(&self) -> impl ExactSizeIterator<Item = &ToolEntry> + '_ {
+        self.entries.iter()
+    }
+
+    /// The selected declarations, in registration order.
+    pub fn list(&self) -> impl ExactSizeIterator<Item = &ToolDeclaration> + '_ {
+        self.entries.iter().map(ToolEntry::declaration)
+    }
+
+    /// Copies of the selected declarations, in registration order.
+    pub fn get_declarations(&self) -> Vec<ToolDeclaration> {
+        self.list().cloned().collect()
+    }
+
+    /// The selected names, in registration order.
+    pub fn names(&self) -> impl ExactSizeIterator<Item = &str> + '_ {
+        self.entries.iter().map(|e| e.declaration().name.as_str())
+    }
+
+    /// Number of selected tools.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether no tool is selected.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Whether the tool is selected.
+    pub fn contains(&self, name: &str) -> bool {
+        self.get(name).is_some()
+    }
+
+    /// The selected tool with this name.
+    pub fn get(&self, name: &str) -> Option<&ToolEntry> {
+        self.registry.get(name).filter(|e| self.selection.admits(e.declaration()))
+    }
+
+    /// Look a called name up: the entry, or the error the model should read
+    /// ([`ToolError::UnknownTool`] or [`ToolError::NotOffered`]).
+    pub fn lookup(&self, name: &str) -> Result<&ToolEntry, ToolError> {
+        match self.registry.get(name) {
+            Some(entry) if self.selection.admits(entry.declaration()) => Ok(entry),
+            Some(_) => Err(ToolError::NotOffered { tool: name.to_owned(), available: self.shown_names() }),
+            None => Err(ToolError::UnknownTool { name: name.to_owned(), available: self.shown_names() }),
+        }
+    }
+
+    fn shown_names(&self) -> Vec<String> {
+        const SHOWN: usize = 20;
+        self.names().take(SHOWN).map(str::to_owned).collect()
+    }
+
+    /// Run a selected tool on parsed arguments: validated, panics contained.
+    ///
+    /// A view has no approver, so a [`SafetyLevel::Dangerous`] tool is refused
+    /// with [`ToolError::ApprovalRequired`] (fail closed); run calls through a
+    /// [`crate::engine::ToolEngine`] for approval, hooks, audit and batches.
+    pub async fn execute_with(&self, name: &str, args: Value, cx: CallContext) -> Result<ToolOutput, ToolError> {
+        let entry = self.lookup(name)?;
+        if entry.declaration().safety >= SafetyLevel::Dangerous {
+            return Err(ToolError::ApprovalRequired { tool: name.to_owned() });
+        }
+        entry.call(cx, args).await
+    }
+}
+
+impl ToolExecutor for ToolSet {
+    async fn execute_call(&self, call: ToolCall) -> ToolResult {
+        let ToolCall { id, name, arguments } = call;
+        let cx = CallContext::new(id.as_str());
+        let parsed = match arguments {
+            ToolArguments::Json(value) => Ok(value),
+            ToolArguments::Raw(text) => self.lookup(&name).and_then(|_| self.registry.parse_arguments(&name, &text)),
+        };
+        let outcome = match parsed {
+            Ok(value) => self.execute_with(&name, value, cx).await,
+            Err(error) => Err(error),
+        };
+        ToolResult { id, name, outcome }
+    }
+}

@@ -1,0 +1,496 @@
+//! Batches, timeouts, cancellation, hooks and the order of the stack.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::sync::Barrier;
+use tokio_util::sync::CancellationToken;
+use toolreg::engine::{BatchOptions, OutputBudget, ToolEngine, hook_fn};
+use toolreg::policy::{ApprovalRequest, Selection, approver_fn};
+use toolreg::{
+    CallContext, FunctionRegistry, ParamType, SafetyLevel, ToolCall, ToolDeclaration, ToolError, ToolExecutor,
+    ToolRegistration,
+};
+
+/// Generous bound for tests that would otherwise hang on a broken engine.
+const HANG: Duration = Duration::from_secs(20);
+
+fn decl(name: &str, safety: SafetyLevel) -> ToolDeclaration {
+    ToolDeclaration::builder(name)
+        .description("test tool")
+        .optional_param("path", ParamType::String, "a path")
+        .param_with_default("n", ParamType::Integer, "a number", json!(1))
+        .safety(safety)
+        .build()
+}
+
+type Log = Arc<Mutex<Vec<String>>>;
+
+fn log() -> Log {
+    Arc::new(Mutex::new(Vec::new()))
+}
+
+fn push(log: &Log, entry: impl Into<String>) {
+    log.lock().unwrap().push(entry.into());
+}
+
+/// A registry of tools that misbehave in every way a test needs.
+fn registry(log: &Log) -> FunctionRegistry {
+    let mut r = FunctionRegistry::new();
+    let l = Arc::clone(log);
+    r.register_sync_tool(
+        "echo",
+        move |args: Value| {
+            push(&l, format!("run echo {args}"));
+            Ok::<_, String>(args)
+        },
+        decl("echo", SafetyLevel::Safe),
+    )
+    .unwrap();
+    r.register_sync_tool(
+        "boom",
+        |_: Value| -> Result<Value, String> { panic!("kaboom") },
+        decl("boom", SafetyLevel::Safe),
+    )
+    .unwrap();
+    // Never finishes and never looks at its cancellation token.
+    r.register_async_tool(
+        "hang",
+        |_: Value| async {
+            std::future::pending::<()>().await;
+            Ok::<_, String>("never")
+        },
+        decl("hang", SafetyLevel::Safe),
+    )
+    .unwrap();
+    r.register_async_tool(
+        "long_text",
+        |args: Value| async move { Ok::<_, String>("x".repeat(args["n"].as_u64().unwrap_or(1) as usize)) },
+        decl("long_text", SafetyLevel::Safe),
+    )
+    .unwrap();
+    let l = Arc::clone(log);
+    r.register(ToolRegistration::from_async_with_context(
+        "wait_cancel",
+        move |cx: CallContext, _: Value| {
+            let l = Arc::clone(&l);
+            async move {
+                cx.cancelled().await;
+                push(&l, format!("saw cancel {}", cx.call_id().unwrap_or("?")));
+                Ok::<_, String>("cancelled")
+            }
+        },
+        decl("wait_cancel", SafetyLevel::Safe),
+    ))
+    .unwrap();
+    let l = Arc::clone(log);
+    r.register_sync_tool(
+        "rm",
+        move |args: Value| {
+            push(&l, format!("run rm {args}"));
+            Ok::<_, String>("removed")
+        },
+        decl("rm", SafetyLevel::Dangerous),
+    )
+    .unwrap();
+    r
+}
+
+fn approve_all() -> impl toolreg::Approver {
+    approver_fn("yes", |request: ApprovalRequest| async move { request.approve() })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batch_isolates_faults_and_keeps_call_order() {
+    let log = log();
+    let engine = ToolEngine::builder(&registry(&log))
+        .selection(Selection::all().deny(["rm"]))
+        .options(BatchOptions::default().call_timeout(Duration::from_millis(200)))
+        .build();
+    let calls = vec![
+        ToolCall::new("a", "echo", r#"{"path": "1"}"#),
+        ToolCall::new("b", "boom", "{}"),
+        ToolCall::new("c", "hang", "{}"),
+        ToolCall::new("d", "nope", "{}"),
+        ToolCall::new("e", "rm", "{}"),
+        ToolCall::new("f", "echo", "{oops"),
+        ToolCall::new("g", "echo", json!({"path": "2", "n": 5})),
+    ];
+    let results = tokio::time::timeout(HANG, engine.execute_batch(calls)).await.expect("batch hung");
+    let ids: Vec<&str> = results.iter().map(|r| r.id.as_str()).collect();
+    assert_eq!(ids, ["a", "b", "c", "d", "e", "f", "g"]);
+    assert_eq!(results[0].outcome, Ok(toolreg::ToolOutput::success(json!({"path": "1", "n": 1}))));
+    assert!(matches!(&results[1].outcome, Err(ToolError::Panicked { message, .. }) if message == "kaboom"));
+    match &results[2].outcome {
+        Err(ToolError::Timeout { limit, .. }) => assert_eq!(*limit, Duration::from_millis(200)),
+        other => panic!("expected a timeout, got {other:?}"),
+    }
+    assert!(results[2].output().text().contains("did not finish within 200ms"));
+    assert!(matches!(results[3].outcome, Err(ToolError::UnknownTool { .. })));
+    assert!(matches!(results[4].outcome, Err(ToolError::NotOffered { .. })));
+    assert!(matches!(results[5].outcome, Err(ToolError::MalformedArguments { .. })));
+    assert_eq!(results[6].output().value, json!({"path": "2", "n": 5}));
+    // The engine still works after all that.
+    let again = engine.execute_call(ToolCall::new("h", "echo", "{}")).await;
+    assert!(!again.is_error());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batch_timeout_stops_the_rest() {
+    let log = log();
+    let engine = ToolEngine::builder(&registry(&log))
+        .options(BatchOptions::default().batch_timeout(Duration::from_millis(400)))
+        .build();
+    let calls =
+        vec![ToolCall::new("a", "hang", "{}"), ToolCall::new("b", "echo", "{}"), ToolCall::new("c", "hang", "{}")];
+    let results = tokio::time::timeout(HANG, engine.execute_batch(calls)).await.expect("batch hung");
+    assert!(matches!(results[0].outcome, Err(ToolError::Timeout { limit, .. }) if limit == Duration::from_millis(400)));
+    assert!(!results[1].is_error());
+    assert!(matches!(results[2].outcome, Err(ToolError::Timeout { .. })));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancellation_reaches_every_tool_and_stops_the_batch() {
+    let log = log();
+    let engine = ToolEngine::builder(&registry(&log)).build();
+    let token = CancellationToken::new();
+    let calls = vec![
+        ToolCall::new("a", "wait_cancel", "{}"),
+        ToolCall::new("b", "hang", "{}"),
+        ToolCall::new("c", "echo", "{}"),
+    ];
+    let batch = tokio::spawn({
+        let (engine, token) = (engine.clone(), token.clone());
+        async move { engine.execute_batch_with(calls, token).await }
+    });
+    // Wait until the quick call has run, then cancel.
+    tokio::time::timeout(HANG, async {
+        while !log.lock().unwrap().iter().any(|l| l.starts_with("run echo")) {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .expect("echo never ran");
+    token.cancel();
+    let results = tokio::time::timeout(HANG, batch).await.expect("batch hung").unwrap();
+    assert!(!results[2].is_error());
+    // The tool that ignores cancellation is answered anyway.
+    assert!(matches!(results[1].outcome, Err(ToolError::Cancelled { .. })));
+    // The cooperative tool either finished after seeing the token or was stopped.
+    assert!(
+        matches!(results[0].outcome, Err(ToolError::Cancelled { .. })) || results[0].output().text() == "cancelled",
+        "{:?}",
+        results[0].outcome
+    );
+    // A single call is cancellable too, even when the tool ignores the token.
+    let token = CancellationToken::new();
+    let single = tokio::spawn({
+        let (engine, token) = (engine.clone(), token.clone());
+        async move { engine.execute_call_with(ToolCall::new("z", "hang", "{}"), token).await }
+    });
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    token.cancel();
+    let result = tokio::time::timeout(HANG, single).await.expect("call hung").unwrap();
+    assert_eq!(result.id, "z");
+    assert!(matches!(result.outcome, Err(ToolError::Cancelled { .. })), "{:?}", result.outcome);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tools_see_cancellation_through_their_context() {
+    let log = log();
+    // A hook cancels the call's own token before running it; the tool sees it.
+    let engine = ToolEngine::builder(&registry(&log))
+        .layer(hook_fn(|call, next| async move {
+            call.cx.cancellation().expect("the engine always supplies a token").cancel();
+            next.run(call).await
+        }))
+        .build();
+    let call = engine.execute_call_with(ToolCall::new("k", "wait_cancel", "{}"), CancellationToken::new());
+    let result = tokio::time::timeout(HANG, call).await.expect("call hung");
+    assert_eq!(result.output().text(), "cancelled");
+    assert_eq!(log.lock().unwrap().as_slice(), ["saw cancel k"]);
+}
+
+/// Registers `count` tools that wait at one barrier: they can only finish if all run at once.
+fn barrier_registry(safety: SafetyLevel, exclusive: Option<&str>, count: usize) -> FunctionRegistry {
+    let barrier = Arc::new(Barrier::new(count));
+    let mut r = FunctionRegistry::new();
+    let mut d = decl("meet", safety);
+    if let Some(key) = exclusive {
+        d = d.with_exclusive_key(key);
+    }
+    r.register_async_tool(
+        "meet",
+        move |_: Value| {
+            let barrier = Arc::clone(&barrier);
+            async move {
+                barrier.wait().await;
+                Ok::<_, String>("met")
+            }
+        },
+        d,
+    )
+    .unwrap();
+    r
+}
+
+fn meet_calls(paths: &[&str]) -> Vec<ToolCall> {
+    paths.iter().enumerate().map(|(i, p)| ToolCall::new(format!("m{i}"), "meet", json!({"path": p}))).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_only_tools_run_in_parallel() {
+    let engine = ToolEngine::builder(&barrier_registry(SafetyLevel::Safe, None, 5)).build();
+    let results = tokio::time::timeout(HANG, engine.execute_batch(meet_calls(&["a", "a", "a", "a", "a"])))
+        .await
+        .expect("read-only tools did not run in parallel");
+    assert!(results.iter().all(|r| r.output().text() == "met"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn different_exclusive_keys_run_in_parallel_and_writes_can_be_allowed_to() {
+    let engine = ToolEngine::builder(&barrier_registry(SafetyLevel::Cautious, Some("path"), 2)).build();
+    let results = tokio::time::timeout(HANG, engine.execute_batch(meet_calls(&["a", "b"]))).await.expect("keys a, b");
+    assert!(results.iter().all(|r| !r.is_error()));
+    let engine = ToolEngine::builder(&barrier_registry(SafetyLevel::Cautious, None, 2))
+        .options(BatchOptions::default().parallel_writes(true))
+        .build();
+    let results = tokio::time::timeout(HANG, engine.execute_batch(meet_calls(&["a", "a"]))).await.expect("writes");
+    assert!(results.iter().all(|r| !r.is_error()));
+}
+
+/// A tool that records how many of its calls overlap, overall and per path.
+fn overlap_registry(exclusive: bool, seen: &Arc<(AtomicUsize, AtomicUsize, Mutex<Vec<String>>)>) -> FunctionRegistry {
+    let mut r = FunctionRegistry::new();
+    let mut d = decl("write", SafetyLevel::Cautious);
+    if exclusive {
+        d = d.with_exclusive_key("path");
+    }
+    let seen = Arc::clone(seen);
+    let in_flight: Arc<Mutex<Vec<String>>> = Arc::default();
+    r.register_async_tool(
+        "write",
+        move |args: Value| {
+            let (seen, in_flight) = (Arc::clone(&seen), Arc::clone(&in_flight));
+            async move {
+                let path = args["path"].as_str().unwrap_or_default().to_owned();
+                {
+                    let mut flying = in_flight.lock().unwrap();
+                    if flying.contains(&path) {
+                        seen.1.fetch_add(1, Ordering::SeqCst); // same key overlapped
+                    }
+                    flying.push(path.clone());
+                    seen.0.fetch_max(flying.len(), Ordering::SeqCst);
+                }
+                seen.2.lock().unwrap().push(format!("{path}{}", args["n"]));
+                tokio::time::sleep(Duration::from_millis(15)).await;
+                let mut flying = in_flight.lock().unwrap();
+                let at = flying.iter().position(|p| *p == path).unwrap();
+                flying.remove(at);
+                Ok::<_, String>("written")
+            }
+        },
+        d,
+    )
+    .unwrap();
+    r
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn same_exclusive_key_runs_one_at_a_time_in_call_order() {
+    let seen = Arc::new((AtomicUsize::new(0), AtomicUsize::new(0), Mutex::new(Vec::new())));
+    let engine = ToolEngine::builder(&overlap_registry(true, &seen)).build();
+    let calls: Vec<ToolCall> = (0..8)
+        .map(|i| ToolCall::new(format!("w{i}"), "write", json!({"path": if i % 2 == 0 { "a" } else { "b" }, "n": i})))
+        .collect();
+    let results = tokio::time::timeout(HANG, engine.execute_batch(calls)).await.expect("batch hung");
+    assert!(results.iter().all(|r| !r.is_error()));
+    assert_eq!(seen.1.load(Ordering::SeqCst), 0, "two calls with the same key overlapped");
+    let order = seen.2.lock().unwrap().clone();
+    let a: Vec<&String> = order.iter().filter(|s| s.starts_with('a')).collect();
+    let b: Vec<&String> = order.iter().filter(|s| s.starts_with('b')).collect();
+    assert_eq!(a, ["a0", "a2", "a4", "a6"]);
+    assert_eq!(b, ["b1", "b3", "b5", "b7"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_without_a_key_run_one_at_a_time_and_the_limit_holds() {
+    let seen = Arc::new((AtomicUsize::new(0), AtomicUsize::new(0), Mutex::new(Vec::new())));
+    let engine = ToolEngine::builder(&overlap_registry(false, &seen)).build();
+    let calls: Vec<ToolCall> =
+        (0..4).map(|i| ToolCall::new(format!("w{i}"), "write", json!({"path": format!("p{i}"), "n": i}))).collect();
+    let results = tokio::time::timeout(HANG, engine.execute_batch(calls.clone())).await.expect("batch hung");
+    assert!(results.iter().all(|r| !r.is_error()));
+    assert_eq!(seen.0.load(Ordering::SeqCst), 1, "unkeyed writes overlapped");
+    assert_eq!(*seen.2.lock().unwrap(), ["p00", "p11", "p22", "p33"]);
+
+    let seen = Arc::new((AtomicUsize::new(0), AtomicUsize::new(0), Mutex::new(Vec::new())));
+    let engine = ToolEngine::builder(&overlap_registry(false, &seen))
+        .options(BatchOptions::default().parallel_writes(true).max_concurrency(2))
+        .build();
+    let calls: Vec<ToolCall> =
+        (0..8).map(|i| ToolCall::new(format!("w{i}"), "write", json!({"path": format!("p{i}"), "n": i}))).collect();
+    tokio::time::timeout(HANG, engine.execute_batch(calls)).await.expect("batch hung");
+    assert!(seen.0.load(Ordering::SeqCst) <= 2, "more than max_concurrency calls ran at once");
+}
+
+#[tokio::test]
+async fn the_stack_runs_in_design_order() {
+    let log = log();
+    let (l1, l2, l3) = (Arc::clone(&log), Arc::clone(&log), Arc::clone(&log));
+    let engine = ToolEngine::builder(&registry(&log))
+        .selection(Selection::all().deny(["echo"]))
+        .approver(approver_fn("recorder", move |request: ApprovalRequest| {
+            push(&l1, format!("approve {}", request.arguments()));
+            async move { request.approve() }
+        }))
+        .layer(
+            hook_fn(move |call, next| {
+                let l = Arc::clone(&l2);
+                async move {
+                    push(&l, format!("before outer {}", call.arguments));
+                    let out = next.run(call).await;
+                    push(&l, "after outer");
+                    out
+                }
+            })
+            .named("outer"),
+        )
+        .layer(
+            hook_fn(move |call, next| {
+                let l = Arc::clone(&l3);
+                async move {
+                    push(&l, "before inner");
+                    let out = next.run(call).await;
+                    push(&l, "after inner");
+                    out
+                }
+            })
+            .named("inner"),
+        )
+        .build();
+    let result = engine.execute_call(ToolCall::new("c1", "rm", r#"{"path": "/tmp/x"}"#)).await;
+    assert!(!result.is_error(), "{:?}", result.outcome);
+    let validated = r#"{"n":1,"path":"/tmp/x"}"#;
+    assert_eq!(
+        *log.lock().unwrap(),
+        [
+            format!("approve {validated}"), // validation (defaults filled) before approval
+            format!("before outer {validated}"),
+            "before inner".to_owned(),
+            format!("run rm {validated}"),
+            "after inner".to_owned(),
+            "after outer".to_owned(),
+        ]
+    );
+    // Lookup, selection and validation stop a call before approval and hooks.
+    log.lock().unwrap().clear();
+    for call in [
+        ToolCall::new("c2", "nope", "{}"),
+        ToolCall::new("c3", "echo", "{}"),
+        ToolCall::new("c4", "rm", r#"{"n": "x"}"#),
+    ] {
+        assert!(engine.execute_call(call).await.is_error());
+    }
+    assert!(log.lock().unwrap().is_empty(), "{:?}", log.lock().unwrap());
+}
+
+#[tokio::test]
+async fn hooks_rewrite_arguments_and_rewrites_are_checked() {
+    let log = log();
+    let engine = ToolEngine::builder(&registry(&log))
+        .approver(approve_all())
+        .layer(hook_fn(|mut call, next| async move {
+            match call.arguments["path"].as_str() {
+                Some("rewrite") => call.arguments["path"] = json!("rewritten"),
+                Some("break") => call.arguments["n"] = json!("not a number"),
+                _ => {}
+            }
+            next.run(call).await
+        }))
+        .build();
+    let r = engine.execute_call(ToolCall::new("a", "echo", r#"{"path": "rewrite"}"#)).await;
+    assert_eq!(r.output().value, json!({"path": "rewritten", "n": 1}));
+    let r = engine.execute_call(ToolCall::new("b", "echo", r#"{"path": "break"}"#)).await;
+    assert!(matches!(r.outcome, Err(ToolError::InvalidArguments { .. })));
+    // A dangerous tool's approval covers the approved arguments only.
+    let r = engine.execute_call(ToolCall::new("c", "rm", r#"{"path": "rewrite"}"#)).await;
+    match &r.outcome {
+        Err(ToolError::ApprovalMismatch { detail, .. }) => assert!(detail.contains("changed after")),
+        other => panic!("expected ApprovalMismatch, got {other:?}"),
+    }
+    assert!(!log.lock().unwrap().iter().any(|l| l.starts_with("run rm")));
+    let r = engine.execute_call(ToolCall::new("d", "rm", r#"{"path": "keep"}"#)).await;
+    assert!(!r.is_error());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failing_and_panicking_hooks_fail_only_their_call() {
+    let log = log();
+    let engine = ToolEngine::builder(&registry(&log))
+        .layer(
+            hook_fn(|call, next| async move {
+                match call.arguments["path"].as_str() {
+                    Some("refuse") => Err(call.refuse("path is on the deny list")),
+                    Some("panic") => panic!("hook bug"),
+                    _ => next.run(call).await,
+                }
+            })
+            .named("guard"),
+        )
+        .build();
+    let calls = vec![
+        ToolCall::new("a", "echo", r#"{"path": "refuse"}"#),
+        ToolCall::new("b", "echo", r#"{"path": "panic"}"#),
+        ToolCall::new("c", "echo", r#"{"path": "fine"}"#),
+    ];
+    let results = tokio::time::timeout(HANG, engine.execute_batch(calls)).await.expect("batch hung");
+    match &results[0].outcome {
+        Err(ToolError::HookFailed { hook, message, .. }) => {
+            assert_eq!(hook, "guard");
+            assert_eq!(message, "path is on the deny list");
+        }
+        other => panic!("expected HookFailed, got {other:?}"),
+    }
+    assert!(results[0].output().text().contains("hook `guard` failed for `echo`"));
+    assert!(matches!(&results[1].outcome, Err(ToolError::HookFailed { message, .. }) if message.contains("hook bug")));
+    assert!(!results[2].is_error());
+    assert_eq!(log.lock().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn output_budget_cuts_head_and_tail_with_a_marker() {
+    let log = log();
+    let engine = ToolEngine::builder(&registry(&log)).layer(OutputBudget::new(100)).build();
+    let long = engine.execute_call(ToolCall::new("a", "long_text", r#"{"n": 1000}"#)).await;
+    let text = long.output().text().into_owned();
+    assert!(text.starts_with(&"x".repeat(50)));
+    assert!(text.ends_with(&"x".repeat(50)));
+    assert!(text.contains("[... 900 characters removed ...]"), "{text}");
+    let short = engine.execute_call(ToolCall::new("b", "long_text", r#"{"n": 100}"#)).await;
+    assert_eq!(short.output().text(), "x".repeat(100));
+    // Structured results longer than the budget become cut text.
+    let engine = ToolEngine::builder(&registry(&log)).layer(OutputBudget::new(10)).build();
+    let json = engine.execute_call(ToolCall::new("c", "echo", r#"{"path": "a rather long path"}"#)).await;
+    assert!(json.output().text().contains("characters removed"));
+}
+
+#[tokio::test]
+async fn a_dangerous_tool_in_a_batch_waits_for_approval_others_do_not_need_it() {
+    let log = log();
+    let asked = Arc::new(AtomicBool::new(false));
+    let asked2 = Arc::clone(&asked);
+    let engine = ToolEngine::builder(&registry(&log))
+        .approver(approver_fn("yes", move |request: ApprovalRequest| {
+            asked2.store(true, Ordering::SeqCst);
+            async move { request.approve() }
+        }))
+        .build();
+    let results = engine
+        .execute_batch(vec![ToolCall::new("a", "rm", r#"{"path": "x"}"#), ToolCall::new("b", "echo", "{}")])
+        .await;
+    assert!(results.iter().all(|r| !r.is_error()));
+    assert!(asked.load(Ordering::SeqCst));
+}

@@ -1,0 +1,354 @@
+//! Selection, approval and audit through the public API.
+
+use std::io::{Cursor, Write};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+use toolreg::engine::ToolEngine;
+use toolreg::policy::{
+    ApprovalRequest, Approver, ArgumentsHash, AuditDecision, Decision, JsonLinesSink, MemorySink, PolicyApprover,
+    Selection, TerminalApprover, approver_fn,
+};
+use toolreg::{
+    FunctionRegistry, ParamType, SafetyLevel, Scope, ToolCall, ToolDeclaration, ToolError, ToolExecutor, tool,
+};
+
+fn decl(name: &str, safety: SafetyLevel) -> ToolDeclaration {
+    ToolDeclaration::builder(name)
+        .description("test tool")
+        .param("path", ParamType::String, "a path")
+        .param_with_default("force", ParamType::Boolean, "force it", json!(false))
+        .safety(safety)
+        .build()
+}
+
+/// A registry whose tools record every run (tool name and arguments).
+fn registry(runs: &Arc<Mutex<Vec<(String, Value)>>>) -> FunctionRegistry {
+    let mut registry = FunctionRegistry::new();
+    for (name, safety, scope, category) in [
+        ("read_file", SafetyLevel::Safe, Scope::Core, "fs"),
+        ("write_file", SafetyLevel::Cautious, Scope::Core, "fs"),
+        ("delete_file", SafetyLevel::Dangerous, Scope::Core, "fs"),
+        ("ask_user", SafetyLevel::Safe, Scope::User, "user"),
+        ("fetch", SafetyLevel::Safe, Scope::Custom, "web"),
+    ] {
+        let runs = Arc::clone(runs);
+        let tool_name = name.to_owned();
+        let d = decl(name, safety).with_scope(scope).with_category(category);
+        registry
+            .register_sync_tool(
+                name,
+                move |args: Value| {
+                    runs.lock().unwrap().push((tool_name.clone(), args.clone()));
+                    Ok::<_, String>(format!("{tool_name} done"))
+                },
+                d,
+            )
+            .unwrap();
+    }
+    registry
+}
+
+fn runs() -> Arc<Mutex<Vec<(String, Value)>>> {
+    Arc::new(Mutex::new(Vec::new()))
+}
+
+#[test]
+fn selection_filters_combine_with_and() {
+    let registry = registry(&runs());
+    let names = |s: Selection| s.apply(&registry).names().map(str::to_owned).collect::<Vec<_>>();
+    assert_eq!(names(Selection::all()), ["read_file", "write_file", "delete_file", "ask_user", "fetch"]);
+    assert_eq!(names(Selection::sub_agent()), ["read_file", "write_file", "delete_file", "fetch"]);
+    assert_eq!(names(Selection::top_level().max_safety(SafetyLevel::Safe)), ["read_file", "ask_user", "fetch"]);
+    assert_eq!(
+        names(Selection::all().max_safety(SafetyLevel::Cautious).categories(["fs"])),
+        ["read_file", "write_file"]
+    );
+    assert_eq!(names(Selection::all().scopes([Scope::Custom, Scope::User])), ["ask_user", "fetch"]);
+    assert_eq!(names(Selection::all().allow(["fetch", "delete_file"]).deny(["delete_file"])), ["fetch"]);
+    assert_eq!(
+        names(Selection::all().categories(["web", "user"]).max_safety(SafetyLevel::Safe)),
+        ["ask_user", "fetch"]
+    );
+    let set = Selection::sub_agent().apply(&registry);
+    assert_eq!(set.get_declarations().len(), set.len());
+    assert!(set.contains("fetch") && !set.contains("ask_user"));
+}
+
+#[test]
+fn hints_follow_safety_levels() {
+    let hints = |s| decl("t", s).hints();
+    assert!(hints(SafetyLevel::Safe).read_only && !hints(SafetyLevel::Safe).destructive);
+    assert!(!hints(SafetyLevel::Cautious).read_only && !hints(SafetyLevel::Cautious).destructive);
+    assert!(!hints(SafetyLevel::Dangerous).read_only && hints(SafetyLevel::Dangerous).destructive);
+}
+
+#[tokio::test]
+async fn a_tool_outside_the_selection_is_refused_not_run() {
+    let runs = runs();
+    let registry = registry(&runs);
+    let engine = ToolEngine::builder(&registry).selection(Selection::sub_agent()).build();
+    let result = engine.execute_call(ToolCall::new("c1", "ask_user", r#"{"path": "x"}"#)).await;
+    assert_eq!(result.id, "c1");
+    match &result.outcome {
+        Err(ToolError::NotOffered { tool, available }) => {
+            assert_eq!(tool, "ask_user");
+            assert!(!available.contains(&"ask_user".to_owned()));
+        }
+        other => panic!("expected NotOffered, got {other:?}"),
+    }
+    assert!(result.output().text().contains("not available here"));
+    assert!(runs.lock().unwrap().is_empty());
+    // The plain view refuses it too, and its unknown-tool list is the selected one.
+    let view = Selection::sub_agent().apply(&registry);
+    let result = view.execute_call(ToolCall::new("c2", "nope", "{}")).await;
+    match result.outcome {
+        Err(ToolError::UnknownTool { available, .. }) => assert!(!available.contains(&"ask_user".to_owned())),
+        other => panic!("expected UnknownTool, got {other:?}"),
+    }
+    // A view has no approver: dangerous tools are refused there.
+    let result = view.execute_call(ToolCall::new("c3", "delete_file", r#"{"path": "x"}"#)).await;
+    assert!(matches!(result.outcome, Err(ToolError::ApprovalRequired { .. })));
+    assert!(runs.lock().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn unknown_tool_gives_a_result_and_leaves_the_registry_alone() {
+    let runs = runs();
+    let registry = registry(&runs);
+    let engine = ToolEngine::builder(&registry).build();
+    let result = engine.execute_call(ToolCall::new("c1", "launch", "{}")).await;
+    assert!(matches!(result.outcome, Err(ToolError::UnknownTool { .. })));
+    assert!(result.output().text().contains("Available tools: read_file"));
+    assert_eq!(registry.len(), 5);
+    let ok = engine.execute_call(ToolCall::new("c2", "read_file", r#"{"path": "a"}"#)).await;
+    assert_eq!(ok.output().text(), "read_file done");
+}
+
+#[tokio::test]
+async fn dangerous_calls_fail_closed_without_an_approver() {
+    let runs = runs();
+    let audit = Arc::new(MemorySink::new());
+    let engine = ToolEngine::builder(&registry(&runs)).audit(audit.clone()).build();
+    let result = engine.execute_call(ToolCall::new("c1", "delete_file", r#"{"path": "/x"}"#)).await;
+    assert!(matches!(result.outcome, Err(ToolError::ApprovalRequired { ref tool }) if tool == "delete_file"));
+    assert!(!result.outcome.as_ref().unwrap_err().retryable());
+    // Safe and cautious tools run with no approver.
+    assert!(!engine.execute_call(ToolCall::new("c2", "read_file", r#"{"path": "/x"}"#)).await.is_error());
+    assert!(!engine.execute_call(ToolCall::new("c3", "write_file", r#"{"path": "/x"}"#)).await.is_error());
+    let ran: Vec<String> = runs.lock().unwrap().iter().map(|(n, _)| n.clone()).collect();
+    assert_eq!(ran, ["read_file", "write_file"]);
+    let decisions: Vec<AuditDecision> = audit.events().iter().map(|e| e.decision).collect();
+    assert_eq!(decisions, [AuditDecision::NoApprover, AuditDecision::NotRequired, AuditDecision::Recorded]);
+}
+
+#[tokio::test]
+async fn denial_reason_reaches_the_model() {
+    let runs = runs();
+    let engine = ToolEngine::builder(&registry(&runs))
+        .approver(approver_fn("no", |request: ApprovalRequest| async move { request.deny("the user said no") }))
+        .build();
+    let result = engine.execute_call(ToolCall::new("c1", "delete_file", r#"{"path": "/x"}"#)).await;
+    match &result.outcome {
+        Err(ToolError::Denied { reason, approver, .. }) => {
+            assert_eq!(reason, "the user said no");
+            assert_eq!(approver, "no");
+        }
+        other => panic!("expected Denied, got {other:?}"),
+    }
+    assert!(result.output().text().contains("Reason: the user said no"));
+    assert!(runs.lock().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn approver_sees_validated_arguments_and_approval_runs_exactly_them() {
+    let runs = runs();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let seen2 = Arc::clone(&seen);
+    let engine = ToolEngine::builder(&registry(&runs))
+        .approver(approver_fn("yes", move |request: ApprovalRequest| {
+            seen2.lock().unwrap().push((request.arguments().clone(), request.arguments_hash()));
+            async move { request.approve() }
+        }))
+        .build();
+    let result = engine.execute_call(ToolCall::new("c1", "delete_file", r#"{"path": "/x"}"#)).await;
+    assert_eq!(result.output().text(), "delete_file done");
+    let expected = json!({"path": "/x", "force": false});
+    assert_eq!(seen.lock().unwrap()[0], (expected.clone(), ArgumentsHash::of(&expected)));
+    assert_eq!(runs.lock().unwrap()[0].1, expected);
+    // Invalid arguments never reach the approver.
+    let result = engine.execute_call(ToolCall::new("c2", "delete_file", r#"{"path": 3}"#)).await;
+    assert!(matches!(result.outcome, Err(ToolError::InvalidArguments { .. })));
+    assert_eq!(seen.lock().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn edited_arguments_are_validated_again() {
+    let runs = runs();
+    let engine = ToolEngine::builder(&registry(&runs))
+        .approver(approver_fn("editor", |request: ApprovalRequest| async move {
+            match request.call_id() {
+                Some("good") => request.approve_with(json!({"path": "/tmp/safe"})),
+                _ => request.approve_with(json!({"path": 42})),
+            }
+        }))
+        .build();
+    let good = engine.execute_call(ToolCall::new("good", "delete_file", r#"{"path": "/"}"#)).await;
+    assert!(!good.is_error(), "{:?}", good.outcome);
+    assert_eq!(runs.lock().unwrap()[0].1, json!({"path": "/tmp/safe", "force": false}));
+    let bad = engine.execute_call(ToolCall::new("bad", "delete_file", r#"{"path": "/"}"#)).await;
+    match &bad.outcome {
+        Err(ToolError::InvalidEdit { errors, .. }) => assert_eq!(errors[0].path, "/path"),
+        other => panic!("expected InvalidEdit, got {other:?}"),
+    }
+    assert!(bad.output().text().contains("the approver substituted"));
+    assert_eq!(runs.lock().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn a_replayed_approval_is_refused() {
+    let runs = runs();
+    // An approver that approves the first request and replays that approval ever after.
+    let first: Arc<Mutex<Option<Decision>>> = Arc::new(Mutex::new(None));
+    let engine = ToolEngine::builder(&registry(&runs))
+        .approver(approver_fn("replayer", move |request: ApprovalRequest| {
+            let decision = first.lock().unwrap().get_or_insert_with(|| request.approve()).clone();
+            async move { decision }
+        }))
+        .build();
+    let ok = engine.execute_call(ToolCall::new("c1", "delete_file", r#"{"path": "/tmp/a"}"#)).await;
+    assert!(!ok.is_error());
+    // Other arguments, same call id: refused.
+    let other_args = engine.execute_call(ToolCall::new("c1", "delete_file", r#"{"path": "/etc"}"#)).await;
+    assert!(matches!(other_args.outcome, Err(ToolError::ApprovalMismatch { .. })), "{:?}", other_args.outcome);
+    // Same arguments, another call: refused too.
+    let other_call = engine.execute_call(ToolCall::new("c2", "delete_file", r#"{"path": "/tmp/a"}"#)).await;
+    assert!(matches!(other_call.outcome, Err(ToolError::ApprovalMismatch { .. })));
+    assert_eq!(runs.lock().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn policy_approver_rules_first_match_and_fallback() {
+    let decl = Arc::new(decl("delete_file", SafetyLevel::Dangerous));
+    let req = |args: Value| ApprovalRequest::new(decl.clone(), Some("c"), args);
+    let policy = PolicyApprover::new()
+        .deny_if("delete_file", |a| a["force"] == json!(true), "no forcing")
+        .approve_if("delete_file", |a| a["path"].as_str().is_some_and(|p| p.starts_with("/tmp/")));
+    assert!(matches!(policy.decide(req(json!({"path": "/tmp/a", "force": false}))).await, Decision::Approve(_)));
+    assert_eq!(policy.decide(req(json!({"path": "/tmp/a", "force": true}))).await, Decision::deny("no forcing"));
+    match policy.decide(req(json!({"path": "/etc", "force": false}))).await {
+        Decision::Deny { reason } => assert!(reason.contains("no policy rule")),
+        other => panic!("{other:?}"),
+    }
+    let with_fallback =
+        policy.clone().otherwise(approver_fn("fallback", |r: ApprovalRequest| async move { r.approve() }));
+    let request = req(json!({"path": "/etc", "force": false}));
+    match with_fallback.decide(request.clone()).await {
+        Decision::Approve(approval) => assert!(approval.is_for(&request)),
+        other => panic!("{other:?}"),
+    }
+    let any = PolicyApprover::new().approve_tool("*");
+    assert!(matches!(any.decide(req(json!({}))).await, Decision::Approve(_)));
+}
+
+/// A writer the test can read after the approver has written to it.
+#[derive(Clone, Default)]
+struct Shared(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Shared {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn terminal_approver_answers() {
+    let decl = Arc::new(decl("delete_file", SafetyLevel::Dangerous));
+    let request = ApprovalRequest::new(decl, Some("c9"), json!({"path": "/tmp/a", "force": false}));
+    let ask = |input: &str| {
+        let out = Shared::default();
+        let approver = TerminalApprover::new(Cursor::new(input.as_bytes().to_vec()), out.clone());
+        let request = request.clone();
+        async move { (approver.decide(request).await, String::from_utf8(out.0.lock().unwrap().clone()).unwrap()) }
+    };
+    let (decision, prompt) = ask("y\n").await;
+    assert_eq!(decision, request.approve());
+    assert!(prompt.contains("Tool `delete_file` (dangerous) wants to run"), "{prompt}");
+    assert!(prompt.contains("\"/tmp/a\"") && prompt.contains("c9"), "{prompt}");
+    assert_eq!(ask("no\n").await.0, Decision::deny("the user declined"));
+    assert_eq!(ask("n too risky\n").await.0, Decision::deny("too risky"));
+    // EOF (closed input) denies instead of blocking.
+    match ask("").await.0 {
+        Decision::Deny { reason } => assert!(reason.contains("input closed")),
+        other => panic!("{other:?}"),
+    }
+    // Unreadable answers are asked again, then denied.
+    let (decision, prompt) = ask("maybe\nYES\n").await;
+    assert_eq!(decision, request.approve());
+    assert!(prompt.contains("Please answer y, n or e."));
+    assert!(matches!(ask("?\n?\n?\ny\n").await.0, Decision::Deny { .. }));
+    // Edit: replacement arguments as JSON, re-asked if not JSON.
+    let (decision, _) = ask("e\nnot json\ne\n{\"path\": \"/tmp/b\"}\n").await;
+    assert_eq!(decision, request.approve_with(json!({"path": "/tmp/b"})));
+}
+
+#[tokio::test]
+async fn audit_events_record_every_call_as_json_lines() {
+    let runs = runs();
+    let out = Shared::default();
+    let engine = ToolEngine::builder(&registry(&runs))
+        .selection(Selection::sub_agent())
+        .approver(PolicyApprover::new().approve_tool("delete_file"))
+        .audit(JsonLinesSink::new(out.clone()))
+        .build();
+    let calls = [
+        ToolCall::new("c1", "read_file", r#"{"path": "a"}"#),
+        ToolCall::new("c2", "delete_file", r#"{"path": "b"}"#),
+        ToolCall::new("c3", "ask_user", r#"{"path": "c"}"#),
+        ToolCall::new("c4", "write_file", "{not json"),
+    ];
+    for call in calls {
+        engine.execute_call(call).await;
+    }
+    let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+    let events: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(events.len(), 4);
+    assert_eq!(events[0]["tool"], "read_file");
+    assert_eq!(events[0]["decision"], "not_required");
+    assert_eq!(events[0]["outcome"], "ok");
+    assert_eq!(events[0]["result_bytes"], "read_file done".len());
+    let hash = ArgumentsHash::of(&json!({"path": "a"})).to_string();
+    assert_eq!(events[0]["arguments_hash"], hash);
+    assert!(events[0].get("approved_hash").is_none());
+    assert_eq!(events[1]["decision"], "approved");
+    let approved = ArgumentsHash::of(&json!({"path": "b", "force": false})).to_string();
+    assert_eq!(events[1]["approved_hash"], approved);
+    assert_eq!(events[1]["approver"], "policy");
+    assert_eq!(events[1]["call_id"], "c2");
+    assert_eq!(events[2]["outcome"], "not_offered");
+    assert_eq!(events[2]["decision"], "not_reached");
+    assert_eq!(events[3]["outcome"], "malformed_arguments");
+    assert!(events.iter().all(|e| e["started_at_ms"].as_u64().unwrap() > 0 && e.get("duration_us").is_some()));
+}
+
+/// Remove a file.
+#[allow(dead_code)]
+#[tool(safety = "dangerous", exclusive = "path", category = "fs")]
+fn remove(path: String) -> String {
+    path
+}
+
+#[test]
+fn macro_sets_the_exclusive_key() {
+    let decl = remove_tool::declaration();
+    assert_eq!(decl.exclusive_key.as_deref(), Some("path"));
+    assert_eq!(decl.safety, SafetyLevel::Dangerous);
+    let built = ToolDeclaration::builder("t").exclusive_key("id").build();
+    assert_eq!(built.exclusive_key.as_deref(), Some("id"));
+    let round: ToolDeclaration = serde_json::from_value(serde_json::to_value(&built).unwrap()).unwrap();
+    assert_eq!(round, built);
+}
