@@ -14,6 +14,8 @@
 //! - [`schema`]: canonical JSON Schemas from Rust types.
 //! - [`exec`]: [`ToolCall`], [`ToolOutput`], [`ToolError`], [`ToolExecutor`].
 //! - [`handler`]: [`ErasedTool`], for tools whose shape is known only at run time.
+//! - [`provider`]: each provider's wire format: declarations out, tool calls in, results out.
+//! - [`prompt`]: the plain-text list of functions for models without native tool calling.
 
 // Lets `#[tool]`'s generated `::toolreg::...` paths resolve inside this crate's own tests.
 #[allow(unused_extern_crates)]
@@ -22,6 +24,8 @@ extern crate self as toolreg;
 pub mod declaration;
 pub mod exec;
 pub mod handler;
+pub mod prompt;
+pub mod provider;
 pub mod registry;
 pub mod schema;
 pub mod validate;
