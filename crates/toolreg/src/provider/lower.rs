@@ -290,19 +290,22 @@ impl Lower {
             match key.as_str() {
                 "properties" | "$defs" => {
                     if let Some(props) = value.as_object_mut() {
-                        for (name, sub) in props.iter_mut() {
-                            let segment = format!("{key}/{name}");
-                            self.sub(&segment, sub);
-                        }
+                        self.at(key, |this| {
+                            for (name, sub) in props.iter_mut() {
+                                this.sub(name, sub);
+                            }
+                        });
                     }
                 }
                 "items" => self.sub("items", value),
                 "additionalProperties" if value.is_object() => self.sub("additionalProperties", value),
                 "anyOf" | "allOf" => {
                     if let Some(items) = value.as_array_mut() {
-                        for (i, sub) in items.iter_mut().enumerate() {
-                            self.sub(&format!("{key}/{i}"), sub);
-                        }
+                        self.at(key, |this| {
+                            for (i, sub) in items.iter_mut().enumerate() {
+                                this.sub(&i.to_string(), sub);
+                            }
+                        });
                     }
                 }
                 _ => {}
@@ -323,12 +326,12 @@ impl Lower {
         if dialect != Dialect::OpenAiStrict && self.path.is_empty() {
             obj.remove("$defs");
         }
-        // oneOf -> anyOf; a single allOf is merged into its parent.
-        if let Some(one_of) = obj.remove("oneOf") {
-            if obj.contains_key("anyOf") {
-                return Err("`oneOf` next to `anyOf` cannot be expressed".into());
-            }
-            obj.insert("anyOf".into(), one_of);
+        // oneOf -> anyOf; Gemini's null branches -> nullable (which may
+        // merge a branch that is itself a oneOf); a single allOf is merged.
+        one_of_to_any_of(obj)?;
+        if dialect == Dialect::Gemini {
+            self.gemini_nulls(obj);
+            one_of_to_any_of(obj)?;
         }
         if let Some(Value::Array(mut all_of)) = obj.remove("allOf") {
             if all_of.len() == 1 {
@@ -352,21 +355,19 @@ impl Lower {
                 obj.insert("enum".into(), Value::Array(vec![value]));
             }
         }
-        if dialect == Dialect::Gemini {
-            self.gemini_nulls(obj);
+        if dialect == Dialect::AnthropicStrict {
+            // As the SDK does: a primitive enum or const stands for its type.
+            let enum_ok = obj.get("enum").map(|v| v.as_array().is_some_and(|a| a.iter().all(is_primitive)));
+            if enum_ok == Some(false) {
+                return Err("enum values must be strings, numbers, booleans or null".into());
+            }
+            if enum_ok == Some(true) || obj.get("const").is_some_and(is_primitive) {
+                obj.remove("type");
+            }
         }
         self.split_type_array(obj)?;
         if dialect == Dialect::Gemini {
             gemini_enum(obj);
-        }
-        if dialect == Dialect::AnthropicStrict {
-            let literal = |k: &str| obj.get(k).is_some_and(|v| v.as_array().map_or(is_primitive(v), |a| a.iter().all(is_primitive)));
-            if obj.contains_key("enum") && !literal("enum") {
-                return Err("enum values must be strings, numbers, booleans or null".into());
-            }
-            if literal("enum") || (obj.contains_key("const") && literal("const")) {
-                obj.remove("type");
-            }
         }
         // Keywords the dialect does not take.
         let mut notes: Vec<(String, Value)> = Vec::new();
@@ -408,7 +409,11 @@ impl Lower {
                 }
             }
             if !obj.contains_key("properties") {
-                return Err("a free-form object (no `properties`) cannot be strict".into());
+                if !self.path.is_empty() || obj.contains_key("additionalProperties") {
+                    return Err("a free-form object (no `properties`) cannot be strict".into());
+                }
+                // The root of a tool without parameters.
+                obj.insert("properties".into(), Value::Object(Map::new()));
             }
             obj.insert("additionalProperties".into(), Value::Bool(false));
         }
@@ -551,6 +556,16 @@ impl Lower {
         obj.insert("anyOf".into(), Value::Array(branches));
         Ok(())
     }
+}
+
+fn one_of_to_any_of(obj: &mut Map<String, Value>) -> Result<(), String> {
+    if let Some(one_of) = obj.remove("oneOf") {
+        if obj.contains_key("anyOf") {
+            return Err("`oneOf` next to `anyOf` cannot be expressed".into());
+        }
+        obj.insert("anyOf".into(), one_of);
+    }
+    Ok(())
 }
 
 /// Whether a type-specific keyword belongs with type `t` when a type list is split.
