@@ -465,8 +465,7 @@ impl FunctionRegistry {
         }
         let validator = ArgumentValidator::compile(&declaration.input_schema)
             .map_err(|reason| RegistryError::InvalidSchema { name: name.clone(), reason })?;
-        let entry =
-            ToolEntry {
+        let entry = ToolEntry {
             declaration: Arc::new(declaration),
             tool,
             validator: Arc::new(validator),

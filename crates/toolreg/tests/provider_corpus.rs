@@ -30,9 +30,26 @@ fn types(schema: &Map<String, Value>) -> Vec<String> {
 /// OpenAI strict mode, as PROVIDERS.md states it.
 fn check_openai_strict(root: &Value, schema: &Value, path: &str, errors: &mut Vec<String>) {
     const KEYS: &[&str] = &[
-        "type", "description", "title", "enum", "anyOf", "properties", "required", "additionalProperties",
-        "items", "$defs", "$ref", "pattern", "format", "multipleOf", "maximum", "exclusiveMaximum", "minimum",
-        "exclusiveMinimum", "minItems", "maxItems",
+        "type",
+        "description",
+        "title",
+        "enum",
+        "anyOf",
+        "properties",
+        "required",
+        "additionalProperties",
+        "items",
+        "$defs",
+        "$ref",
+        "pattern",
+        "format",
+        "multipleOf",
+        "maximum",
+        "exclusiveMaximum",
+        "minimum",
+        "exclusiveMinimum",
+        "minItems",
+        "maxItems",
     ];
     const FORMATS: &[&str] = &["date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"];
     const TYPES: &[&str] = &["string", "number", "integer", "boolean", "object", "array", "null"];
@@ -92,8 +109,19 @@ fn check_openai_strict(root: &Value, schema: &Value, path: &str, errors: &mut Ve
 /// Anthropic's strict subset.
 fn check_anthropic_strict(root: &Value, schema: &Value, path: &str, errors: &mut Vec<String>) {
     const KEYS: &[&str] = &[
-        "type", "description", "title", "enum", "const", "anyOf", "allOf", "properties", "required",
-        "additionalProperties", "items", "format", "minItems",
+        "type",
+        "description",
+        "title",
+        "enum",
+        "const",
+        "anyOf",
+        "allOf",
+        "properties",
+        "required",
+        "additionalProperties",
+        "items",
+        "format",
+        "minItems",
     ];
     const FORMATS: &[&str] =
         &["date-time", "time", "date", "duration", "email", "hostname", "uri", "ipv4", "ipv6", "uuid"];
@@ -130,9 +158,29 @@ fn check_anthropic_strict(root: &Value, schema: &Value, path: &str, errors: &mut
 /// Gemini's OpenAPI subset (the fields of `google.genai.types.Schema`).
 fn check_gemini(root: &Value, schema: &Value, path: &str, errors: &mut Vec<String>) {
     const KEYS: &[&str] = &[
-        "anyOf", "default", "description", "enum", "example", "format", "items", "maxItems", "maxLength",
-        "maxProperties", "maximum", "minItems", "minLength", "minProperties", "minimum", "nullable", "pattern",
-        "properties", "propertyOrdering", "required", "title", "type", "additionalProperties",
+        "anyOf",
+        "default",
+        "description",
+        "enum",
+        "example",
+        "format",
+        "items",
+        "maxItems",
+        "maxLength",
+        "maxProperties",
+        "maximum",
+        "minItems",
+        "minLength",
+        "minProperties",
+        "minimum",
+        "nullable",
+        "pattern",
+        "properties",
+        "propertyOrdering",
+        "required",
+        "title",
+        "type",
+        "additionalProperties",
     ];
     const TYPES: &[&str] = &["STRING", "NUMBER", "INTEGER", "BOOLEAN", "ARRAY", "OBJECT", "NULL"];
     let s = obj(schema);
@@ -356,7 +404,8 @@ fn names_a_provider_cannot_take_are_refused_or_respelled() {
 
     let tools = OpenAiResponses::new().name_style(NameStyle::Respell).declare([&decl]).unwrap();
     assert_eq!(tools.to_value()[0]["name"], "files__read");
-    let response = json!({"output": [{"type": "function_call", "call_id": "c1", "name": "files__read", "arguments": "{}"}]});
+    let response =
+        json!({"output": [{"type": "function_call", "call_id": "c1", "name": "files__read", "arguments": "{}"}]});
     let calls = OpenAiResponses::parse_calls_mapped(&response, &tools.mapping).unwrap();
     assert_eq!(calls[0].name, "files.read");
     assert_eq!(tools.mapping.provider_name("files.read"), "files__read");
@@ -395,7 +444,12 @@ fn strictness_is_a_per_tool_choice() {
     assert_eq!(v[3]["function"]["parameters"], registry.get("set_labels").unwrap().declaration().input_schema);
     // Required: refused with the tool and the reason.
     let err = OpenAiChat::new().strict_for("set_labels", Strictness::Required).declare(registry.entries()).unwrap_err();
-    assert!(err.to_string().starts_with("OpenAI Chat Completions cannot take the input schema of `set_labels`: at `/properties/labels`: a map"), "{err}");
+    assert!(
+        err.to_string().starts_with(
+            "OpenAI Chat Completions cannot take the input schema of `set_labels`: at `/properties/labels`: a map"
+        ),
+        "{err}"
+    );
     // Off for one tool.
     let tools = OpenAiChat::new().strict_for("ping", Strictness::Off).declare(registry.entries()).unwrap().to_value();
     let ping = tools.as_array().unwrap().iter().find(|t| t["function"]["name"] == "ping").unwrap();
@@ -407,8 +461,9 @@ fn strictness_is_a_per_tool_choice() {
 
 #[test]
 fn request_limits_are_enforced() {
-    let decls: Vec<ToolDeclaration> =
-        (0..129).map(|i| ToolDeclaration::new(format!("t{i}"), "", json!({"type": "object", "properties": {}}))).collect();
+    let decls: Vec<ToolDeclaration> = (0..129)
+        .map(|i| ToolDeclaration::new(format!("t{i}"), "", json!({"type": "object", "properties": {}})))
+        .collect();
     let err = OpenAiChat::new().declare(&decls).unwrap_err();
     assert!(matches!(err, ProviderError::TooMany { count: 129, limit: 128, .. }), "{err:?}");
     let err = Anthropic::new().strict(Strictness::Required).declare(&decls[..21]).unwrap_err();
@@ -461,4 +516,27 @@ fn the_rule_checkers_reject_what_the_providers_reject() {
     let numbers = canonical("numbers");
     assert!(count(check_anthropic_strict, &numbers).iter().any(|e| e.contains("`maximum`")));
     assert!(count(check_openai_strict, &numbers).iter().any(|e| e.contains("format `uint8`")));
+}
+
+#[test]
+fn anthropic_strict_budgets_fall_back_or_refuse() {
+    let search = common::corpus().into_iter().find(|(d, _)| d.name == "search_issues").unwrap().0;
+    let copies: Vec<ToolDeclaration> = (0..3)
+        .map(|i| {
+            let mut d = search.clone();
+            d.name = format!("search_{i}");
+            d
+        })
+        .collect();
+    // Nine optional parameters each: the third would make 27, over Anthropic's 24.
+    let tools = Anthropic::new().strict(Strictness::IfCompatible).declare(&copies).unwrap();
+    let strict: Vec<Option<bool>> = tools.tools.iter().map(|t| t.strict).collect();
+    assert_eq!(strict, [Some(true), Some(true), None]);
+    assert_eq!(tools.not_strict[0].tool, "search_2");
+    assert!(matches!(tools.not_strict[0].reason, LoweringError::Limit { limit: 24, count: 27, .. }));
+    let err = Anthropic::new().strict(Strictness::Required).declare(&copies).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "Anthropic Messages accepts at most 24 optional parameters in strict tools per request, got 27"
+    );
 }

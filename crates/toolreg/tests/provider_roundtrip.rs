@@ -17,7 +17,9 @@ use toolreg::{ToolArguments, ToolCall, ToolExecutor, ToolResult, prompt};
 
 fn run(calls: Vec<ToolCall>) -> Vec<ToolResult> {
     let registry = common::registry();
-    common::block_on(async { futures_util::future::join_all(calls.into_iter().map(|c| registry.execute_call(c))).await })
+    common::block_on(async {
+        futures_util::future::join_all(calls.into_iter().map(|c| registry.execute_call(c))).await
+    })
 }
 
 #[test]

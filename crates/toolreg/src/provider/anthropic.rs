@@ -11,13 +11,17 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::{
-    CallMapping, Declarations, Lowering, NameStyle, Provider, ProviderError, StrictOptions, Strictness, ToolRef,
-    find, generated_id, invalid, object_arguments, prepare, result_text, str_field,
+    CallMapping, Declarations, Lowering, LoweringError, NameStyle, NotStrict, Provider, ProviderError, StrictOptions,
+    Strictness, ToolRef, find, generated_id, invalid, object_arguments, prepare, result_text, str_field,
 };
 use crate::exec::{ToolCall, ToolResult};
 
 /// Anthropic's limit on strict tools in one request.
 pub const MAX_STRICT_TOOLS: usize = 20;
+/// Anthropic's limit on optional parameters across the strict tools of a request.
+pub const MAX_OPTIONAL_PARAMS: usize = 24;
+/// Anthropic's limit on parameters with a union type (`anyOf`) across the strict tools of a request.
+pub const MAX_UNION_PARAMS: usize = 16;
 
 /// Renders tools for Anthropic Messages and reads its `tool_use` blocks.
 ///
@@ -30,7 +34,10 @@ pub struct Anthropic {
 
 impl Default for Anthropic {
     fn default() -> Self {
-        Anthropic { strict: StrictOptions { default: Strictness::Off, ..StrictOptions::default() }, names: NameStyle::default() }
+        Anthropic {
+            strict: StrictOptions { default: Strictness::Off, ..StrictOptions::default() },
+            names: NameStyle::default(),
+        }
     }
 }
 
@@ -95,16 +102,34 @@ impl Anthropic {
         I: IntoIterator,
         I::Item: Into<ToolRef<'a>>,
     {
-        let (prepared, mapping, not_strict) =
+        let (mut prepared, mapping, mut not_strict) =
             prepare(Provider::Anthropic, Some(Lowering::AnthropicStrict), &self.strict, self.names, tools)?;
-        let strict_count = prepared.iter().filter(|p| p.strict).count();
-        if strict_count > MAX_STRICT_TOOLS {
-            return Err(ProviderError::TooMany {
-                provider: Provider::Anthropic,
-                what: "strict tools",
-                count: strict_count,
-                limit: MAX_STRICT_TOOLS,
-            });
+        // Per-request budgets of strict mode: a tool that would go over is
+        // sent plain when strictness was "if compatible", refused when required.
+        let mut used = [0usize; 3];
+        for p in prepared.iter_mut().filter(|p| p.strict) {
+            let (optional, unions) = count_params(&p.schema);
+            let wanted = [used[0] + 1, used[1] + optional, used[2] + unions];
+            let limits = [MAX_STRICT_TOOLS, MAX_OPTIONAL_PARAMS, MAX_UNION_PARAMS];
+            let what = ["strict tools", "optional parameters in strict tools", "union parameters in strict tools"];
+            match (0..3).find(|&i| wanted[i] > limits[i]) {
+                None => used = wanted,
+                Some(i) => {
+                    let decl = p.tool.declaration();
+                    if self.strict.for_tool(&decl.name) == Strictness::Required {
+                        return Err(ProviderError::TooMany {
+                            provider: Provider::Anthropic,
+                            what: what[i],
+                            count: wanted[i],
+                            limit: limits[i],
+                        });
+                    }
+                    let reason = LoweringError::Limit { what: what[i], count: wanted[i], limit: limits[i] };
+                    not_strict.push(NotStrict { tool: decl.name.clone(), reason });
+                    p.strict = false;
+                    p.schema = Cow::Borrowed(&decl.input_schema);
+                }
+            }
         }
         let tools = prepared
             .into_iter()
@@ -167,4 +192,33 @@ impl Anthropic {
         let blocks: Vec<ToolResultBlock> = results.iter().map(Self::result_block).collect();
         serde_json::json!({"role": "user", "content": blocks})
     }
+}
+
+/// Optional parameters and union-typed parameters in a (strict) schema,
+/// nested objects included.
+fn count_params(schema: &Value) -> (usize, usize) {
+    let mut optional = 0;
+    let mut unions = 0;
+    let mut stack = vec![schema];
+    while let Some(s) = stack.pop() {
+        if let Some(props) = s.get("properties").and_then(Value::as_object) {
+            let required = s.get("required").and_then(Value::as_array);
+            for (k, p) in props {
+                if !required.is_some_and(|r| r.iter().any(|x| x == k)) {
+                    optional += 1;
+                }
+                if p.get("anyOf").is_some() {
+                    unions += 1;
+                }
+            }
+            stack.extend(props.values());
+        }
+        if let Some(items) = s.get("items") {
+            stack.push(items);
+        }
+        for branch in s.get("anyOf").and_then(Value::as_array).into_iter().flatten() {
+            stack.push(branch);
+        }
+    }
+    (optional, unions)
 }

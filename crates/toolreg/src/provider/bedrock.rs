@@ -11,8 +11,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::{
-    CallMapping, Declarations, NameStyle, Provider, ProviderError, StrictOptions, ToolRef, find, generated_id,
-    invalid, object_arguments, prepare, result_text, str_field,
+    CallMapping, Declarations, NameStyle, Provider, ProviderError, StrictOptions, ToolRef, find, generated_id, invalid,
+    object_arguments, prepare, result_text, str_field,
 };
 use crate::exec::{ToolCall, ToolResult};
 

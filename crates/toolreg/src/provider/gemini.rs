@@ -87,17 +87,16 @@ impl Gemini {
         let mut declarations = Vec::with_capacity(tools.len());
         for (tool, name) in tools.into_iter().zip(names) {
             let decl = tool.declaration();
-            let (parameters, parameters_json_schema) = if self.json_schema {
-                (None, Some(Cow::Borrowed(&decl.input_schema)))
-            } else {
-                let lowered = tool.lowered(Lowering::Gemini).map_err(|reason| ProviderError::UnsupportedSchema {
-                    provider: Provider::Gemini,
-                    tool: decl.name.clone(),
-                    reason,
-                })?;
-                let empty = lowered.get("properties").and_then(Value::as_object).is_none_or(|p| p.is_empty());
-                (if empty { None } else { Some(lowered) }, None)
-            };
+            let (parameters, parameters_json_schema) =
+                if self.json_schema {
+                    (None, Some(Cow::Borrowed(&decl.input_schema)))
+                } else {
+                    let lowered = tool.lowered(Lowering::Gemini).map_err(|reason| {
+                        ProviderError::UnsupportedSchema { provider: Provider::Gemini, tool: decl.name.clone(), reason }
+                    })?;
+                    let empty = lowered.get("properties").and_then(Value::as_object).is_none_or(|p| p.is_empty());
+                    (if empty { None } else { Some(lowered) }, None)
+                };
             declarations.push(FunctionDeclaration {
                 name,
                 description: super::description(decl),

@@ -95,11 +95,7 @@ pub fn mcp(schema: &Value) -> Value {
     let no_params = schema.get("properties").and_then(Value::as_object).is_none_or(Map::is_empty)
         && schema.get("additionalProperties").is_none_or(|a| a == false)
         && !["anyOf", "oneOf", "allOf", "$ref", "patternProperties"].iter().any(|k| schema.get(*k).is_some());
-    if no_params {
-        serde_json::json!({"type": "object", "additionalProperties": false})
-    } else {
-        schema.clone()
-    }
+    if no_params { serde_json::json!({"type": "object", "additionalProperties": false}) } else { schema.clone() }
 }
 
 fn run(dialect: Dialect, schema: &Value) -> Result<Value, LoweringError> {

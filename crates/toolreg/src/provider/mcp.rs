@@ -13,7 +13,9 @@ use std::borrow::Cow;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::{Declarations, NameStyle, Provider, ProviderError, ToolRef, invalid, object_arguments, spell_names, str_field};
+use super::{
+    Declarations, NameStyle, Provider, ProviderError, ToolRef, invalid, object_arguments, spell_names, str_field,
+};
 use crate::declaration::SafetyLevel;
 use crate::exec::{ToolCall, ToolError, ToolResult};
 
@@ -106,7 +108,8 @@ impl Mcp {
             .zip(names)
             .map(|(tool, name)| {
                 let decl = tool.declaration();
-                let output_schema = decl.output_schema.as_ref().filter(|s| s.get("type").is_some_and(|t| t == "object"));
+                let output_schema =
+                    decl.output_schema.as_ref().filter(|s| s.get("type").is_some_and(|t| t == "object"));
                 McpTool {
                     name,
                     description: super::description(decl),

@@ -43,6 +43,49 @@
 //! assert_eq!(body[0]["function"]["parameters"]["properties"]["unit"]["type"], json!(["string", "null"]));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! A whole turn, for OpenAI, Anthropic and Gemini alike: declare, read the
+//! calls (names mapped back), run them, answer.
+//!
+//! ```
+//! use toolreg::provider::{anthropic::Anthropic, gemini::Gemini, openai_chat::OpenAiChat};
+//! use toolreg::{FunctionRegistry, ToolDeclaration, ParamType, ToolExecutor};
+//! use serde_json::{json, Value};
+//!
+//! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+//! let mut registry = FunctionRegistry::new();
+//! let decl = ToolDeclaration::builder("double").param("x", ParamType::Number, "A number").build();
+//! registry.register_sync_tool("double", |a: Value| Ok::<_, String>(a["x"].as_f64().unwrap_or(0.0) * 2.0), decl)?;
+//!
+//! // OpenAI Chat Completions
+//! let tools = OpenAiChat::new().declare(registry.entries())?;
+//! let response = json!({"choices": [{"message": {"role": "assistant", "tool_calls": [
+//!     {"id": "call_1", "type": "function", "function": {"name": "double", "arguments": "{\"x\": 21}"}}]}}]});
+//! let calls = OpenAiChat::parse_calls_mapped(&response, &tools.mapping)?;
+//! let result = registry.execute_call(calls[0].clone()).await;
+//! let message = serde_json::to_value(OpenAiChat::result_message(&result))?;
+//! assert_eq!(message, json!({"role": "tool", "tool_call_id": "call_1", "content": "42.0"}));
+//!
+//! // Anthropic Messages
+//! let tools = Anthropic::new().declare(registry.entries())?;
+//! let response = json!({"content": [{"type": "tool_use", "id": "toolu_1", "name": "double", "input": {"x": "a"}}]});
+//! let calls = Anthropic::parse_calls_mapped(&response, &tools.mapping)?;
+//! let results = vec![registry.execute_call(calls[0].clone()).await];
+//! let turn = Anthropic::results_message(&results);
+//! assert_eq!(turn["content"][0]["is_error"], true);
+//!
+//! // Google Gemini
+//! let tools = Gemini::new().declare(registry.entries())?;
+//! assert_eq!(tools.to_value()[0]["functionDeclarations"][0]["parameters"]["properties"]["x"]["type"], "NUMBER");
+//! let response = json!({"candidates": [{"content": {"role": "model", "parts": [
+//!     {"functionCall": {"name": "double", "args": {"x": 1}}}]}}]});
+//! let calls = Gemini::parse_calls_mapped(&response, &tools.mapping)?;
+//! let results = vec![registry.execute_call(calls[0].clone()).await];
+//! let content = Gemini::results_content(&results, &tools.mapping);
+//! assert_eq!(content["parts"][0]["functionResponse"]["response"]["output"], 2.0);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # }).unwrap();
+//! ```
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -281,7 +324,7 @@ impl<T: Serialize> Serialize for Declarations<T> {
 pub struct CallMapping {
     real: HashMap<String, String>,
     spelled: HashMap<String, String>,
-    nullable: HashMap<String, Arc<Value>>,
+    nullable: HashMap<String, Arc<ToolDeclaration>>,
 }
 
 impl CallMapping {
@@ -309,7 +352,8 @@ impl CallMapping {
             if let Some(real) = self.real.get(&call.name) {
                 call.name.clone_from(real);
             }
-            let Some(schema) = self.nullable.get(&call.name) else { continue };
+            let Some(decl) = self.nullable.get(&call.name) else { continue };
+            let schema = &decl.input_schema;
             match &mut call.arguments {
                 ToolArguments::Json(value) => {
                     drop_absent_nulls(schema, value);
@@ -332,9 +376,13 @@ impl CallMapping {
         }
     }
 
-    pub(crate) fn add_strict(&mut self, real: &str, canonical: &Value) {
-        if lower::has_optional_non_null(canonical) {
-            self.nullable.insert(real.to_owned(), Arc::new(canonical.clone()));
+    pub(crate) fn add_strict(&mut self, tool: &ToolRef<'_>) {
+        if tool.strict_nulls() {
+            let decl = match tool.shared {
+                Some(shared) => Arc::clone(shared),
+                None => Arc::new(tool.declaration.clone()),
+            };
+            self.nullable.insert(decl.name.clone(), decl);
         }
     }
 }
@@ -349,9 +397,7 @@ fn drop_absent_nulls(schema: &Value, value: &mut Value) -> bool {
             let required = schema.get("required").and_then(Value::as_array);
             let is_required = |k: &str| required.is_some_and(|r| r.iter().any(|x| x == k));
             args.retain(|k, v| {
-                let drop = v.is_null()
-                    && !is_required(k)
-                    && props.get(k).is_some_and(|p| !lower::allows_null(p));
+                let drop = v.is_null() && !is_required(k) && props.get(k).is_some_and(|p| !lower::allows_null(p));
                 changed |= drop;
                 !drop
             });
@@ -381,6 +427,7 @@ pub(crate) struct LoweredSchemas {
     anthropic_strict: OnceLock<Result<Value, LoweringError>>,
     gemini: OnceLock<Result<Value, LoweringError>>,
     mcp: OnceLock<Value>,
+    strict_nulls: OnceLock<bool>,
 }
 
 /// Which lowering of the canonical schema.
@@ -396,6 +443,7 @@ pub(crate) enum Lowering {
 #[derive(Debug, Clone, Copy)]
 pub struct ToolRef<'a> {
     declaration: &'a ToolDeclaration,
+    shared: Option<&'a Arc<ToolDeclaration>>,
     cache: Option<&'a LoweredSchemas>,
 }
 
@@ -428,6 +476,16 @@ impl<'a> ToolRef<'a> {
         }
     }
 
+    /// Whether strict mode makes some optional argument nullable, so that
+    /// `null` must be read back as "absent".
+    pub(crate) fn strict_nulls(&self) -> bool {
+        let schema = &self.declaration.input_schema;
+        match self.cache {
+            Some(cache) => *cache.strict_nulls.get_or_init(|| lower::has_optional_non_null(schema)),
+            None => lower::has_optional_non_null(schema),
+        }
+    }
+
     pub(crate) fn mcp_input(&self) -> Cow<'a, Value> {
         let schema = &self.declaration.input_schema;
         match self.cache {
@@ -439,19 +497,19 @@ impl<'a> ToolRef<'a> {
 
 impl<'a> From<&'a ToolEntry> for ToolRef<'a> {
     fn from(entry: &'a ToolEntry) -> Self {
-        ToolRef { declaration: entry.declaration(), cache: Some(&entry.lowered) }
+        ToolRef { declaration: entry.declaration(), shared: Some(entry.declaration_arc()), cache: Some(&entry.lowered) }
     }
 }
 
 impl<'a> From<&'a ToolDeclaration> for ToolRef<'a> {
     fn from(declaration: &'a ToolDeclaration) -> Self {
-        ToolRef { declaration, cache: None }
+        ToolRef { declaration, shared: None, cache: None }
     }
 }
 
 impl<'a> From<&'a Arc<ToolDeclaration>> for ToolRef<'a> {
     fn from(declaration: &'a Arc<ToolDeclaration>) -> Self {
-        ToolRef { declaration, cache: None }
+        ToolRef { declaration, shared: Some(declaration), cache: None }
     }
 }
 
@@ -463,7 +521,7 @@ pub(crate) fn spell_names<'a>(
 ) -> Result<(Vec<Cow<'a, str>>, CallMapping), ProviderError> {
     let rule = provider.name_rule();
     let mut mapping = CallMapping::default();
-    let mut seen: HashMap<String, &str> = HashMap::with_capacity(tools.len());
+    let mut seen: HashMap<Cow<'a, str>, &'a str> = HashMap::with_capacity(tools.len());
     let mut out = Vec::with_capacity(tools.len());
     for tool in tools {
         let real = tool.declaration.name.as_str();
@@ -481,7 +539,7 @@ pub(crate) fn spell_names<'a>(
                 NameStyle::Respell => Cow::Owned(rule.respell(real)),
             },
         };
-        if let Some(first) = seen.insert(spelled.to_string(), real) {
+        if let Some(first) = seen.insert(spelled.clone(), real) {
             return Err(ProviderError::NameCollision {
                 provider,
                 first: first.to_owned(),
@@ -489,7 +547,9 @@ pub(crate) fn spell_names<'a>(
                 spelled: spelled.into_owned(),
             });
         }
-        mapping.add_name(real, spelled.to_string());
+        if let Cow::Owned(respelled) = &spelled {
+            mapping.add_name(real, respelled.clone());
+        }
         out.push(spelled);
     }
     Ok((out, mapping))
@@ -611,7 +671,7 @@ pub(crate) fn prepare<'a>(
             None => (Cow::Borrowed(&decl.input_schema), false),
         };
         if is_strict && lowering == Some(Lowering::OpenAiStrict) {
-            mapping.add_strict(&decl.name, &decl.input_schema);
+            mapping.add_strict(&tool);
         }
         out.push(Prepared { tool, name, schema, strict: is_strict });
     }

@@ -11,8 +11,8 @@ use serde_json::Value;
 
 use super::openai_chat::check_count;
 use super::{
-    CallMapping, Declarations, Lowering, NameStyle, Provider, ProviderError, StrictOptions, Strictness, ToolRef,
-    find, generated_id, invalid, prepare, result_text, str_field,
+    CallMapping, Declarations, Lowering, NameStyle, Provider, ProviderError, StrictOptions, Strictness, ToolRef, find,
+    generated_id, invalid, prepare, result_text, str_field,
 };
 use crate::exec::{ToolArguments, ToolCall, ToolResult};
 

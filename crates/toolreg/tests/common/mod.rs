@@ -227,17 +227,13 @@ pub fn corpus() -> Vec<(ToolDeclaration, Value)> {
                 .build(),
             json!({"scores": [1, 2, 3]}),
         ),
-        (
-            ToolDeclaration::builder("get_time").description("").build().with_safety(SafetyLevel::Dangerous),
-            json!({}),
-        ),
+        (ToolDeclaration::builder("get_time").description("").build().with_safety(SafetyLevel::Dangerous), json!({})),
         (decl::<StoreValue>("store_value", "Store any JSON value."), json!({"key": "k", "value": [1, {"a": null}]})),
     ]
 }
 
 /// Tools whose schema cannot be strict for OpenAI, with the reason's gist.
-pub const NOT_OPENAI_STRICT: &[(&str, &str)] =
-    &[("set_labels", "map"), ("store_value", "any value")];
+pub const NOT_OPENAI_STRICT: &[(&str, &str)] = &[("set_labels", "map"), ("store_value", "any value")];
 
 /// A registry holding the corpus; every tool echoes its arguments.
 pub fn registry() -> FunctionRegistry {
