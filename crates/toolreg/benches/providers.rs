@@ -17,7 +17,6 @@ use toolreg::provider::openai_responses::OpenAiResponses;
 use toolreg::provider::{Strictness, ToolRef};
 use toolreg::{FunctionRegistry, ToolDeclaration, ToolRegistration};
 
-#[allow(dead_code, unreachable_pub)]
 #[path = "../tests/common/mod.rs"]
 mod common;
 
