@@ -43,7 +43,11 @@ def ensure_venv() -> None:
         return
     if not venv_python().exists():
         print(f"creating virtualenv {VENV}", file=sys.stderr)
-        venv.EnvBuilder(with_pip=True, clear=True).create(VENV)
+        try:
+            venv.EnvBuilder(with_pip=True, clear=True).create(VENV)
+        except Exception as e:  # noqa: BLE001 - venv raises CalledProcessError, OSError, ...
+            sys.exit(f"could not create the virtualenv {VENV} ({e}); Python's venv and ensurepip are needed "
+                     "(on Debian and Ubuntu: apt-get install python3-venv)")
     print("installing provider SDKs: " + ", ".join(REQUIREMENTS), file=sys.stderr)
     cmd = [str(venv_python()), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *REQUIREMENTS]
     proc = subprocess.run(cmd, capture_output=True, text=True)

@@ -540,3 +540,24 @@ fn anthropic_strict_budgets_fall_back_or_refuse() {
         "Anthropic Messages accepts at most 24 optional parameters in strict tools per request, got 27"
     );
 }
+
+#[test]
+fn strict_nulls_are_dropped_inside_unions_too() {
+    let schema = json!({"type": "object", "properties": {
+        "opt": {"anyOf": [
+            {"type": "object", "properties": {"a": {"type": "string"}, "n": {"type": "integer", "default": 1}}, "required": ["a"]},
+            {"type": "null"}
+        ]}
+    }, "required": []});
+    let decl = ToolDeclaration::new("u", "", schema);
+    let tools = OpenAiChat::new().strict(Strictness::Required).declare([&decl]).unwrap();
+    let lowered = &tools.to_value()[0]["function"]["parameters"];
+    assert_eq!(lowered["properties"]["opt"]["anyOf"][0]["required"], json!(["a", "n"]));
+    let mut calls = vec![ToolCall::new("1", "u", r#"{"opt": {"a": "x", "n": null}}"#)];
+    tools.mapping.apply(&mut calls);
+    assert_eq!(calls[0].arguments, ToolArguments::Json(json!({"opt": {"a": "x"}})));
+    // Invalid text is left alone for execution to report.
+    let mut calls = vec![ToolCall::new("1", "u", "{oops")];
+    tools.mapping.apply(&mut calls);
+    assert_eq!(calls[0].arguments, ToolArguments::Raw("{oops".into()));
+}

@@ -92,10 +92,18 @@ pub fn gemini(schema: &Value) -> Result<Value, LoweringError> {
 /// MCP's `inputSchema`: the canonical schema, except that a tool without
 /// parameters gets `{"type":"object","additionalProperties":false}`.
 pub fn mcp(schema: &Value) -> Value {
-    let no_params = schema.get("properties").and_then(Value::as_object).is_none_or(Map::is_empty)
+    if has_no_parameters(schema) {
+        serde_json::json!({"type": "object", "additionalProperties": false})
+    } else {
+        schema.clone()
+    }
+}
+
+/// Whether an object schema declares no parameters at all.
+pub(crate) fn has_no_parameters(schema: &Value) -> bool {
+    schema.get("properties").and_then(Value::as_object).is_none_or(Map::is_empty)
         && schema.get("additionalProperties").is_none_or(|a| a == false)
-        && !["anyOf", "oneOf", "allOf", "$ref", "patternProperties"].iter().any(|k| schema.get(*k).is_some());
-    if no_params { serde_json::json!({"type": "object", "additionalProperties": false}) } else { schema.clone() }
+        && !["anyOf", "oneOf", "allOf", "$ref", "patternProperties"].iter().any(|k| schema.get(*k).is_some())
 }
 
 fn run(dialect: Dialect, schema: &Value) -> Result<Value, LoweringError> {

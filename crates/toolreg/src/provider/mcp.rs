@@ -1,9 +1,10 @@
 //! Model Context Protocol (revisions 2025-11-25 and 2026-07-28).
 //!
 //! - Declarations: `tools/list` tools `{name, description, inputSchema,
-//!   outputSchema?, annotations}`; the input schema is the canonical one
-//!   (a tool without parameters gets `{"type":"object","additionalProperties":false}`),
-//!   annotations come from the tool's safety level.
+//!   outputSchema?, annotations}`; the input schema is the canonical one,
+//!   passed through without a copy (a tool without parameters gets
+//!   `{"type":"object","additionalProperties":false}`), annotations come from
+//!   the tool's safety level.
 //! - Calls in: `tools/call` requests.
 //! - Results out: `CallToolResult` with `isError`; tool failures, argument
 //!   errors included, are results; an unknown tool is JSON-RPC error -32602.
@@ -39,7 +40,7 @@ pub struct McpTool<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<&'a str>,
     /// JSON Schema of the arguments (`type: object`).
-    pub input_schema: Cow<'a, Value>,
+    pub input_schema: &'a Value,
     /// JSON Schema of `structuredContent`, when the tool promises an object.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output_schema: Option<&'a Value>,

@@ -90,7 +90,7 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, LazyLock, OnceLock};
 
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -393,7 +393,18 @@ fn drop_absent_nulls(schema: &Value, value: &mut Value) -> bool {
     let mut changed = false;
     match value {
         Value::Object(args) => {
-            let Some(props) = schema.get("properties").and_then(Value::as_object) else { return false };
+            let Some(props) = schema.get("properties").and_then(Value::as_object) else {
+                // A union: the first object branch that knows every key given.
+                let branch =
+                    ["anyOf", "oneOf"].iter().filter_map(|k| schema.get(*k).and_then(Value::as_array)).flatten().find(
+                        |b| {
+                            b.get("properties")
+                                .and_then(Value::as_object)
+                                .is_some_and(|p| args.keys().all(|k| p.contains_key(k)))
+                        },
+                    );
+                return branch.is_some_and(|b| drop_absent_nulls(b, value));
+            };
             let required = schema.get("required").and_then(Value::as_array);
             let is_required = |k: &str| required.is_some_and(|r| r.iter().any(|x| x == k));
             args.retain(|k, v| {
@@ -426,7 +437,6 @@ pub(crate) struct LoweredSchemas {
     openai_strict: OnceLock<Result<Value, LoweringError>>,
     anthropic_strict: OnceLock<Result<Value, LoweringError>>,
     gemini: OnceLock<Result<Value, LoweringError>>,
-    mcp: OnceLock<Value>,
     strict_nulls: OnceLock<bool>,
 }
 
@@ -486,12 +496,13 @@ impl<'a> ToolRef<'a> {
         }
     }
 
-    pub(crate) fn mcp_input(&self) -> Cow<'a, Value> {
+    /// MCP's input schema: the canonical one, or the closed empty object
+    /// for a tool without parameters. Borrowed either way.
+    pub(crate) fn mcp_input(&self) -> &'a Value {
+        static CLOSED_EMPTY: LazyLock<Value> =
+            LazyLock::new(|| serde_json::json!({"type": "object", "additionalProperties": false}));
         let schema = &self.declaration.input_schema;
-        match self.cache {
-            Some(cache) => Cow::Borrowed(cache.mcp.get_or_init(|| lower::mcp(schema))),
-            None => Cow::Owned(lower::mcp(schema)),
-        }
+        if lower::has_no_parameters(schema) { &CLOSED_EMPTY } else { schema }
     }
 }
 
