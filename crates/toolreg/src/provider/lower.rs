@@ -747,6 +747,9 @@ pub(crate) fn has_optional_non_null(schema: &Value) -> bool {
         }
     }
     obj.get("items").is_some_and(has_optional_non_null)
+        || ["anyOf", "oneOf"]
+            .iter()
+            .any(|k| obj.get(*k).and_then(Value::as_array).is_some_and(|bs| bs.iter().any(has_optional_non_null)))
 }
 
 /// OpenAI's strict-mode limits: 5,000 properties, 10 levels of nesting,
