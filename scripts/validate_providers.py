@@ -230,6 +230,8 @@ def main() -> None:
         os.execv(str(venv_python()), [str(venv_python()), __file__, *sys.argv[1:]])
     try:
         validate(Path(sys.argv[1]))
+    except FileNotFoundError as e:
+        sys.exit(f"missing export file {e.filename}; the Rust test `official_validators` writes them")
     except ImportError as e:
         STAMP.unlink(missing_ok=True)
         sys.exit(f"a provider SDK is missing from {VENV} ({e}); run again to reinstall")
