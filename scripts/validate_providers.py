@@ -85,6 +85,10 @@ def load(dir: Path, name: str):
 
 def validate(dir: Path) -> None:
     import copy
+    import warnings
+
+    # google-genai only warns about enum values it does not know (types, modes).
+    warnings.filterwarnings("error", message=r".* is not a valid ")
 
     from pydantic import TypeAdapter
 
@@ -216,6 +220,31 @@ def validate(dir: Path) -> None:
         MistralRequestValidatorV3().validate_request(request)
 
     check("mistral request", mistral)
+
+    # Tool choices.
+    from anthropic.types import ToolChoiceParam
+    from mistral_common.protocol.instruct.request import ChatCompletionRequest as MistralRequest
+    from openai.types.responses.response_create_params import ToolChoice as ResponsesToolChoice
+
+    choices = load(dir, "tool_choices.json")
+    for c in choices["openai_chat"]:
+        check(f"openai_chat tool_choice {c}", lambda c=c: TypeAdapter(chat.ChatCompletionToolChoiceOptionParam).validate_python(c, strict=True))
+    for c in choices["openai_responses"]:
+        check(f"openai_responses tool_choice {c}", lambda c=c: TypeAdapter(ResponsesToolChoice).validate_python(c, strict=True))
+    for c in choices["anthropic"]:
+        check(f"anthropic tool_choice {c}", lambda c=c: TypeAdapter(ToolChoiceParam).validate_python(c, strict=True))
+    for c in choices["gemini"]:
+        check(f"gemini toolConfig {c}", lambda c=c: gtypes.ToolConfig.model_validate(c))
+    for c in choices["bedrock"]:
+        def bedrock_choice(c=c):
+            req = {**request, "toolConfig": {"tools": request["toolConfig"]["tools"], "toolChoice": c}}
+            report = ParamValidator().validate(req, shape)
+            if report.has_errors():
+                raise ValueError(report.generate_report())
+        check(f"bedrock toolChoice {c}", bedrock_choice)
+    for c in choices["mistral"]:
+        check(f"mistral tool_choice {c}", lambda c=c: MistralRequest.model_validate({
+            "messages": [{"role": "user", "content": "hi"}], "tools": tools, "tool_choice": c}))
 
     # Ollama takes the OpenAI function shape.
     for tool in load(dir, "ollama.tools.json"):

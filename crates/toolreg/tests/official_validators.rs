@@ -17,7 +17,7 @@ use toolreg::provider::mistral::Mistral;
 use toolreg::provider::ollama::Ollama;
 use toolreg::provider::openai_chat::OpenAiChat;
 use toolreg::provider::openai_responses::OpenAiResponses;
-use toolreg::provider::{NameStyle, Strictness};
+use toolreg::provider::{NameStyle, Provider, Strictness, ToolChoice};
 use toolreg::{ToolCall, ToolDeclaration, ToolExecutor, ToolResult};
 
 fn write(dir: &Path, name: &str, value: &impl Serialize) {
@@ -130,6 +130,30 @@ fn export(dir: &Path) {
 
     // Ollama.
     write(dir, "ollama.tools.json", &Ollama::new().name_style(NameStyle::Respell).declare(&decls).unwrap());
+
+    // Tool choices, each as every provider spells it (or cannot).
+    let respelled = OpenAiChat::new().name_style(NameStyle::Respell).declare(&decls).unwrap().mapping;
+    let choices = [
+        ToolChoice::Auto,
+        ToolChoice::Required,
+        ToolChoice::None,
+        ToolChoice::Tool("files.read".into()),
+        ToolChoice::Allowed { tools: vec!["ping".into(), "files.read".into()], required: true },
+        ToolChoice::Allowed { tools: vec!["ping".into()], required: false },
+    ];
+    let mut all = serde_json::Map::new();
+    for provider in [
+        Provider::OpenAiChat,
+        Provider::OpenAiResponses,
+        Provider::Anthropic,
+        Provider::Gemini,
+        Provider::Bedrock,
+        Provider::Mistral,
+    ] {
+        let rendered: Vec<Value> = choices.iter().filter_map(|c| c.render(provider, &respelled).ok()).collect();
+        all.insert(provider.as_str().to_owned(), Value::Array(rendered));
+    }
+    write(dir, "tool_choices.json", &all);
 }
 
 fn scratch_dir() -> PathBuf {

@@ -272,3 +272,34 @@ fn prompt_lists_every_function() {
     assert!(lines[2].contains("priority: string?"), "{}", lines[2]);
     assert_eq!(prompt::available_functions(toolreg::FunctionRegistry::new().list()), "");
 }
+
+#[test]
+fn tool_choice_per_provider() {
+    use toolreg::provider::{NameStyle, Provider, ToolChoice};
+    let decl = toolreg::ToolDeclaration::new("files.read", "", json!({"type": "object", "properties": {}}));
+    let tools = OpenAiChat::new().name_style(NameStyle::Respell).declare([&decl]).unwrap();
+    let only = ToolChoice::Tool("files.read".into());
+    assert_eq!(
+        only.render(Provider::OpenAiChat, &tools.mapping).unwrap(),
+        json!({"type": "function", "function": {"name": "files__read"}})
+    );
+    assert_eq!(
+        only.render(Provider::OpenAiResponses, &tools.mapping).unwrap(),
+        json!({"type": "function", "name": "files__read"})
+    );
+    assert_eq!(only.render(Provider::Bedrock, &tools.mapping).unwrap(), json!({"tool": {"name": "files__read"}}));
+    let allowed = ToolChoice::Allowed { tools: vec!["a".into(), "b".into()], required: false };
+    let none = CallMapping::default();
+    assert_eq!(
+        allowed.render(Provider::Gemini, &none).unwrap(),
+        json!({"functionCallingConfig": {"mode": "VALIDATED", "allowedFunctionNames": ["a", "b"]}})
+    );
+    assert_eq!(ToolChoice::Required.render(Provider::Anthropic, &none).unwrap(), json!({"type": "any"}));
+    assert_eq!(ToolChoice::Required.render(Provider::Mistral, &none).unwrap(), json!("any"));
+    for (choice, provider) in
+        [(&allowed, Provider::Anthropic), (&ToolChoice::None, Provider::Bedrock), (&allowed, Provider::Mistral)]
+    {
+        let err = choice.render(provider, &none).unwrap_err();
+        assert!(matches!(err, ProviderError::UnsupportedChoice { .. }), "{err:?}");
+    }
+}

@@ -101,6 +101,7 @@ use crate::registry::ToolEntry;
 
 pub mod anthropic;
 pub mod bedrock;
+mod choice;
 pub mod gemini;
 pub mod lower;
 pub mod mcp;
@@ -110,6 +111,7 @@ pub mod ollama;
 pub mod openai_chat;
 pub mod openai_responses;
 
+pub use choice::ToolChoice;
 pub use lower::LoweringError;
 pub use names::{NameRule, NameStyle};
 
@@ -241,6 +243,14 @@ pub enum ProviderError {
         count: usize,
         /// The provider's limit.
         limit: usize,
+    },
+    /// The provider has no way to say this [`ToolChoice`].
+    #[error("{reason}")]
+    UnsupportedChoice {
+        /// The provider.
+        provider: Provider,
+        /// What it cannot say.
+        reason: String,
     },
     /// The JSON is not a response (or message) of this provider.
     #[error("not a {provider} response: {reason}")]
