@@ -16,6 +16,9 @@
 //! | [`mistral`] | OpenAI shape | OpenAI shape, 9-character ids | `{"role":"tool",..}` |
 //! | [`ollama`] (native `/api/chat`) | OpenAI shape | calls without ids | `{"role":"tool","tool_name",..}` |
 //!
+//! [`ToolChoice`] says which tools the model may or must call, in each
+//! provider's spelling.
+//!
 //! Every tool has one canonical JSON Schema. What a provider accepts is
 //! derived from it by the [`lower`] transforms: OpenAI's strict mode,
 //! Anthropic's strict subset, Gemini's OpenAPI subset. For a tool taken from
