@@ -175,6 +175,14 @@ def validate(dir: Path) -> None:
         else:
             check(f"mcp error {resp['id']}", lambda r=resp: mt.JSONRPCError.model_validate(r))
     check("mcp tools/list page", lambda: mt.ListToolsResult.model_validate(ex["list_page"]))
+    check("mcp tools/list page (2026-07-28)", lambda: mt.ListToolsResult.model_validate(ex["list_page_2026"], strict=True))
+    for resp in ex["responses_2026"]:
+        if "result" in resp:
+            def complete(r=resp):
+                parsed = mt.CallToolResult.model_validate(r["result"], strict=True)
+                if parsed.result_type != "complete":
+                    raise ValueError(f"resultType {parsed.result_type}")
+            check(f"mcp result (2026-07-28) {resp['id']}", complete)
 
     # Bedrock Converse.
     import botocore.session

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use toolreg::provider::anthropic::Anthropic;
 use toolreg::provider::bedrock::Bedrock;
 use toolreg::provider::gemini::Gemini;
-use toolreg::provider::mcp::Mcp;
+use toolreg::provider::mcp::{Mcp, McpRevision};
 use toolreg::provider::mistral::Mistral;
 use toolreg::provider::ollama::Ollama;
 use toolreg::provider::openai_chat::OpenAiChat;
@@ -100,7 +100,16 @@ fn export(dir: &Path) {
     let responses: Vec<Value> =
         requests.iter().zip(&results).map(|(req, res)| Mcp::response(&req["id"], res)).collect();
     let page = Mcp::list_result(&tools, Some("2"), 3).unwrap();
-    write(dir, "mcp.exchange.json", &json!({"requests": requests, "responses": responses, "list_page": page}));
+    let next = Mcp::new().revision(McpRevision::V2026_07_28).cache(60_000, true);
+    let page_2026 = next.tools_list(&tools, None, 5).unwrap();
+    let responses_2026: Vec<Value> =
+        requests.iter().zip(&results).map(|(req, res)| next.respond(&req["id"], res)).collect();
+    write(
+        dir,
+        "mcp.exchange.json",
+        &json!({"requests": requests, "responses": responses, "list_page": page,
+                "responses_2026": responses_2026, "list_page_2026": page_2026}),
+    );
 
     // Bedrock.
     let tools = Bedrock::new().name_style(NameStyle::Respell).declare(&decls).unwrap();

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use toolreg::provider::anthropic::Anthropic;
 use toolreg::provider::bedrock::Bedrock;
 use toolreg::provider::gemini::Gemini;
-use toolreg::provider::mcp::{INVALID_PARAMS, Mcp};
+use toolreg::provider::mcp::{INVALID_PARAMS, Mcp, McpRevision};
 use toolreg::provider::mistral::{Mistral, tool_call_id};
 use toolreg::provider::ollama::Ollama;
 use toolreg::provider::openai_chat::OpenAiChat;
@@ -214,6 +214,18 @@ fn mcp_round_trip() {
     assert_eq!(last["tools"].as_array().unwrap().len(), 2);
     assert!(last.get("nextCursor").is_none());
     assert_eq!(Mcp::list_result(&tools, Some("nope"), 4).unwrap_err()["code"], INVALID_PARAMS);
+    assert_eq!(Mcp::list_result(&tools, Some("11"), 4).unwrap_err()["code"], INVALID_PARAMS);
+
+    // 2026-07-28: result types and cache hints.
+    let next = Mcp::new().revision(McpRevision::V2026_07_28).cache(30_000, false);
+    let page = next.tools_list(&tools, None, 100).unwrap();
+    assert_eq!(
+        (&page["resultType"], &page["ttlMs"], &page["cacheScope"]),
+        (&json!("complete"), &json!(30_000), &json!("private"))
+    );
+    assert_eq!(next.respond(&requests[0]["id"], &results[0])["result"]["resultType"], "complete");
+    assert!(next.respond(&requests[1]["id"], &results[1]).get("result").is_none());
+    assert!(Mcp::new().tools_list(&tools, None, 100).unwrap().get("resultType").is_none());
 }
 
 #[test]

@@ -27,6 +27,21 @@ pub const INVALID_PARAMS: i64 = -32602;
 #[derive(Debug, Clone, Default)]
 pub struct Mcp {
     names: NameStyle,
+    revision: McpRevision,
+    ttl_ms: u64,
+    public: bool,
+}
+
+/// The MCP revision results are written for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum McpRevision {
+    /// 2025-11-25.
+    #[default]
+    V2025_11_25,
+    /// 2026-07-28: results carry `resultType`, and `tools/list` results
+    /// also `ttlMs` and `cacheScope`.
+    V2026_07_28,
 }
 
 /// An MCP `Tool`.
@@ -94,6 +109,49 @@ impl Mcp {
     pub fn name_style(mut self, style: NameStyle) -> Self {
         self.names = style;
         self
+    }
+
+    /// The revision results are written for.
+    pub fn revision(mut self, revision: McpRevision) -> Self {
+        self.revision = revision;
+        self
+    }
+
+    /// How long (milliseconds) a client may cache a `tools/list` result, and
+    /// whether the cache may be shared (`public`) or is per user (2026-07-28).
+    pub fn cache(mut self, ttl_ms: u64, public: bool) -> Self {
+        self.ttl_ms = ttl_ms;
+        self.public = public;
+        self
+    }
+
+    /// A `tools/list` result for this server's revision: [`list_result`](Self::list_result),
+    /// plus `resultType`, `ttlMs` and `cacheScope` for 2026-07-28.
+    pub fn tools_list<T: Serialize>(
+        &self,
+        declarations: &Declarations<T>,
+        cursor: Option<&str>,
+        page_size: usize,
+    ) -> Result<Value, Value> {
+        let mut result = Self::list_result(declarations, cursor, page_size)?;
+        if self.revision == McpRevision::V2026_07_28 {
+            result["resultType"] = json!("complete");
+            result["ttlMs"] = json!(self.ttl_ms);
+            result["cacheScope"] = json!(if self.public { "public" } else { "private" });
+        }
+        Ok(result)
+    }
+
+    /// The JSON-RPC response to a `tools/call` request for this server's
+    /// revision: [`response`](Self::response), with `resultType` for 2026-07-28.
+    pub fn respond(&self, request_id: &Value, result: &ToolResult) -> Value {
+        let mut response = Self::response(request_id, result);
+        if self.revision == McpRevision::V2026_07_28 {
+            if let Some(result) = response.get_mut("result") {
+                result["resultType"] = json!("complete");
+            }
+        }
+        response
     }
 
     /// Render tools as MCP `Tool`s.
