@@ -561,3 +561,17 @@ fn strict_nulls_are_dropped_inside_unions_too() {
     tools.mapping.apply(&mut calls);
     assert_eq!(calls[0].arguments, ToolArguments::Raw("{oops".into()));
 }
+
+#[test]
+fn tuples_become_items_with_their_order_described() {
+    let schema = common::corpus().into_iter().find(|(d, _)| d.name == "move_to").unwrap().0.input_schema;
+    let gemini = lower::gemini(&schema).unwrap();
+    assert_eq!(
+        gemini["properties"]["label"],
+        json!({"type": "ARRAY", "minItems": 2, "maxItems": 2, "description": "{items in order: string, integer}",
+               "items": {"anyOf": [{"type": "STRING"}, {"type": "INTEGER", "minimum": 0}]}})
+    );
+    let strict = lower::openai_strict(&schema).unwrap();
+    assert_eq!(strict["properties"]["position"]["items"], json!({"type": "number"}));
+    assert_eq!(strict["properties"]["position"]["minItems"], 2);
+}

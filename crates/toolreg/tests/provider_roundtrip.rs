@@ -211,10 +211,10 @@ fn mcp_round_trip() {
     assert_eq!(page["tools"].as_array().unwrap().len(), 4);
     assert_eq!(page["nextCursor"], "4");
     let last = Mcp::list_result(&tools, Some("8"), 4).unwrap();
-    assert_eq!(last["tools"].as_array().unwrap().len(), 2);
+    assert_eq!(last["tools"].as_array().unwrap().len(), 3);
     assert!(last.get("nextCursor").is_none());
     assert_eq!(Mcp::list_result(&tools, Some("nope"), 4).unwrap_err()["code"], INVALID_PARAMS);
-    assert_eq!(Mcp::list_result(&tools, Some("11"), 4).unwrap_err()["code"], INVALID_PARAMS);
+    assert_eq!(Mcp::list_result(&tools, Some("12"), 4).unwrap_err()["code"], INVALID_PARAMS);
 
     // 2026-07-28: result types and cache hints.
     let next = Mcp::new().revision(McpRevision::V2026_07_28).cache(30_000, false);

@@ -163,7 +163,7 @@ impl Dialect {
             "$schema" | "$id" | "$comment" | "deprecated" | "readOnly" | "writeOnly" | "$anchor" => Keep::Drop,
             "additionalProperties" => Keep::Yes,
             "not" | "if" | "then" | "else" | "dependentRequired" | "dependentSchemas" | "patternProperties"
-            | "prefixItems" | "propertyNames" | "contains" | "$dynamicRef" => Keep::Refuse,
+            | "propertyNames" | "contains" | "$dynamicRef" => Keep::Refuse,
             "unevaluatedProperties" | "unevaluatedItems" if value == false => Keep::Drop,
             "unevaluatedProperties" | "unevaluatedItems" => Keep::Refuse,
             "format" => {
@@ -348,6 +348,7 @@ impl Lower {
                 return Err("`allOf` with more than one schema is not supported".into());
             }
         }
+        tuple_to_items(obj);
         if let Some(examples) = obj.remove("examples") {
             if let Some(first) = examples.as_array().and_then(|a| a.first()) {
                 obj.entry("example").or_insert_with(|| first.clone());
@@ -559,6 +560,42 @@ impl Lower {
         }
         obj.insert("anyOf".into(), Value::Array(branches));
         Ok(())
+    }
+}
+
+/// Tuples (`prefixItems`): no provider subset takes them. The positions
+/// become one `items` schema (the union of the positions' schemas), the
+/// order goes into the description, and the length stays in
+/// `minItems`/`maxItems` where the dialect keeps them.
+fn tuple_to_items(obj: &mut Map<String, Value>) {
+    let Some(Value::Array(positions)) = obj.remove("prefixItems") else { return };
+    let mut unique: Vec<Value> = Vec::new();
+    for p in &positions {
+        if !unique.contains(p) {
+            unique.push(p.clone());
+        }
+    }
+    let kind = |p: &Value| match p.get("type") {
+        Some(Value::String(t)) => t.clone(),
+        Some(other) => other.to_string(),
+        None => "any".to_owned(),
+    };
+    let order: Vec<String> = positions.iter().map(kind).collect();
+    let items = match unique.len() {
+        0 => None,
+        1 => unique.pop(),
+        _ => Some(serde_json::json!({"anyOf": unique})),
+    };
+    match obj.get("items") {
+        Some(Value::Bool(false)) | None => {
+            if let Some(items) = items {
+                obj.insert("items".into(), items);
+            }
+        }
+        Some(_) => {}
+    }
+    if unique.len() > 1 || positions.len() > 1 {
+        describe(obj, &[("items in order".to_owned(), Value::String(order.join(", ")))]);
     }
 }
 

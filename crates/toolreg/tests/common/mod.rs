@@ -169,6 +169,14 @@ pub struct StoreValue {
     pub value: Value,
 }
 
+/// Tuples.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct MoveTo {
+    /// x and y.
+    pub position: (f64, f64),
+    pub label: (String, u32),
+}
+
 /// Every corpus tool: (declaration, a valid argument object).
 pub fn corpus() -> Vec<(ToolDeclaration, Value)> {
     fn decl<T: JsonSchema>(name: &str, description: &str) -> ToolDeclaration {
@@ -229,6 +237,10 @@ pub fn corpus() -> Vec<(ToolDeclaration, Value)> {
         ),
         (ToolDeclaration::builder("get_time").description("").build().with_safety(SafetyLevel::Dangerous), json!({})),
         (decl::<StoreValue>("store_value", "Store any JSON value."), json!({"key": "k", "value": [1, {"a": null}]})),
+        (
+            decl::<MoveTo>("move_to", "Move to a position."),
+            args(MoveTo { position: (1.0, 2.0), label: ("home".into(), 3) }),
+        ),
     ]
 }
 
