@@ -632,7 +632,7 @@ pub(crate) fn result_text(result: &ToolResult) -> String {
     result.output().text().into_owned()
 }
 
-/// `body` itself, or the value at the first of `paths` (JSON Pointers) that exists.
+/// The value at the first of `paths` (JSON Pointers) that exists in `body`.
 pub(crate) fn find<'v>(body: &'v Value, paths: &[&str]) -> Option<&'v Value> {
     paths.iter().find_map(|p| body.pointer(p))
 }
