@@ -16,6 +16,8 @@
 //! - [`handler`]: [`ErasedTool`], for tools whose shape is known only at run time.
 //! - [`policy`]: [`Selection`] of the tools offered, the [`Approver`] gate, audit events.
 //! - [`engine`]: [`ToolEngine`], calls and batches through selection, approval, hooks and audit.
+//! - [`provider`]: each provider's wire format: declarations out, tool calls in, results out.
+//! - [`prompt`]: the plain-text list of functions for models without native tool calling.
 
 // Lets `#[tool]`'s generated `::toolreg::...` paths resolve inside this crate's own tests.
 #[allow(unused_extern_crates)]
@@ -26,6 +28,8 @@ pub mod engine;
 pub mod exec;
 pub mod handler;
 pub mod policy;
+pub mod prompt;
+pub mod provider;
 pub mod registry;
 pub mod schema;
 pub mod validate;

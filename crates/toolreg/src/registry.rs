@@ -232,6 +232,8 @@ pub struct ToolEntry {
     tool: Arc<dyn ErasedTool>,
     validator: Arc<ArgumentValidator>,
     serde_checked: bool,
+    /// Provider lowerings of the input schema, computed on first use.
+    pub(crate) lowered: Arc<crate::provider::LoweredSchemas>,
 }
 
 impl fmt::Debug for ToolEntry {
@@ -512,8 +514,13 @@ impl FunctionRegistry {
         }
         let validator = ArgumentValidator::compile(&declaration.input_schema)
             .map_err(|reason| RegistryError::InvalidSchema { name: name.clone(), reason })?;
-        let entry =
-            ToolEntry { declaration: Arc::new(declaration), tool, validator: Arc::new(validator), serde_checked };
+        let entry = ToolEntry {
+            declaration: Arc::new(declaration),
+            tool,
+            validator: Arc::new(validator),
+            serde_checked,
+            lowered: Arc::default(),
+        };
         Ok((Arc::from(name), entry))
     }
 
