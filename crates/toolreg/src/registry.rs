@@ -480,13 +480,13 @@ impl FunctionRegistry {
         &mut self,
         registrations: impl IntoIterator<Item = ToolRegistration>,
     ) -> Result<(), RegistryError> {
-        let mut prepared: Vec<(Arc<str>, ToolEntry)> = Vec::new();
+        let mut prepared = ToolTable::default();
         for registration in registrations {
             let (key, entry) = self.prepare(registration, false)?;
-            if prepared.iter().any(|(k, _)| *k == key) {
+            if prepared.contains_key(&*key) {
                 return Err(RegistryError::DuplicateTool { name: key.to_string() });
             }
-            prepared.push((key, entry));
+            prepared.insert(key, entry);
         }
         Arc::make_mut(&mut self.tools).extend(prepared);
         Ok(())
