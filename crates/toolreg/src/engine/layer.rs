@@ -166,7 +166,7 @@ where
         let tool = cx.tool_name().unwrap_or_default().to_owned();
         let name = Arc::clone(&self.name);
         let panicked = move |payload: Box<dyn std::any::Any + Send>| {
-            let message = format!("the hook panicked: {}", panic_text(&*payload));
+            let message = format!("the hook panicked: {}", crate::registry::panic_message(&*payload));
             tracing::error!(tool = %tool, hook = %name, %message, "hook panicked");
             CallFailure::Error(ToolError::HookFailed { tool, hook: name.to_string(), message })
         };
@@ -182,15 +182,5 @@ where
             }),
             Err(payload) => Box::pin(std::future::ready(Err(panicked(payload)))),
         }
-    }
-}
-
-pub(crate) fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_owned()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "panic with a non-string payload".to_owned()
     }
 }

@@ -618,7 +618,9 @@ impl ToolEngine {
         match result {
             Ok(Ok(Ok(value))) => Ok(ToolOutput::success(value)),
             Ok(Ok(Err(failure))) => Err(layer::failure_to_error(tool, failure)),
-            Ok(Err(panic)) => Err(ToolError::Panicked { tool: tool.to_owned(), message: layer::panic_text(&*panic) }),
+            Ok(Err(panic)) => {
+                Err(ToolError::Panicked { tool: tool.to_owned(), message: crate::registry::panic_message(&*panic) })
+            }
             Err(stop) => {
                 // Tell the tool (and anything it spawned) to stop; its future is dropped.
                 if let (Stop::Timeout(_), Some(token)) = (&stop, &call_cancel) {
