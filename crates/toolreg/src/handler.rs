@@ -4,10 +4,11 @@
 //! Erasure happens once, when a [`crate::ToolRegistration`] is built; a call
 //! then allocates only its boxed future and its output.
 
-use std::fmt::Display;
+use std::fmt::{self, Display};
 use std::future::Future;
 use std::marker::PhantomData;
 use std::pin::Pin;
+use std::task::{Context, Poll};
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -16,8 +17,64 @@ use serde_json::Value;
 use crate::exec::CallContext;
 use crate::validate::{ArgumentError, serde_error};
 
-/// The future a tool call runs as.
-pub type ToolFuture = Pin<Box<dyn Future<Output = Result<Value, CallFailure>> + Send + 'static>>;
+/// The future a tool call runs as: a result that was ready when the call
+/// started (synchronous tools, refusals), or a boxed future.
+///
+/// A ready result costs no allocation, which is what keeps synchronous tools
+/// as cheap through the registry as when called by hand.
+///
+/// ```
+/// use toolreg::ToolFuture;
+/// use serde_json::json;
+///
+/// # futures_util::FutureExt::now_or_never(async {
+/// assert_eq!(ToolFuture::ready(Ok(json!(1))).await.unwrap(), json!(1));
+/// assert_eq!(ToolFuture::new(async { Ok(json!(2)) }).await.unwrap(), json!(2));
+/// # });
+/// ```
+#[must_use = "a tool future does nothing unless awaited"]
+pub struct ToolFuture {
+    state: FutureState,
+}
+
+enum FutureState {
+    Ready(Option<Result<Value, CallFailure>>),
+    Boxed(Pin<Box<dyn Future<Output = Result<Value, CallFailure>> + Send + 'static>>),
+}
+
+impl ToolFuture {
+    /// A call that runs as this future.
+    pub fn new(future: impl Future<Output = Result<Value, CallFailure>> + Send + 'static) -> Self {
+        ToolFuture { state: FutureState::Boxed(Box::pin(future)) }
+    }
+
+    /// A call whose result is already known.
+    pub fn ready(result: Result<Value, CallFailure>) -> Self {
+        ToolFuture { state: FutureState::Ready(Some(result)) }
+    }
+}
+
+impl fmt::Debug for ToolFuture {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = match &self.state {
+            FutureState::Ready(Some(_)) => "ready",
+            FutureState::Ready(None) => "done",
+            FutureState::Boxed(_) => "pending",
+        };
+        f.debug_tuple("ToolFuture").field(&state).finish()
+    }
+}
+
+impl Future for ToolFuture {
+    type Output = Result<Value, CallFailure>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match &mut self.state {
+            FutureState::Ready(result) => Poll::Ready(result.take().expect("ToolFuture polled after completion")),
+            FutureState::Boxed(future) => future.as_mut().poll(cx),
+        }
+    }
+}
 
 /// How an erased call failed. The registry turns it into a [`crate::ToolError`]
 /// that names the tool.
@@ -54,7 +111,7 @@ pub enum CallFailure {
 /// struct Echo;
 /// impl ErasedTool for Echo {
 ///     fn call(&self, _cx: CallContext, args: Value) -> ToolFuture {
-///         Box::pin(async move { Ok(args) })
+///         ToolFuture::new(async move { Ok(args) })
 ///     }
 /// }
 /// ```
@@ -119,9 +176,9 @@ where
         match deserialize::<A>(args) {
             Ok(a) => {
                 let fut = (self.f)(cx, a);
-                Box::pin(async move { finish(fut.await) })
+                ToolFuture::new(async move { finish(fut.await) })
             }
-            Err(failure) => Box::pin(std::future::ready(Err(failure))),
+            Err(failure) => ToolFuture::ready(Err(failure)),
         }
     }
 
@@ -129,7 +186,7 @@ where
         match serde_json::from_str::<A>(text) {
             Ok(a) => {
                 let fut = (self.f)(cx, a);
-                Ok(Box::pin(async move { finish(fut.await) }))
+                Ok(ToolFuture::new(async move { finish(fut.await) }))
             }
             Err(_) => Err(cx),
         }
@@ -159,14 +216,14 @@ where
 {
     fn call(&self, cx: CallContext, args: Value) -> ToolFuture {
         match deserialize::<A>(args) {
-            Ok(a) => Box::pin(std::future::ready(finish((self.f)(cx, a)))),
-            Err(failure) => Box::pin(std::future::ready(Err(failure))),
+            Ok(a) => ToolFuture::ready(finish((self.f)(cx, a))),
+            Err(failure) => ToolFuture::ready(Err(failure)),
         }
     }
 
     fn call_text(&self, cx: CallContext, text: &str) -> Result<ToolFuture, CallContext> {
         match serde_json::from_str::<A>(text) {
-            Ok(a) => Ok(Box::pin(std::future::ready(finish((self.f)(cx, a))))),
+            Ok(a) => Ok(ToolFuture::ready(finish((self.f)(cx, a)))),
             Err(_) => Err(cx),
         }
     }

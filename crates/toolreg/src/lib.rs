@@ -39,7 +39,9 @@ pub use engine::{BatchOptions, ToolEngine};
 pub use exec::{CallContext, ToolArguments, ToolCall, ToolError, ToolExecutor, ToolOutput, ToolResult};
 pub use handler::{CallFailure, ErasedTool, ToolFuture};
 pub use policy::{Approver, Selection};
-pub use registry::{ArgumentLimits, FunctionRegistry, RegistryError, ToolEntry, ToolRegistration, validate_name};
+pub use registry::{
+    ArgumentLimits, Execution, FunctionRegistry, RegistryError, ToolEntry, ToolRegistration, validate_name,
+};
 pub use validate::ArgumentError;
 
 /// Turn a function into a tool: generates `<fn>_tool::{NAME, declaration(),

@@ -3,9 +3,10 @@
 use std::fmt::{self, Display};
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
-use futures_util::FutureExt;
 use indexmap::IndexMap;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -13,7 +14,7 @@ use serde_json::Value;
 
 use crate::declaration::ToolDeclaration;
 use crate::exec::{CallContext, ToolArguments, ToolCall, ToolError, ToolExecutor, ToolOutput, ToolResult};
-use crate::handler::{AsyncFnTool, CallFailure, ErasedTool, SyncFnTool};
+use crate::handler::{AsyncFnTool, CallFailure, ErasedTool, SyncFnTool, ToolFuture};
 use crate::schema;
 use crate::validate::{self, ArgumentError, ArgumentValidator};
 
@@ -264,59 +265,123 @@ impl ToolEntry {
     ///
     /// This is the whole execution path of [`FunctionRegistry::execute`] once
     /// the entry is found; policy layers call it after their own checks.
-    pub async fn call(&self, cx: CallContext, mut args: Value) -> Result<ToolOutput, ToolError> {
+    pub fn call(&self, cx: CallContext, args: Value) -> Execution<'_> {
+        Execution { state: CallState::Value(self, cx, args) }
+    }
+
+    /// Validate parsed arguments and start the tool, containing a panic.
+    fn start(&self, cx: CallContext, mut args: Value) -> Result<ToolFuture, ToolError> {
         let invalid = |errors| ToolError::InvalidArguments { tool: self.declaration.name.clone(), errors };
         if self.serde_checked {
             normalise_root(&mut args).map_err(invalid)?;
         } else {
             self.check_arguments(&mut args).map_err(invalid)?;
         }
-        let started = std::panic::catch_unwind(AssertUnwindSafe(|| self.tool.call(cx, args)));
-        self.finish(started).await
+        std::panic::catch_unwind(AssertUnwindSafe(|| self.tool.call(cx, args))).map_err(|panic| self.panicked(panic))
     }
 
-    /// Run the tool on argument text that passed the size and depth limits.
+    /// Start the tool on argument text that passed the size and depth limits.
     /// Typed tools deserialise straight from the text; anything else, and any
-    /// text that does not deserialise, is parsed and goes through [`call`](Self::call).
-    async fn call_text(&self, cx: CallContext, text: &str) -> Result<ToolOutput, ToolError> {
+    /// text that does not deserialise, is parsed and goes through [`start`](Self::start).
+    fn start_text(&self, cx: CallContext, text: &str) -> Result<ToolFuture, ToolError> {
         // Only an object goes straight to serde: serde would also take an array for a struct.
         let cx = if self.serde_checked && text.trim_start().starts_with('{') {
             match std::panic::catch_unwind(AssertUnwindSafe(|| self.tool.call_text(cx, text))) {
-                Ok(Ok(future)) => return self.finish(Ok(future)).await,
+                Ok(Ok(future)) => return Ok(future),
                 Ok(Err(cx)) => cx,
-                Err(panic) => return self.finish(Err(panic)).await,
+                Err(panic) => return Err(self.panicked(panic)),
             }
         } else {
             cx
         };
         let args = parse_arguments(&self.declaration.name, text)?;
-        self.call(cx, args).await
+        self.start(cx, args)
     }
 
-    /// Await a started call, containing panics, and name the tool in any failure.
-    async fn finish(&self, started: std::thread::Result<crate::ToolFuture>) -> Result<ToolOutput, ToolError> {
+    /// Name the tool in the outcome of a call.
+    fn settle(&self, outcome: Result<Value, CallFailure>) -> Result<ToolOutput, ToolError> {
         let name = &self.declaration.name;
-        let invalid = |errors| ToolError::InvalidArguments { tool: name.clone(), errors };
-        let outcome = match started {
-            Ok(future) => AssertUnwindSafe(future).catch_unwind().await,
-            Err(panic) => Err(panic),
-        };
         match outcome {
-            Ok(Ok(value)) => Ok(ToolOutput::success(value)),
-            Ok(Err(CallFailure::Arguments { args, errors })) => {
+            Ok(value) => Ok(ToolOutput::success(value)),
+            Err(CallFailure::Arguments { args, errors }) => {
                 let schema_errors = self.validator.errors(&args);
-                Err(invalid(if schema_errors.is_empty() { errors } else { schema_errors }))
+                let errors = if schema_errors.is_empty() { errors } else { schema_errors };
+                Err(ToolError::InvalidArguments { tool: name.clone(), errors })
             }
-            Ok(Err(CallFailure::Tool(message))) => Err(ToolError::Failed { tool: name.clone(), message }),
-            Ok(Err(CallFailure::Result(message))) => {
-                Err(ToolError::ResultSerialization { tool: name.clone(), message })
+            Err(CallFailure::Tool(message)) => Err(ToolError::Failed { tool: name.clone(), message }),
+            Err(CallFailure::Result(message)) => Err(ToolError::ResultSerialization { tool: name.clone(), message }),
+            Err(CallFailure::Error(error)) => Err(error),
+        }
+    }
+
+    fn panicked(&self, panic: Box<dyn std::any::Any + Send>) -> ToolError {
+        let name = &self.declaration.name;
+        let message = panic_message(&*panic);
+        tracing::error!(tool = %name, %message, "tool panicked");
+        ToolError::Panicked { tool: name.clone(), message }
+    }
+}
+
+/// A tool call in progress, as [`FunctionRegistry::execute`] and its siblings
+/// return it. Nothing runs until it is polled; a synchronous tool finishes
+/// in the first poll, without allocating. A panic in the tool, when it
+/// starts or while it runs, ends the call with [`ToolError::Panicked`].
+#[must_use = "futures do nothing unless awaited"]
+pub struct Execution<'a> {
+    state: CallState<'a>,
+}
+
+enum CallState<'a> {
+    Value(&'a ToolEntry, CallContext, Value),
+    Text(&'a ToolEntry, CallContext, &'a str),
+    Running(&'a ToolEntry, ToolFuture),
+    Failed(ToolError),
+    Done,
+}
+
+impl Execution<'_> {
+    fn failed(error: ToolError) -> Self {
+        Execution { state: CallState::Failed(error) }
+    }
+}
+
+impl fmt::Debug for Execution<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = match &self.state {
+            CallState::Value(..) | CallState::Text(..) => "unstarted",
+            CallState::Running(..) => "running",
+            CallState::Failed(_) => "failed",
+            CallState::Done => "done",
+        };
+        f.debug_struct("Execution").field("state", &state).finish()
+    }
+}
+
+impl Future for Execution<'_> {
+    type Output = Result<ToolOutput, ToolError>;
+
+    fn poll(self: Pin<&mut Self>, task: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        let (entry, mut future) = match std::mem::replace(&mut this.state, CallState::Done) {
+            CallState::Value(entry, cx, args) => match entry.start(cx, args) {
+                Ok(future) => (entry, future),
+                Err(error) => return Poll::Ready(Err(error)),
+            },
+            CallState::Text(entry, cx, text) => match entry.start_text(cx, text) {
+                Ok(future) => (entry, future),
+                Err(error) => return Poll::Ready(Err(error)),
+            },
+            CallState::Running(entry, future) => (entry, future),
+            CallState::Failed(error) => return Poll::Ready(Err(error)),
+            CallState::Done => panic!("Execution polled after completion"),
+        };
+        match std::panic::catch_unwind(AssertUnwindSafe(|| Pin::new(&mut future).poll(task))) {
+            Ok(Poll::Ready(outcome)) => Poll::Ready(entry.settle(outcome)),
+            Ok(Poll::Pending) => {
+                this.state = CallState::Running(entry, future);
+                Poll::Pending
             }
-            Ok(Err(CallFailure::Error(error))) => Err(error),
-            Err(panic) => {
-                let message = panic_message(&*panic);
-                tracing::error!(tool = %name, %message, "tool panicked");
-                Err(ToolError::Panicked { tool: name.clone(), message })
-            }
+            Err(panic) => Poll::Ready(Err(entry.panicked(panic))),
         }
     }
 }
@@ -581,32 +646,34 @@ impl FunctionRegistry {
     }
 
     /// Run a tool by name on parsed arguments.
-    pub async fn execute(&self, name: &str, args: Value) -> Result<ToolOutput, ToolError> {
-        self.execute_with(name, args, CallContext::default()).await
+    pub fn execute(&self, name: &str, args: Value) -> Execution<'_> {
+        self.execute_with(name, args, CallContext::default())
     }
 
     /// Run a tool by name on parsed arguments, with a call context.
-    pub async fn execute_with(&self, name: &str, args: Value, cx: CallContext) -> Result<ToolOutput, ToolError> {
+    pub fn execute_with(&self, name: &str, args: Value, cx: CallContext) -> Execution<'_> {
         match self.tools.get(name) {
-            Some(entry) => entry.call(cx, args).await,
-            None => Err(self.unknown_tool(name)),
+            Some(entry) => entry.call(cx, args),
+            None => Execution::failed(self.unknown_tool(name)),
         }
     }
 
     /// Run a tool by name on argument text, as models emit it. The text is
     /// checked against the [`ArgumentLimits`] before it is parsed; empty
     /// text means no arguments.
-    pub async fn execute_json(&self, name: &str, args: &str) -> Result<ToolOutput, ToolError> {
-        self.execute_json_with(name, args, CallContext::default()).await
+    pub fn execute_json<'a>(&'a self, name: &str, args: &'a str) -> Execution<'a> {
+        self.execute_json_with(name, args, CallContext::default())
     }
 
     /// [`execute_json`](Self::execute_json) with a call context.
-    pub async fn execute_json_with(&self, name: &str, args: &str, cx: CallContext) -> Result<ToolOutput, ToolError> {
+    pub fn execute_json_with<'a>(&'a self, name: &str, args: &'a str, cx: CallContext) -> Execution<'a> {
         let Some(entry) = self.tools.get(name) else {
-            return Err(self.unknown_tool(name));
+            return Execution::failed(self.unknown_tool(name));
         };
-        check_limits(name, args, self.limits)?;
-        entry.call_text(cx, args).await
+        match check_limits(name, args, self.limits) {
+            Ok(()) => Execution { state: CallState::Text(entry, cx, args) },
+            Err(error) => Execution::failed(error),
+        }
     }
 
     /// Parse argument text under this registry's limits; empty text is `{}`.

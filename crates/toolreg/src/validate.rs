@@ -192,6 +192,12 @@ pub(crate) fn render_errors(errors: &[ArgumentError]) -> String {
 /// Depth of the deepest array/object nesting in a JSON text, stopping early
 /// once `limit` is passed. Strings are skipped, escapes honoured.
 pub(crate) fn json_depth_exceeds(text: &str, limit: usize) -> bool {
+    // Every level opens with `{` or `[`, so text with no more openers than the
+    // limit cannot pass it. Counting bytes vectorises; the exact scan below
+    // runs only for text with many brackets.
+    if text.len() <= limit || text.bytes().filter(|&b| b == b'{' || b == b'[').count() <= limit {
+        return false;
+    }
     let mut depth = 0usize;
     let mut in_string = false;
     let mut escaped = false;

@@ -29,9 +29,10 @@ enum Pending {
 }
 
 fn lane_of(engine: &ToolEngine, prepared: &Prepared) -> Option<Lane> {
-    let Ok((slot, args)) = &prepared.ready else {
+    let Ok((index, args)) = &prepared.ready else {
         return None; // fails before running: nothing to protect
     };
+    let slot = engine.slot(*index)?;
     let decl = slot.entry.declaration();
     if let Some(value) = decl.exclusive_key.as_deref().and_then(|key| args.get(key)) {
         return Some(Lane::Key(canonical_json(value)));

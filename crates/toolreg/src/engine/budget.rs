@@ -94,7 +94,7 @@ impl ErasedTool for BudgetService {
     fn call(&self, cx: CallContext, args: Value) -> ToolFuture {
         let max = self.max;
         let future = self.inner.call(cx, args);
-        Box::pin(async move {
+        ToolFuture::new(async move {
             match future.await {
                 Ok(value) => Ok(OutputBudget::cut_value(max, value)),
                 Err(CallFailure::Error(ToolError::Failed { tool, message })) => {

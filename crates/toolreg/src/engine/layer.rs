@@ -174,13 +174,13 @@ where
         let next = Next { inner: Arc::clone(&self.inner) };
         let f = Arc::clone(&self.f);
         match std::panic::catch_unwind(AssertUnwindSafe(|| f(call, next))) {
-            Ok(future) => Box::pin(async move {
+            Ok(future) => ToolFuture::new(async move {
                 match AssertUnwindSafe(future).catch_unwind().await {
                     Ok(result) => result.map_err(CallFailure::Error),
                     Err(payload) => Err(panicked(payload)),
                 }
             }),
-            Err(payload) => Box::pin(std::future::ready(Err(panicked(payload)))),
+            Err(payload) => ToolFuture::ready(Err(panicked(payload))),
         }
     }
 }

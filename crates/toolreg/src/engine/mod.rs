@@ -58,27 +58,25 @@
 
 mod batch;
 mod budget;
+mod call;
 mod layer;
 
-use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
-use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
-use futures_util::FutureExt;
+use indexmap::IndexMap;
 use serde_json::Value;
-use tokio_util::sync::CancellationToken;
+use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 use tracing::Instrument;
 
 use crate::declaration::SafetyLevel;
-use crate::exec::{CallContext, ToolArguments, ToolCall, ToolError, ToolExecutor, ToolOutput, ToolResult};
+use crate::exec::{CallContext, ToolArguments, ToolCall, ToolError, ToolExecutor, ToolResult};
 use crate::handler::{CallFailure, ErasedTool, ToolFuture};
-use crate::policy::{
-    Approval, ApprovalRequest, Approver, ArgumentsHash, AuditDecision, AuditEvent, AuditSink, Decision, Selection,
-    ToolSet, error_kind,
-};
+use crate::policy::{Approver, ArgumentsHash, AuditSink, Selection, ToolSet};
 use crate::registry::{FunctionRegistry, ToolEntry};
 
 pub use budget::{OutputBudget, truncate_middle};
@@ -217,7 +215,7 @@ impl EngineBuilder {
                 for layer in self.layers.iter().rev() {
                     stack = layer.layer(stack);
                 }
-                (Arc::<str>::from(decl.name.as_str()), Arc::new(Slot { entry: entry.clone(), stack }))
+                (Arc::<str>::from(decl.name.as_str()), Slot { entry: entry.clone(), stack })
             })
             .collect();
         ToolEngine {
@@ -248,7 +246,7 @@ impl ErasedTool for EntryRunner {
             let tool = &self.entry.declaration().name;
             if let Err(errors) = self.entry.check_arguments(&mut args) {
                 let error = ToolError::InvalidArguments { tool: tool.clone(), errors };
-                return Box::pin(std::future::ready(Err(CallFailure::Error(error))));
+                return ToolFuture::ready(Err(CallFailure::Error(error)));
             }
             let detail = match cx.approval() {
                 None => Some("the call has no approval"),
@@ -262,11 +260,13 @@ impl ErasedTool for EntryRunner {
             };
             if let Some(detail) = detail {
                 let error = ToolError::ApprovalMismatch { tool: tool.clone(), detail: detail.to_owned() };
-                return Box::pin(std::future::ready(Err(CallFailure::Error(error))));
+                return ToolFuture::ready(Err(CallFailure::Error(error)));
             }
         }
         let entry = Arc::clone(&self.entry);
-        Box::pin(async move { entry.call(cx, args).await.map(|output| output.value).map_err(CallFailure::Error) })
+        ToolFuture::new(
+            async move { entry.call(cx, args).await.map(|output| output.value).map_err(CallFailure::Error) },
+        )
     }
 }
 
@@ -278,7 +278,7 @@ pub(crate) struct Slot {
 
 struct Inner {
     tools: ToolSet,
-    stacks: HashMap<Arc<str>, Arc<Slot>>,
+    stacks: IndexMap<Arc<str>, Slot, foldhash::fast::RandomState>,
     approver: Option<Arc<dyn Approver>>,
     approval_from: SafetyLevel,
     has_layers: bool,
@@ -330,36 +330,51 @@ impl Deadline {
 }
 
 /// Run `future` unless the token is cancelled or the deadline passes first.
-async fn bounded<F: Future>(
+fn bounded<'a, F: Future>(
     future: F,
-    cancel: Option<&CancellationToken>,
+    cancel: Option<&'a CancellationToken>,
     deadline: Option<Deadline>,
-) -> Result<F::Output, Stop> {
-    if cancel.is_none() && deadline.is_none() {
-        return Ok(future.await);
+) -> Bounded<'a, F> {
+    Bounded {
+        future,
+        cancelled: cancel.map(CancellationToken::cancelled),
+        // Boxed: a timer is large, and most calls have none.
+        timer: deadline.map(|d| (Box::pin(tokio::time::sleep_until(d.at.into())), d.limit)),
     }
-    let cancelled = async {
-        match cancel {
-            Some(token) => token.cancelled().await,
-            None => std::future::pending().await,
+}
+
+pin_project_lite::pin_project! {
+    /// The future of [`bounded`]: a hand-written `select!` that checks the
+    /// call first, then cancellation, then the timer, and holds the call's
+    /// future only once (an `async fn` would keep a second copy of it).
+    struct Bounded<'a, F> {
+        #[pin]
+        future: F,
+        #[pin]
+        cancelled: Option<WaitForCancellationFuture<'a>>,
+        timer: Option<(Pin<Box<tokio::time::Sleep>>, Duration)>,
+    }
+}
+
+impl<F: Future> Future for Bounded<'_, F> {
+    type Output = Result<F::Output, Stop>;
+
+    fn poll(self: Pin<&mut Self>, task: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        if let Poll::Ready(output) = this.future.poll(task) {
+            return Poll::Ready(Ok(output));
         }
-    };
-    match deadline {
-        None => tokio::select! {
-            biased;
-            output = future => Ok(output),
-            () = cancelled => Err(Stop::Cancelled),
-        },
-        Some(d) => {
-            // Boxed: a timer is large, and most calls have none.
-            let timer = Box::pin(tokio::time::sleep_until(d.at.into()));
-            tokio::select! {
-                biased;
-                output = future => Ok(output),
-                () = cancelled => Err(Stop::Cancelled),
-                () = timer => Err(Stop::Timeout(d.limit)),
-            }
+        if let Some(cancelled) = this.cancelled.as_pin_mut()
+            && cancelled.poll(task).is_ready()
+        {
+            return Poll::Ready(Err(Stop::Cancelled));
         }
+        if let Some((timer, limit)) = this.timer
+            && timer.as_mut().poll(task).is_ready()
+        {
+            return Poll::Ready(Err(Stop::Timeout(*limit)));
+        }
+        Poll::Pending
     }
 }
 
@@ -367,18 +382,8 @@ async fn bounded<F: Future>(
 pub(crate) struct Prepared {
     id: String,
     name: String,
-    /// The tool's slot and the parsed arguments, or why there are none.
-    ready: Result<(Arc<Slot>, Value), ToolError>,
-}
-
-/// What the audit records besides the outcome.
-#[derive(Default)]
-struct Trail {
-    safety: Option<SafetyLevel>,
-    decision: AuditDecision,
-    approver: Option<String>,
-    hash: Option<ArgumentsHash>,
-    approved_hash: Option<ArgumentsHash>,
+    /// The index of the tool's slot and the parsed arguments, or why there are none.
+    ready: Result<(usize, Value), ToolError>,
 }
 
 impl ToolEngine {
@@ -444,11 +449,11 @@ impl ToolEngine {
     /// Look the tool up and parse the arguments.
     pub(crate) fn prepare(&self, call: ToolCall) -> Prepared {
         let ToolCall { id, name, arguments } = call;
-        let ready = match self.inner.stacks.get(name.as_str()) {
+        let ready = match self.inner.stacks.get_index_of(name.as_str()) {
             Some(slot) => match arguments {
-                ToolArguments::Json(value) => Ok((Arc::clone(slot), value)),
+                ToolArguments::Json(value) => Ok((slot, value)),
                 ToolArguments::Raw(text) => {
-                    self.inner.tools.registry().parse_arguments(&name, &text).map(|value| (Arc::clone(slot), value))
+                    self.inner.tools.registry().parse_arguments(&name, &text).map(|value| (slot, value))
                 }
             },
             // Not selected: tell an unknown name from a tool that was not offered.
@@ -460,175 +465,21 @@ impl ToolEngine {
         Prepared { id, name, ready }
     }
 
-    /// Run a prepared call through the whole stack and record it.
-    /// Everything from the gate on runs in a `tool_call` span, and the audit
-    /// event is emitted in it.
-    pub(crate) async fn run(
-        &self,
+    /// Run a prepared call through the whole stack and record it, all in a
+    /// `tool_call` span; the audit event is emitted in it.
+    pub(crate) fn run<'a>(
+        &'a self,
         prepared: Prepared,
-        cancel: Option<&CancellationToken>,
+        cancel: Option<&'a CancellationToken>,
         batch: Option<Deadline>,
-    ) -> ToolResult {
-        let Prepared { id, name, ready } = prepared;
-        let span = tracing::info_span!("tool_call", tool = %name, call_id = %id);
-        let inner = &self.inner;
-        let auditing = !inner.sinks.is_empty() || tracing::enabled!(target: "toolreg::audit", tracing::Level::INFO);
-        let started_at = auditing.then(SystemTime::now);
-        let (outcome, trail) = match ready {
-            Err(error) => (Err(error), Trail::default()),
-            // Boxed, with the trail inside, so that the large pipeline future
-            // is neither held nor moved by every caller that awaits this one.
-            Ok((slot, args)) => {
-                let gated = async {
-                    let mut trail = Trail {
-                        safety: Some(slot.entry.declaration().safety),
-                        hash: auditing.then(|| ArgumentsHash::of(&args)),
-                        ..Trail::default()
-                    };
-                    let outcome = self.gate_and_run(&id, &slot, args, cancel, batch, &mut trail).await;
-                    (outcome, trail)
-                };
-                Box::pin(gated.instrument(span.clone())).await
-            }
-        };
-        let outcome_kind = match &outcome {
-            Ok(output) if output.is_error => "tool_error",
-            Ok(_) => "ok",
-            Err(error) => error_kind(error),
-        };
-        if let Some(started_at) = started_at {
-            let duration = started_at.elapsed().unwrap_or_default();
-            let result_bytes = match &outcome {
-                Ok(output) => text_len(&output.value),
-                Err(error) => error.model_text().len(),
-            };
-            let event = AuditEvent::new(
-                &name,
-                &id,
-                trail.safety,
-                trail.hash,
-                trail.approved_hash,
-                trail.decision,
-                trail.approver,
-                started_at,
-                duration,
-                outcome_kind,
-                result_bytes,
-            );
-            let _in_span = span.enter();
-            tracing::info!(
-                target: "toolreg::audit",
-                tool = %event.tool,
-                call_id = %event.call_id,
-                decision = %event.decision,
-                approver = event.approver.as_deref().unwrap_or(""),
-                arguments_hash = %event.arguments_hash.map(|h| h.to_string()).unwrap_or_default(),
-                approved_hash = %event.approved_hash.map(|h| h.to_string()).unwrap_or_default(),
-                duration_us = event.duration_us,
-                outcome = %event.outcome,
-                result_bytes = event.result_bytes,
-                "tool call"
-            );
-            for sink in &inner.sinks {
-                sink.record(&event);
-            }
-        }
-        ToolResult { id, name, outcome }
+    ) -> tracing::instrument::Instrumented<call::EngineCall<'a>> {
+        let span = tracing::info_span!("tool_call", tool = %prepared.name, call_id = %prepared.id);
+        call::EngineCall::new(self, prepared, cancel, batch).instrument(span)
     }
 
-    /// Validation, approval, then the layer stack.
-    async fn gate_and_run(
-        &self,
-        id: &str,
-        slot: &Slot,
-        mut args: Value,
-        cancel: Option<&CancellationToken>,
-        batch: Option<Deadline>,
-        trail: &mut Trail,
-    ) -> Result<ToolOutput, ToolError> {
-        let inner = &self.inner;
-        let entry = &slot.entry;
-        let decl = entry.declaration_arc();
-        let tool = decl.name.as_str();
-        let needs_approval = decl.safety >= inner.approval_from;
-        // Validate here when something before the run looks at the arguments
-        // (approver, hooks); otherwise the run validates them.
-        if needs_approval || inner.has_layers {
-            entry
-                .check_arguments(&mut args)
-                .map_err(|errors| ToolError::InvalidArguments { tool: tool.to_owned(), errors })?;
-        }
-        let mut grant = None;
-        if needs_approval {
-            let mut bound = ArgumentsHash::of(&args);
-            let Some(approver) = &inner.approver else {
-                trail.decision = AuditDecision::NoApprover;
-                return Err(ToolError::ApprovalRequired { tool: tool.to_owned() });
-            };
-            let approver_name = approver.name().into_owned();
-            trail.approver = Some(approver_name.clone());
-            let request = ApprovalRequest::new(Arc::clone(decl), Some(id), args.clone());
-            let asked = AssertUnwindSafe(async { approver.decide(request.clone()).await }).catch_unwind();
-            let decision = match bounded(asked, cancel, batch).await {
-                Ok(Ok(decision)) => decision,
-                Ok(Err(_panic)) => Decision::deny("the approver failed"),
-                Err(stop) => return Err(stopped(tool, stop)),
-            };
-            let approval = match decision {
-                Decision::Deny { reason } => {
-                    trail.decision = AuditDecision::Denied;
-                    return Err(ToolError::Denied { tool: tool.to_owned(), reason, approver: approver_name });
-                }
-                Decision::Approve(approval) => approval,
-            };
-            if !approval.is_for(&request) {
-                trail.decision = AuditDecision::Mismatch;
-                let detail = "the approver answered with an approval given for another call".to_owned();
-                return Err(ToolError::ApprovalMismatch { tool: tool.to_owned(), detail });
-            }
-            trail.decision = AuditDecision::Approved;
-            if let Some(edited) = approval.edited_arguments() {
-                trail.decision = AuditDecision::ApprovedEdited;
-                args = edited.clone();
-                entry
-                    .check_arguments(&mut args)
-                    .map_err(|errors| ToolError::InvalidEdit { tool: tool.to_owned(), errors })?;
-                bound = ArgumentsHash::of(&args);
-            }
-            trail.approved_hash = Some(bound);
-            grant = Some(Arc::new(Approval::bind(tool, Some(id), bound, approver_name)));
-        } else {
-            trail.decision =
-                if decl.safety == SafetyLevel::Safe { AuditDecision::NotRequired } else { AuditDecision::Recorded };
-        }
-
-        let deadline = Deadline::earliest(inner.options.call_timeout.map(Deadline::after), batch);
-        // The call gets a token of its own when it can time out, so that a
-        // timeout stops this call's work only.
-        let call_cancel = deadline.map(|_| cancel.map_or_else(CancellationToken::new, CancellationToken::child_token));
-        let mut cx = CallContext::new(id).with_declaration(Arc::clone(decl)).with_approval(grant);
-        if let Some(token) = call_cancel.clone().or_else(|| cancel.cloned()) {
-            cx = cx.with_cancellation(token);
-        }
-        let started = std::panic::catch_unwind(AssertUnwindSafe(|| slot.stack.call(cx, args)));
-        let result = match started {
-            Ok(future) => bounded(AssertUnwindSafe(future).catch_unwind(), cancel, deadline).await,
-            Err(panic) => Ok(Err(panic)),
-        };
-        match result {
-            Ok(Ok(Ok(value))) => Ok(ToolOutput::success(value)),
-            Ok(Ok(Err(failure))) => Err(layer::failure_to_error(tool, failure)),
-            Ok(Err(panic)) => {
-                Err(ToolError::Panicked { tool: tool.to_owned(), message: crate::registry::panic_message(&*panic) })
-            }
-            Err(stop) => {
-                // Tell the tool (and anything it spawned) to stop; its future is dropped.
-                if let (Stop::Timeout(_), Some(token)) = (&stop, &call_cancel) {
-                    token.cancel();
-                }
-                Err(stopped(tool, stop))
-            }
-        }
+    /// The selected tool at this index of the stack table.
+    pub(crate) fn slot(&self, index: usize) -> Option<&Slot> {
+        self.inner.stacks.get_index(index).map(|(_, slot)| slot)
     }
 }
 
@@ -636,28 +487,6 @@ fn stopped(tool: &str, stop: Stop) -> ToolError {
     match stop {
         Stop::Cancelled => ToolError::Cancelled { tool: tool.to_owned() },
         Stop::Timeout(limit) => ToolError::Timeout { tool: tool.to_owned(), limit },
-    }
-}
-
-/// Length in bytes of the text a model reads for this value.
-fn text_len(value: &Value) -> usize {
-    struct Counter(usize);
-    impl std::io::Write for Counter {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    match value {
-        Value::String(s) => s.len(),
-        other => {
-            let mut counter = Counter(0);
-            let _ = serde_json::to_writer(&mut counter, other);
-            counter.0
-        }
     }
 }
 

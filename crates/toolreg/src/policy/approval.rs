@@ -58,6 +58,11 @@ impl ApprovalRequest {
         &self.arguments
     }
 
+    /// The validated arguments, taken out of the request.
+    pub fn into_arguments(self) -> Value {
+        self.arguments
+    }
+
     /// The hash of the canonical arguments this request is about.
     pub fn arguments_hash(&self) -> ArgumentsHash {
         self.hash

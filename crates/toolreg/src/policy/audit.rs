@@ -99,8 +99,8 @@ impl AuditEvent {
     /// The event for a call that has just finished.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
-        tool: &str,
-        call_id: &str,
+        tool: String,
+        call_id: String,
         safety: Option<SafetyLevel>,
         arguments_hash: Option<ArgumentsHash>,
         approved_hash: Option<ArgumentsHash>,
@@ -112,8 +112,8 @@ impl AuditEvent {
         result_bytes: usize,
     ) -> Self {
         AuditEvent {
-            tool: tool.to_owned(),
-            call_id: call_id.to_owned(),
+            tool,
+            call_id,
             safety,
             arguments_hash,
             approved_hash,

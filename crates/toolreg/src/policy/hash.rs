@@ -31,9 +31,9 @@ pub struct ArgumentsHash([u8; 32]);
 impl ArgumentsHash {
     /// Hash these arguments.
     pub fn of(arguments: &Value) -> Self {
-        let mut hasher = HashWriter(Sha256::new());
+        let mut hasher = HashWriter { hasher: Sha256::new(), buffer: [0; 256], len: 0 };
         write_canonical(&mut hasher, arguments);
-        ArgumentsHash(hasher.0.finalize().into())
+        ArgumentsHash(hasher.finish())
     }
 
     /// The raw 32 bytes.
@@ -97,11 +97,38 @@ trait Sink {
     fn put(&mut self, text: &str);
 }
 
-struct HashWriter(Sha256);
+/// Feeds SHA-256 in chunks: the canonical form comes in many small pieces,
+/// and one `update` per piece costs more than copying it.
+struct HashWriter {
+    hasher: Sha256,
+    buffer: [u8; 256],
+    len: usize,
+}
+
+impl HashWriter {
+    fn flush(&mut self) {
+        self.hasher.update(&self.buffer[..self.len]);
+        self.len = 0;
+    }
+
+    fn finish(mut self) -> [u8; 32] {
+        self.flush();
+        self.hasher.finalize().into()
+    }
+}
 
 impl Sink for HashWriter {
     fn put(&mut self, text: &str) {
-        self.0.update(text.as_bytes());
+        let bytes = text.as_bytes();
+        if self.len + bytes.len() > self.buffer.len() {
+            self.flush();
+            if bytes.len() > self.buffer.len() {
+                self.hasher.update(bytes);
+                return;
+            }
+        }
+        self.buffer[self.len..self.len + bytes.len()].copy_from_slice(bytes);
+        self.len += bytes.len();
     }
 }
 
