@@ -492,8 +492,9 @@ fn stopped(tool: &str, stop: Stop) -> ToolError {
 
 impl ToolExecutor for ToolEngine {
     /// Run one call through the whole stack, with the per-call timeout.
-    async fn execute_call(&self, call: ToolCall) -> ToolResult {
-        let prepared = self.prepare(call);
-        self.run(prepared, None, None).await
+    /// The tool is looked up and the arguments parsed when this is called;
+    /// everything else happens when the future is polled.
+    fn execute_call(&self, call: ToolCall) -> impl Future<Output = ToolResult> + Send {
+        self.run(self.prepare(call), None, None)
     }
 }

@@ -1,7 +1,6 @@
 //! [`ArgumentsHash`]: a stable fingerprint of a call's arguments.
 
 use std::fmt;
-use std::io::Cursor;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -31,9 +30,21 @@ pub struct ArgumentsHash([u8; 32]);
 impl ArgumentsHash {
     /// Hash these arguments.
     pub fn of(arguments: &Value) -> Self {
-        let mut hasher = HashWriter { hasher: Sha256::new(), buffer: [0; 256], len: 0 };
-        write_canonical(&mut hasher, arguments);
-        ArgumentsHash(hasher.finish())
+        thread_local! {
+            // Reused between calls: the canonical text is built, hashed and cleared.
+            static TEXT: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
+        TEXT.with(|text| match text.try_borrow_mut() {
+            Ok(mut text) => {
+                text.clear();
+                let hash = hash_canonical(&mut text, arguments);
+                if text.capacity() > 64 * 1024 {
+                    *text = Vec::new(); // do not keep a large argument's buffer for ever
+                }
+                hash
+            }
+            Err(_) => hash_canonical(&mut Vec::new(), arguments),
+        })
     }
 
     /// The raw 32 bytes.
@@ -88,121 +99,34 @@ impl<'de> Deserialize<'de> for ArgumentsHash {
 ///            r#"{"a":"x","b":[1,{"c":null,"d":2}]}"#);
 /// ```
 pub fn canonical_json(value: &Value) -> String {
-    let mut out = StringWriter(String::new());
-    write_canonical(&mut out, value);
-    out.0
+    // Writing a `Value` to a string cannot fail: its keys are strings.
+    serde_json::to_string(&Canonical(value)).unwrap_or_default()
 }
 
-trait Sink {
-    fn put(&mut self, text: &str);
+fn hash_canonical(text: &mut Vec<u8>, value: &Value) -> ArgumentsHash {
+    // Writing a `Value` to memory cannot fail: its keys are strings.
+    let _ = serde_json::to_writer(&mut *text, &Canonical(value));
+    ArgumentsHash(Sha256::digest(text.as_slice()).into())
 }
 
-/// Feeds SHA-256 in chunks: the canonical form comes in many small pieces,
-/// and one `update` per piece costs more than copying it.
-struct HashWriter {
-    hasher: Sha256,
-    buffer: [u8; 256],
-    len: usize,
-}
+/// A value serialised with its object keys in sorted order; serde_json's
+/// compact writer does the rest (escapes, shortest float form).
+struct Canonical<'a>(&'a Value);
 
-impl HashWriter {
-    fn flush(&mut self) {
-        self.hasher.update(&self.buffer[..self.len]);
-        self.len = 0;
-    }
-
-    fn finish(mut self) -> [u8; 32] {
-        self.flush();
-        self.hasher.finalize().into()
-    }
-}
-
-impl Sink for HashWriter {
-    fn put(&mut self, text: &str) {
-        let bytes = text.as_bytes();
-        if self.len + bytes.len() > self.buffer.len() {
-            self.flush();
-            if bytes.len() > self.buffer.len() {
-                self.hasher.update(bytes);
-                return;
+impl Serialize for Canonical<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            Value::Array(items) => serializer.collect_seq(items.iter().map(Canonical)),
+            // serde_json's default map is already sorted: no copy needed.
+            Value::Object(map) if map.keys().is_sorted() => {
+                serializer.collect_map(map.iter().map(|(key, item)| (key, Canonical(item))))
             }
-        }
-        self.buffer[self.len..self.len + bytes.len()].copy_from_slice(bytes);
-        self.len += bytes.len();
-    }
-}
-
-struct StringWriter(String);
-
-impl Sink for StringWriter {
-    fn put(&mut self, text: &str) {
-        self.0.push_str(text);
-    }
-}
-
-fn write_string(out: &mut impl Sink, s: &str) {
-    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
-        // Nothing to escape: the common case, written without allocating.
-        out.put("\"");
-        out.put(s);
-        out.put("\"");
-    } else {
-        // serde_json escapes exactly as JSON requires; writing a &str cannot fail.
-        out.put(&serde_json::to_string(s).unwrap_or_default());
-    }
-}
-
-fn write_entry(out: &mut impl Sink, index: usize, key: &str, value: &Value) {
-    if index > 0 {
-        out.put(",");
-    }
-    write_string(out, key);
-    out.put(":");
-    write_canonical(out, value);
-}
-
-fn write_canonical(out: &mut impl Sink, value: &Value) {
-    match value {
-        Value::Null => out.put("null"),
-        Value::Bool(true) => out.put("true"),
-        Value::Bool(false) => out.put("false"),
-        Value::Number(n) => {
-            // As serde_json writes it in JSON text; the longest number is 24 bytes.
-            let mut buf = Cursor::new([0u8; 40]);
-            match serde_json::to_writer(&mut buf, n) {
-                Ok(()) => {
-                    let len = buf.position() as usize;
-                    out.put(std::str::from_utf8(&buf.get_ref()[..len]).unwrap_or_default());
-                }
-                Err(_) => out.put(&serde_json::to_string(n).unwrap_or_default()),
+            Value::Object(map) => {
+                let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+                entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+                serializer.collect_map(entries.into_iter().map(|(key, item)| (key, Canonical(item))))
             }
-        }
-        Value::String(s) => write_string(out, s),
-        Value::Array(items) => {
-            out.put("[");
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.put(",");
-                }
-                write_canonical(out, item);
-            }
-            out.put("]");
-        }
-        Value::Object(map) => {
-            out.put("{");
-            if map.keys().is_sorted() {
-                // serde_json's default map is already sorted: no copy needed.
-                for (i, (key, item)) in map.iter().enumerate() {
-                    write_entry(out, i, key, item);
-                }
-            } else {
-                let mut keys: Vec<&String> = map.keys().collect();
-                keys.sort_unstable();
-                for (i, key) in keys.into_iter().enumerate() {
-                    write_entry(out, i, key, &map[key.as_str()]);
-                }
-            }
-            out.put("}");
+            scalar => scalar.serialize(serializer),
         }
     }
 }
@@ -227,5 +151,16 @@ mod tests {
         let h = ArgumentsHash::of(&json!({"a": "é\n"}));
         let back: ArgumentsHash = serde_json::from_value(serde_json::to_value(h).unwrap()).unwrap();
         assert_eq!(h, back);
+    }
+
+    #[test]
+    fn hash_is_sha256_of_the_canonical_text() {
+        let value = json!({"z": [1, {"y": "two", "b": null}], "a": {"k": 1.5e-7, "c": "\u{1}"}});
+        let text = canonical_json(&value);
+        assert_eq!(text, r#"{"a":{"c":"\u0001","k":1.5e-7},"z":[1,{"b":null,"y":"two"}]}"#);
+        let expected: [u8; 32] = Sha256::digest(text.as_bytes()).into();
+        assert_eq!(ArgumentsHash::of(&value).as_bytes(), &expected);
+        // The reused buffer does not leak one call's text into the next.
+        assert_eq!(ArgumentsHash::of(&json!({})), ArgumentsHash::of(&json!({})));
     }
 }
