@@ -384,7 +384,9 @@ impl ToolResult {
 #[derive(Debug, Clone, Default)]
 pub struct CallContext {
     call_id: Option<Arc<str>>,
-    cancellation: Option<CancellationToken>,
+    /// Shared, so that the calls of a batch hold one token between them
+    /// (cloning a `CancellationToken` takes a lock).
+    cancellation: Option<Arc<CancellationToken>>,
     declaration: Option<Arc<ToolDeclaration>>,
     /// The approval this call runs under, set by the policy engine only.
     approval: Option<Arc<Approval>>,
@@ -398,6 +400,12 @@ impl CallContext {
 
     /// Attach a cancellation token.
     pub fn with_cancellation(mut self, token: CancellationToken) -> Self {
+        self.cancellation = Some(Arc::new(token));
+        self
+    }
+
+    /// Attach a token shared with other calls.
+    pub(crate) fn with_shared_cancellation(mut self, token: Arc<CancellationToken>) -> Self {
         self.cancellation = Some(token);
         self
     }
@@ -409,7 +417,7 @@ impl CallContext {
 
     /// Whether the caller has asked the call to stop.
     pub fn is_cancelled(&self) -> bool {
-        self.cancellation.as_ref().is_some_and(CancellationToken::is_cancelled)
+        self.cancellation.as_deref().is_some_and(CancellationToken::is_cancelled)
     }
 
     /// Completes when the call is cancelled; never, if it cannot be.
@@ -422,7 +430,7 @@ impl CallContext {
 
     /// The cancellation token, if the caller supplied one.
     pub fn cancellation(&self) -> Option<&CancellationToken> {
-        self.cancellation.as_ref()
+        self.cancellation.as_deref()
     }
 
     /// Attach the declaration of the tool being called (the policy engine

@@ -1,15 +1,29 @@
 //! Running the calls of one model turn together.
+//!
+//! The calls are dealt to workers, one Tokio task each: calls free to run in
+//! parallel are spread over one worker per runtime thread, and each lane of
+//! calls that must not overlap gets a worker that runs them one at a time.
+//! A worker drives its calls as concurrent futures and watches the batch's
+//! cancellation and timeout once for all of them, so a call costs no task,
+//! no timer and no cancellation waiter of its own.
 
+use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
+use futures_util::FutureExt;
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 use indexmap::IndexMap;
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
+use tracing::instrument::Instrumented;
 
-use crate::engine::{Deadline, Prepared, ToolEngine, bounded, stopped};
+use crate::engine::call::EngineCall;
+use crate::engine::{Deadline, Prepared, Stop, ToolEngine, stopped};
 use crate::exec::{ToolCall, ToolError, ToolResult};
 use crate::policy::canonical_json;
 
@@ -32,47 +46,42 @@ fn lane_of(engine: &ToolEngine, prepared: &Prepared) -> Option<Lane> {
     let Ok((index, args)) = &prepared.ready else {
         return None; // fails before running: nothing to protect
     };
-    let slot = engine.slot(*index)?;
-    let decl = slot.entry.declaration();
+    let decl = engine.slot(*index)?.entry.declaration();
     if let Some(value) = decl.exclusive_key.as_deref().and_then(|key| args.get(key)) {
         return Some(Lane::Key(canonical_json(value)));
     }
     if decl.is_read_only() || engine.inner.options.parallel_writes { None } else { Some(Lane::Writes) }
 }
 
-/// Wait for a slot, then run the call; a call stopped while waiting still
-/// goes through [`ToolEngine::run`] so that it is audited.
-async fn run_one(
-    engine: &ToolEngine,
-    semaphore: &Semaphore,
-    mut prepared: Prepared,
-    cancel: &CancellationToken,
-    batch: Option<Deadline>,
-) -> ToolResult {
-    let mut permit = None;
-    match bounded(semaphore.acquire(), Some(cancel), batch).await {
-        Ok(Ok(acquired)) => permit = Some(acquired),
-        Ok(Err(_closed)) => {}
-        Err(stop) => prepared.ready = Err(stopped(&prepared.name, stop)),
-    }
-    let result = engine.run(prepared, Some(cancel), batch).await;
-    drop(permit);
-    result
+/// What every worker of a batch shares.
+#[derive(Clone)]
+struct Shared {
+    engine: ToolEngine,
+    /// The caller's token: cancelling it stops the batch.
+    cancel: CancellationToken,
+    /// The token the tools see: a child of the caller's, also cancelled when
+    /// the batch times out.
+    token: Arc<CancellationToken>,
+    deadline: Option<Deadline>,
+    /// The concurrency limit, when the batch is larger than it.
+    semaphore: Option<Arc<Semaphore>>,
 }
 
 pub(crate) async fn run(engine: &ToolEngine, calls: Vec<ToolCall>, cancel: CancellationToken) -> Vec<ToolResult> {
     let options = engine.inner.options;
-    let batch = options.batch_timeout.map(Deadline::after);
-    // No limit to enforce when the whole batch fits under it.
     let limit = options.max_concurrency.max(1);
-    let semaphore = (calls.len() > limit).then(|| Arc::new(Semaphore::new(limit)));
+    let shared = Shared {
+        engine: engine.clone(),
+        token: Arc::new(cancel.child_token()),
+        cancel,
+        deadline: options.batch_timeout.map(Deadline::after),
+        // No limit to enforce when the whole batch fits under it.
+        semaphore: (calls.len() > limit).then(|| Arc::new(Semaphore::new(limit))),
+    };
     let mut labels = Vec::with_capacity(calls.len());
-    let mut lanes: IndexMap<Lane, Vec<(usize, Prepared)>> = IndexMap::new();
-    // Calls free to run in parallel are dealt round-robin to one task per
-    // worker thread, each driving its share as concurrent futures: parallel
-    // across threads without the cost of a task per call.
+    let mut lanes: IndexMap<Lane, VecDeque<(usize, Pending)>> = IndexMap::new();
     let workers = tokio::runtime::Handle::current().metrics().num_workers().max(1);
-    let mut shares: Vec<Vec<(usize, Pending)>> = (0..workers).map(|_| Vec::new()).collect();
+    let mut shares: Vec<VecDeque<(usize, Pending)>> = (0..workers).map(|_| VecDeque::new()).collect();
     let mut dealt = 0;
 
     for (index, call) in calls.into_iter().enumerate() {
@@ -83,60 +92,28 @@ pub(crate) async fn run(engine: &ToolEngine, calls: Vec<ToolCall>, cancel: Cance
             let decl = slot.entry.declaration();
             decl.exclusive_key.is_none() && (decl.is_read_only() || options.parallel_writes)
         });
-        if free {
-            shares[dealt % workers].push((index, Pending::Call(call)));
-            dealt += 1;
-            continue;
-        }
-        let prepared = engine.prepare(call);
-        match lane_of(engine, &prepared) {
-            Some(lane) => lanes.entry(lane).or_default().push((index, prepared)),
-            None => {
-                shares[dealt % workers].push((index, Pending::Prepared(prepared)));
-                dealt += 1;
+        let pending = if free {
+            Pending::Call(call)
+        } else {
+            let prepared = engine.prepare(call);
+            match lane_of(engine, &prepared) {
+                Some(lane) => {
+                    lanes.entry(lane).or_default().push_back((index, Pending::Prepared(prepared)));
+                    continue;
+                }
+                None => Pending::Prepared(prepared),
             }
-        }
+        };
+        shares[dealt % workers].push_back((index, pending));
+        dealt += 1;
     }
 
     let mut tasks = JoinSet::new();
     for share in shares.into_iter().filter(|share| !share.is_empty()) {
-        let (engine, semaphore, cancel) = (engine.clone(), semaphore.clone(), cancel.clone());
-        tasks.spawn(async move {
-            let (engine, semaphore, cancel) = (&engine, semaphore.as_deref(), &cancel);
-            let mut running: FuturesUnordered<_> = share
-                .into_iter()
-                .map(|(index, pending)| async move {
-                    let prepared = match pending {
-                        Pending::Call(call) => engine.prepare(call),
-                        Pending::Prepared(prepared) => prepared,
-                    };
-                    let result = match semaphore {
-                        Some(semaphore) => run_one(engine, semaphore, prepared, cancel, batch).await,
-                        None => engine.run(prepared, Some(cancel), batch).await,
-                    };
-                    (index, result)
-                })
-                .collect();
-            let mut done = Vec::with_capacity(running.len());
-            while let Some(finished) = running.next().await {
-                done.push(finished);
-            }
-            done
-        });
+        tasks.spawn(work(shared.clone(), share, false));
     }
     for (_, queue) in lanes {
-        let (engine, semaphore, cancel) = (engine.clone(), semaphore.clone(), cancel.clone());
-        tasks.spawn(async move {
-            let mut done = Vec::with_capacity(queue.len());
-            for (index, prepared) in queue {
-                let result = match semaphore.as_deref() {
-                    Some(semaphore) => run_one(&engine, semaphore, prepared, &cancel, batch).await,
-                    None => engine.run(prepared, Some(&cancel), batch).await,
-                };
-                done.push((index, result));
-            }
-            done
-        });
+        tasks.spawn(work(shared.clone(), queue, true));
     }
 
     let mut results: Vec<Option<ToolResult>> = (0..labels.len()).map(|_| None).collect();
@@ -160,4 +137,128 @@ pub(crate) async fn run(engine: &ToolEngine, calls: Vec<ToolCall>, cancel: Cance
             })
         })
         .collect()
+}
+
+/// Run a worker's queue, all at once or one at a time, admitting a call
+/// only with a permit when the batch has a concurrency limit.
+async fn work(shared: Shared, mut queue: VecDeque<(usize, Pending)>, one_at_a_time: bool) -> Vec<(usize, ToolResult)> {
+    let Shared { engine, cancel, token, deadline, semaphore } = &shared;
+    let mut done = Vec::with_capacity(queue.len());
+    let mut running = FuturesUnordered::new();
+    let mut stop_signal = std::pin::pin!(stop_signal(cancel, *deadline));
+    let admit = |index: usize, pending: Pending, permit: Option<OwnedSemaphorePermit>| {
+        let prepared = match pending {
+            Pending::Call(call) => engine.prepare(call),
+            Pending::Prepared(prepared) => prepared,
+        };
+        Admitted { index, permit, call: engine.run(prepared, None, Some(Arc::clone(token))) }
+    };
+    let stop = loop {
+        // Start what may start now.
+        let mut blocked = false;
+        while !queue.is_empty() && !(one_at_a_time && !running.is_empty()) {
+            let permit = match semaphore {
+                None => None,
+                Some(semaphore) => match Arc::clone(semaphore).try_acquire_owned() {
+                    Ok(permit) => Some(permit),
+                    Err(TryAcquireError::NoPermits) => {
+                        blocked = true;
+                        break;
+                    }
+                    Err(TryAcquireError::Closed) => None,
+                },
+            };
+            let Some((index, pending)) = queue.pop_front() else { break };
+            running.push(admit(index, pending, permit));
+        }
+        if running.is_empty() && queue.is_empty() {
+            break None;
+        }
+        // Blocked on the limit: wait for a permit as well as for the running calls.
+        let acquire = async {
+            match semaphore {
+                Some(semaphore) if blocked => Arc::clone(semaphore).acquire_owned().await.ok(),
+                _ => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            biased;
+            stop = &mut stop_signal => break Some(stop),
+            Some(finished) = running.next(), if !running.is_empty() => done.push(finished),
+            permit = acquire => {
+                if let Some((index, pending)) = queue.pop_front() {
+                    running.push(admit(index, pending, permit));
+                }
+            }
+        }
+    };
+    if let Some(stop) = stop {
+        if let Stop::Timeout(_) = stop {
+            token.cancel(); // tell every tool of the batch to stop
+        }
+        for call in Pin::new(&mut running).iter_pin_mut() {
+            done.push(call.stop(stop));
+        }
+        // Calls that never started answer the same way, and are audited.
+        for (index, pending) in queue {
+            let mut prepared = match pending {
+                Pending::Call(call) => engine.prepare(call),
+                Pending::Prepared(prepared) => prepared,
+            };
+            prepared.ready = Err(stopped(&prepared.name, stop));
+            if let Some(result) = engine.run(prepared, None, None).now_or_never() {
+                done.push((index, result));
+            }
+        }
+    }
+    done
+}
+
+/// Completes when the caller cancels the batch or its deadline passes.
+async fn stop_signal(cancel: &CancellationToken, deadline: Option<Deadline>) -> Stop {
+    match deadline {
+        None => {
+            cancel.cancelled().await;
+            Stop::Cancelled
+        }
+        Some(deadline) => tokio::select! {
+            biased;
+            () = cancel.cancelled() => Stop::Cancelled,
+            () = tokio::time::sleep_until(deadline.at.into()) => Stop::Timeout(deadline.limit),
+        },
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A call a worker has started, holding its share of the concurrency limit.
+    struct Admitted<'a> {
+        index: usize,
+        permit: Option<OwnedSemaphorePermit>,
+        #[pin]
+        call: Instrumented<EngineCall<'a>>,
+    }
+}
+
+impl Admitted<'_> {
+    /// End the call now (see [`EngineCall::stop`]).
+    fn stop(self: Pin<&mut Self>, stop: Stop) -> (usize, ToolResult) {
+        let this = self.project();
+        let span = this.call.span().clone();
+        let _in_span = span.enter();
+        let result = this.call.inner_pin_mut().stop(stop);
+        this.permit.take();
+        (*this.index, result)
+    }
+}
+
+impl Future for Admitted<'_> {
+    type Output = (usize, ToolResult);
+
+    fn poll(self: Pin<&mut Self>, task: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        this.call.poll(task).map(|result| {
+            this.permit.take(); // free the slot before the next call is admitted
+            (*this.index, result)
+        })
+    }
 }

@@ -49,8 +49,11 @@ pin_project_lite::pin_project! {
         engine: &'a ToolEngine,
         id: String,
         name: String,
-        cancel: Option<&'a CancellationToken>,
-        batch: Option<Deadline>,
+        // Stop the call when this is cancelled (a single call; a batch
+        // watches its token once for all its calls).
+        watch: Option<&'a CancellationToken>,
+        // The token the tool sees.
+        token: Option<Arc<CancellationToken>>,
         started_at: Option<SystemTime>,
         trail: Trail,
         // The call's own token, when it can time out: cancelled on timeout.
@@ -74,21 +77,49 @@ impl<'a> EngineCall<'a> {
     pub(crate) fn new(
         engine: &'a ToolEngine,
         prepared: Prepared,
-        cancel: Option<&'a CancellationToken>,
-        batch: Option<Deadline>,
+        watch: Option<&'a CancellationToken>,
+        token: Option<Arc<CancellationToken>>,
     ) -> Self {
         let Prepared { id, name, ready } = prepared;
         EngineCall {
             engine,
             id,
             name,
-            cancel,
-            batch,
+            watch,
+            token,
             started_at: None,
             trail: Trail::default(),
             call_cancel: None,
             step: Step::Start { ready: Some(ready) },
         }
+    }
+}
+
+impl EngineCall<'_> {
+    /// End the call now, as stopped by its batch: the tool's future (or the
+    /// approval being asked) is dropped, and the call is audited.
+    pub(crate) fn stop(mut self: Pin<&mut Self>, stop: Stop) -> ToolResult {
+        let this = self.as_mut().project();
+        let tool = match this.step.project() {
+            StepProj::Start { ready } => {
+                // Not started: end it through the normal path, which audits it.
+                *ready = Some(Err(stopped(this.name, stop)));
+                let mut task = Context::from_waker(futures_util::task::noop_waker_ref());
+                match self.poll(&mut task) {
+                    Poll::Ready(result) => return result,
+                    Poll::Pending => unreachable!("a call that failed before starting is ready at once"),
+                }
+            }
+            StepProj::Approving { slot, .. } | StepProj::Running { slot, .. } => slot.entry.declaration().name.clone(),
+            StepProj::Done => this.name.clone(),
+        };
+        let mut this = self.project();
+        if let (Stop::Timeout(_), Some(token)) = (&stop, &*this.call_cancel) {
+            token.cancel();
+        }
+        this.step.set(Step::Done);
+        let (id, name) = (std::mem::take(this.id), std::mem::take(this.name));
+        audit(this.engine, id, name, Err(stopped(&tool, stop)), *this.started_at, std::mem::take(this.trail))
     }
 }
 
@@ -113,12 +144,15 @@ impl Future for EngineCall<'_> {
                         Some(Err(error)) => break Err(error),
                         None => panic!("engine call polled after completion"),
                     };
+                    if this.watch.is_some_and(CancellationToken::is_cancelled) {
+                        break Err(stopped(&slot.entry.declaration().name, Stop::Cancelled));
+                    }
                     this.trail.safety = Some(slot.entry.declaration().safety);
                     this.trail.hash = auditing.then(|| ArgumentsHash::of(&args));
                     match gate(engine, slot, args, this.trail) {
                         Err(error) => break Err(error),
                         Ok(Gate::Run(args)) => {
-                            match launch(engine, this.id, slot, args, None, *this.cancel, *this.batch) {
+                            match launch(engine, this.id, slot, args, None, *this.watch, this.token.as_ref()) {
                                 Ok((running, call_cancel)) => {
                                     *this.call_cancel = call_cancel;
                                     this.step.set(Step::Running { slot, running });
@@ -128,7 +162,7 @@ impl Future for EngineCall<'_> {
                         }
                         Ok(Gate::Ask(args)) => {
                             let id = this.id.clone();
-                            let approving = Box::pin(approve(engine, id, slot, args, *this.cancel, *this.batch));
+                            let approving = Box::pin(approve(engine, id, slot, args, *this.watch));
                             this.step.set(Step::Approving { slot, approving });
                         }
                     }
@@ -142,7 +176,7 @@ impl Future for EngineCall<'_> {
                     this.trail.approver = trail.approver;
                     this.trail.approved_hash = trail.approved_hash;
                     let launched = approved.and_then(|(args, grant)| {
-                        launch(engine, this.id, slot, args, Some(grant), *this.cancel, *this.batch)
+                        launch(engine, this.id, slot, args, Some(grant), *this.watch, this.token.as_ref())
                     });
                     match launched {
                         Ok((running, call_cancel)) => {
@@ -263,19 +297,21 @@ fn launch<'a>(
     slot: &'a Slot,
     args: Value,
     grant: Option<Arc<Approval>>,
-    cancel: Option<&'a CancellationToken>,
-    batch: Option<Deadline>,
+    watch: Option<&'a CancellationToken>,
+    token: Option<&Arc<CancellationToken>>,
 ) -> Result<(Running<'a>, Option<CancellationToken>), ToolError> {
     let decl = slot.entry.declaration_arc();
     let tool = decl.name.as_str();
     let stacked = grant.is_some() || engine.inner.has_layers;
-    let deadline = Deadline::earliest(engine.inner.options.call_timeout.map(Deadline::after), batch);
+    let deadline = engine.inner.options.call_timeout.map(Deadline::after);
     // The call gets a token of its own when it can time out, so that a
     // timeout stops this call's work only.
-    let call_cancel = deadline.map(|_| cancel.map_or_else(CancellationToken::new, CancellationToken::child_token));
+    let call_cancel = deadline.map(|_| token.map_or_else(CancellationToken::new, |token| token.child_token()));
     let mut cx = CallContext::new(id).with_declaration(Arc::clone(decl)).with_approval(grant);
-    if let Some(token) = call_cancel.clone().or_else(|| cancel.cloned()) {
-        cx = cx.with_cancellation(token);
+    if let Some(own) = &call_cancel {
+        cx = cx.with_cancellation(own.clone());
+    } else if let Some(shared) = token {
+        cx = cx.with_shared_cancellation(Arc::clone(shared));
     }
     let running = if stacked {
         match std::panic::catch_unwind(AssertUnwindSafe(|| slot.stack.call(cx, args))) {
@@ -288,7 +324,7 @@ fn launch<'a>(
         // The entry validates the arguments and contains panics itself.
         Either::Left(slot.entry.call(cx, args))
     };
-    Ok((bounded(running, cancel, deadline), call_cancel))
+    Ok((bounded(running, watch, deadline), call_cancel))
 }
 
 /// Ask the approver about a validated call. Returns the arguments to run
@@ -298,11 +334,10 @@ async fn approve<'a>(
     id: String,
     slot: &'a Slot,
     args: Value,
-    cancel: Option<&'a CancellationToken>,
-    batch: Option<Deadline>,
+    watch: Option<&'a CancellationToken>,
 ) -> (Result<(Value, Arc<Approval>), ToolError>, Trail) {
     let mut trail = Trail::default();
-    let result = ask(engine, &id, slot, args, cancel, batch, &mut trail).await;
+    let result = ask(engine, &id, slot, args, watch, &mut trail).await;
     (result, trail)
 }
 
@@ -311,8 +346,7 @@ async fn ask(
     id: &str,
     slot: &Slot,
     args: Value,
-    cancel: Option<&CancellationToken>,
-    batch: Option<Deadline>,
+    watch: Option<&CancellationToken>,
     trail: &mut Trail,
 ) -> Result<(Value, Arc<Approval>), ToolError> {
     let entry = &slot.entry;
@@ -327,7 +361,7 @@ async fn ask(
     let request = ApprovalRequest::new(Arc::clone(decl), Some(id), args);
     let mut bound = request.arguments_hash();
     let asked = AssertUnwindSafe(async { approver.decide(request.clone()).await }).catch_unwind();
-    let decision = match bounded(asked, cancel, batch).await {
+    let decision = match bounded(asked, watch, None).await {
         Ok(Ok(decision)) => decision,
         Ok(Err(_panic)) => Decision::deny("the approver failed"),
         Err(stop) => return Err(stopped(tool, stop)),

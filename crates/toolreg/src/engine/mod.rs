@@ -304,7 +304,8 @@ impl fmt::Debug for ToolEngine {
 }
 
 /// Why a call stopped before finishing.
-enum Stop {
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Stop {
     Cancelled,
     Timeout(Duration),
 }
@@ -319,13 +320,6 @@ pub(crate) struct Deadline {
 impl Deadline {
     fn after(limit: Duration) -> Self {
         Deadline { at: Instant::now() + limit, limit }
-    }
-
-    fn earliest(a: Option<Deadline>, b: Option<Deadline>) -> Option<Deadline> {
-        match (a, b) {
-            (Some(a), Some(b)) => Some(if a.at <= b.at { a } else { b }),
-            (a, b) => a.or(b),
-        }
     }
 }
 
@@ -420,7 +414,8 @@ impl ToolEngine {
     /// a tool sees a token only when a per-call timeout applies.
     pub async fn execute_call_with(&self, call: ToolCall, cancel: CancellationToken) -> ToolResult {
         let prepared = self.prepare(call);
-        self.run(prepared, Some(&cancel), None).await
+        let token = Arc::new(cancel);
+        self.run(prepared, Some(&token), Some(Arc::clone(&token))).await
     }
 
     /// Run the calls of one model turn together; results come back in the
@@ -467,14 +462,16 @@ impl ToolEngine {
 
     /// Run a prepared call through the whole stack and record it, all in a
     /// `tool_call` span; the audit event is emitted in it.
+    ///
+    /// `watch` stops the call when cancelled; `token` is what the tool sees.
     pub(crate) fn run<'a>(
         &'a self,
         prepared: Prepared,
-        cancel: Option<&'a CancellationToken>,
-        batch: Option<Deadline>,
+        watch: Option<&'a CancellationToken>,
+        token: Option<Arc<CancellationToken>>,
     ) -> tracing::instrument::Instrumented<call::EngineCall<'a>> {
         let span = tracing::info_span!("tool_call", tool = %prepared.name, call_id = %prepared.id);
-        call::EngineCall::new(self, prepared, cancel, batch).instrument(span)
+        call::EngineCall::new(self, prepared, watch, token).instrument(span)
     }
 
     /// The selected tool at this index of the stack table.
