@@ -156,7 +156,7 @@ async fn work(shared: Shared, mut queue: VecDeque<(usize, Pending)>, one_at_a_ti
     let stop = loop {
         // Start what may start now.
         let mut blocked = false;
-        while !queue.is_empty() && !(one_at_a_time && !running.is_empty()) {
+        while !queue.is_empty() && (!one_at_a_time || running.is_empty()) {
             let permit = match semaphore {
                 None => None,
                 Some(semaphore) => match Arc::clone(semaphore).try_acquire_owned() {
