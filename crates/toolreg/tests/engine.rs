@@ -494,3 +494,84 @@ async fn a_dangerous_tool_in_a_batch_waits_for_approval_others_do_not_need_it() 
     assert!(results.iter().all(|r| !r.is_error()));
     assert!(asked.load(Ordering::SeqCst));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_batch_starts_nothing_more_and_audits_every_call() {
+    let log = log();
+    let mut r = FunctionRegistry::new();
+    r.register_async_tool(
+        "slow_write",
+        |_: Value| async {
+            std::future::pending::<()>().await;
+            Ok::<_, String>("never")
+        },
+        decl("slow_write", SafetyLevel::Cautious),
+    )
+    .unwrap();
+    let l = Arc::clone(&log);
+    r.register_sync_tool(
+        "quick_write",
+        move |_: Value| {
+            push(&l, "run quick_write");
+            Ok::<_, String>("written")
+        },
+        decl("quick_write", SafetyLevel::Cautious),
+    )
+    .unwrap();
+    let audit = Arc::new(toolreg::policy::MemorySink::new());
+    let engine = ToolEngine::builder(&r).audit(Arc::clone(&audit)).build();
+    let token = CancellationToken::new();
+    // Writes without a key run one at a time: the quick write waits behind the slow one.
+    let calls = vec![ToolCall::new("w1", "slow_write", "{}"), ToolCall::new("w2", "quick_write", "{}")];
+    let batch = tokio::spawn({
+        let (engine, token) = (engine.clone(), token.clone());
+        async move { engine.execute_batch_with(calls, token).await }
+    });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    token.cancel();
+    let results = tokio::time::timeout(HANG, batch).await.expect("batch hung").unwrap();
+    for result in &results {
+        assert!(matches!(result.outcome, Err(ToolError::Cancelled { .. })), "{:?}", result.outcome);
+    }
+    assert!(log.lock().unwrap().is_empty(), "a call queued behind a cancelled batch ran");
+    let outcomes: Vec<_> = audit.events().into_iter().map(|e| (e.call_id, e.outcome.into_owned())).collect();
+    assert_eq!(outcomes.len(), 2);
+    assert!(outcomes.iter().all(|(_, outcome)| outcome == "cancelled"), "{outcomes:?}");
+
+    // A single call whose token is already cancelled does not run either.
+    let token = CancellationToken::new();
+    token.cancel();
+    let result = engine.execute_call_with(ToolCall::new("w3", "quick_write", "{}"), token).await;
+    assert!(matches!(result.outcome, Err(ToolError::Cancelled { .. })), "{:?}", result.outcome);
+    assert!(log.lock().unwrap().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_concurrency_limit_holds_across_workers() {
+    let running = Arc::new(AtomicUsize::new(0));
+    let peak = Arc::new(AtomicUsize::new(0));
+    let mut r = FunctionRegistry::new();
+    let (run, top) = (Arc::clone(&running), Arc::clone(&peak));
+    r.register_async_tool(
+        "nap",
+        move |_: Value| {
+            let (run, top) = (Arc::clone(&run), Arc::clone(&top));
+            async move {
+                let now = run.fetch_add(1, Ordering::SeqCst) + 1;
+                top.fetch_max(now, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                run.fetch_sub(1, Ordering::SeqCst);
+                Ok::<_, String>("ok")
+            }
+        },
+        decl("nap", SafetyLevel::Safe),
+    )
+    .unwrap();
+    let engine = ToolEngine::builder(&r).options(BatchOptions::default().max_concurrency(3)).build();
+    let calls: Vec<_> = (0..40).map(|i| ToolCall::new(format!("c{i}"), "nap", "{}")).collect();
+    let results = tokio::time::timeout(HANG, engine.execute_batch(calls)).await.expect("batch hung");
+    assert!(results.iter().all(|r| !r.is_error()));
+    assert_eq!(results.iter().map(|r| r.id.as_str()).collect::<Vec<_>>()[..3], ["c0", "c1", "c2"]);
+    let peak = peak.load(Ordering::SeqCst);
+    assert!((1..=3).contains(&peak), "peak concurrency {peak}");
+}
