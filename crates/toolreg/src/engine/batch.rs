@@ -42,6 +42,15 @@ enum Pending {
     Prepared(Prepared),
 }
 
+impl Pending {
+    fn prepare(self, engine: &ToolEngine) -> Prepared {
+        match self {
+            Pending::Call(call) => engine.prepare(call),
+            Pending::Prepared(prepared) => prepared,
+        }
+    }
+}
+
 fn lane_of(engine: &ToolEngine, prepared: &Prepared) -> Option<Lane> {
     let Ok((index, args)) = &prepared.ready else {
         return None; // fails before running: nothing to protect
@@ -146,12 +155,10 @@ async fn work(shared: Shared, mut queue: VecDeque<(usize, Pending)>, one_at_a_ti
     let mut done = Vec::with_capacity(queue.len());
     let mut running = FuturesUnordered::new();
     let mut stop_signal = std::pin::pin!(stop_signal(cancel, *deadline));
-    let admit = |index: usize, pending: Pending, permit: Option<OwnedSemaphorePermit>| {
-        let prepared = match pending {
-            Pending::Call(call) => engine.prepare(call),
-            Pending::Prepared(prepared) => prepared,
-        };
-        Admitted { index, permit, call: engine.run(prepared, None, Some(Arc::clone(token))) }
+    let admit = |index: usize, pending: Pending, permit: Option<OwnedSemaphorePermit>| Admitted {
+        index,
+        permit,
+        call: engine.run(pending.prepare(engine), None, Some(Arc::clone(token))),
     };
     let stop = loop {
         // Start what may start now.
@@ -201,10 +208,7 @@ async fn work(shared: Shared, mut queue: VecDeque<(usize, Pending)>, one_at_a_ti
         }
         // Calls that never started answer the same way, and are audited.
         for (index, pending) in queue {
-            let mut prepared = match pending {
-                Pending::Call(call) => engine.prepare(call),
-                Pending::Prepared(prepared) => prepared,
-            };
+            let mut prepared = pending.prepare(engine);
             prepared.ready = Err(stopped(&prepared.name, stop));
             if let Some(result) = engine.run(prepared, None, None).now_or_never() {
                 done.push((index, result));
