@@ -269,6 +269,13 @@ impl ToolEntry {
         Execution { state: CallState::Value(self, cx, args) }
     }
 
+    /// Run the tool on argument text that passed the registry's
+    /// [`ArgumentLimits`] (see [`FunctionRegistry::check_argument_text`]):
+    /// typed tools deserialise straight from it, others parse and validate it.
+    pub(crate) fn call_text(&self, cx: CallContext, text: String) -> Execution<'_> {
+        Execution { state: CallState::OwnedText(self, cx, text) }
+    }
+
     /// Validate parsed arguments and start the tool, containing a panic.
     fn start(&self, cx: CallContext, mut args: Value) -> Result<ToolFuture, ToolError> {
         let invalid = |errors| ToolError::InvalidArguments { tool: self.declaration.name.clone(), errors };
@@ -334,6 +341,7 @@ pub struct Execution<'a> {
 enum CallState<'a> {
     Value(&'a ToolEntry, CallContext, Value),
     Text(&'a ToolEntry, CallContext, &'a str),
+    OwnedText(&'a ToolEntry, CallContext, String),
     Running(&'a ToolEntry, ToolFuture),
     Failed(ToolError),
     Done,
@@ -348,7 +356,7 @@ impl Execution<'_> {
 impl fmt::Debug for Execution<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = match &self.state {
-            CallState::Value(..) | CallState::Text(..) => "unstarted",
+            CallState::Value(..) | CallState::Text(..) | CallState::OwnedText(..) => "unstarted",
             CallState::Running(..) => "running",
             CallState::Failed(_) => "failed",
             CallState::Done => "done",
@@ -368,6 +376,10 @@ impl Future for Execution<'_> {
                 Err(error) => return Poll::Ready(Err(error)),
             },
             CallState::Text(entry, cx, text) => match entry.start_text(cx, text) {
+                Ok(future) => (entry, future),
+                Err(error) => return Poll::Ready(Err(error)),
+            },
+            CallState::OwnedText(entry, cx, text) => match entry.start_text(cx, &text) {
                 Ok(future) => (entry, future),
                 Err(error) => return Poll::Ready(Err(error)),
             },
@@ -674,6 +686,11 @@ impl FunctionRegistry {
             Ok(()) => Execution { state: CallState::Text(entry, cx, args) },
             Err(error) => Execution::failed(error),
         }
+    }
+
+    /// Check argument text against this registry's limits, without parsing it.
+    pub(crate) fn check_argument_text(&self, tool: &str, text: &str) -> Result<(), ToolError> {
+        check_limits(tool, text, self.limits)
     }
 
     /// Parse argument text under this registry's limits; empty text is `{}`.

@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::instrument::Instrumented;
 
 use crate::engine::call::EngineCall;
-use crate::engine::{Deadline, Prepared, Stop, ToolEngine, stopped};
+use crate::engine::{Arguments, Deadline, Prepared, Stop, ToolEngine, stopped};
 use crate::exec::{ToolCall, ToolError, ToolResult};
 use crate::policy::canonical_json;
 
@@ -56,7 +56,12 @@ fn lane_of(engine: &ToolEngine, prepared: &Prepared) -> Option<Lane> {
         return None; // fails before running: nothing to protect
     };
     let decl = engine.slot(*index)?.entry.declaration();
-    if let Some(value) = decl.exclusive_key.as_deref().and_then(|key| args.get(key)) {
+    // A tool with an exclusive key has its arguments parsed (see `Slot::takes_text`).
+    let parsed = match args {
+        Arguments::Parsed(value) => Some(value),
+        Arguments::Text(_) => None,
+    };
+    if let Some(value) = decl.exclusive_key.as_deref().zip(parsed).and_then(|(key, args)| args.get(key)) {
         return Some(Lane::Key(canonical_json(value)));
     }
     if decl.is_read_only() || engine.inner.options.parallel_writes { None } else { Some(Lane::Writes) }

@@ -19,7 +19,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::declaration::SafetyLevel;
-use crate::engine::{Bounded, Deadline, Prepared, Slot, Stop, ToolEngine, bounded, layer, stopped};
+use crate::engine::{Arguments, Bounded, Deadline, Prepared, Slot, Stop, ToolEngine, bounded, layer, stopped};
 use crate::exec::{CallContext, ToolError, ToolOutput, ToolResult};
 use crate::handler::ToolFuture;
 use crate::policy::{Approval, ApprovalRequest, ArgumentsHash, AuditDecision, AuditEvent, Decision, error_kind};
@@ -66,7 +66,7 @@ pin_project_lite::pin_project! {
 pin_project_lite::pin_project! {
     #[project = StepProj]
     enum Step<'a> {
-        Start { ready: Option<Result<(usize, Value), ToolError>> },
+        Start { ready: Option<Result<(usize, Arguments), ToolError>> },
         Approving { slot: &'a Slot, approving: Approving<'a> },
         Running { slot: &'a Slot, #[pin] running: Running<'a> },
         Done,
@@ -148,7 +148,7 @@ impl Future for EngineCall<'_> {
                         break Err(stopped(&slot.entry.declaration().name, Stop::Cancelled));
                     }
                     this.trail.safety = Some(slot.entry.declaration().safety);
-                    this.trail.hash = auditing.then(|| ArgumentsHash::of(&args));
+                    this.trail.hash = if auditing { args.hash() } else { None };
                     match gate(engine, slot, args, this.trail) {
                         Err(error) => break Err(error),
                         Ok(Gate::Run(args)) => {
@@ -176,6 +176,7 @@ impl Future for EngineCall<'_> {
                     this.trail.approver = trail.approver;
                     this.trail.approved_hash = trail.approved_hash;
                     let launched = approved.and_then(|(args, grant)| {
+                        let args = Arguments::Parsed(args);
                         launch(engine, this.id, slot, args, Some(grant), *this.watch, this.token.as_ref())
                     });
                     match launched {
@@ -265,24 +266,28 @@ fn audit(
 /// What the gate decided for a call with valid arguments.
 enum Gate {
     /// Run it.
-    Run(Value),
+    Run(Arguments),
     /// Ask the approver first.
     Ask(Value),
 }
 
 /// Validate the arguments when something before the run looks at them
 /// (approver, hooks), and say whether the call needs an approval.
-fn gate(engine: &ToolEngine, slot: &Slot, mut args: Value, trail: &mut Trail) -> Result<Gate, ToolError> {
+fn gate(engine: &ToolEngine, slot: &Slot, args: Arguments, trail: &mut Trail) -> Result<Gate, ToolError> {
     let decl = slot.entry.declaration();
     let needs_approval = decl.safety >= engine.inner.approval_from;
-    if needs_approval || engine.inner.has_layers {
+    let args = if needs_approval || engine.inner.has_layers {
+        let mut args = args.into_value(engine, &decl.name)?;
         slot.entry
             .check_arguments(&mut args)
             .map_err(|errors| ToolError::InvalidArguments { tool: decl.name.clone(), errors })?;
-    }
-    if needs_approval {
-        return Ok(Gate::Ask(args));
-    }
+        if needs_approval {
+            return Ok(Gate::Ask(args));
+        }
+        Arguments::Parsed(args)
+    } else {
+        args
+    };
     trail.decision =
         if decl.safety == SafetyLevel::Safe { AuditDecision::NotRequired } else { AuditDecision::Recorded };
     Ok(Gate::Run(args))
@@ -295,7 +300,7 @@ fn launch<'a>(
     engine: &'a ToolEngine,
     id: &str,
     slot: &'a Slot,
-    args: Value,
+    args: Arguments,
     grant: Option<Arc<Approval>>,
     watch: Option<&'a CancellationToken>,
     token: Option<&Arc<CancellationToken>>,
@@ -314,6 +319,8 @@ fn launch<'a>(
         cx = cx.with_shared_cancellation(Arc::clone(shared));
     }
     let running = if stacked {
+        // Layers take a `Value` (the gate has parsed it already).
+        let args = args.into_value(engine, tool)?;
         match std::panic::catch_unwind(AssertUnwindSafe(|| slot.stack.call(cx, args))) {
             Ok(future) => Either::Right(StackCall { tool, future }),
             Err(panic) => {
@@ -322,7 +329,10 @@ fn launch<'a>(
         }
     } else {
         // The entry validates the arguments and contains panics itself.
-        Either::Left(slot.entry.call(cx, args))
+        match args {
+            Arguments::Parsed(args) => Either::Left(slot.entry.call(cx, args)),
+            Arguments::Text(text) => Either::Left(slot.entry.call_text(cx, text)),
+        }
     };
     Ok((bounded(running, watch, deadline), call_cancel))
 }

@@ -215,7 +215,10 @@ impl EngineBuilder {
                 for layer in self.layers.iter().rev() {
                     stack = layer.layer(stack);
                 }
-                (Arc::<str>::from(decl.name.as_str()), Slot { entry: entry.clone(), stack })
+                // Nothing reads the arguments before the tool does: no approver,
+                // no hook, no exclusive key to find the batch lane by.
+                let takes_text = !needs_approval && self.layers.is_empty() && decl.exclusive_key.is_none();
+                (Arc::<str>::from(decl.name.as_str()), Slot { entry: entry.clone(), stack, takes_text })
             })
             .collect();
         ToolEngine {
@@ -274,6 +277,8 @@ impl ErasedTool for EntryRunner {
 pub(crate) struct Slot {
     entry: ToolEntry,
     stack: Arc<dyn ErasedTool>,
+    /// Whether a call may keep its argument text until the tool reads it.
+    takes_text: bool,
 }
 
 struct Inner {
@@ -372,12 +377,42 @@ impl<F: Future> Future for Bounded<'_, F> {
     }
 }
 
-/// A call with its tool looked up and its arguments parsed.
+/// A call with its tool looked up and its arguments parsed, or checked and
+/// kept as text for a tool that reads them itself.
 pub(crate) struct Prepared {
     id: String,
     name: String,
-    /// The index of the tool's slot and the parsed arguments, or why there are none.
-    ready: Result<(usize, Value), ToolError>,
+    /// The index of the tool's slot and the arguments, or why there are none.
+    ready: Result<(usize, Arguments), ToolError>,
+}
+
+/// A call's arguments on their way to the tool.
+pub(crate) enum Arguments {
+    /// Parsed: given so, or needed before the run (approval, hooks, lanes).
+    Parsed(Value),
+    /// Text within the registry's limits, for a tool that parses it itself:
+    /// typed tools deserialise it without building a [`Value`].
+    Text(String),
+}
+
+impl Arguments {
+    /// The hash of the canonical arguments; `None` for text that is not
+    /// JSON (the call fails on it anyway).
+    fn hash(&self) -> Option<ArgumentsHash> {
+        match self {
+            Arguments::Parsed(value) => Some(ArgumentsHash::of(value)),
+            Arguments::Text(text) if text.trim().is_empty() => Some(ArgumentsHash::of(&crate::validate::empty_args())),
+            Arguments::Text(text) => ArgumentsHash::of_json(text).ok(),
+        }
+    }
+
+    /// The arguments as a [`Value`], parsing text now.
+    fn into_value(self, engine: &ToolEngine, tool: &str) -> Result<Value, ToolError> {
+        match self {
+            Arguments::Parsed(value) => Ok(value),
+            Arguments::Text(text) => engine.inner.tools.registry().parse_arguments(tool, &text),
+        }
+    }
 }
 
 impl ToolEngine {
@@ -441,20 +476,25 @@ impl ToolEngine {
         batch::run(self, calls, cancel).await
     }
 
-    /// Look the tool up and parse the arguments.
+    /// Look the tool up and check the arguments: parsed, or kept as text
+    /// when nothing before the tool reads them.
     pub(crate) fn prepare(&self, call: ToolCall) -> Prepared {
         let ToolCall { id, name, arguments } = call;
-        let ready = match self.inner.stacks.get_index_of(name.as_str()) {
-            Some(slot) => match arguments {
-                ToolArguments::Json(value) => Ok((slot, value)),
+        let registry = self.inner.tools.registry();
+        let ready = match self.inner.stacks.get_full(name.as_str()) {
+            Some((index, _, slot)) => match arguments {
+                ToolArguments::Json(value) => Ok((index, Arguments::Parsed(value))),
+                ToolArguments::Raw(text) if slot.takes_text => {
+                    registry.check_argument_text(&name, &text).map(|()| (index, Arguments::Text(text)))
+                }
                 ToolArguments::Raw(text) => {
-                    self.inner.tools.registry().parse_arguments(&name, &text).map(|value| (slot, value))
+                    registry.parse_arguments(&name, &text).map(|value| (index, Arguments::Parsed(value)))
                 }
             },
             // Not selected: tell an unknown name from a tool that was not offered.
             None => Err(match self.inner.tools.lookup(&name) {
                 Err(error) => error,
-                Ok(_) => self.inner.tools.registry().unknown_tool(&name),
+                Ok(_) => registry.unknown_tool(&name),
             }),
         };
         Prepared { id, name, ready }

@@ -8,6 +8,7 @@
 
 mod approval;
 mod audit;
+mod canonical;
 mod hash;
 mod rules;
 mod selection;
@@ -15,7 +16,8 @@ mod terminal;
 
 pub use approval::{Approval, ApprovalRequest, Approver, ApproverFn, Decision, approver_fn};
 pub use audit::{AuditDecision, AuditEvent, AuditSink, JsonLinesSink, MemorySink, error_kind};
-pub use hash::{ArgumentsHash, canonical_json};
+pub use canonical::canonical_json;
+pub use hash::ArgumentsHash;
 pub use rules::PolicyApprover;
 pub use selection::{Selection, ToolSet};
 pub use terminal::TerminalApprover;
