@@ -575,3 +575,60 @@ async fn the_concurrency_limit_holds_across_workers() {
     let peak = peak.load(Ordering::SeqCst);
     assert!((1..=3).contains(&peak), "peak concurrency {peak}");
 }
+
+/// Add two numbers.
+#[toolreg::tool(safety = "safe")]
+fn add(a: f64, b: f64) -> f64 {
+    a + b
+}
+
+/// A safe typed tool with no approval, hooks or lane takes its argument text
+/// straight to serde. Every way that text can be wrong still gets its own
+/// error, and the audit records the same hash the parsed arguments have.
+#[tokio::test]
+async fn argument_text_kept_for_the_tool_is_checked_and_hashed_like_parsed_arguments() {
+    use toolreg::ArgumentLimits;
+    use toolreg::policy::{ArgumentsHash, MemorySink};
+
+    let limits = ArgumentLimits::default().with_max_bytes(200).with_max_depth(4);
+    let mut registry = FunctionRegistry::with_limits(limits);
+    registry.register(add_tool::registration()).unwrap();
+    let audit = Arc::new(MemorySink::new());
+    let engine = ToolEngine::builder(&registry).audit(audit.clone()).build();
+    let run = |id: &str, text: &str| engine.execute_call(ToolCall::new(id, "add", text.to_owned()));
+
+    // Spaced and sorted (the scanner), escaped and unsorted (serde), a repeated key (a `Value`).
+    let good = [
+        ("spaced", " {\"a\": 2,\n \"b\": 40} ", json!({"a": 2, "b": 40})),
+        ("unsorted", r#"{"b": 4e1, "a": 2.0}"#, json!({"a": 2.0, "b": 40.0})),
+        ("repeated", r#"{"a": 1, "b": 40, "a": 2}"#, json!({"a": 2, "b": 40})),
+    ];
+    for (id, text, parsed) in &good {
+        let result = run(id, text).await;
+        assert_eq!(result.output().value, json!(42.0), "{id}");
+        let event = audit.events().pop().unwrap();
+        assert_eq!(event.call_id, *id);
+        assert_eq!(event.arguments_hash, Some(ArgumentsHash::of(parsed)), "{id}");
+    }
+
+    let deep = r#"{"a": [[[[[1]]]]], "b": 1}"#;
+    let large = format!(r#"{{"a": 1, "b": 1, "c": "{}"}}"#, "x".repeat(300));
+    let bad = [
+        ("malformed", "{\"a\": 2,", "malformed_arguments", None),
+        ("wrong_type", r#"{"a": "two", "b": 40}"#, "invalid_arguments", Some(json!({"a": "two", "b": 40}))),
+        ("missing", r#"{"a": 2}"#, "invalid_arguments", Some(json!({"a": 2}))),
+        ("empty", "  ", "invalid_arguments", Some(json!({}))),
+        ("array", "[2, 40]", "invalid_arguments", Some(json!([2, 40]))),
+        ("deep", deep, "arguments_too_deep", None),
+        ("large", large.as_str(), "arguments_too_large", None),
+    ];
+    for (id, text, kind, hashed) in bad {
+        let result = run(id, text).await;
+        assert!(result.is_error(), "{id}: {result:?}");
+        let event = audit.events().pop().unwrap();
+        assert_eq!(event.outcome, kind, "{id}: {result:?}");
+        assert_eq!(event.arguments_hash, hashed.map(|v| ArgumentsHash::of(&v)), "{id}");
+    }
+    let missing = run("missing", r#"{"a": 2}"#).await;
+    assert!(missing.output().text().contains('b'), "the model is told which argument is missing");
+}
