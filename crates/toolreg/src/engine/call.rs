@@ -30,14 +30,22 @@ use crate::registry::{Execution, panic_message};
 struct Trail {
     safety: Option<SafetyLevel>,
     decision: AuditDecision,
-    approver: Option<String>,
     hash: Option<ArgumentsHash>,
+    /// What the approval step recorded; boxed, as most calls have none.
+    asked: Option<Box<Asked>>,
+}
+
+/// What the audit records of an approval step.
+#[derive(Default)]
+struct Asked {
+    decision: AuditDecision,
+    approver: Option<String>,
     approved_hash: Option<ArgumentsHash>,
 }
 
 /// The approval step: the arguments to run with and the approval bound to
 /// them, or why the call may not run; and what the audit records of it.
-type Approving<'a> = Pin<Box<dyn Future<Output = (Result<(Value, Arc<Approval>), ToolError>, Trail)> + Send + 'a>>;
+type Approving<'a> = Pin<Box<dyn Future<Output = (Result<(Value, Arc<Approval>), ToolError>, Asked)> + Send + 'a>>;
 
 /// The tool running: its own [`Execution`] or, with layers or an approval to
 /// check, the layer stack; bounded by cancellation and the call's deadline.
@@ -173,8 +181,7 @@ impl Future for EngineCall<'_> {
                     };
                     let slot: &Slot = slot;
                     this.trail.decision = trail.decision;
-                    this.trail.approver = trail.approver;
-                    this.trail.approved_hash = trail.approved_hash;
+                    this.trail.asked = Some(Box::new(trail));
                     let launched = approved.and_then(|(args, grant)| {
                         let args = Arguments::Parsed(args);
                         launch(engine, this.id, slot, args, Some(grant), *this.watch, this.token.as_ref())
@@ -230,15 +237,16 @@ fn audit(
         Ok(output) => text_len(&output.value),
         Err(error) => error.model_text().len(),
     };
+    let asked = trail.asked.map(|asked| *asked).unwrap_or_default();
     // The event takes the call's id and name, and gives them back for the result.
     let event = AuditEvent::new(
         name,
         id,
         trail.safety,
         trail.hash,
-        trail.approved_hash,
+        asked.approved_hash,
         trail.decision,
-        trail.approver,
+        asked.approver,
         started_at,
         duration,
         outcome_kind,
@@ -345,8 +353,8 @@ async fn approve<'a>(
     slot: &'a Slot,
     args: Value,
     watch: Option<&'a CancellationToken>,
-) -> (Result<(Value, Arc<Approval>), ToolError>, Trail) {
-    let mut trail = Trail::default();
+) -> (Result<(Value, Arc<Approval>), ToolError>, Asked) {
+    let mut trail = Asked::default();
     let result = ask(engine, &id, slot, args, watch, &mut trail).await;
     (result, trail)
 }
@@ -357,7 +365,7 @@ async fn ask(
     slot: &Slot,
     args: Value,
     watch: Option<&CancellationToken>,
-    trail: &mut Trail,
+    trail: &mut Asked,
 ) -> Result<(Value, Arc<Approval>), ToolError> {
     let entry = &slot.entry;
     let decl = entry.declaration_arc();

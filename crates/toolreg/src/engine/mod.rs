@@ -336,7 +336,8 @@ fn bounded<'a, F: Future>(
 ) -> Bounded<'a, F> {
     Bounded {
         future,
-        cancelled: cancel.map(CancellationToken::cancelled),
+        // Boxed too: only a single call run with its own token has one.
+        cancelled: cancel.map(|token| Box::pin(token.cancelled())),
         // Boxed: a timer is large, and most calls have none.
         timer: deadline.map(|d| (Box::pin(tokio::time::sleep_until(d.at.into())), d.limit)),
     }
@@ -349,8 +350,7 @@ pin_project_lite::pin_project! {
     struct Bounded<'a, F> {
         #[pin]
         future: F,
-        #[pin]
-        cancelled: Option<WaitForCancellationFuture<'a>>,
+        cancelled: Option<Pin<Box<WaitForCancellationFuture<'a>>>>,
         timer: Option<(Pin<Box<tokio::time::Sleep>>, Duration)>,
     }
 }
@@ -363,8 +363,8 @@ impl<F: Future> Future for Bounded<'_, F> {
         if let Poll::Ready(output) = this.future.poll(task) {
             return Poll::Ready(Ok(output));
         }
-        if let Some(cancelled) = this.cancelled.as_pin_mut()
-            && cancelled.poll(task).is_ready()
+        if let Some(cancelled) = this.cancelled
+            && cancelled.as_mut().poll(task).is_ready()
         {
             return Poll::Ready(Err(Stop::Cancelled));
         }
