@@ -1,6 +1,6 @@
-//! Policy engine benchmarks: a large batch of sleeping async calls, and the
+//! Policy engine benchmarks: a large batch of sleeping async calls, the
 //! per-call overhead of selection + approval gate + audit over the bare
-//! registry path.
+//! registry path, and the audit's argument hash.
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -116,5 +116,21 @@ fn overhead(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, batch, overhead);
+/// The argument hash the audit event carries, on each of its three paths.
+fn arguments_hash(c: &mut Criterion) {
+    use toolreg::policy::ArgumentsHash;
+    let mut group = c.benchmark_group("arguments_hash");
+    group.measurement_time(Duration::from_secs(2));
+    // Spaced, sorted keys, plain strings and integers: whitespace dropped in one scan.
+    group.bench_function("text_simple", |b| b.iter(|| ArgumentsHash::of_json(black_box(r#"{"a": 2, "b": 40}"#))));
+    // A float and an escape: parsed and written back by serde_json, no `Value`.
+    group.bench_function("text_serde", |b| b.iter(|| ArgumentsHash::of_json(black_box(r#"{"a": 2.5, "b": "x\ny"}"#))));
+    // Unsorted keys: parsed into a `Value`, then sorted.
+    group.bench_function("text_unsorted", |b| b.iter(|| ArgumentsHash::of_json(black_box(r#"{"b": 40, "a": 2}"#))));
+    let value = serde_json::json!({"a": 2, "b": 40});
+    group.bench_function("value", |b| b.iter(|| ArgumentsHash::of(black_box(&value))));
+    group.finish();
+}
+
+criterion_group!(benches, batch, overhead, arguments_hash);
 criterion_main!(benches);

@@ -42,9 +42,10 @@ impl ArgumentsHash {
     /// Hash argument text as a model sends it: the same hash [`of`](Self::of)
     /// gives for the parsed value, or the parse error.
     ///
-    /// Text whose objects list their keys in sorted order (as serde_json and
-    /// most models write them) is hashed in one pass, without building a
-    /// [`Value`]; other text is parsed first.
+    /// Most argument text (strings without escapes, integers, nesting, in
+    /// any key order) is brought to canonical form in one scan, and other
+    /// text with sorted keys as serde_json parses it, without building a
+    /// [`Value`]; only the rest is parsed into one first.
     ///
     /// ```
     /// use toolreg::policy::ArgumentsHash;
