@@ -123,6 +123,8 @@ fn arguments_hash(c: &mut Criterion) {
     group.measurement_time(Duration::from_secs(2));
     // Spaced, sorted keys, plain strings and integers: whitespace dropped in one scan.
     group.bench_function("text_simple", |b| b.iter(|| ArgumentsHash::of_json(black_box(r#"{"a": 2, "b": 40}"#))));
+    // The same, already compact: canonical as it is.
+    group.bench_function("text_compact", |b| b.iter(|| ArgumentsHash::of_json(black_box(r#"{"a":2,"b":40}"#))));
     // A float and an escape: parsed and written back by serde_json, no `Value`.
     group.bench_function("text_serde", |b| b.iter(|| ArgumentsHash::of_json(black_box(r#"{"a": 2.5, "b": "x\ny"}"#))));
     // Unsorted keys: parsed into a `Value`, then sorted.

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::policy::canonical;
+use crate::policy::canonical::{self, with_buffer};
 
 /// SHA-256 of the canonical JSON form of a call's arguments (see
 /// [`canonical_json`]), shown as 64 lower-case hex digits.
@@ -58,10 +58,7 @@ impl ArgumentsHash {
     /// # Ok::<(), serde_json::Error>(())
     /// ```
     pub fn of_json(text: &str) -> Result<Self, serde_json::Error> {
-        match with_buffer(|canonical| {
-            canonical::write_canonical_text(text, canonical)
-                .then(|| ArgumentsHash(Sha256::digest(canonical.as_slice()).into()))
-        }) {
+        match canonical::with_canonical_text(text, |canonical| ArgumentsHash(Sha256::digest(canonical).into())) {
             Some(hash) => Ok(hash),
             None => serde_json::from_str::<Value>(text).map(|value| Self::of(&value)),
         }
@@ -107,25 +104,6 @@ impl<'de> Deserialize<'de> for ArgumentsHash {
         }
         Ok(ArgumentsHash(bytes))
     }
-}
-
-/// Run `f` on an empty byte buffer, reused between calls on a thread: the
-/// canonical text is built, hashed and dropped.
-fn with_buffer<R>(f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
-    thread_local! {
-        static TEXT: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-    }
-    TEXT.with(|text| match text.try_borrow_mut() {
-        Ok(mut text) => {
-            text.clear();
-            let result = f(&mut text);
-            if text.capacity() > 64 * 1024 {
-                *text = Vec::new(); // do not keep a large argument's buffer for ever
-            }
-            result
-        }
-        Err(_) => f(&mut Vec::new()),
-    })
 }
 
 #[cfg(test)]
