@@ -632,3 +632,37 @@ async fn argument_text_kept_for_the_tool_is_checked_and_hashed_like_parsed_argum
     let missing = run("missing", r#"{"a": 2}"#).await;
     assert!(missing.output().text().contains('b'), "the model is told which argument is missing");
 }
+
+/// An audit sink that panics on every record.
+struct PanickingSink;
+
+impl toolreg::policy::AuditSink for PanickingSink {
+    fn record(&self, _: &toolreg::policy::AuditEvent) {
+        panic!("sink broke");
+    }
+}
+
+/// A panicking sink costs its own record only: single calls and every call
+/// of a batch still get their results, and the next sink still hears of them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_audit_sink_loses_no_result_and_no_other_record() {
+    use toolreg::policy::MemorySink;
+
+    let log = log();
+    let memory = Arc::new(MemorySink::new());
+    let engine = ToolEngine::builder(&registry(&log)).audit(PanickingSink).audit(memory.clone()).build();
+
+    let single = engine.execute_call(ToolCall::new("c0", "echo", json!({"n": 0}))).await;
+    assert_eq!(single.output().value, json!({"n": 0}));
+
+    let calls: Vec<ToolCall> = (1..=20).map(|i| ToolCall::new(format!("c{i}"), "echo", json!({"n": i}))).collect();
+    let results = tokio::time::timeout(HANG, engine.execute_batch(calls)).await.unwrap();
+    assert_eq!(results.len(), 20);
+    for (i, result) in (1..).zip(&results) {
+        assert_eq!(result.id, format!("c{i}"));
+        assert_eq!(result.output().value, json!({"n": i}));
+    }
+    let mut recorded: Vec<String> = memory.events().into_iter().map(|event| event.call_id).collect();
+    recorded.sort_by_key(|id| id[1..].parse::<u32>().unwrap());
+    assert_eq!(recorded, (0..=20).map(|i| format!("c{i}")).collect::<Vec<_>>());
+}

@@ -266,7 +266,16 @@ fn audit(
         "tool call"
     );
     for sink in &engine.inner.sinks {
-        sink.record(&event);
+        // A failing sink loses its own record, not the call's result or the
+        // other sinks' records.
+        if std::panic::catch_unwind(AssertUnwindSafe(|| sink.record(&event))).is_err() {
+            tracing::error!(
+                target: "toolreg::audit",
+                tool = %event.tool,
+                call_id = %event.call_id,
+                "an audit sink panicked while recording this call"
+            );
+        }
     }
     ToolResult { id: event.call_id, name: event.tool, outcome }
 }

@@ -153,7 +153,9 @@ pub fn error_kind(error: &ToolError) -> &'static str {
 /// Where audit events go, independent of any `tracing` subscriber.
 ///
 /// `record` is called once per call, on the task that ran it, after the
-/// result is known: keep it quick (buffer, or hand off to a channel).
+/// result is known: keep it quick (buffer, or hand off to a channel). A sink
+/// that panics loses that record (an error is logged through `tracing`); the
+/// call's result and the other sinks are not affected.
 pub trait AuditSink: Send + Sync + 'static {
     /// Record one event.
     fn record(&self, event: &AuditEvent);
