@@ -349,7 +349,7 @@ fn closing_quote(buf: &[u8], from: usize) -> Option<usize> {
     buf.get(from..)?.iter().position(|&b| b == b'"').map(|length| from + length)
 }
 
-/// The serde path of [`write_canonical_text`]: write the canonical form of
+/// The serde path of [`with_canonical_text`]: write the canonical form of
 /// JSON `text` into `out` as serde_json parses it.
 ///
 /// Each scalar goes through the same serde_json visitor call, then the same
