@@ -10,7 +10,7 @@
 //! 5. **before hooks**, 6. **run**, 7. **after hooks** — the [`ToolLayer`]s,
 //!    first added outermost, around the tool itself;
 //!
-//! and then an [`AuditEvent`] to every [`AuditSink`] and a `tracing` event in
+//! and then an [`AuditEvent`](crate::policy::AuditEvent) to every [`AuditSink`] and a `tracing` event in
 //! a `tool_call` span. [`ToolEngine::execute_batch`] runs the calls of one
 //! model turn together (see [`BatchOptions`]).
 //!

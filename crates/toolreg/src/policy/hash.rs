@@ -9,7 +9,7 @@ use sha2::{Digest, Sha256};
 use crate::policy::canonical::{self, with_buffer};
 
 /// SHA-256 of the canonical JSON form of a call's arguments (see
-/// [`canonical_json`]), shown as 64 lower-case hex digits.
+/// [`canonical_json`](super::canonical_json)), shown as 64 lower-case hex digits.
 ///
 /// The canonical form and SHA-256 are both fixed, so the same arguments give
 /// the same hash on every platform and in every version: it can be stored in
