@@ -140,8 +140,7 @@ impl fmt::Debug for ToolRegistration {
 }
 
 fn serde_checked<A: schemars::JsonSchema>(declaration: &ToolDeclaration) -> bool {
-    declaration.input_schema == schema::schema_for::<A>()
-        && !schema::has_constraints_serde_ignores(&declaration.input_schema)
+    declaration.input_schema == schema::schema_for::<A>() && !schema::serde_accepts_more_than(&declaration.input_schema)
 }
 
 impl ToolRegistration {

@@ -133,10 +133,17 @@ fn inline_refs(value: &mut Value, defs: &Map<String, Value>, stack: &mut Vec<Str
     }
 }
 
-/// Keywords that restrict values beyond their type. A typed tool whose schema
-/// uses one of these is validated against the schema before serde sees the
-/// arguments, because serde does not enforce them.
-pub(crate) fn has_constraints_serde_ignores(schema: &Value) -> bool {
+/// Whether serde accepts arguments this schema refuses, so that a typed tool
+/// with it is validated against the schema before serde sees the arguments:
+/// keywords that restrict values beyond their type, which serde does not
+/// enforce, and structs below the root, which serde also takes as an array of
+/// their fields in order (`{"at": [1, 2]}` for `at: Point`). The root is an
+/// object by the time serde sees it.
+pub(crate) fn serde_accepts_more_than(schema: &Value) -> bool {
+    accepts_more(schema, true)
+}
+
+fn accepts_more(schema: &Value, root: bool) -> bool {
     const CONSTRAINTS: &[&str] = &[
         "pattern",
         "minLength",
@@ -159,17 +166,22 @@ pub(crate) fn has_constraints_serde_ignores(schema: &Value) -> bool {
     ];
     match schema {
         Value::Object(map) => {
-            if CONSTRAINTS.iter().any(|k| map.contains_key(*k)) {
+            if CONSTRAINTS.iter().any(|k| map.contains_key(*k)) || (!root && map.contains_key("properties")) {
                 return true;
             }
             if (map.contains_key("minimum") || map.contains_key("maximum")) && !is_rust_integer_format(map) {
                 return true;
             }
-            map.iter()
-                .filter(|(k, _)| !matches!(k.as_str(), "default" | "examples" | "enum" | "description"))
-                .any(|(_, v)| has_constraints_serde_ignores(v))
+            map.iter().any(|(keyword, value)| match (keyword.as_str(), value) {
+                ("default" | "examples" | "enum" | "description", _) => false,
+                // Maps of named schemas, not schemas themselves.
+                ("properties" | "patternProperties" | "$defs" | "definitions", Value::Object(schemas)) => {
+                    schemas.values().any(|schema| accepts_more(schema, false))
+                }
+                _ => accepts_more(value, false),
+            })
         }
-        Value::Array(items) => items.iter().any(has_constraints_serde_ignores),
+        Value::Array(schemas) => schemas.iter().any(|schema| accepts_more(schema, false)),
         _ => false,
     }
 }
@@ -224,14 +236,23 @@ mod tests {
     }
 
     #[test]
-    fn finds_constraints_serde_does_not_enforce() {
-        assert!(!has_constraints_serde_ignores(
+    fn finds_what_serde_accepts_and_the_schema_refuses() {
+        assert!(!serde_accepts_more_than(
             &json!({"properties": {"n": {"type": "integer", "format": "uint8", "minimum": 0, "maximum": 255}}})
         ));
-        assert!(has_constraints_serde_ignores(&json!({"properties": {"n": {"type": "number", "minimum": 1}}})));
-        assert!(has_constraints_serde_ignores(&json!({"properties": {"s": {"type": "string", "maxLength": 3}}})));
-        assert!(!has_constraints_serde_ignores(
-            &json!({"properties": {"s": {"type": "string", "description": "pattern"}}})
+        assert!(serde_accepts_more_than(&json!({"properties": {"n": {"type": "number", "minimum": 1}}})));
+        assert!(serde_accepts_more_than(&json!({"properties": {"s": {"type": "string", "maxLength": 3}}})));
+        assert!(!serde_accepts_more_than(&json!({"properties": {"s": {"type": "string", "description": "pattern"}}})));
+        // A field named like a keyword is a field.
+        assert!(!serde_accepts_more_than(&json!({"properties": {"pattern": {"type": "string"}}})));
+        // A struct below the root: serde also takes an array of its fields.
+        let point = json!({"type": "object", "properties": {"x": {"type": "number"}}});
+        assert!(serde_accepts_more_than(&json!({"properties": {"at": point}})));
+        assert!(serde_accepts_more_than(&json!({"properties": {"at": {"anyOf": [point, {"type": "null"}]}}})));
+        assert!(serde_accepts_more_than(&json!({"properties": {}, "$defs": {"Point": point}})));
+        // A map is not a struct.
+        assert!(!serde_accepts_more_than(
+            &json!({"properties": {"tags": {"type": "object", "additionalProperties": {"type": "string"}}}})
         ));
     }
 }

@@ -300,6 +300,33 @@ fn schema_constraints_are_enforced_even_when_serde_would_accept() {
 }
 
 #[test]
+fn a_nested_struct_given_as_an_array_is_refused_as_the_schema_says() {
+    #[derive(Deserialize, schemars::JsonSchema)]
+    struct Point {
+        x: f64,
+        y: f64,
+    }
+    #[derive(Deserialize, schemars::JsonSchema)]
+    struct Args {
+        at: Point,
+    }
+    let mut registry = FunctionRegistry::new();
+    let decl = ToolDeclaration::for_args::<Args>("place", "d");
+    registry.register_sync_tool("place", |a: Args| Ok::<_, String>(a.at.x + a.at.y), decl).unwrap();
+    // serde alone would take `[1, 2]` for a `Point`; the schema says object.
+    for err in [
+        block_on(registry.execute("place", json!({"at": [1, 2]}))).unwrap_err(),
+        block_on(registry.execute_json("place", r#"{"at": [1, 2]}"#)).unwrap_err(),
+    ] {
+        let ToolError::InvalidArguments { errors, .. } = &err else { panic!("{err:?}") };
+        assert_eq!(errors[0].path, "/at", "{errors:?}");
+        assert!(err.model_text().contains("expected object"), "{}", err.model_text());
+    }
+    let good = block_on(registry.execute_json("place", r#"{"at": {"x": 1, "y": 2}}"#)).unwrap();
+    assert_eq!(good.value, json!(3.0));
+}
+
+#[test]
 fn serde_failures_past_the_schema_say_where() {
     // A hand-written schema looser than the Rust type: serde's error is reported with its path.
     let mut registry = FunctionRegistry::new();
