@@ -666,3 +666,63 @@ async fn a_panicking_audit_sink_loses_no_result_and_no_other_record() {
     recorded.sort_by_key(|id| id[1..].parse::<u32>().unwrap());
     assert_eq!(recorded, (0..=20).map(|i| format!("c{i}")).collect::<Vec<_>>());
 }
+
+/// A worker waiting for a permit of the concurrency limit keeps its place in
+/// the queue while its own running calls finish: the call it queued for
+/// starts before those of a worker that queued later.
+#[tokio::test]
+async fn a_worker_waiting_for_a_permit_keeps_its_place() {
+    // One gate per call: a call starts, logs it, and waits for its gate.
+    type Gates = Arc<Mutex<std::collections::HashMap<String, Arc<tokio::sync::Semaphore>>>>;
+    fn gate_of(gates: &Gates, name: &str) -> Arc<tokio::sync::Semaphore> {
+        let mut gates = gates.lock().unwrap();
+        Arc::clone(gates.entry(name.to_owned()).or_insert_with(|| Arc::new(tokio::sync::Semaphore::new(0))))
+    }
+    let gates = Gates::default();
+    let started = log();
+    let gate = |name: &str| gate_of(&gates, name);
+    let mut r = FunctionRegistry::new();
+    for (tool, safety) in [("read", SafetyLevel::Safe), ("write", SafetyLevel::Cautious)] {
+        let (gates, started) = (Arc::clone(&gates), Arc::clone(&started));
+        r.register_async_tool(
+            tool,
+            move |args: Value| {
+                let name = args["path"].as_str().unwrap_or_default().to_owned();
+                let gate = gate_of(&gates, &name);
+                push(&started, name);
+                async move {
+                    let _ = gate.acquire().await;
+                    Ok::<_, String>("done")
+                }
+            },
+            decl(tool, safety),
+        )
+        .unwrap();
+    }
+    let engine = ToolEngine::builder(&r).options(BatchOptions::default().max_concurrency(2)).build();
+    let call = |tool: &str, path: &str| ToolCall::new(path, tool, json!({"path": path}));
+    // On this one-thread runtime the reads' worker is spawned, and runs, first:
+    // it starts s1 and s2, then queues for a permit for s3; the writes' lane
+    // queues after it.
+    let calls = vec![call("read", "s1"), call("read", "s2"), call("read", "s3"), call("write", "w1")];
+    let batch = tokio::spawn({
+        let engine = engine.clone();
+        async move { engine.execute_batch(calls).await }
+    });
+    while started.lock().unwrap().len() < 2 {
+        tokio::task::yield_now().await;
+    }
+    for _ in 0..10 {
+        tokio::task::yield_now().await;
+    }
+    gate("s1").add_permits(1);
+    while started.lock().unwrap().len() < 3 {
+        tokio::task::yield_now().await;
+    }
+    for name in ["s2", "s3", "w1"] {
+        gate(name).add_permits(1);
+    }
+    let results = tokio::time::timeout(HANG, batch).await.unwrap().unwrap();
+    assert!(results.iter().all(|result| !result.is_error()), "{results:?}");
+    assert_eq!(*started.lock().unwrap(), ["s1", "s2", "s3", "w1"]);
+}

@@ -17,7 +17,7 @@ use futures_util::FutureExt;
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 use indexmap::IndexMap;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError};
+use tokio::sync::{AcquireError, OwnedSemaphorePermit, Semaphore, TryAcquireError};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::instrument::Instrumented;
@@ -165,16 +165,18 @@ async fn work(shared: Shared, mut queue: VecDeque<(usize, Pending)>, one_at_a_ti
         permit,
         call: engine.run(pending.prepare(engine), None, Some(Arc::clone(token))),
     };
+    // Waiting for a permit: kept from turn to turn so that the worker keeps its
+    // place in the semaphore's queue while its running calls finish.
+    let mut acquiring: Option<Acquiring> = None;
     let stop = loop {
-        // Start what may start now.
-        let mut blocked = false;
-        while !queue.is_empty() && (!one_at_a_time || running.is_empty()) {
+        // Start what may start now; once queued for a permit, wait for it.
+        while !queue.is_empty() && (!one_at_a_time || running.is_empty()) && acquiring.is_none() {
             let permit = match semaphore {
                 None => None,
                 Some(semaphore) => match Arc::clone(semaphore).try_acquire_owned() {
                     Ok(permit) => Some(permit),
                     Err(TryAcquireError::NoPermits) => {
-                        blocked = true;
+                        acquiring = Some(Box::pin(Arc::clone(semaphore).acquire_owned()));
                         break;
                     }
                     Err(TryAcquireError::Closed) => None,
@@ -186,18 +188,12 @@ async fn work(shared: Shared, mut queue: VecDeque<(usize, Pending)>, one_at_a_ti
         if running.is_empty() && queue.is_empty() {
             break None;
         }
-        // Blocked on the limit: wait for a permit as well as for the running calls.
-        let acquire = async {
-            match semaphore {
-                Some(semaphore) if blocked => Arc::clone(semaphore).acquire_owned().await.ok(),
-                _ => std::future::pending().await,
-            }
-        };
         tokio::select! {
             biased;
             stop = &mut stop_signal => break Some(stop),
             Some(finished) = running.next(), if !running.is_empty() => done.push(finished),
-            permit = acquire => {
+            permit = async { acquiring.as_mut()?.await.ok() }, if acquiring.is_some() => {
+                acquiring = None;
                 if let Some((index, pending)) = queue.pop_front() {
                     running.push(admit(index, pending, permit));
                 }
@@ -222,6 +218,9 @@ async fn work(shared: Shared, mut queue: VecDeque<(usize, Pending)>, one_at_a_ti
     }
     done
 }
+
+/// A worker's place in the queue for a permit of the concurrency limit.
+type Acquiring = Pin<Box<dyn Future<Output = Result<OwnedSemaphorePermit, AcquireError>> + Send>>;
 
 /// Completes when the caller cancels the batch or its deadline passes.
 async fn stop_signal(cancel: &CancellationToken, deadline: Option<Deadline>) -> Stop {
