@@ -95,7 +95,7 @@ fn simple_canonical<R>(text: &[u8], shape: SimpleShape, f: impl FnOnce(&[u8]) ->
     if !shape.whitespace && !shape.unsorted {
         return Some(f(text));
     }
-    // The compact text, and room to sort an object's members in.
+    // The compact text; then, if keys need sorting, room to sort an object's members in.
     let mut stack = [0u8; SIMPLE_STACK_TEXT];
     let mut heap = Vec::new();
     let buf = stack_or_heap(&mut stack, &mut heap, text.len());
