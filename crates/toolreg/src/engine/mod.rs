@@ -10,9 +10,10 @@
 //! 5. **before hooks**, 6. **run**, 7. **after hooks** — the [`ToolLayer`]s,
 //!    first added outermost, around the tool itself;
 //!
-//! and then an [`AuditEvent`](crate::policy::AuditEvent) to every [`AuditSink`] and a `tracing` event in
-//! a `tool_call` span. [`ToolEngine::execute_batch`] runs the calls of one
-//! model turn together (see [`BatchOptions`]).
+//! and then an [`AuditEvent`](crate::policy::AuditEvent) to every
+//! [`AuditSink`] and a `tracing` event in a `tool_call` span.
+//! [`ToolEngine::execute_batch`] runs the calls of one model turn together
+//! (see [`BatchOptions`]).
 //!
 //! Every failure is a [`ToolResult`] carrying the call's id, never a panic or
 //! a lost call. The engine needs a Tokio runtime with timers enabled.
