@@ -1,6 +1,7 @@
 //! Calls in, results out: [`ToolCall`], [`ToolOutput`], [`ToolError`],
 //! [`ToolResult`] and the [`ToolExecutor`] trait.
 
+use std::any::{Any, TypeId};
 use std::borrow::Cow;
 use std::fmt;
 use std::future::Future;
@@ -12,7 +13,6 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::declaration::ToolDeclaration;
-use crate::policy::Approval;
 use crate::validate::{ArgumentError, render_errors};
 
 /// The arguments of a tool call as they arrived.
@@ -77,198 +77,160 @@ impl ToolCall {
     }
 }
 
-/// What a tool returned, as the model will see it.
+/// What a tool returned on success.
 ///
 /// The JSON value is kept as is (for structured results such as MCP's
 /// `structuredContent`); the text a model reads is derived from it on demand,
-/// so a result is serialised once, when it is rendered.
+/// so a result is serialised once, when it is rendered. A failure is never a
+/// `ToolOutput`: it is a [`ToolError`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolOutput {
-    /// The result (or, for an error, the error text as a JSON string).
+    /// The result.
     pub value: Value,
-    /// Whether this output reports a failure.
-    #[serde(default)]
-    pub is_error: bool,
 }
 
 impl ToolOutput {
-    /// A successful result.
-    pub fn success(value: Value) -> Self {
-        ToolOutput { value, is_error: false }
-    }
-
-    /// A failed result whose text the model reads.
-    pub fn error(text: impl Into<String>) -> Self {
-        ToolOutput { value: Value::String(text.into()), is_error: true }
+    /// A result with this value.
+    pub fn new(value: Value) -> Self {
+        ToolOutput { value }
     }
 
     /// The text a model sees: a JSON string as its contents, anything else as compact JSON.
     pub fn text(&self) -> Cow<'_, str> {
-        match &self.value {
-            Value::String(s) => Cow::Borrowed(s),
-            other => Cow::Owned(other.to_string()),
-        }
-    }
-
-    /// The seed's string form: `Ok(text)` or `Err(text)`.
-    pub fn into_result(self) -> Result<String, String> {
-        let text = match self.value {
-            Value::String(s) => s,
-            other => other.to_string(),
-        };
-        if self.is_error { Err(text) } else { Ok(text) }
+        value_text(&self.value)
     }
 }
 
-impl From<Result<String, String>> for ToolOutput {
-    fn from(result: Result<String, String>) -> Self {
-        match result {
-            Ok(text) => ToolOutput::success(Value::String(text)),
-            Err(text) => ToolOutput::error(text),
-        }
+impl From<Value> for ToolOutput {
+    fn from(value: Value) -> Self {
+        ToolOutput { value }
     }
 }
 
-impl From<ToolError> for ToolOutput {
-    fn from(error: ToolError) -> Self {
-        ToolOutput::error(error.model_text())
+impl fmt::Display for ToolOutput {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text())
     }
 }
 
-/// Why a call produced no result. Every variant renders as a failed tool
-/// result the model can read ([`ToolError::model_text`]); none of them
-/// changes the registry.
+fn value_text(value: &Value) -> Cow<'_, str> {
+    match value {
+        Value::String(s) => Cow::Borrowed(s),
+        other => Cow::Owned(other.to_string()),
+    }
+}
+
+/// Why a call produced no result: the one failure type, from the tool (or the
+/// stage that stopped the call) up to the [`ToolResult`].
+///
+/// It does not repeat the tool's name: the [`ToolResult`] carries it, and
+/// [`ToolError::model_text`] puts it into the text the model reads. None of
+/// these failures changes the registry.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ToolError {
     /// No tool has this name.
-    #[error("unknown tool `{name}`")]
+    #[error("unknown tool")]
     UnknownTool {
-        /// The name that was called.
-        name: String,
         /// Registered tool names, to help the model pick (at most a handful).
         available: Vec<String>,
     },
+    /// The tool exists but was not offered to this agent (it is outside the
+    /// selection the call went through).
+    #[error("the tool is not available here")]
+    NotOffered {
+        /// Tools that are offered, to help the model pick (at most a handful).
+        available: Vec<String>,
+    },
     /// The arguments are not valid JSON.
-    #[error("arguments for `{tool}` are not valid JSON: {message}")]
+    #[error("the arguments are not valid JSON: {message}")]
     MalformedArguments {
-        /// The tool called.
-        tool: String,
         /// The parser's message, with line and column.
         message: String,
     },
     /// The arguments are JSON but do not fit the tool's input schema.
-    #[error("invalid arguments for `{tool}`:\n{}", render_errors(errors))]
+    #[error("invalid arguments:\n{}", render_errors(errors))]
     InvalidArguments {
-        /// The tool called.
-        tool: String,
         /// Every problem found, each with its JSON path.
         errors: Vec<ArgumentError>,
     },
-    /// The argument text is longer than the configured limit.
-    #[error("arguments for `{tool}` are {size} bytes, more than the limit of {limit}")]
+    /// The arguments are larger than the configured limit.
+    #[error("the arguments are {size} bytes, more than the limit of {limit}")]
     ArgumentsTooLarge {
-        /// The tool called.
-        tool: String,
-        /// Size of the argument text in bytes.
+        /// Size of the arguments as compact JSON text, in bytes (for parsed
+        /// arguments, counted up to the first byte past the limit).
         size: usize,
         /// The limit in bytes.
         limit: usize,
     },
     /// The arguments nest deeper than the configured limit.
-    #[error("arguments for `{tool}` nest deeper than {limit} levels")]
+    #[error("the arguments nest deeper than {limit} levels")]
     ArgumentsTooDeep {
-        /// The tool called.
-        tool: String,
         /// The depth limit.
         limit: usize,
+    },
+    /// Another call of the same model turn has this call's id; only the first
+    /// of them runs, so that one approval can never run a tool twice.
+    #[error("another call in this turn has the same id `{id}`; only the first one was run")]
+    DuplicateCallId {
+        /// The repeated id.
+        id: String,
     },
     /// The tool ran and returned its own error; the message reaches the model verbatim.
     #[error("{message}")]
     Failed {
-        /// The tool called.
-        tool: String,
         /// The tool's error, as its `Display` wrote it.
         message: String,
     },
-    /// The tool panicked; the panic was contained.
-    #[error("tool `{tool}` panicked: {message}")]
+    /// The tool (or a hook, or the approver) panicked; the panic was contained.
+    #[error("the tool panicked: {message}")]
     Panicked {
-        /// The tool called.
-        tool: String,
         /// The panic payload, when it was a string.
         message: String,
     },
-    /// The tool's result could not be serialised to JSON.
-    #[error("the result of `{tool}` could not be serialised: {message}")]
+    /// The tool's result could not be turned into JSON.
+    #[error("the result could not be serialised: {message}")]
     ResultSerialization {
-        /// The tool called.
-        tool: String,
-        /// serde's message.
+        /// What went wrong.
         message: String,
     },
-    /// The tool exists but was not offered to this agent (it is outside the
-    /// [`Selection`](crate::policy::Selection) the call went through).
-    #[error("tool `{tool}` is not available here")]
-    NotOffered {
-        /// The tool called.
-        tool: String,
-        /// Tools that are offered, to help the model pick (at most a handful).
-        available: Vec<String>,
-    },
     /// The call did not finish in time and was stopped.
-    #[error("`{tool}` did not finish within {} and was stopped", format_duration(*limit))]
+    #[error("the call did not finish within {} and was stopped", format_duration(*limit))]
     Timeout {
-        /// The tool called.
-        tool: String,
         /// The time limit that was reached (per call or per batch).
         limit: Duration,
     },
     /// The caller cancelled the call before it finished.
-    #[error("the call to `{tool}` was cancelled")]
-    Cancelled {
-        /// The tool called.
-        tool: String,
-    },
+    #[error("the call was cancelled")]
+    Cancelled,
     /// The approver refused the call; the reason reaches the model.
-    #[error("the call to `{tool}` was denied: {reason}")]
+    #[error("the call was denied: {reason}")]
     Denied {
-        /// The tool called.
-        tool: String,
         /// Why, in the approver's words.
         reason: String,
         /// Which approver decided.
         approver: String,
     },
     /// The call needs approval and no approver is configured (fail closed).
-    #[error("`{tool}` needs approval and no approver is available, so it was not run")]
-    ApprovalRequired {
-        /// The tool called.
-        tool: String,
-    },
+    #[error("the tool needs approval and no approver is available, so it was not run")]
+    ApprovalRequired,
     /// The approval given does not cover this call: it was issued for another
-    /// call or other arguments (a replayed decision), or the arguments changed
-    /// after it was given.
-    #[error("the approval for `{tool}` does not match this call: {detail}")]
+    /// call or other arguments (a replayed decision), it was already used, or
+    /// the arguments changed after it was given.
+    #[error("the approval does not match this call: {detail}")]
     ApprovalMismatch {
-        /// The tool called.
-        tool: String,
         /// What did not match.
         detail: String,
     },
     /// The approver substituted arguments that do not fit the tool's input schema.
-    #[error("the arguments the approver substituted for `{tool}` are invalid:\n{}", render_errors(errors))]
+    #[error("the arguments the approver substituted are invalid:\n{}", render_errors(errors))]
     InvalidEdit {
-        /// The tool called.
-        tool: String,
         /// Every problem found, each with its JSON path.
         errors: Vec<ArgumentError>,
     },
-    /// A hook refused the call or failed while handling it.
-    #[error("hook `{hook}` failed for `{tool}`: {message}")]
+    /// A hook refused the call.
+    #[error("hook `{hook}` refused the call: {message}")]
     HookFailed {
-        /// The tool called.
-        tool: String,
         /// The hook's name.
         hook: String,
         /// What went wrong, for the model.
@@ -281,24 +243,23 @@ fn format_duration(d: Duration) -> String {
 }
 
 impl ToolError {
-    /// The text the model reads for this failure: precise enough to correct
-    /// a call, never exposing more than the tool's own message.
-    pub fn model_text(&self) -> String {
+    /// The text the model reads for this failure of a call to `tool`: precise
+    /// enough to correct a call, never exposing more than the tool's own
+    /// message. This is the only place model-facing error text is written.
+    pub fn model_text(&self, tool: &str) -> String {
         match self {
-            ToolError::UnknownTool { name, available } if !available.is_empty() => {
-                format!("Error: unknown tool `{name}`. Available tools: {}.", available.join(", "))
+            ToolError::Failed { message } => message.clone(),
+            ToolError::UnknownTool { available } => with_available(format!("Error: unknown tool `{tool}`."), available),
+            ToolError::NotOffered { available } => {
+                with_available(format!("Error: tool `{tool}` is not available here."), available)
             }
-            ToolError::Failed { message, .. } => message.clone(),
-            ToolError::InvalidArguments { tool, errors } => {
+            ToolError::InvalidArguments { errors } => {
                 format!("Error: invalid arguments for `{tool}`. Fix these and call again:\n{}", render_errors(errors))
             }
-            ToolError::NotOffered { tool, available } if !available.is_empty() => {
-                format!("Error: tool `{tool}` is not available here. Available tools: {}.", available.join(", "))
-            }
-            ToolError::Denied { tool, reason, .. } => {
+            ToolError::Denied { reason, .. } => {
                 format!("Error: the call to `{tool}` was denied and did not run. Reason: {reason}")
             }
-            other => format!("Error: {other}"),
+            other => format!("Error: `{tool}`: {other}"),
         }
     }
 
@@ -316,27 +277,43 @@ impl ToolError {
         )
     }
 
-    /// The tool this error is about (the called name for an unknown tool).
-    pub fn tool(&self) -> &str {
+    /// A short, stable name for the kind of failure (`"unknown_tool"`,
+    /// `"invalid_arguments"`, ...), as audit records and logs write it.
+    pub fn kind(&self) -> &'static str {
         match self {
-            ToolError::UnknownTool { name, .. } => name,
-            ToolError::MalformedArguments { tool, .. }
-            | ToolError::InvalidArguments { tool, .. }
-            | ToolError::ArgumentsTooLarge { tool, .. }
-            | ToolError::ArgumentsTooDeep { tool, .. }
-            | ToolError::Failed { tool, .. }
-            | ToolError::Panicked { tool, .. }
-            | ToolError::ResultSerialization { tool, .. }
-            | ToolError::NotOffered { tool, .. }
-            | ToolError::Timeout { tool, .. }
-            | ToolError::Cancelled { tool }
-            | ToolError::Denied { tool, .. }
-            | ToolError::ApprovalRequired { tool }
-            | ToolError::ApprovalMismatch { tool, .. }
-            | ToolError::InvalidEdit { tool, .. }
-            | ToolError::HookFailed { tool, .. } => tool,
+            ToolError::UnknownTool { .. } => "unknown_tool",
+            ToolError::NotOffered { .. } => "not_offered",
+            ToolError::MalformedArguments { .. } => "malformed_arguments",
+            ToolError::InvalidArguments { .. } => "invalid_arguments",
+            ToolError::ArgumentsTooLarge { .. } => "arguments_too_large",
+            ToolError::ArgumentsTooDeep { .. } => "arguments_too_deep",
+            ToolError::DuplicateCallId { .. } => "duplicate_call_id",
+            ToolError::Failed { .. } => "failed",
+            ToolError::Panicked { .. } => "panicked",
+            ToolError::ResultSerialization { .. } => "result_serialization",
+            ToolError::Timeout { .. } => "timeout",
+            ToolError::Cancelled => "cancelled",
+            ToolError::Denied { .. } => "denied",
+            ToolError::ApprovalRequired => "approval_required",
+            ToolError::ApprovalMismatch { .. } => "approval_mismatch",
+            ToolError::InvalidEdit { .. } => "invalid_edit",
+            ToolError::HookFailed { .. } => "hook_failed",
         }
     }
+
+    /// A tool's own error: the message reaches the model verbatim.
+    pub fn failed(message: impl Into<String>) -> Self {
+        ToolError::Failed { message: message.into() }
+    }
+}
+
+fn with_available(mut text: String, available: &[String]) -> String {
+    if !available.is_empty() {
+        text.push_str(" Available tools: ");
+        text.push_str(&available.join(", "));
+        text.push('.');
+    }
+    text
 }
 
 /// The answer to one [`ToolCall`]: the call's id and name, and what happened.
@@ -353,34 +330,101 @@ pub struct ToolResult {
 impl ToolResult {
     /// Whether the call failed.
     pub fn is_error(&self) -> bool {
+        self.outcome.is_err()
+    }
+
+    /// The text the model reads: the output's text, or the error's
+    /// [model text](ToolError::model_text).
+    pub fn text(&self) -> Cow<'_, str> {
         match &self.outcome {
-            Ok(output) => output.is_error,
-            Err(_) => true,
+            Ok(output) => output.text(),
+            Err(error) => Cow::Owned(error.model_text(&self.name)),
         }
     }
 
-    /// The output the model sees, errors included.
-    pub fn output(&self) -> ToolOutput {
-        match &self.outcome {
-            Ok(output) => output.clone(),
-            Err(error) => ToolOutput::error(error.model_text()),
-        }
+    /// The value of a successful call.
+    pub fn value(&self) -> Option<&Value> {
+        self.outcome.as_ref().ok().map(|output| &output.value)
     }
 
-    /// The output the model sees, consuming the result.
-    pub fn into_output(self) -> ToolOutput {
+    /// Why the call failed, if it did.
+    pub fn error(&self) -> Option<&ToolError> {
+        self.outcome.as_ref().err()
+    }
+
+    /// The seed's string form: `Ok(text)` or `Err(model text)`.
+    pub fn into_result(self) -> Result<String, String> {
         match self.outcome {
-            Ok(output) => output,
-            Err(error) => error.into(),
+            Ok(ToolOutput { value: Value::String(s) }) => Ok(s),
+            Ok(output) => Ok(output.value.to_string()),
+            Err(error) => Err(error.model_text(&self.name)),
         }
     }
 }
 
-/// What a running tool can see of its call: the call id and a cancellation
-/// token.
+/// Typed values that travel with a call down the stack, in the manner of
+/// `http::Extensions`: a layer puts something in for the layers below it (the
+/// approval stage its grant, an agent loop its run's state) without the core
+/// having to know the type. Cloning shares the values.
+#[derive(Clone, Default)]
+pub struct Extensions {
+    // A short list: a call carries a handful of values at most, so a linear
+    // search beats hashing, and an empty list costs no allocation.
+    values: Vec<(TypeId, Arc<dyn Any + Send + Sync>)>,
+}
+
+impl Extensions {
+    /// Put `value` in, replacing any value of the same type.
+    pub fn insert<T: Send + Sync + 'static>(&mut self, value: T) {
+        self.insert_arc(Arc::new(value));
+    }
+
+    /// Put a shared value in, replacing any value of the same type.
+    pub fn insert_arc<T: Send + Sync + 'static>(&mut self, value: Arc<T>) {
+        let id = TypeId::of::<T>();
+        match self.values.iter_mut().find(|(t, _)| *t == id) {
+            Some(slot) => slot.1 = value,
+            None => self.values.push((id, value)),
+        }
+    }
+
+    /// The value of type `T`, if one was put in.
+    pub fn get<T: Send + Sync + 'static>(&self) -> Option<&T> {
+        let id = TypeId::of::<T>();
+        self.values.iter().find(|(t, _)| *t == id).and_then(|(_, v)| v.as_ref().downcast_ref::<T>())
+    }
+
+    /// The shared value of type `T`, if one was put in.
+    pub fn get_arc<T: Send + Sync + 'static>(&self) -> Option<Arc<T>> {
+        let id = TypeId::of::<T>();
+        self.values.iter().find(|(t, _)| *t == id).and_then(|(_, v)| Arc::clone(v).downcast::<T>().ok())
+    }
+
+    /// Take the value of type `T` out.
+    pub fn remove<T: Send + Sync + 'static>(&mut self) -> Option<Arc<T>> {
+        let id = TypeId::of::<T>();
+        let at = self.values.iter().position(|(t, _)| *t == id)?;
+        self.values.swap_remove(at).1.downcast::<T>().ok()
+    }
+
+    /// Whether no value was put in.
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+}
+
+impl fmt::Debug for Extensions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Extensions").field("len", &self.values.len()).finish()
+    }
+}
+
+/// What a running tool (and each stage around it) can see of its call: the
+/// call id, a cancellation token, the tool's declaration and typed
+/// [`Extensions`].
 ///
-/// A tool takes it by declaring a first parameter of type `CallContext`
-/// under `#[tool]`.
+/// A `#[tool]` function takes it by declaring a context parameter; hooks get
+/// it in their [`HookCall`](crate::engine::HookCall).
 #[derive(Debug, Clone, Default)]
 pub struct CallContext {
     call_id: Option<Arc<str>>,
@@ -388,8 +432,7 @@ pub struct CallContext {
     /// (cloning a `CancellationToken` takes a lock).
     cancellation: Option<Arc<CancellationToken>>,
     declaration: Option<Arc<ToolDeclaration>>,
-    /// The approval this call runs under, set by the policy engine only.
-    approval: Option<Arc<Approval>>,
+    extensions: Extensions,
 }
 
 impl CallContext {
@@ -433,46 +476,47 @@ impl CallContext {
         self.cancellation.as_deref()
     }
 
-    /// Attach the declaration of the tool being called (the policy engine
-    /// does this, so hooks and tools can see what they are running).
+    /// Attach the declaration of the tool being called (the pipeline does
+    /// this, so hooks and tools can see what they are running).
     pub fn with_declaration(mut self, declaration: Arc<ToolDeclaration>) -> Self {
         self.declaration = Some(declaration);
         self
     }
 
-    /// The declaration of the tool being called, when the caller attached it.
+    /// The declaration of the tool being called, when it was attached.
     pub fn declaration(&self) -> Option<&ToolDeclaration> {
         self.declaration.as_deref()
     }
 
-    /// The name of the tool being called, when the caller attached its declaration.
+    /// The name of the tool being called, when its declaration was attached.
     pub fn tool_name(&self) -> Option<&str> {
         self.declaration.as_deref().map(|d| d.name.as_str())
     }
 
-    pub(crate) fn with_approval(mut self, approval: Option<Arc<Approval>>) -> Self {
-        self.approval = approval;
-        self
+    /// The typed values passed down with this call.
+    pub fn extensions(&self) -> &Extensions {
+        &self.extensions
     }
 
-    pub(crate) fn approval(&self) -> Option<&Approval> {
-        self.approval.as_deref()
+    /// The typed values, to add to them.
+    pub fn extensions_mut(&mut self) -> &mut Extensions {
+        &mut self.extensions
+    }
+
+    /// Add a typed value (builder style).
+    pub fn with_extension<T: Send + Sync + 'static>(mut self, value: T) -> Self {
+        self.extensions.insert(value);
+        self
     }
 }
 
-/// Anything that can answer a model's tool calls (seed 002).
+/// Anything that can answer a model's tool calls.
 ///
-/// [`crate::FunctionRegistry`] implements it; policy layers and remote
-/// servers can too.
+/// [`FunctionRegistry`](crate::FunctionRegistry) and
+/// [`ToolEngine`](crate::engine::ToolEngine) implement it; remote servers can too.
 pub trait ToolExecutor: Send + Sync {
     /// Run one call; the result carries the call's id whatever happens.
     fn execute_call(&self, call: ToolCall) -> impl Future<Output = ToolResult> + Send;
-}
-
-impl fmt::Display for ToolOutput {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.text())
-    }
 }
 
 #[cfg(test)]
@@ -482,23 +526,37 @@ mod tests {
 
     #[test]
     fn output_text_and_seed_string_form() {
-        assert_eq!(ToolOutput::success(json!("hi")).text(), "hi");
-        assert_eq!(ToolOutput::success(json!({"x": 1})).text(), r#"{"x":1}"#);
-        assert_eq!(ToolOutput::success(json!(3)).into_result(), Ok("3".to_owned()));
-        assert_eq!(ToolOutput::error("nope").into_result(), Err("nope".to_owned()));
-        for seed in [Ok("a".to_owned()), Err("b".to_owned())] {
-            assert_eq!(ToolOutput::from(seed.clone()).into_result(), seed);
-        }
+        assert_eq!(ToolOutput::new(json!("hi")).text(), "hi");
+        assert_eq!(ToolOutput::new(json!({"x": 1})).text(), r#"{"x":1}"#);
+        let ok = ToolResult { id: "1".into(), name: "t".into(), outcome: Ok(ToolOutput::new(json!(3))) };
+        assert_eq!(ok.into_result(), Ok("3".to_owned()));
+        let err = ToolResult { id: "1".into(), name: "t".into(), outcome: Err(ToolError::failed("nope")) };
+        assert!(err.is_error());
+        assert_eq!(err.into_result(), Err("nope".to_owned()));
     }
 
     #[test]
     fn tool_errors_reach_the_model_verbatim() {
-        let e = ToolError::Failed { tool: "t".into(), message: "disk full".into() };
-        assert_eq!(e.model_text(), "disk full");
+        let e = ToolError::failed("disk full");
+        assert_eq!(e.model_text("t"), "disk full");
         assert!(!e.retryable());
-        let e = ToolError::UnknownTool { name: "x".into(), available: vec!["a".into(), "b".into()] };
-        assert_eq!(e.model_text(), "Error: unknown tool `x`. Available tools: a, b.");
+        let e = ToolError::UnknownTool { available: vec!["a".into(), "b".into()] };
+        assert_eq!(e.model_text("x"), "Error: unknown tool `x`. Available tools: a, b.");
         assert!(e.retryable());
+        assert_eq!(ToolError::Cancelled.model_text("t"), "Error: `t`: the call was cancelled");
+    }
+
+    #[test]
+    fn extensions_are_typed_slots() {
+        let mut ext = Extensions::default();
+        assert!(ext.get::<u32>().is_none());
+        ext.insert(7u32);
+        ext.insert("x");
+        ext.insert(8u32);
+        assert_eq!(ext.get::<u32>(), Some(&8));
+        assert_eq!(ext.get::<&str>(), Some(&"x"));
+        assert_eq!(ext.remove::<u32>().as_deref(), Some(&8));
+        assert!(ext.get::<u32>().is_none());
     }
 
     #[test]

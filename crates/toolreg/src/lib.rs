@@ -23,6 +23,7 @@
 #[allow(unused_extern_crates)]
 extern crate self as toolreg;
 
+mod args;
 pub mod declaration;
 pub mod engine;
 pub mod exec;
@@ -36,12 +37,15 @@ pub mod validate;
 
 pub use declaration::{DeclarationBuilder, ParamType, SafetyLevel, Scope, ToolDeclaration, ToolHints};
 pub use engine::{BatchOptions, ToolEngine};
-pub use exec::{CallContext, ToolArguments, ToolCall, ToolError, ToolExecutor, ToolOutput, ToolResult};
-pub use handler::{CallFailure, ErasedTool, ToolFuture};
+pub use args::ArgumentLimits;
+pub use exec::{CallContext, Extensions, ToolArguments, ToolCall, ToolError, ToolExecutor, ToolOutput, ToolResult};
+pub use handler::{ErasedTool, ToolFuture};
 pub use policy::{Approver, Selection};
-pub use registry::{
-    ArgumentLimits, Execution, FunctionRegistry, RegistryError, ToolEntry, ToolRegistration, validate_name,
-};
+pub use registry::{FunctionRegistry, RegistryError, ToolEntry, ToolRegistration, validate_name};
+/// The cancellation token a [`CallContext`] carries (from `tokio-util`).
+pub use tokio_util::sync::CancellationToken;
+/// The boxed future an [`Approver`] returns (from `futures-util`).
+pub use futures_util::future::BoxFuture;
 pub use validate::ArgumentError;
 
 /// Turn a function into a tool: generates `<fn>_tool::{NAME, declaration(),

@@ -1,22 +1,20 @@
 //! [`FunctionRegistry`]: every tool's function and declaration in one entry.
 
+use std::any::Any;
 use std::fmt::{self, Display};
 use std::future::Future;
-use std::panic::AssertUnwindSafe;
-use std::pin::Pin;
-use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::sync::{Arc, OnceLock};
 
 use indexmap::IndexMap;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use serde_json::Value;
 
+use crate::args::ArgumentLimits;
 use crate::declaration::ToolDeclaration;
-use crate::exec::{CallContext, ToolArguments, ToolCall, ToolError, ToolExecutor, ToolOutput, ToolResult};
-use crate::handler::{AsyncFnTool, CallFailure, ErasedTool, SyncFnTool, ToolFuture};
+use crate::exec::{CallContext, ToolError};
+use crate::handler::{AsyncFnTool, ErasedTool, SyncFnTool};
 use crate::schema;
-use crate::validate::{self, ArgumentError, ArgumentValidator};
+use crate::validate::ArgumentValidator;
 
 /// Why a registration (or removal) was refused. The registry is unchanged.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -83,36 +81,6 @@ pub fn validate_name(name: &str) -> Result<(), RegistryError> {
     match reason {
         Some(reason) => Err(RegistryError::InvalidName { name: name.to_owned(), reason }),
         None => Ok(()),
-    }
-}
-
-/// Limits on the arguments a call may carry, checked before parsing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct ArgumentLimits {
-    /// Largest argument text, in bytes (default 1 MiB).
-    pub max_bytes: usize,
-    /// Deepest array/object nesting (default 64).
-    pub max_depth: usize,
-}
-
-impl Default for ArgumentLimits {
-    fn default() -> Self {
-        ArgumentLimits { max_bytes: 1 << 20, max_depth: 64 }
-    }
-}
-
-impl ArgumentLimits {
-    /// Set the size limit in bytes.
-    pub fn with_max_bytes(mut self, max_bytes: usize) -> Self {
-        self.max_bytes = max_bytes;
-        self
-    }
-
-    /// Set the nesting limit.
-    pub fn with_max_depth(mut self, max_depth: usize) -> Self {
-        self.max_depth = max_depth;
-        self
     }
 }
 
@@ -224,16 +192,20 @@ impl ToolRegistration {
     }
 }
 
-/// A registered tool: declaration, function and compiled argument validator.
-/// Cloning is cheap (three `Arc`s).
+/// A registered tool: declaration, function and argument validator.
+/// Cloning is cheap (a few `Arc`s).
 #[derive(Clone)]
 pub struct ToolEntry {
     declaration: Arc<ToolDeclaration>,
     tool: Arc<dyn ErasedTool>,
-    validator: Arc<ArgumentValidator>,
+    /// Compiled on first use: registering many tools stays cheap, and a tool
+    /// whose arguments serde checks may never need it.
+    validator: Arc<OnceLock<ArgumentValidator>>,
     serde_checked: bool,
-    /// Provider lowerings of the input schema, computed on first use.
-    pub(crate) lowered: Arc<crate::provider::LoweredSchemas>,
+    /// Data a higher layer derives from the declaration once and keeps for
+    /// the life of the entry (the provider formats keep their lowered
+    /// schemas here), without this module having to know its type.
+    derived: Arc<OnceLock<Box<dyn Any + Send + Sync>>>,
 }
 
 impl fmt::Debug for ToolEntry {
@@ -253,194 +225,37 @@ impl ToolEntry {
         &self.declaration
     }
 
-    /// Check `args` against the input schema, filling defaults: every problem at once.
-    pub fn check_arguments(&self, args: &mut Value) -> Result<(), Vec<ArgumentError>> {
-        normalise_root(args)?;
-        self.validator.fill_defaults(args);
-        if self.validator.is_valid(args) { Ok(()) } else { Err(self.validator.errors(args)) }
+    /// The tool itself, with its types erased.
+    pub fn tool(&self) -> &Arc<dyn ErasedTool> {
+        &self.tool
     }
 
-    /// Run the tool on parsed arguments: validate, call, contain panics.
-    ///
-    /// This is the whole execution path of [`FunctionRegistry::execute`] once
-    /// the entry is found; policy layers call it after their own checks.
-    pub fn call(&self, cx: CallContext, args: Value) -> Execution<'_> {
-        Execution { state: CallState::Value(self, cx, args) }
+    /// Whether the tool's own deserialisation checks exactly what its input
+    /// schema says, so arguments it accepts need no schema validation.
+    pub fn is_serde_checked(&self) -> bool {
+        self.serde_checked
     }
 
-    /// Run the tool on argument text that passed the registry's
-    /// [`ArgumentLimits`] (see [`FunctionRegistry::check_argument_text`]):
-    /// typed tools deserialise straight from it, others parse and validate it.
-    pub(crate) fn call_text(&self, cx: CallContext, text: String) -> Execution<'_> {
-        Execution { state: CallState::OwnedText(self, cx, text) }
+    fn validator(&self) -> &ArgumentValidator {
+        self.validator.get_or_init(|| {
+            // Registration checked that the schema compiles.
+            ArgumentValidator::compile(&self.declaration.input_schema).unwrap_or_else(|_| ArgumentValidator::accept_all())
+        })
     }
 
-    /// Validate parsed arguments and start the tool, containing a panic.
-    fn start(&self, cx: CallContext, mut args: Value) -> Result<ToolFuture, ToolError> {
-        let invalid = |errors| ToolError::InvalidArguments { tool: self.declaration.name.clone(), errors };
-        if self.serde_checked {
-            normalise_root(&mut args).map_err(invalid)?;
-        } else {
-            self.check_arguments(&mut args).map_err(invalid)?;
-        }
-        std::panic::catch_unwind(AssertUnwindSafe(|| self.tool.call(cx, args))).map_err(|panic| self.panicked(panic))
+    /// Check `args` against the input schema, filling defaults: every
+    /// problem at once, as [`ToolError::InvalidArguments`].
+    pub fn check_arguments(&self, args: &mut serde_json::Value) -> Result<(), ToolError> {
+        crate::args::normalise_root(args)?;
+        let validator = self.validator();
+        validator.fill_defaults(args);
+        if validator.is_valid(args) { Ok(()) } else { Err(ToolError::InvalidArguments { errors: validator.errors(args) }) }
     }
 
-    /// Start the tool on argument text that passed the size and depth limits.
-    /// Typed tools deserialise straight from the text; anything else, and any
-    /// text that does not deserialise, is parsed and goes through [`start`](Self::start).
-    fn start_text(&self, cx: CallContext, text: &str) -> Result<ToolFuture, ToolError> {
-        // Only an object goes straight to serde: serde would also take an array for a struct.
-        let cx = if self.serde_checked && text.trim_start().starts_with('{') {
-            match std::panic::catch_unwind(AssertUnwindSafe(|| self.tool.call_text(cx, text))) {
-                Ok(Ok(future)) => return Ok(future),
-                Ok(Err(cx)) => cx,
-                Err(panic) => return Err(self.panicked(panic)),
-            }
-        } else {
-            cx
-        };
-        let args = parse_arguments(&self.declaration.name, text)?;
-        self.start(cx, args)
-    }
-
-    /// Name the tool in the outcome of a call.
-    fn settle(&self, outcome: Result<Value, CallFailure>) -> Result<ToolOutput, ToolError> {
-        let name = &self.declaration.name;
-        match outcome {
-            Ok(value) => Ok(ToolOutput::success(value)),
-            Err(CallFailure::Arguments { args, errors }) => {
-                let schema_errors = self.validator.errors(&args);
-                let errors = if schema_errors.is_empty() { errors } else { schema_errors };
-                Err(ToolError::InvalidArguments { tool: name.clone(), errors })
-            }
-            Err(CallFailure::Tool(message)) => Err(ToolError::Failed { tool: name.clone(), message }),
-            Err(CallFailure::Result(message)) => Err(ToolError::ResultSerialization { tool: name.clone(), message }),
-            Err(CallFailure::Error(error)) => Err(error),
-        }
-    }
-
-    fn panicked(&self, panic: Box<dyn std::any::Any + Send>) -> ToolError {
-        let name = &self.declaration.name;
-        let message = panic_message(&*panic);
-        tracing::error!(tool = %name, %message, "tool panicked");
-        ToolError::Panicked { tool: name.clone(), message }
-    }
-}
-
-/// A tool call in progress, as [`FunctionRegistry::execute`] and its siblings
-/// return it. Nothing runs until it is polled; a synchronous tool finishes
-/// in the first poll, without allocating. A panic in the tool, when it
-/// starts or while it runs, ends the call with [`ToolError::Panicked`].
-#[must_use = "futures do nothing unless awaited"]
-pub struct Execution<'a> {
-    state: CallState<'a>,
-}
-
-enum CallState<'a> {
-    Value(&'a ToolEntry, CallContext, Value),
-    Text(&'a ToolEntry, CallContext, &'a str),
-    OwnedText(&'a ToolEntry, CallContext, String),
-    Running(&'a ToolEntry, ToolFuture),
-    Failed(ToolError),
-    Done,
-}
-
-impl Execution<'_> {
-    fn failed(error: ToolError) -> Self {
-        Execution { state: CallState::Failed(error) }
-    }
-}
-
-impl fmt::Debug for Execution<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let state = match &self.state {
-            CallState::Value(..) | CallState::Text(..) | CallState::OwnedText(..) => "unstarted",
-            CallState::Running(..) => "running",
-            CallState::Failed(_) => "failed",
-            CallState::Done => "done",
-        };
-        f.debug_struct("Execution").field("state", &state).finish()
-    }
-}
-
-impl Future for Execution<'_> {
-    type Output = Result<ToolOutput, ToolError>;
-
-    fn poll(self: Pin<&mut Self>, task: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.get_mut();
-        let (entry, mut future) = match std::mem::replace(&mut this.state, CallState::Done) {
-            CallState::Value(entry, cx, args) => match entry.start(cx, args) {
-                Ok(future) => (entry, future),
-                Err(error) => return Poll::Ready(Err(error)),
-            },
-            CallState::Text(entry, cx, text) => match entry.start_text(cx, text) {
-                Ok(future) => (entry, future),
-                Err(error) => return Poll::Ready(Err(error)),
-            },
-            CallState::OwnedText(entry, cx, text) => match entry.start_text(cx, &text) {
-                Ok(future) => (entry, future),
-                Err(error) => return Poll::Ready(Err(error)),
-            },
-            CallState::Running(entry, future) => (entry, future),
-            CallState::Failed(error) => return Poll::Ready(Err(error)),
-            CallState::Done => panic!("Execution polled after completion"),
-        };
-        match std::panic::catch_unwind(AssertUnwindSafe(|| Pin::new(&mut future).poll(task))) {
-            Ok(Poll::Ready(outcome)) => Poll::Ready(entry.settle(outcome)),
-            Ok(Poll::Pending) => {
-                this.state = CallState::Running(entry, future);
-                Poll::Pending
-            }
-            Err(panic) => Poll::Ready(Err(entry.panicked(panic))),
-        }
-    }
-}
-
-/// Size and nesting checks on argument text, before any parsing.
-fn check_limits(tool: &str, text: &str, limits: ArgumentLimits) -> Result<(), ToolError> {
-    if text.len() > limits.max_bytes {
-        return Err(ToolError::ArgumentsTooLarge { tool: tool.to_owned(), size: text.len(), limit: limits.max_bytes });
-    }
-    if validate::json_depth_exceeds(text, limits.max_depth) {
-        return Err(ToolError::ArgumentsTooDeep { tool: tool.to_owned(), limit: limits.max_depth });
-    }
-    Ok(())
-}
-
-/// Parse argument text that passed [`check_limits`]; empty text means no arguments.
-fn parse_arguments(tool: &str, text: &str) -> Result<Value, ToolError> {
-    if text.trim().is_empty() {
-        return Ok(validate::empty_args());
-    }
-    serde_json::from_str(text)
-        .map_err(|e| ToolError::MalformedArguments { tool: tool.to_owned(), message: e.to_string() })
-}
-
-/// Models send `null` or nothing for tools without parameters; anything else
-/// that is not an object is an error.
-fn normalise_root(args: &mut Value) -> Result<(), Vec<ArgumentError>> {
-    match args {
-        Value::Object(_) => Ok(()),
-        Value::Null => {
-            *args = validate::empty_args();
-            Ok(())
-        }
-        other => Err(vec![ArgumentError {
-            path: String::new(),
-            message: format!("expected an object of named arguments, got {}", validate::describe_value(other)),
-        }]),
-    }
-}
-
-/// The text of a contained panic, when its payload was a string.
-pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_owned()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "panic with a non-string payload".to_owned()
+    /// What a higher layer derived from this entry, computed on first use.
+    /// `None` when something of another type was derived first.
+    pub(crate) fn derived<T: Any + Send + Sync>(&self, init: impl FnOnce() -> T) -> Option<&T> {
+        self.derived.get_or_init(|| Box::new(init())).downcast_ref::<T>()
     }
 }
 
@@ -589,14 +404,21 @@ impl FunctionRegistry {
         if !allow_existing && self.tools.contains_key(name.as_str()) {
             return Err(RegistryError::DuplicateTool { name });
         }
-        let validator = ArgumentValidator::compile(&declaration.input_schema)
-            .map_err(|reason| RegistryError::InvalidSchema { name: name.clone(), reason })?;
+        let invalid = |reason| RegistryError::InvalidSchema { name: name.clone(), reason };
+        schema::check_input_schema(&declaration.input_schema).map_err(invalid)?;
+        // A schema derived from the argument type is known to compile: its
+        // validator is built when first needed. Any other schema is compiled
+        // now, so a bad one is refused here.
+        let validator = OnceLock::new();
+        if !serde_checked {
+            let _ = validator.set(ArgumentValidator::compile(&declaration.input_schema).map_err(invalid)?);
+        }
         let entry = ToolEntry {
             declaration: Arc::new(declaration),
             tool,
             validator: Arc::new(validator),
             serde_checked,
-            lowered: Arc::default(),
+            derived: Arc::default(),
         };
         Ok((Arc::from(name), entry))
     }
@@ -656,66 +478,9 @@ impl FunctionRegistry {
         self.list().cloned().collect()
     }
 
-    /// Run a tool by name on parsed arguments.
-    pub fn execute(&self, name: &str, args: Value) -> Execution<'_> {
-        self.execute_with(name, args, CallContext::default())
-    }
-
-    /// Run a tool by name on parsed arguments, with a call context.
-    pub fn execute_with(&self, name: &str, args: Value, cx: CallContext) -> Execution<'_> {
-        match self.tools.get(name) {
-            Some(entry) => entry.call(cx, args),
-            None => Execution::failed(self.unknown_tool(name)),
-        }
-    }
-
-    /// Run a tool by name on argument text, as models emit it. The text is
-    /// checked against the [`ArgumentLimits`] before it is parsed; empty
-    /// text means no arguments.
-    pub fn execute_json<'a>(&'a self, name: &str, args: &'a str) -> Execution<'a> {
-        self.execute_json_with(name, args, CallContext::default())
-    }
-
-    /// [`execute_json`](Self::execute_json) with a call context.
-    pub fn execute_json_with<'a>(&'a self, name: &str, args: &'a str, cx: CallContext) -> Execution<'a> {
-        let Some(entry) = self.tools.get(name) else {
-            return Execution::failed(self.unknown_tool(name));
-        };
-        match check_limits(name, args, self.limits) {
-            Ok(()) => Execution { state: CallState::Text(entry, cx, args) },
-            Err(error) => Execution::failed(error),
-        }
-    }
-
-    /// Check argument text against this registry's limits, without parsing it.
-    pub(crate) fn check_argument_text(&self, tool: &str, text: &str) -> Result<(), ToolError> {
-        check_limits(tool, text, self.limits)
-    }
-
-    /// Parse argument text under this registry's limits; empty text is `{}`.
-    pub fn parse_arguments(&self, tool: &str, text: &str) -> Result<Value, ToolError> {
-        check_limits(tool, text, self.limits)?;
-        parse_arguments(tool, text)
-    }
-
     /// The error for a call to a name that is not registered.
-    pub fn unknown_tool(&self, name: &str) -> ToolError {
+    pub fn unknown_tool(&self) -> ToolError {
         const SHOWN: usize = 20;
-        ToolError::UnknownTool {
-            name: name.to_owned(),
-            available: self.tools.keys().take(SHOWN).map(|k| k.to_string()).collect(),
-        }
-    }
-}
-
-impl ToolExecutor for FunctionRegistry {
-    async fn execute_call(&self, call: ToolCall) -> ToolResult {
-        let ToolCall { id, name, arguments } = call;
-        let cx = CallContext::new(id.as_str());
-        let outcome = match arguments {
-            ToolArguments::Json(value) => self.execute_with(&name, value, cx).await,
-            ToolArguments::Raw(text) => self.execute_json_with(&name, &text, cx).await,
-        };
-        ToolResult { id, name, outcome }
+        ToolError::UnknownTool { available: self.tools.keys().take(SHOWN).map(|k| k.to_string()).collect() }
     }
 }

@@ -256,3 +256,14 @@ mod tests {
         ));
     }
 }
+
+/// Check that a tool's input schema can be used: its root is an object
+/// schema. The registry refuses a tool whose schema fails this with
+/// [`RegistryError::InvalidSchema`](crate::RegistryError::InvalidSchema).
+pub(crate) fn check_input_schema(schema: &Value) -> Result<(), String> {
+    match schema.get("type") {
+        Some(Value::String(t)) if t == "object" => Ok(()),
+        Some(other) => Err(format!("the input schema must have \"type\": \"object\", found {other}")),
+        None => Err("the input schema must have \"type\": \"object\"".to_owned()),
+    }
+}

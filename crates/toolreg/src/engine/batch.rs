@@ -7,24 +7,21 @@
 //! cancellation and timeout once for all of them, so a call costs no task,
 //! no timer and no cancellation waiter of its own.
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::sync::{Arc, OnceLock};
 
-use futures_util::FutureExt;
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 use indexmap::IndexMap;
 use tokio::sync::{AcquireError, OwnedSemaphorePermit, Semaphore, TryAcquireError};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
-use tracing::instrument::Instrumented;
 
-use crate::engine::call::EngineCall;
-use crate::engine::{Arguments, Deadline, Prepared, Stop, ToolEngine, stopped};
-use crate::exec::{ToolCall, ToolError, ToolResult};
+use super::pipeline::{self, Control, Record};
+use super::{Stop, ToolEngine};
+use crate::exec::{ToolArguments, ToolCall, ToolError, ToolResult};
 use crate::policy::canonical_json;
 
 /// Which calls must not overlap.
@@ -36,35 +33,29 @@ enum Lane {
     Key(String),
 }
 
-/// A call dealt to a worker: parsed there, or already parsed to find its lane.
-enum Pending {
-    Call(ToolCall),
-    Prepared(Prepared),
-}
-
-impl Pending {
-    fn prepare(self, engine: &ToolEngine) -> Prepared {
-        match self {
-            Pending::Call(call) => engine.prepare(call),
-            Pending::Prepared(prepared) => prepared,
+/// The lane a call must run in, if any. A call whose tool has an exclusive
+/// key has its arguments parsed here (once: they travel on parsed).
+fn lane_of(engine: &ToolEngine, call: &mut ToolCall) -> Option<Lane> {
+    let inner = &engine.inner;
+    let decl = inner.stacks.get(call.name.as_str())?.entry.declaration();
+    if let Some(key) = decl.exclusive_key.as_deref() {
+        if let ToolArguments::Raw(text) = &call.arguments {
+            let limits = engine.tools().registry().limits();
+            if limits.check_text(text).is_err() {
+                return None; // refused before it runs: nothing to protect
+            }
+            match crate::args::parse(text) {
+                Ok(value) => call.arguments = ToolArguments::Json(value),
+                Err(_) => return None,
+            }
+        }
+        if let ToolArguments::Json(args) = &call.arguments
+            && let Some(value) = args.get(key)
+        {
+            return Some(Lane::Key(canonical_json(value)));
         }
     }
-}
-
-fn lane_of(engine: &ToolEngine, prepared: &Prepared) -> Option<Lane> {
-    let Ok((index, args)) = &prepared.ready else {
-        return None; // fails before running: nothing to protect
-    };
-    let decl = engine.slot(*index)?.entry.declaration();
-    // A tool with an exclusive key has its arguments parsed (see `Slot::takes_text`).
-    let parsed = match args {
-        Arguments::Parsed(value) => Some(value),
-        Arguments::Text(_) => None,
-    };
-    if let Some(value) = decl.exclusive_key.as_deref().zip(parsed).and_then(|(key, args)| args.get(key)) {
-        return Some(Lane::Key(canonical_json(value)));
-    }
-    if decl.is_read_only() || engine.inner.options.parallel_writes { None } else { Some(Lane::Writes) }
+    if decl.is_read_only() || inner.options.parallel_writes { None } else { Some(Lane::Writes) }
 }
 
 /// What every worker of a batch shares.
@@ -76,9 +67,11 @@ struct Shared {
     /// The token the tools see: a child of the caller's, also cancelled when
     /// the batch times out.
     token: Arc<CancellationToken>,
-    deadline: Option<Deadline>,
+    deadline: Option<(tokio::time::Instant, std::time::Duration)>,
     /// The concurrency limit, when the batch is larger than it.
     semaphore: Option<Arc<Semaphore>>,
+    /// Why the batch stopped, once it has: read by the calls it drops.
+    stopped: Arc<OnceLock<Stop>>,
 }
 
 pub(crate) async fn run(engine: &ToolEngine, calls: Vec<ToolCall>, cancel: CancellationToken) -> Vec<ToolResult> {
@@ -88,38 +81,34 @@ pub(crate) async fn run(engine: &ToolEngine, calls: Vec<ToolCall>, cancel: Cance
         engine: engine.clone(),
         token: Arc::new(cancel.child_token()),
         cancel,
-        deadline: options.batch_timeout.map(Deadline::after),
+        deadline: options.batch_timeout.map(|limit| (tokio::time::Instant::now() + limit, limit)),
         // No limit to enforce when the whole batch fits under it.
         semaphore: (calls.len() > limit).then(|| Arc::new(Semaphore::new(limit))),
+        stopped: Arc::default(),
     };
+    let mut results: Vec<Option<Finished>> = (0..calls.len()).map(|_| None).collect();
     let mut labels = Vec::with_capacity(calls.len());
-    let mut lanes: IndexMap<Lane, VecDeque<(usize, Pending)>> = IndexMap::new();
+    let mut lanes: IndexMap<Lane, VecDeque<(usize, ToolCall)>> = IndexMap::new();
     let workers = tokio::runtime::Handle::current().metrics().num_workers().max(1);
-    let mut shares: Vec<VecDeque<(usize, Pending)>> = (0..workers).map(|_| VecDeque::new()).collect();
+    let mut shares: Vec<VecDeque<(usize, ToolCall)>> = (0..workers).map(|_| VecDeque::new()).collect();
+    let mut seen_ids = HashSet::with_capacity(calls.len());
     let mut dealt = 0;
 
-    for (index, call) in calls.into_iter().enumerate() {
+    for (index, mut call) in calls.into_iter().enumerate() {
         labels.push((call.id.clone(), call.name.clone()));
-        // A read-only tool with no exclusive key (or an unknown one) runs in
-        // parallel whatever its arguments: parse them on the worker.
-        let free = engine.inner.stacks.get(call.name.as_str()).is_none_or(|slot| {
-            let decl = slot.entry.declaration();
-            decl.exclusive_key.is_none() && (decl.is_read_only() || options.parallel_writes)
-        });
-        let pending = if free {
-            Pending::Call(call)
-        } else {
-            let prepared = engine.prepare(call);
-            match lane_of(engine, &prepared) {
-                Some(lane) => {
-                    lanes.entry(lane).or_default().push_back((index, Pending::Prepared(prepared)));
-                    continue;
-                }
-                None => Pending::Prepared(prepared),
+        // One approval must never run a tool twice: a repeated id is refused.
+        if !seen_ids.insert(call.id.clone()) {
+            let error = ToolError::DuplicateCallId { id: call.id.clone() };
+            results[index] = Some(Finished::Result(refused(engine, call, error)));
+            continue;
+        }
+        match lane_of(engine, &mut call) {
+            Some(lane) => lanes.entry(lane).or_default().push_back((index, call)),
+            None => {
+                shares[dealt % workers].push_back((index, call));
+                dealt += 1;
             }
-        };
-        shares[dealt % workers].push_back((index, pending));
-        dealt += 1;
+        }
     }
 
     let mut tasks = JoinSet::new();
@@ -129,8 +118,6 @@ pub(crate) async fn run(engine: &ToolEngine, calls: Vec<ToolCall>, cancel: Cance
     for (_, queue) in lanes {
         tasks.spawn(work(shared.clone(), queue, true));
     }
-
-    let mut results: Vec<Option<ToolResult>> = (0..labels.len()).map(|_| None).collect();
     while let Some(joined) = tasks.join_next().await {
         match joined {
             Ok(done) => {
@@ -144,26 +131,39 @@ pub(crate) async fn run(engine: &ToolEngine, calls: Vec<ToolCall>, cancel: Cance
     results
         .into_iter()
         .zip(labels)
-        .map(|(result, (id, name))| {
-            result.unwrap_or_else(|| {
+        .map(|(finished, (id, name))| match finished {
+            Some(Finished::Result(result)) => result,
+            Some(Finished::Stopped(stop)) => ToolResult { id, name, outcome: Err(stop.error()) },
+            None => {
                 let message = "the call's task failed before it produced a result".to_owned();
-                ToolResult { id, outcome: Err(ToolError::Panicked { tool: name.clone(), message }), name }
-            })
+                ToolResult { id, name, outcome: Err(ToolError::Panicked { message }) }
+            }
         })
         .collect()
 }
 
+/// Answer a call that will not run, recorded like every other call.
+fn refused(engine: &ToolEngine, call: ToolCall, error: ToolError) -> ToolResult {
+    Record::new(&engine.inner, call.id, call.name, None).finish(Err(error))
+}
+
 /// Run a worker's queue, all at once or one at a time, admitting a call
 /// only with a permit when the batch has a concurrency limit.
-async fn work(shared: Shared, mut queue: VecDeque<(usize, Pending)>, one_at_a_time: bool) -> Vec<(usize, ToolResult)> {
-    let Shared { engine, cancel, token, deadline, semaphore } = &shared;
+async fn work(shared: Shared, mut queue: VecDeque<(usize, ToolCall)>, one_at_a_time: bool) -> Vec<(usize, Finished)> {
+    let Shared { engine, cancel, token, deadline, semaphore, stopped } = &shared;
+    let registry = engine.tools().registry();
     let mut done = Vec::with_capacity(queue.len());
     let mut running = FuturesUnordered::new();
+    let mut started: HashSet<usize> = HashSet::new();
     let mut stop_signal = std::pin::pin!(stop_signal(cancel, *deadline));
-    let admit = |index: usize, pending: Pending, permit: Option<OwnedSemaphorePermit>| Admitted {
-        index,
-        permit,
-        call: engine.run(pending.prepare(engine), None, Some(Arc::clone(token))),
+    let admit = |index: usize, call: ToolCall, permit: Option<OwnedSemaphorePermit>| {
+        let control = Control { watch: None, token: Some(Arc::clone(token)), stopped: Some(&**stopped) };
+        let call = pipeline::run(&engine.inner, registry, call, control);
+        async move {
+            let result = call.await;
+            drop(permit); // free the slot before the next call is admitted
+            (index, result)
+        }
     };
     // Waiting for a permit: kept from turn to turn so that the worker keeps its
     // place in the semaphore's queue while its running calls finish.
@@ -182,8 +182,9 @@ async fn work(shared: Shared, mut queue: VecDeque<(usize, Pending)>, one_at_a_ti
                     Err(TryAcquireError::Closed) => None,
                 },
             };
-            let Some((index, pending)) = queue.pop_front() else { break };
-            running.push(admit(index, pending, permit));
+            let Some((index, call)) = queue.pop_front() else { break };
+            started.insert(index);
+            running.push(admit(index, call, permit));
         }
         if running.is_empty() && queue.is_empty() {
             break None;
@@ -191,11 +192,15 @@ async fn work(shared: Shared, mut queue: VecDeque<(usize, Pending)>, one_at_a_ti
         tokio::select! {
             biased;
             stop = &mut stop_signal => break Some(stop),
-            Some(finished) = running.next(), if !running.is_empty() => done.push(finished),
+            Some((index, result)) = running.next(), if !running.is_empty() => {
+                started.remove(&index);
+                done.push((index, Finished::Result(result)));
+            }
             permit = async { acquiring.as_mut()?.await.ok() }, if acquiring.is_some() => {
                 acquiring = None;
-                if let Some((index, pending)) = queue.pop_front() {
-                    running.push(admit(index, pending, permit));
+                if let Some((index, call)) = queue.pop_front() {
+                    started.insert(index);
+                    running.push(admit(index, call, permit));
                 }
             }
         }
@@ -204,69 +209,44 @@ async fn work(shared: Shared, mut queue: VecDeque<(usize, Pending)>, one_at_a_ti
         if let Stop::Timeout(_) = stop {
             token.cancel(); // tell every tool of the batch to stop
         }
-        for call in Pin::new(&mut running).iter_pin_mut() {
-            done.push(call.stop(stop));
+        // The calls still running are dropped; each records itself as stopped.
+        let _ = stopped.set(stop);
+        drop(running);
+        for index in started {
+            done.push((index, Finished::Stopped(stop)));
         }
-        // Calls that never started answer the same way, and are audited.
-        for (index, pending) in queue {
-            let mut prepared = pending.prepare(engine);
-            prepared.ready = Err(stopped(&prepared.name, stop));
-            if let Some(result) = engine.run(prepared, None, None).now_or_never() {
-                done.push((index, result));
-            }
+        // Calls that never started answer the same way, and are recorded.
+        for (index, call) in queue {
+            done.push((index, Finished::Result(refused(engine, call, stop.error()))));
         }
     }
     done
+}
+
+/// How a worker's call ended: with its result, or stopped while running (the
+/// batch answers it from the call's label).
+enum Finished {
+    Result(ToolResult),
+    Stopped(Stop),
 }
 
 /// A worker's place in the queue for a permit of the concurrency limit.
 type Acquiring = Pin<Box<dyn Future<Output = Result<OwnedSemaphorePermit, AcquireError>> + Send>>;
 
 /// Completes when the caller cancels the batch or its deadline passes.
-async fn stop_signal(cancel: &CancellationToken, deadline: Option<Deadline>) -> Stop {
+async fn stop_signal(
+    cancel: &CancellationToken,
+    deadline: Option<(tokio::time::Instant, std::time::Duration)>,
+) -> Stop {
     match deadline {
         None => {
             cancel.cancelled().await;
             Stop::Cancelled
         }
-        Some(deadline) => tokio::select! {
+        Some((at, limit)) => tokio::select! {
             biased;
             () = cancel.cancelled() => Stop::Cancelled,
-            () = tokio::time::sleep_until(deadline.at.into()) => Stop::Timeout(deadline.limit),
+            () = tokio::time::sleep_until(at) => Stop::Timeout(limit),
         },
-    }
-}
-
-pin_project_lite::pin_project! {
-    /// A call a worker has started, holding its share of the concurrency limit.
-    struct Admitted<'a> {
-        index: usize,
-        permit: Option<OwnedSemaphorePermit>,
-        #[pin]
-        call: Instrumented<EngineCall<'a>>,
-    }
-}
-
-impl Admitted<'_> {
-    /// End the call now (see [`EngineCall::stop`]).
-    fn stop(self: Pin<&mut Self>, stop: Stop) -> (usize, ToolResult) {
-        let this = self.project();
-        let span = this.call.span().clone();
-        let _in_span = span.enter();
-        let result = this.call.inner_pin_mut().stop(stop);
-        this.permit.take();
-        (*this.index, result)
-    }
-}
-
-impl Future for Admitted<'_> {
-    type Output = (usize, ToolResult);
-
-    fn poll(self: Pin<&mut Self>, task: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.project();
-        this.call.poll(task).map(|result| {
-            this.permit.take(); // free the slot before the next call is admitted
-            (*this.index, result)
-        })
     }
 }

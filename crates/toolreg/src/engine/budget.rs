@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use crate::engine::layer::ToolLayer;
 use crate::exec::{CallContext, ToolError};
-use crate::handler::{CallFailure, ErasedTool, ToolFuture};
+use crate::handler::{ErasedTool, ToolFuture};
 
 /// Keep at most `max_chars` characters of `text`: the first half and the last
 /// half, with a marker between them saying how many characters were removed.
@@ -97,11 +97,9 @@ impl ErasedTool for BudgetService {
         ToolFuture::new(async move {
             match future.await {
                 Ok(value) => Ok(OutputBudget::cut_value(max, value)),
-                Err(CallFailure::Error(ToolError::Failed { tool, message })) => {
-                    let message = truncate_middle(&message, max).into_owned();
-                    Err(CallFailure::Error(ToolError::Failed { tool, message }))
+                Err(ToolError::Failed { message }) => {
+                    Err(ToolError::Failed { message: truncate_middle(&message, max).into_owned() })
                 }
-                Err(CallFailure::Tool(message)) => Err(CallFailure::Tool(truncate_middle(&message, max).into_owned())),
                 Err(other) => Err(other),
             }
         })

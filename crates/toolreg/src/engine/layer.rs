@@ -3,14 +3,12 @@
 
 use std::fmt;
 use std::future::Future;
-use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
-use futures_util::FutureExt;
 use serde_json::Value;
 
 use crate::exec::{CallContext, ToolError};
-use crate::handler::{CallFailure, ErasedTool, ToolFuture};
+use crate::handler::{ErasedTool, ToolFuture};
 
 /// Wraps a tool in another, tower-style: the wrapper sees the call's
 /// arguments before the tool runs and its result after.
@@ -54,7 +52,7 @@ impl HookCall {
 
     /// The error with which this hook refuses the call; `message` reaches the model.
     pub fn refuse(&self, message: impl Into<String>) -> ToolError {
-        ToolError::HookFailed { tool: self.tool().to_owned(), hook: self.hook.to_string(), message: message.into() }
+        ToolError::HookFailed { hook: self.hook.to_string(), message: message.into() }
     }
 }
 
@@ -73,18 +71,7 @@ impl Next {
     /// Run the inner layers and the tool; the result (or error) comes back
     /// for the hook to pass on, transform or replace.
     pub async fn run(self, call: HookCall) -> Result<Value, ToolError> {
-        let tool = call.tool().to_owned();
-        self.inner.call(call.cx, call.arguments).await.map_err(|failure| failure_to_error(&tool, failure))
-    }
-}
-
-/// The typed error for an erased call's failure.
-pub(crate) fn failure_to_error(tool: &str, failure: CallFailure) -> ToolError {
-    match failure {
-        CallFailure::Error(error) => error,
-        CallFailure::Tool(message) => ToolError::Failed { tool: tool.to_owned(), message },
-        CallFailure::Result(message) => ToolError::ResultSerialization { tool: tool.to_owned(), message },
-        CallFailure::Arguments { errors, .. } => ToolError::InvalidArguments { tool: tool.to_owned(), errors },
+        self.inner.call(call.cx, call.arguments).await
     }
 }
 
@@ -114,7 +101,7 @@ impl<F> HookFn<F> {
 /// Before the call, the hook can rewrite `call.arguments` or refuse with
 /// [`HookCall::refuse`]; it runs the rest with `next.run(call).await`; after,
 /// it can transform or replace the result. A hook that panics fails its call
-/// with [`ToolError::HookFailed`]; other calls are unaffected.
+/// with [`ToolError::Panicked`]; other calls are unaffected.
 ///
 /// ```
 /// use toolreg::engine::hook_fn;
@@ -163,24 +150,8 @@ where
     Fut: Future<Output = Result<Value, ToolError>> + Send + 'static,
 {
     fn call(&self, cx: CallContext, args: Value) -> ToolFuture {
-        let tool = cx.tool_name().unwrap_or_default().to_owned();
-        let name = Arc::clone(&self.name);
-        let panicked = move |payload: Box<dyn std::any::Any + Send>| {
-            let message = format!("the hook panicked: {}", crate::registry::panic_message(&*payload));
-            tracing::error!(tool = %tool, hook = %name, %message, "hook panicked");
-            CallFailure::Error(ToolError::HookFailed { tool, hook: name.to_string(), message })
-        };
         let call = HookCall { cx, arguments: args, hook: Arc::clone(&self.name) };
         let next = Next { inner: Arc::clone(&self.inner) };
-        let f = Arc::clone(&self.f);
-        match std::panic::catch_unwind(AssertUnwindSafe(|| f(call, next))) {
-            Ok(future) => ToolFuture::new(async move {
-                match AssertUnwindSafe(future).catch_unwind().await {
-                    Ok(result) => result.map_err(CallFailure::Error),
-                    Err(payload) => Err(panicked(payload)),
-                }
-            }),
-            Err(payload) => ToolFuture::ready(Err(panicked(payload))),
-        }
+        ToolFuture::new((self.f)(call, next))
     }
 }

@@ -1,4 +1,5 @@
-//! The execution engine: every call through one stack, in this order:
+//! The call pipeline: every call — through a bare [`FunctionRegistry`] or a
+//! configured [`ToolEngine`] — goes through the same stages, in this order:
 //!
 //! 1. **lookup** — an unknown name is [`ToolError::UnknownTool`];
 //! 2. **selection** — a tool outside the engine's [`Selection`] is
@@ -12,6 +13,18 @@
 //!
 //! and then an [`AuditEvent`](crate::policy::AuditEvent) to every
 //! [`AuditSink`] and a `tracing` event in a `tool_call` span.
+//!
+//! A bare registry is the pipeline with nothing configured: every tool
+//! offered, no approval stage (approval is a policy, and a registry has
+//! none: it runs what your own code asks it to), no hooks, no audit. Calls
+//! from a model should go through a [`ToolEngine`], whose approval stage
+//! refuses [`Dangerous`](crate::SafetyLevel::Dangerous) tools unless an
+//! [`Approver`] approves each call.
+//!
+//! Arguments are checked against the limits once, validated once (again only
+//! if a hook or an approver's edit changed them), hashed once (again only if
+//! changed), and a call has one panic boundary: a panic in the tool, a hook
+//! or the approver ends that call with [`ToolError::Panicked`].
 //! [`ToolEngine::execute_batch`] runs the calls of one model turn together
 //! (see [`BatchOptions`]).
 //!
@@ -59,26 +72,23 @@
 
 mod batch;
 mod budget;
-mod call;
 mod layer;
+mod pipeline;
+mod stages;
 
 use std::fmt;
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use indexmap::IndexMap;
-use serde_json::Value;
-use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
-use tracing::Instrument;
+use tokio_util::sync::CancellationToken;
 
 use crate::declaration::SafetyLevel;
-use crate::exec::{CallContext, ToolArguments, ToolCall, ToolError, ToolExecutor, ToolResult};
-use crate::handler::{CallFailure, ErasedTool, ToolFuture};
-use crate::policy::{Approver, ArgumentsHash, AuditSink, Selection, ToolSet};
-use crate::registry::{FunctionRegistry, ToolEntry};
+use crate::exec::{ToolCall, ToolError, ToolExecutor, ToolResult};
+use crate::handler::ErasedTool;
+use crate::policy::{Approver, AuditSink, Selection, ToolSet};
+use crate::registry::FunctionRegistry;
 
 pub use budget::{OutputBudget, truncate_middle};
 pub use layer::{HookCall, HookFn, Next, ToolLayer, hook_fn};
@@ -139,6 +149,13 @@ impl BatchOptions {
     pub fn parallel_writes(mut self, allow: bool) -> Self {
         self.parallel_writes = allow;
         self
+    }
+
+    /// Whether any timeout applies: synchronous tools then run on the
+    /// blocking pool, so that a tool blocking its thread cannot hold the
+    /// caller past the deadline.
+    fn has_timeout(&self) -> bool {
+        self.call_timeout.is_some() || self.batch_timeout.is_some()
     }
 }
 
@@ -206,213 +223,45 @@ impl EngineBuilder {
     /// Build the engine: select the tools and build each one's stack once.
     pub fn build(self) -> ToolEngine {
         let tools = ToolSet::new(self.registry, self.selection);
+        let offload = self.options.has_timeout();
+        let approver = self.approver;
         let stacks = tools
             .entries()
             .map(|entry| {
                 let decl = entry.declaration();
                 let needs_approval = decl.safety >= self.approval_from;
-                let runner = EntryRunner { entry: Arc::new(entry.clone()), needs_approval };
-                let mut stack: Arc<dyn ErasedTool> = Arc::new(runner);
-                for layer in self.layers.iter().rev() {
-                    stack = layer.layer(stack);
-                }
-                // Nothing reads the arguments before the tool does: no approver,
-                // no hook, no exclusive key to find the batch lane by.
-                let takes_text = !needs_approval && self.layers.is_empty() && decl.exclusive_key.is_none();
-                (Arc::<str>::from(decl.name.as_str()), Slot { entry: entry.clone(), stack, takes_text })
+                let stack = (needs_approval || !self.layers.is_empty() || self.options.call_timeout.is_some())
+                    .then(|| stages::build(entry, needs_approval, approver.as_ref(), &self.layers, &self.options));
+                let slot = pipeline::Slot { entry: entry.clone(), stack, needs_approval, offload };
+                (Arc::<str>::from(decl.name.as_str()), slot)
             })
             .collect();
         ToolEngine {
-            inner: Arc::new(Inner {
-                tools,
+            inner: Arc::new(pipeline::Stages {
+                tools: Some(tools),
                 stacks,
-                approver: self.approver,
-                approval_from: self.approval_from,
-                has_layers: !self.layers.is_empty(),
                 sinks: self.sinks,
                 options: self.options,
+                approver_name: approver.as_ref().map(|a| a.name().into_owned()),
             }),
         }
     }
-}
-
-/// The innermost layer: re-checks the arguments (hooks may have rewritten
-/// them), checks the approval against exactly these arguments, then runs the
-/// tool with panics contained.
-struct EntryRunner {
-    entry: Arc<ToolEntry>,
-    needs_approval: bool,
-}
-
-impl ErasedTool for EntryRunner {
-    fn call(&self, cx: CallContext, mut args: Value) -> ToolFuture {
-        if self.needs_approval {
-            let tool = &self.entry.declaration().name;
-            if let Err(errors) = self.entry.check_arguments(&mut args) {
-                let error = ToolError::InvalidArguments { tool: tool.clone(), errors };
-                return ToolFuture::ready(Err(CallFailure::Error(error)));
-            }
-            let detail = match cx.approval() {
-                None => Some("the call has no approval"),
-                Some(grant) if grant.tool() != tool || grant.call_id() != cx.call_id() => {
-                    Some("the approval was given for another call")
-                }
-                Some(grant) if grant.request_hash() != ArgumentsHash::of(&args) => {
-                    Some("the arguments changed after they were approved")
-                }
-                Some(_) => None,
-            };
-            if let Some(detail) = detail {
-                let error = ToolError::ApprovalMismatch { tool: tool.clone(), detail: detail.to_owned() };
-                return ToolFuture::ready(Err(CallFailure::Error(error)));
-            }
-        }
-        let entry = Arc::clone(&self.entry);
-        ToolFuture::new(
-            async move { entry.call(cx, args).await.map(|output| output.value).map_err(CallFailure::Error) },
-        )
-    }
-}
-
-/// A selected tool and the stack built for it.
-pub(crate) struct Slot {
-    entry: ToolEntry,
-    stack: Arc<dyn ErasedTool>,
-    /// Whether a call may keep its argument text until the tool reads it.
-    takes_text: bool,
-}
-
-struct Inner {
-    tools: ToolSet,
-    stacks: IndexMap<Arc<str>, Slot, foldhash::fast::RandomState>,
-    approver: Option<Arc<dyn Approver>>,
-    approval_from: SafetyLevel,
-    has_layers: bool,
-    sinks: Vec<Arc<dyn AuditSink>>,
-    options: BatchOptions,
 }
 
 /// Runs tool calls through selection, validation, approval, hooks and audit,
 /// alone or in batches. Cheap to clone. See the [module docs](self).
 #[derive(Clone)]
 pub struct ToolEngine {
-    inner: Arc<Inner>,
+    inner: Arc<pipeline::Stages>,
 }
 
 impl fmt::Debug for ToolEngine {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ToolEngine")
             .field("tools", &self.inner.tools)
-            .field("approver", &self.inner.approver.as_ref().map(|a| a.name().into_owned()))
+            .field("approver", &self.inner.approver_name)
             .field("options", &self.inner.options)
             .finish_non_exhaustive()
-    }
-}
-
-/// Why a call stopped before finishing.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Stop {
-    Cancelled,
-    Timeout(Duration),
-}
-
-/// A point in time after which a call is stopped, and the limit it stands for.
-#[derive(Clone, Copy)]
-pub(crate) struct Deadline {
-    at: Instant,
-    limit: Duration,
-}
-
-impl Deadline {
-    fn after(limit: Duration) -> Self {
-        Deadline { at: Instant::now() + limit, limit }
-    }
-}
-
-/// Run `future` unless the token is cancelled or the deadline passes first.
-fn bounded<'a, F: Future>(
-    future: F,
-    cancel: Option<&'a CancellationToken>,
-    deadline: Option<Deadline>,
-) -> Bounded<'a, F> {
-    Bounded {
-        future,
-        // Boxed too: only a single call run with its own token has one.
-        cancelled: cancel.map(|token| Box::pin(token.cancelled())),
-        // Boxed: a timer is large, and most calls have none.
-        timer: deadline.map(|d| (Box::pin(tokio::time::sleep_until(d.at.into())), d.limit)),
-    }
-}
-
-pin_project_lite::pin_project! {
-    /// The future of [`bounded`]: a hand-written `select!` that checks the
-    /// call first, then cancellation, then the timer, and holds the call's
-    /// future only once (an `async fn` would keep a second copy of it).
-    struct Bounded<'a, F> {
-        #[pin]
-        future: F,
-        cancelled: Option<Pin<Box<WaitForCancellationFuture<'a>>>>,
-        timer: Option<(Pin<Box<tokio::time::Sleep>>, Duration)>,
-    }
-}
-
-impl<F: Future> Future for Bounded<'_, F> {
-    type Output = Result<F::Output, Stop>;
-
-    fn poll(self: Pin<&mut Self>, task: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.project();
-        if let Poll::Ready(output) = this.future.poll(task) {
-            return Poll::Ready(Ok(output));
-        }
-        if let Some(cancelled) = this.cancelled
-            && cancelled.as_mut().poll(task).is_ready()
-        {
-            return Poll::Ready(Err(Stop::Cancelled));
-        }
-        if let Some((timer, limit)) = this.timer
-            && timer.as_mut().poll(task).is_ready()
-        {
-            return Poll::Ready(Err(Stop::Timeout(*limit)));
-        }
-        Poll::Pending
-    }
-}
-
-/// A call with its tool looked up and its arguments parsed, or checked and
-/// kept as text for a tool that reads them itself.
-pub(crate) struct Prepared {
-    id: String,
-    name: String,
-    /// The index of the tool's slot and the arguments, or why there are none.
-    ready: Result<(usize, Arguments), ToolError>,
-}
-
-/// A call's arguments on their way to the tool.
-pub(crate) enum Arguments {
-    /// Parsed: given so, or needed before the run (approval, hooks, lanes).
-    Parsed(Value),
-    /// Text within the registry's limits, for a tool that parses it itself:
-    /// typed tools deserialise it without building a [`Value`].
-    Text(String),
-}
-
-impl Arguments {
-    /// The hash of the canonical arguments; `None` for text that is not
-    /// JSON (the call fails on it anyway).
-    fn hash(&self) -> Option<ArgumentsHash> {
-        match self {
-            Arguments::Parsed(value) => Some(ArgumentsHash::of(value)),
-            Arguments::Text(text) if text.trim().is_empty() => Some(ArgumentsHash::of(&crate::validate::empty_args())),
-            Arguments::Text(text) => ArgumentsHash::of_json(text).ok(),
-        }
-    }
-
-    /// The arguments as a [`Value`], parsing text now.
-    fn into_value(self, engine: &ToolEngine, tool: &str) -> Result<Value, ToolError> {
-        match self {
-            Arguments::Parsed(value) => Ok(value),
-            Arguments::Text(text) => engine.inner.tools.registry().parse_arguments(tool, &text),
-        }
     }
 }
 
@@ -432,12 +281,12 @@ impl ToolEngine {
 
     /// The tools this engine offers: declare these to the model.
     pub fn tools(&self) -> &ToolSet {
-        &self.inner.tools
+        self.inner.tools.as_ref().unwrap_or_else(|| unreachable!("an engine always has a selection"))
     }
 
     /// Copies of the offered declarations, in registration order.
     pub fn get_declarations(&self) -> Vec<crate::ToolDeclaration> {
-        self.inner.tools.get_declarations()
+        self.tools().get_declarations()
     }
 
     /// The limits in force.
@@ -446,12 +295,13 @@ impl ToolEngine {
     }
 
     /// Run one call, cancellable with `cancel` (also visible to the tool
-    /// through its [`CallContext`]). Without a token ([`ToolExecutor::execute_call`]),
-    /// a tool sees a token only when a per-call timeout applies.
+    /// through its [`CallContext`](crate::CallContext)). Without a token
+    /// ([`ToolExecutor::execute_call`]), a tool sees a token only when a
+    /// per-call timeout applies.
     pub async fn execute_call_with(&self, call: ToolCall, cancel: CancellationToken) -> ToolResult {
-        let prepared = self.prepare(call);
         let token = Arc::new(cancel);
-        self.run(prepared, Some(&token), Some(Arc::clone(&token))).await
+        let control = pipeline::Control { watch: Some(&token), token: Some(Arc::clone(&token)), ..Default::default() };
+        pipeline::run(&self.inner, self.registry(), call, control).await
     }
 
     /// Run the calls of one model turn together; results come back in the
@@ -464,7 +314,8 @@ impl ToolEngine {
     /// time unless [`BatchOptions::parallel_writes`] is set. Each call has its
     /// own timeout; the batch has one too; a timed-out or cancelled call
     /// answers with [`ToolError::Timeout`] or [`ToolError::Cancelled`] and the
-    /// others go on.
+    /// others go on. A call whose id repeats an earlier call's id in the same
+    /// batch is not run: it answers [`ToolError::DuplicateCallId`].
     pub async fn execute_batch(&self, calls: Vec<ToolCall>) -> Vec<ToolResult> {
         self.execute_batch_with(calls, CancellationToken::new()).await
     }
@@ -472,67 +323,42 @@ impl ToolEngine {
     /// [`execute_batch`](Self::execute_batch), cancellable with `cancel`:
     /// cancelling it answers every unfinished call with
     /// [`ToolError::Cancelled`] at once, and every tool sees it through
-    /// [`CallContext::cancelled`].
+    /// [`CallContext::cancelled`](crate::CallContext::cancelled).
     pub async fn execute_batch_with(&self, calls: Vec<ToolCall>, cancel: CancellationToken) -> Vec<ToolResult> {
         batch::run(self, calls, cancel).await
     }
 
-    /// Look the tool up and check the arguments: parsed, or kept as text
-    /// when nothing before the tool reads them.
-    pub(crate) fn prepare(&self, call: ToolCall) -> Prepared {
-        let ToolCall { id, name, arguments } = call;
-        let registry = self.inner.tools.registry();
-        let ready = match self.inner.stacks.get_full(name.as_str()) {
-            Some((index, _, slot)) => match arguments {
-                ToolArguments::Json(value) => Ok((index, Arguments::Parsed(value))),
-                ToolArguments::Raw(text) if slot.takes_text => {
-                    registry.check_argument_text(&name, &text).map(|()| (index, Arguments::Text(text)))
-                }
-                ToolArguments::Raw(text) => {
-                    registry.parse_arguments(&name, &text).map(|value| (index, Arguments::Parsed(value)))
-                }
-            },
-            // Not selected: tell an unknown name from a tool that was not offered.
-            None => Err(match self.inner.tools.lookup(&name) {
-                Err(error) => error,
-                Ok(_) => registry.unknown_tool(&name),
-            }),
-        };
-        Prepared { id, name, ready }
-    }
-
-    /// Run a prepared call through the whole stack and record it, all in a
-    /// `tool_call` span; the audit event is emitted in it.
-    ///
-    /// `watch` stops the call when cancelled; `token` is what the tool sees.
-    pub(crate) fn run<'a>(
-        &'a self,
-        prepared: Prepared,
-        watch: Option<&'a CancellationToken>,
-        token: Option<Arc<CancellationToken>>,
-    ) -> tracing::instrument::Instrumented<call::EngineCall<'a>> {
-        let span = tracing::info_span!("tool_call", tool = %prepared.name, call_id = %prepared.id);
-        call::EngineCall::new(self, prepared, watch, token).instrument(span)
-    }
-
-    /// The selected tool at this index of the stack table.
-    pub(crate) fn slot(&self, index: usize) -> Option<&Slot> {
-        self.inner.stacks.get_index(index).map(|(_, slot)| slot)
-    }
-}
-
-fn stopped(tool: &str, stop: Stop) -> ToolError {
-    match stop {
-        Stop::Cancelled => ToolError::Cancelled { tool: tool.to_owned() },
-        Stop::Timeout(limit) => ToolError::Timeout { tool: tool.to_owned(), limit },
+    fn registry(&self) -> &FunctionRegistry {
+        self.tools().registry()
     }
 }
 
 impl ToolExecutor for ToolEngine {
-    /// Run one call through the whole stack, with the per-call timeout.
-    /// The tool is looked up and the arguments parsed when this is called;
-    /// everything else happens when the future is polled.
+    /// Run one call through the whole pipeline, with the per-call timeout.
     fn execute_call(&self, call: ToolCall) -> impl Future<Output = ToolResult> + Send {
-        self.run(self.prepare(call), None, None)
+        pipeline::run(&self.inner, self.registry(), call, pipeline::Control::default())
     }
 }
+
+/// Why a call stopped before finishing.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Stop {
+    Cancelled,
+    Timeout(Duration),
+}
+
+impl Stop {
+    fn error(self) -> ToolError {
+        match self {
+            Stop::Cancelled => ToolError::Cancelled,
+            Stop::Timeout(limit) => ToolError::Timeout { limit },
+        }
+    }
+}
+
+/// The stack of stages built for one offered tool (approval, timeout,
+/// hooks, run), when it has any.
+type Stack = Arc<dyn ErasedTool>;
+
+/// Stacks by tool name, in registration order.
+type Stacks = IndexMap<Arc<str>, pipeline::Slot, foldhash::fast::FixedState>;

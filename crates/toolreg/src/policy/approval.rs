@@ -90,7 +90,6 @@ impl ApprovalRequest {
             call_id: self.call_id.clone(),
             request_hash: self.hash,
             edited,
-            approver: Cow::Borrowed(""),
         }
     }
 }
@@ -105,7 +104,6 @@ pub struct Approval {
     request_hash: ArgumentsHash,
     /// Arguments the approver substituted, before validation.
     edited: Option<Value>,
-    approver: Cow<'static, str>,
 }
 
 impl Approval {
@@ -131,26 +129,9 @@ impl Approval {
         self.edited.as_ref()
     }
 
-    /// The name of the approver that decided (set by the engine).
-    pub fn approver(&self) -> &str {
-        &self.approver
-    }
-
     /// Whether this approval was issued for exactly this request.
     pub fn is_for(&self, request: &ApprovalRequest) -> bool {
         *self.tool == *request.tool() && self.call_id == request.call_id && self.request_hash == request.hash
-    }
-
-    /// The grant the engine hands to the run: bound to the final, validated
-    /// arguments' hash.
-    pub(crate) fn bind(tool: &str, call_id: Option<&str>, hash: ArgumentsHash, approver: String) -> Self {
-        Approval {
-            tool: Arc::from(tool),
-            call_id: call_id.map(Arc::from),
-            request_hash: hash,
-            edited: None,
-            approver: Cow::Owned(approver),
-        }
     }
 }
 

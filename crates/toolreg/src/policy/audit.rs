@@ -10,7 +10,6 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use crate::declaration::SafetyLevel;
-use crate::exec::ToolError;
 use crate::policy::ArgumentsHash;
 
 /// What the approval gate decided for a call.
@@ -88,8 +87,8 @@ pub struct AuditEvent {
     pub started_at_ms: u64,
     /// How long the call took, from lookup to result, in microseconds.
     pub duration_us: u64,
-    /// `"ok"`, `"tool_error"` (the tool reported a failure) or the
-    /// [`ToolError`] kind (see [`error_kind`]).
+    /// `"ok"`, or the
+    /// [`ToolError`](crate::ToolError) kind (see [`ToolError::kind`](crate::ToolError::kind)).
     pub outcome: Cow<'static, str>,
     /// Size of the result text the model reads, in bytes.
     pub result_bytes: usize,
@@ -124,29 +123,6 @@ impl AuditEvent {
             outcome: Cow::Borrowed(outcome),
             result_bytes,
         }
-    }
-}
-
-/// The short, stable name of an error kind, as audit events record it
-/// (`"unknown_tool"`, `"denied"`, `"timeout"`, ...).
-pub fn error_kind(error: &ToolError) -> &'static str {
-    match error {
-        ToolError::UnknownTool { .. } => "unknown_tool",
-        ToolError::MalformedArguments { .. } => "malformed_arguments",
-        ToolError::InvalidArguments { .. } => "invalid_arguments",
-        ToolError::ArgumentsTooLarge { .. } => "arguments_too_large",
-        ToolError::ArgumentsTooDeep { .. } => "arguments_too_deep",
-        ToolError::Failed { .. } => "failed",
-        ToolError::Panicked { .. } => "panicked",
-        ToolError::ResultSerialization { .. } => "result_serialization",
-        ToolError::NotOffered { .. } => "not_offered",
-        ToolError::Timeout { .. } => "timeout",
-        ToolError::Cancelled { .. } => "cancelled",
-        ToolError::Denied { .. } => "denied",
-        ToolError::ApprovalRequired { .. } => "approval_required",
-        ToolError::ApprovalMismatch { .. } => "approval_mismatch",
-        ToolError::InvalidEdit { .. } => "invalid_edit",
-        ToolError::HookFailed { .. } => "hook_failed",
     }
 }
 

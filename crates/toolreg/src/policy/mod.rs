@@ -15,7 +15,7 @@ mod selection;
 mod terminal;
 
 pub use approval::{Approval, ApprovalRequest, Approver, ApproverFn, Decision, approver_fn};
-pub use audit::{AuditDecision, AuditEvent, AuditSink, JsonLinesSink, MemorySink, error_kind};
+pub use audit::{AuditDecision, AuditEvent, AuditSink, JsonLinesSink, MemorySink};
 pub use canonical::canonical_json;
 pub use hash::ArgumentsHash;
 pub use rules::PolicyApprover;

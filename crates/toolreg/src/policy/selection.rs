@@ -5,10 +5,9 @@ use std::collections::HashSet;
 use std::fmt;
 use std::sync::Arc;
 
-use serde_json::Value;
 
 use crate::declaration::{SafetyLevel, Scope, ToolDeclaration};
-use crate::exec::{CallContext, ToolArguments, ToolCall, ToolError, ToolExecutor, ToolOutput, ToolResult};
+use crate::exec::ToolError;
 use crate::registry::{FunctionRegistry, ToolEntry};
 
 /// Which tools an agent is offered (seed 003's filtered selection).
@@ -229,42 +228,13 @@ impl ToolSet {
     pub fn lookup(&self, name: &str) -> Result<&ToolEntry, ToolError> {
         match self.registry.get(name) {
             Some(entry) if self.selection.admits(entry.declaration()) => Ok(entry),
-            Some(_) => Err(ToolError::NotOffered { tool: name.to_owned(), available: self.shown_names() }),
-            None => Err(ToolError::UnknownTool { name: name.to_owned(), available: self.shown_names() }),
+            Some(_) => Err(ToolError::NotOffered { available: self.shown_names() }),
+            None => Err(ToolError::UnknownTool { available: self.shown_names() }),
         }
     }
 
     fn shown_names(&self) -> Vec<String> {
         const SHOWN: usize = 20;
         self.names().take(SHOWN).map(str::to_owned).collect()
-    }
-
-    /// Run a selected tool on parsed arguments: validated, panics contained.
-    ///
-    /// A view has no approver, so a [`SafetyLevel::Dangerous`] tool is refused
-    /// with [`ToolError::ApprovalRequired`] (fail closed); run calls through a
-    /// [`crate::engine::ToolEngine`] for approval, hooks, audit and batches.
-    pub async fn execute_with(&self, name: &str, args: Value, cx: CallContext) -> Result<ToolOutput, ToolError> {
-        let entry = self.lookup(name)?;
-        if entry.declaration().safety >= SafetyLevel::Dangerous {
-            return Err(ToolError::ApprovalRequired { tool: name.to_owned() });
-        }
-        entry.call(cx, args).await
-    }
-}
-
-impl ToolExecutor for ToolSet {
-    async fn execute_call(&self, call: ToolCall) -> ToolResult {
-        let ToolCall { id, name, arguments } = call;
-        let cx = CallContext::new(id.as_str());
-        let parsed = match arguments {
-            ToolArguments::Json(value) => Ok(value),
-            ToolArguments::Raw(text) => self.lookup(&name).and_then(|_| self.registry.parse_arguments(&name, &text)),
-        };
-        let outcome = match parsed {
-            Ok(value) => self.execute_with(&name, value, cx).await,
-            Err(error) => Err(error),
-        };
-        ToolResult { id, name, outcome }
     }
 }

@@ -126,9 +126,8 @@ impl Bedrock {
     /// A result as a `toolResult` block: objects as `{"json"}`, anything
     /// else (and errors) as `{"text"}`.
     pub fn result_block(result: &ToolResult) -> Value {
-        let output = result.output();
-        let content = match &output.value {
-            Value::Object(_) if !output.is_error => serde_json::json!([{"json": output.value}]),
+        let content = match result.value() {
+            Some(value @ Value::Object(_)) => serde_json::json!([{"json": value}]),
             _ => serde_json::json!([{"text": result_text(result)}]),
         };
         let status = if result.is_error() { "error" } else { "success" };

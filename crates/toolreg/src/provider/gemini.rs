@@ -147,8 +147,10 @@ impl Gemini {
     /// called (respelled through `mapping`); an id toolreg generated is not
     /// sent back.
     pub fn result_part(result: &ToolResult, mapping: &CallMapping) -> Value {
-        let output = result.output();
-        let response = if output.is_error { json!({"error": output.value}) } else { json!({"output": output.value}) };
+        let response = match result.value() {
+            Some(value) => json!({"output": value}),
+            None => json!({"error": result.text()}),
+        };
         let mut function_response = json!({"name": mapping.provider_name(&result.name), "response": response});
         if !result.id.starts_with(GENERATED) {
             function_response["id"] = Value::String(result.id.clone());

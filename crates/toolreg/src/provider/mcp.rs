@@ -228,15 +228,14 @@ impl Mcp {
 
     /// A result as a `CallToolResult`.
     pub fn call_result(result: &ToolResult) -> CallToolResult {
-        let output = result.output();
-        let structured_content = match &output.value {
-            Value::Object(_) if !output.is_error => Some(output.value.clone()),
+        let structured_content = match result.value() {
+            Some(value @ Value::Object(_)) => Some(value.clone()),
             _ => None,
         };
         CallToolResult {
-            content: vec![json!({"type": "text", "text": output.text()})],
+            content: vec![json!({"type": "text", "text": result.text()})],
             structured_content,
-            is_error: output.is_error,
+            is_error: result.is_error(),
         }
     }
 
@@ -247,7 +246,7 @@ impl Mcp {
             Err(error @ ToolError::UnknownTool { .. }) => json!({
                 "jsonrpc": "2.0",
                 "id": request_id,
-                "error": {"code": INVALID_PARAMS, "message": error.model_text()}
+                "error": {"code": INVALID_PARAMS, "message": error.model_text(&result.name)}
             }),
             _ => json!({"jsonrpc": "2.0", "id": request_id, "result": Self::call_result(result)}),
         }

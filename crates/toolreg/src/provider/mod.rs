@@ -521,7 +521,7 @@ impl<'a> ToolRef<'a> {
 
 impl<'a> From<&'a ToolEntry> for ToolRef<'a> {
     fn from(entry: &'a ToolEntry) -> Self {
-        ToolRef { declaration: entry.declaration(), shared: Some(entry.declaration_arc()), cache: Some(&entry.lowered) }
+        ToolRef { declaration: entry.declaration(), shared: Some(entry.declaration_arc()), cache: entry.derived(LoweredSchemas::default) }
     }
 }
 
@@ -629,7 +629,7 @@ pub(crate) fn object_arguments(value: Option<&Value>) -> ToolArguments {
 
 /// The text of a result, for formats that take text.
 pub(crate) fn result_text(result: &ToolResult) -> String {
-    result.output().text().into_owned()
+    result.text().into_owned()
 }
 
 /// The value at the first of `paths` (JSON Pointers) that exists in `body`.

@@ -1,0 +1,262 @@
+//! A call's arguments on their way in: limits on size and nesting for every
+//! form they arrive in (text or parsed), parsing, and typed deserialisation.
+//!
+//! Every check here is iterative: nothing an attacker sends can make it
+//! recurse, however deep the arguments nest.
+
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Number, Value};
+
+use crate::exec::ToolError;
+use crate::validate::{self, ArgumentError};
+
+/// Limits on the arguments a call may carry, checked before anything else
+/// reads them, whether they arrive as text or already parsed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ArgumentLimits {
+    /// Largest arguments, in bytes of compact JSON text (default 1 MiB).
+    pub max_bytes: usize,
+    /// Deepest array/object nesting (default 64).
+    pub max_depth: usize,
+}
+
+impl Default for ArgumentLimits {
+    fn default() -> Self {
+        ArgumentLimits { max_bytes: 1 << 20, max_depth: 64 }
+    }
+}
+
+impl ArgumentLimits {
+    /// Set the size limit in bytes.
+    pub fn with_max_bytes(mut self, max_bytes: usize) -> Self {
+        self.max_bytes = max_bytes;
+        self
+    }
+
+    /// Set the nesting limit.
+    pub fn with_max_depth(mut self, max_depth: usize) -> Self {
+        self.max_depth = max_depth;
+        self
+    }
+
+    /// Check argument text, before it is parsed.
+    pub fn check_text(&self, text: &str) -> Result<(), ToolError> {
+        if text.len() > self.max_bytes {
+            return Err(ToolError::ArgumentsTooLarge { size: text.len(), limit: self.max_bytes });
+        }
+        if validate::json_depth_exceeds(text, self.max_depth) {
+            return Err(ToolError::ArgumentsTooDeep { limit: self.max_depth });
+        }
+        Ok(())
+    }
+
+    /// Check parsed arguments: their size as compact JSON text (string
+    /// contents counted unescaped) and their nesting, in one pass without
+    /// recursion that stops as soon as a limit is passed.
+    pub fn check_value(&self, value: &Value) -> Result<(), ToolError> {
+        let mut size = 0usize;
+        // (value, depth of the value): depth counts enclosing arrays/objects.
+        let mut stack: Vec<(&Value, usize)> = vec![(value, 0)];
+        while let Some((v, depth)) = stack.pop() {
+            size += match v {
+                Value::Null => 4,
+                Value::Bool(b) => 4 + usize::from(!*b),
+                Value::Number(n) => number_len(n),
+                Value::String(s) => s.len() + 2,
+                Value::Array(items) => {
+                    if depth + 1 > self.max_depth {
+                        return Err(ToolError::ArgumentsTooDeep { limit: self.max_depth });
+                    }
+                    stack.extend(items.iter().map(|item| (item, depth + 1)));
+                    2 + items.len().saturating_sub(1)
+                }
+                Value::Object(map) => {
+                    if depth + 1 > self.max_depth {
+                        return Err(ToolError::ArgumentsTooDeep { limit: self.max_depth });
+                    }
+                    let keys: usize = map.keys().map(|k| k.len() + 3).sum();
+                    stack.extend(map.values().map(|item| (item, depth + 1)));
+                    2 + keys + map.len().saturating_sub(1)
+                }
+            };
+            if size > self.max_bytes {
+                return Err(ToolError::ArgumentsTooLarge { size, limit: self.max_bytes });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Length of a number as JSON text, without formatting it for small integers.
+fn number_len(n: &Number) -> usize {
+    match (n.as_u64(), n.as_i64()) {
+        (Some(u), _) => u.checked_ilog10().map_or(1, |d| d as usize + 1),
+        (None, Some(i)) => i.unsigned_abs().checked_ilog10().map_or(1, |d| d as usize + 1) + 1,
+        _ => n.to_string().len(),
+    }
+}
+
+/// Drop arguments without recursion: a value nested deeper than the stack
+/// allows would otherwise overflow it when dropped.
+pub(crate) fn dispose(value: Value) {
+    let mut stack = vec![value];
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::Array(items) => stack.extend(items),
+            Value::Object(map) => stack.extend(map.into_iter().map(|(_, v)| v)),
+            _ => {}
+        }
+    }
+}
+
+/// Parse argument text that passed [`ArgumentLimits::check_text`]; empty
+/// text means no arguments.
+pub(crate) fn parse(text: &str) -> Result<Value, ToolError> {
+    if text.trim().is_empty() {
+        return Ok(empty());
+    }
+    serde_json::from_str(text).map_err(|e| ToolError::MalformedArguments { message: e.to_string() })
+}
+
+/// The empty argument object, used when a model sends `null` or nothing.
+pub(crate) fn empty() -> Value {
+    Value::Object(Map::new())
+}
+
+/// Models send `null` or nothing for tools without parameters; anything else
+/// that is not an object is an error.
+pub(crate) fn normalise_root(args: &mut Value) -> Result<(), ToolError> {
+    match args {
+        Value::Object(_) => Ok(()),
+        Value::Null => {
+            *args = empty();
+            Ok(())
+        }
+        other => Err(ToolError::InvalidArguments {
+            errors: vec![ArgumentError {
+                path: String::new(),
+                message: format!("expected an object of named arguments, got {}", validate::describe_value(other)),
+            }],
+        }),
+    }
+}
+
+/// Deserialize typed arguments from text.
+pub(crate) fn from_str<A: DeserializeOwned>(text: &str) -> Result<A, serde_json::Error> {
+    serde_json::from_str(text)
+}
+
+/// Deserialize typed arguments from a parsed value. An integral float where
+/// an integer is expected (`3.0`, `1e3`, `-0`: integers by JSON Schema's
+/// rule, and models send them) is taken as that integer.
+pub(crate) fn from_value<A: DeserializeOwned>(args: &Value) -> Result<A, ToolError> {
+    if let Ok(a) = A::deserialize(args) {
+        return Ok(a);
+    }
+    if let Some(integral) = integral_floats_as_integers(args)
+        && let Ok(a) = A::deserialize(&integral)
+    {
+        return Ok(a);
+    }
+    let error = match serde_path_to_error::deserialize::<_, A>(args) {
+        Err(e) => validate::serde_error(e.path(), e.inner()),
+        Ok(_) => ArgumentError { path: String::new(), message: "arguments rejected".into() },
+    };
+    Err(ToolError::InvalidArguments { errors: vec![error] })
+}
+
+/// A copy of `args` with every integral float written as an integer, or
+/// `None` when there is none.
+fn integral_floats_as_integers(args: &Value) -> Option<Value> {
+    fn integral(n: &Number) -> Option<Number> {
+        let f = n.as_f64().filter(|_| n.is_f64())?;
+        if f.fract() != 0.0 || !f.is_finite() {
+            return None;
+        }
+        // Exact in the i64/u64 range: 2^63 and 2^64 are representable as f64.
+        if f >= 0.0 && f < 18_446_744_073_709_551_616.0 {
+            Some(Number::from(f as u64))
+        } else if f < 0.0 && f >= -9_223_372_036_854_775_808.0 {
+            Some(Number::from(f as i64))
+        } else {
+            None
+        }
+    }
+    let mut found = false;
+    let mut stack = vec![args];
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::Number(n) if integral(n).is_some() => {
+                found = true;
+                break;
+            }
+            Value::Array(items) => stack.extend(items),
+            Value::Object(map) => stack.extend(map.values()),
+            _ => {}
+        }
+    }
+    if !found {
+        return None;
+    }
+    let mut copy = args.clone();
+    let mut stack = vec![&mut copy];
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::Number(n) => {
+                if let Some(i) = integral(n) {
+                    *n = i;
+                }
+            }
+            Value::Array(items) => stack.extend(items.iter_mut()),
+            Value::Object(map) => stack.extend(map.values_mut()),
+            _ => {}
+        }
+    }
+    Some(copy)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn value_limits_match_text_limits() {
+        let limits = ArgumentLimits::default().with_max_bytes(20).with_max_depth(2);
+        let small = json!({"a": [1, 2], "b": "xy"});
+        assert_eq!(small.to_string().len(), 21);
+        assert!(matches!(limits.check_value(&small), Err(ToolError::ArgumentsTooLarge { .. })));
+        let limits = limits.with_max_bytes(21);
+        assert!(limits.check_value(&small).is_ok());
+        assert!(matches!(limits.check_value(&json!({"a": [[1]]})), Err(ToolError::ArgumentsTooDeep { limit: 2 })));
+        for v in [json!(null), json!(true), json!(false), json!(-12), json!(1.5), json!(u64::MAX), json!("a\"b")] {
+            let exact = v.to_string().len();
+            let tight = ArgumentLimits::default().with_max_bytes(exact);
+            assert!(tight.check_value(&v).is_ok() || v.to_string().contains('\\'), "{v}");
+        }
+    }
+
+    #[test]
+    fn a_deep_value_is_refused_and_dropped_without_recursion() {
+        let mut v = json!(1);
+        for _ in 0..200_000 {
+            v = Value::Array(vec![v]);
+        }
+        assert!(matches!(ArgumentLimits::default().check_value(&v), Err(ToolError::ArgumentsTooDeep { limit: 64 })));
+        dispose(v);
+    }
+
+    #[test]
+    fn integral_floats_deserialise_as_integers() {
+        #[derive(serde::Deserialize, Debug, PartialEq)]
+        struct A {
+            n: i64,
+            u: u8,
+        }
+        assert_eq!(from_value::<A>(&json!({"n": 3.0, "u": 1e2})).unwrap(), A { n: 3, u: 100 });
+        assert_eq!(from_value::<A>(&json!({"n": -0.0, "u": 0})).unwrap(), A { n: 0, u: 0 });
+        assert!(from_value::<A>(&json!({"n": 1.5, "u": 0})).is_err());
+        assert!(from_value::<A>(&json!({"n": 1, "u": 256.0})).is_err());
+    }
+}

@@ -1,0 +1,229 @@
+//! The stages an engine builds around each tool, once, when it is built:
+//! approval (outermost), the per-call timeout, the hooks, and the run.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::pipeline::{self, Arguments};
+use super::{BatchOptions, Stack, ToolLayer};
+use crate::exec::{CallContext, ToolError};
+use crate::handler::{ErasedTool, ToolFuture};
+use crate::policy::{ApprovalRequest, Approver, ArgumentsHash, AuditDecision, Decision};
+use crate::registry::ToolEntry;
+
+/// Build one tool's stack.
+pub(crate) fn build(
+    entry: &ToolEntry,
+    needs_approval: bool,
+    approver: Option<&Arc<dyn Approver>>,
+    layers: &[Arc<dyn ToolLayer>],
+    options: &BatchOptions,
+) -> Stack {
+    let run = RunStage {
+        entry: entry.clone(),
+        check_grant: needs_approval,
+        // Hooks may rewrite the arguments: then they are validated again,
+        // and hashed again against the approval.
+        recheck: !layers.is_empty(),
+        offload: options.has_timeout(),
+    };
+    let mut stack: Stack = Arc::new(run);
+    for layer in layers.iter().rev() {
+        stack = layer.layer(stack);
+    }
+    if let Some(limit) = options.call_timeout {
+        stack = Arc::new(TimeoutStage { inner: stack, limit });
+    }
+    if needs_approval {
+        stack = Arc::new(ApprovalStage { inner: stack, approver: approver.cloned(), entry: entry.clone() });
+    }
+    stack
+}
+
+/// What the approval stage did, for the audit record.
+#[derive(Debug, Default)]
+pub(crate) struct Asked {
+    pub(crate) decision: AuditDecision,
+    pub(crate) approver: Option<String>,
+    /// The hash of the arguments the approver was shown.
+    pub(crate) request_hash: Option<ArgumentsHash>,
+    /// The hash the run is bound to (of the edited arguments, if edited).
+    pub(crate) approved_hash: Option<ArgumentsHash>,
+}
+
+/// The slot in which the approval stage leaves its [`Asked`] for the pipeline.
+#[derive(Debug, Default)]
+pub(crate) struct ApprovalRecord(Mutex<Option<Asked>>);
+
+impl ApprovalRecord {
+    fn set(&self, asked: Asked) {
+        *self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(asked);
+    }
+
+    pub(crate) fn take(&self) -> Option<Asked> {
+        self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).take()
+    }
+}
+
+/// The approval a call runs under, passed down on the [`CallContext`]:
+/// bound to the tool, the call id and the final arguments' hash, and good
+/// for one run.
+#[derive(Debug)]
+struct Grant {
+    tool: Arc<str>,
+    call_id: Option<Arc<str>>,
+    hash: ArgumentsHash,
+    used: AtomicBool,
+}
+
+/// Asks the approver; on approval, passes the call down with its grant.
+struct ApprovalStage {
+    inner: Stack,
+    approver: Option<Arc<dyn Approver>>,
+    entry: ToolEntry,
+}
+
+impl ErasedTool for ApprovalStage {
+    fn call(&self, mut cx: CallContext, args: Value) -> ToolFuture {
+        let (inner, approver, entry) = (Arc::clone(&self.inner), self.approver.clone(), self.entry.clone());
+        ToolFuture::new(async move {
+            let mut asked = Asked::default();
+            let approved = approve(&entry, approver.as_deref(), &mut cx, args, &mut asked).await;
+            if let Some(record) = cx.extensions().get::<ApprovalRecord>() {
+                record.set(asked);
+            }
+            inner.call(cx, approved?).await
+        })
+    }
+}
+
+async fn approve(
+    entry: &ToolEntry,
+    approver: Option<&dyn Approver>,
+    cx: &mut CallContext,
+    args: Value,
+    asked: &mut Asked,
+) -> Result<Value, ToolError> {
+    let decl = entry.declaration_arc();
+    let Some(approver) = approver else {
+        asked.decision = AuditDecision::NoApprover;
+        return Err(ToolError::ApprovalRequired);
+    };
+    let approver_name = approver.name().into_owned();
+    asked.approver = Some(approver_name.clone());
+    let request = ApprovalRequest::new(Arc::clone(decl), cx.call_id(), args);
+    let mut bound = request.arguments_hash();
+    asked.request_hash = Some(bound);
+    let approval = match approver.decide(request.clone()).await {
+        Decision::Deny { reason } => {
+            asked.decision = AuditDecision::Denied;
+            return Err(ToolError::Denied { reason, approver: approver_name });
+        }
+        Decision::Approve(approval) => approval,
+    };
+    if !approval.is_for(&request) {
+        asked.decision = AuditDecision::Mismatch;
+        let detail = "the approver answered with an approval given for another call".to_owned();
+        return Err(ToolError::ApprovalMismatch { detail });
+    }
+    asked.decision = AuditDecision::Approved;
+    let mut args = request.into_arguments();
+    if let Some(edited) = approval.edited_arguments() {
+        asked.decision = AuditDecision::ApprovedEdited;
+        args = edited.clone();
+        entry.check_arguments(&mut args).map_err(|error| match error {
+            ToolError::InvalidArguments { errors } => ToolError::InvalidEdit { errors },
+            other => other,
+        })?;
+        bound = ArgumentsHash::of(&args);
+    }
+    asked.approved_hash = Some(bound);
+    let grant = Grant {
+        tool: Arc::from(decl.name.as_str()),
+        call_id: cx.call_id().map(Arc::from),
+        hash: bound,
+        used: AtomicBool::new(false),
+    };
+    cx.extensions_mut().insert(grant);
+    Ok(args)
+}
+
+/// Stops the hooks and the tool when the per-call time limit passes; the
+/// tool's token is cancelled so that work it started stops too.
+struct TimeoutStage {
+    inner: Stack,
+    limit: Duration,
+}
+
+impl ErasedTool for TimeoutStage {
+    fn call(&self, cx: CallContext, args: Value) -> ToolFuture {
+        let own = cx.cancellation().map_or_else(CancellationToken::new, CancellationToken::child_token);
+        let future = self.inner.call(cx.with_cancellation(own.clone()), args);
+        let limit = self.limit;
+        ToolFuture::new(async move {
+            match tokio::time::timeout(limit, future).await {
+                Ok(outcome) => outcome,
+                Err(_) => {
+                    own.cancel();
+                    Err(ToolError::Timeout { limit })
+                }
+            }
+        })
+    }
+}
+
+/// The innermost stage: checks what the hooks may have changed, checks the
+/// approval against exactly these arguments, and runs the tool.
+struct RunStage {
+    entry: ToolEntry,
+    check_grant: bool,
+    recheck: bool,
+    offload: bool,
+}
+
+impl RunStage {
+    fn admit(&self, cx: &CallContext, args: &mut Value) -> Result<(), ToolError> {
+        if self.recheck {
+            self.entry.check_arguments(args)?;
+        }
+        if !self.check_grant {
+            return Ok(());
+        }
+        let tool = self.entry.declaration().name.as_str();
+        let detail = match cx.extensions().get::<Grant>() {
+            None => Some("the call has no approval"),
+            Some(grant) if &*grant.tool != tool || grant.call_id.as_deref() != cx.call_id() => {
+                Some("the approval was given for another call")
+            }
+            Some(grant) if grant.used.swap(true, Ordering::AcqRel) => Some("the approval was already used"),
+            Some(grant) if self.recheck && grant.hash != ArgumentsHash::of(args) => {
+                Some("the arguments changed after they were approved")
+            }
+            Some(_) => None,
+        };
+        match detail {
+            Some(detail) => Err(ToolError::ApprovalMismatch { detail: detail.to_owned() }),
+            None => Ok(()),
+        }
+    }
+}
+
+impl ErasedTool for RunStage {
+    fn call(&self, cx: CallContext, mut args: Value) -> ToolFuture {
+        if let Err(error) = self.admit(&cx, &mut args) {
+            return ToolFuture::ready(Err(error));
+        }
+        if self.offload && self.entry.tool().runs_inline() {
+            let entry = self.entry.clone();
+            return ToolFuture::new(async move {
+                pipeline::run_direct(&entry, cx, Arguments::Value(args), true).await
+            });
+        }
+        // Validated already: straight to the tool.
+        self.entry.tool().call(cx, args)
+    }
+}
