@@ -72,7 +72,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("→ {} {}({})", call.id, call.name, call.arguments);
         let result = registry.execute_call(call).await;
         let status = if result.is_error() { "error" } else { "ok" };
-        println!("← {} [{status}] {}\n", result.id, result.output().text());
+        println!("← {} [{status}] {}\n", result.id, result.text());
     }
     Ok(())
 }

@@ -13,10 +13,10 @@
 //! ```
 
 use std::collections::BTreeSet;
-use std::sync::{LazyLock, Mutex};
+use std::sync::{Arc, LazyLock, Mutex};
 
 use toolreg::engine::{OutputBudget, ToolEngine};
-use toolreg::policy::{JsonLinesSink, Selection, TerminalApprover};
+use toolreg::policy::{MemorySink, Selection, TerminalApprover};
 use toolreg::{FunctionRegistry, ToolCall, tool};
 
 /// The pretend file system the tools work on.
@@ -46,12 +46,15 @@ fn delete_file(
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut registry = FunctionRegistry::new();
     toolreg::register_tools!(registry, [list_files_tool, delete_file_tool])?;
+    let audit = Arc::new(MemorySink::new());
 
     let engine = ToolEngine::builder(&registry)
         .selection(Selection::top_level().categories(["fs"]))
         .approver(TerminalApprover::stdio())
         .layer(OutputBudget::new(2_000))
-        .audit(JsonLinesSink::new(std::io::stderr()))
+        // Recorded in memory and printed after the turn, so that audit lines
+        // never land in the middle of the terminal prompt on stderr.
+        .audit(Arc::clone(&audit))
         .build();
 
     println!("Offered to the model: {:?}", engine.tools().names().collect::<Vec<_>>());
@@ -63,8 +66,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     ];
     for result in engine.execute_batch(turn).await {
         let status = if result.is_error() { "error" } else { "ok" };
-        println!("{} {} [{status}]: {}", result.id, result.name, result.output().text());
+        println!("{} {} [{status}]: {}", result.id, result.name, result.text());
     }
     println!("Files now: {:?}", FILES.lock().unwrap());
+    println!("Audit trail:");
+    for event in audit.take() {
+        println!("  {}", serde_json::to_string(&event)?);
+    }
     Ok(())
 }

@@ -223,11 +223,11 @@ mod tests {
 
     #[test]
     fn value_limits_match_text_limits() {
-        let limits = ArgumentLimits::default().with_max_bytes(20).with_max_depth(2);
+        let limits = ArgumentLimits::default().with_max_bytes(19).with_max_depth(2);
         let small = json!({"a": [1, 2], "b": "xy"});
-        assert_eq!(small.to_string().len(), 21);
+        assert_eq!(small.to_string().len(), 20);
         assert!(matches!(limits.check_value(&small), Err(ToolError::ArgumentsTooLarge { .. })));
-        let limits = limits.with_max_bytes(21);
+        let limits = limits.with_max_bytes(20);
         assert!(limits.check_value(&small).is_ok());
         assert!(matches!(limits.check_value(&json!({"a": [[1]]})), Err(ToolError::ArgumentsTooDeep { limit: 2 })));
         for v in [json!(null), json!(true), json!(false), json!(-12), json!(1.5), json!(u64::MAX), json!("a\"b")] {

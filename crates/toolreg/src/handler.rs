@@ -138,7 +138,6 @@ pub trait ErasedTool: Send + Sync + 'static {
     }
 }
 
-
 fn finish<R: Serialize, E: Display>(result: Result<R, E>) -> Result<Value, ToolError> {
     match result {
         Ok(r) => to_json(&r),
@@ -357,7 +356,13 @@ mod finite {
         fn serialize_tuple_struct(self, _: &'static str, _: usize) -> Result<Self, NotFinite> {
             Ok(self)
         }
-        fn serialize_tuple_variant(self, _: &'static str, _: u32, _: &'static str, _: usize) -> Result<Self, NotFinite> {
+        fn serialize_tuple_variant(
+            self,
+            _: &'static str,
+            _: u32,
+            _: &'static str,
+            _: usize,
+        ) -> Result<Self, NotFinite> {
             Ok(self)
         }
         fn serialize_map(self, _: Option<usize>) -> Result<Self, NotFinite> {
@@ -391,8 +396,12 @@ mod finite {
             }
         )*};
     }
-    compound!(SerializeSeq::serialize_element, SerializeTuple::serialize_element,
-        SerializeTupleStruct::serialize_field, SerializeTupleVariant::serialize_field);
+    compound!(
+        SerializeSeq::serialize_element,
+        SerializeTuple::serialize_element,
+        SerializeTupleStruct::serialize_field,
+        SerializeTupleVariant::serialize_field
+    );
 
     impl ser::SerializeMap for Check {
         type Ok = ();

@@ -35,17 +35,17 @@ pub mod registry;
 pub mod schema;
 pub mod validate;
 
+pub use args::ArgumentLimits;
 pub use declaration::{DeclarationBuilder, ParamType, SafetyLevel, Scope, ToolDeclaration, ToolHints};
 pub use engine::{BatchOptions, ToolEngine};
-pub use args::ArgumentLimits;
 pub use exec::{CallContext, Extensions, ToolArguments, ToolCall, ToolError, ToolExecutor, ToolOutput, ToolResult};
+/// The boxed future an [`Approver`] returns (from `futures-util`).
+pub use futures_util::future::BoxFuture;
 pub use handler::{ErasedTool, ToolFuture};
 pub use policy::{Approver, Selection};
 pub use registry::{FunctionRegistry, RegistryError, ToolEntry, ToolRegistration, validate_name};
 /// The cancellation token a [`CallContext`] carries (from `tokio-util`).
 pub use tokio_util::sync::CancellationToken;
-/// The boxed future an [`Approver`] returns (from `futures-util`).
-pub use futures_util::future::BoxFuture;
 pub use validate::ArgumentError;
 
 /// Turn a function into a tool: generates `<fn>_tool::{NAME, declaration(),

@@ -239,7 +239,8 @@ impl ToolEntry {
     fn validator(&self) -> &ArgumentValidator {
         self.validator.get_or_init(|| {
             // Registration checked that the schema compiles.
-            ArgumentValidator::compile(&self.declaration.input_schema).unwrap_or_else(|_| ArgumentValidator::accept_all())
+            ArgumentValidator::compile(&self.declaration.input_schema)
+                .unwrap_or_else(|_| ArgumentValidator::accept_all())
         })
     }
 
@@ -249,7 +250,11 @@ impl ToolEntry {
         crate::args::normalise_root(args)?;
         let validator = self.validator();
         validator.fill_defaults(args);
-        if validator.is_valid(args) { Ok(()) } else { Err(ToolError::InvalidArguments { errors: validator.errors(args) }) }
+        if validator.is_valid(args) {
+            Ok(())
+        } else {
+            Err(ToolError::InvalidArguments { errors: validator.errors(args) })
+        }
     }
 
     /// What a higher layer derived from this entry, computed on first use.
@@ -286,7 +291,7 @@ type ToolTable = IndexMap<Arc<str>, ToolEntry, foldhash::fast::RandomState>;
 /// assert_eq!(out.text(), "42.0");
 ///
 /// let err = registry.execute("double", json!({"x": "21"})).await.unwrap_err();
-/// assert!(err.model_text().contains("`/x`: expected number, got string \"21\""));
+/// assert!(err.to_string().contains("`/x`: expected number, got string \"21\""));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// # });
 /// # fn tokio_test<F: std::future::Future>(f: F) -> F::Output {

@@ -45,7 +45,7 @@ fn openai_chat_round_trip() {
     assert_eq!(echoed["query"], "crash");
     // Invalid argument JSON is a result the model reads, not a failed run.
     let text = messages[1]["content"].as_str().unwrap();
-    assert!(text.starts_with("Error: arguments for `numbers` are not valid JSON: EOF while parsing"), "{text}");
+    assert!(text.starts_with("Error: `numbers`: the arguments are not valid JSON: EOF while parsing"), "{text}");
     assert!(messages[2]["content"].as_str().unwrap().starts_with("Error: unknown tool `delete_everything`."));
 }
 
@@ -155,7 +155,7 @@ fn gemini_round_trip() {
     let failed = ToolResult {
         id: "x".into(),
         name: "ping".into(),
-        outcome: Err(toolreg::ToolError::Failed { tool: "ping".into(), message: "down".into() }),
+        outcome: Err(toolreg::ToolError::Failed { message: "down".into() }),
     };
     let part = Gemini::result_part(&failed, &CallMapping::default());
     assert_eq!(part["functionResponse"]["response"], json!({"error": "down"}));

@@ -151,8 +151,7 @@ fn executes_good_calls() {
     let registry = registry();
     let out = block_on(registry.execute("add", json!({"a": 2, "b": 40}))).unwrap();
     assert_eq!(out.value, json!(42.0));
-    assert!(!out.is_error);
-    assert_eq!(out.into_result(), Ok("42.0".to_owned()));
+    assert_eq!(out.text(), "42.0");
     let out = block_on(registry.execute_json("add", r#"{"a": 1.5, "b": 1}"#)).unwrap();
     assert_eq!(out.text(), "2.5");
 }
@@ -170,28 +169,27 @@ fn fills_defaults_for_run_time_tools() {
 fn reports_every_argument_problem_with_paths() {
     let registry = registry();
     let err = block_on(registry.execute("add", json!({"b": "two"}))).unwrap_err();
-    let ToolError::InvalidArguments { tool, errors } = &err else { panic!("{err:?}") };
-    assert_eq!(tool, "add");
+    let ToolError::InvalidArguments { errors } = &err else { panic!("{err:?}") };
     let lines: Vec<String> = errors.iter().map(ToString::to_string).collect();
     assert!(lines.contains(&"`/b`: expected number, got string \"two\"".to_owned()), "{lines:?}");
     assert!(lines.contains(&"`/a`: missing required field".to_owned()), "{lines:?}");
     assert!(err.retryable());
-    assert!(err.model_text().starts_with("Error: invalid arguments for `add`."));
+    assert!(err.model_text("add").starts_with("Error: invalid arguments for `add`."));
 
     let err = block_on(registry.execute("echo_async", json!({"text": 5}))).unwrap_err();
-    assert!(err.model_text().contains("`/text`: expected string, got integer 5"), "{}", err.model_text());
+    assert!(err.to_string().contains("`/text`: expected string, got integer 5"), "{}", err.to_string());
 }
 
 #[test]
 fn non_object_arguments_are_refused_and_null_means_none() {
     let registry = registry();
     let err = block_on(registry.execute("add", json!([1, 2]))).unwrap_err();
-    assert!(err.model_text().contains("expected an object of named arguments, got array of 2 items"));
+    assert!(err.to_string().contains("expected an object of named arguments, got array of 2 items"));
     // serde alone would take an array for a struct; text arguments get the same answer.
     let err = block_on(registry.execute_json("add", "[1, 2]")).unwrap_err();
-    assert!(err.model_text().contains("expected an object of named arguments, got array of 2 items"));
+    assert!(err.to_string().contains("expected an object of named arguments, got array of 2 items"));
     let err = block_on(registry.execute("add", Value::Null)).unwrap_err();
-    assert!(err.model_text().contains("`/a`: missing required field"), "{}", err.model_text());
+    assert!(err.to_string().contains("`/a`: missing required field"), "{}", err.to_string());
 }
 
 #[test]
@@ -202,7 +200,7 @@ fn malformed_oversized_and_deep_json_get_distinct_errors() {
 
     let err = block_on(registry.execute_json("add", r#"{"a": 1, "b": }"#)).unwrap_err();
     assert!(matches!(err, ToolError::MalformedArguments { .. }), "{err:?}");
-    assert!(err.model_text().contains("column"), "{}", err.model_text());
+    assert!(err.to_string().contains("column"), "{}", err.to_string());
 
     let big = format!(r#"{{"a": 1, "b": 2, "pad": "{}"}}"#, "x".repeat(100));
     let err = block_on(registry.execute_json("add", &big)).unwrap_err();
@@ -225,8 +223,8 @@ fn malformed_oversized_and_deep_json_get_distinct_errors() {
 fn unknown_tools_name_the_alternatives() {
     let registry = registry();
     let err = block_on(registry.execute("ad", json!({}))).unwrap_err();
-    assert_eq!(err, ToolError::UnknownTool { name: "ad".into(), available: vec!["add".into(), "echo_async".into()] });
-    assert_eq!(err.model_text(), "Error: unknown tool `ad`. Available tools: add, echo_async.");
+    assert_eq!(err, ToolError::UnknownTool { available: vec!["add".into(), "echo_async".into()] });
+    assert_eq!(err.model_text("ad"), "Error: unknown tool `ad`. Available tools: add, echo_async.");
 }
 
 #[test]
@@ -252,13 +250,13 @@ fn tool_errors_and_panics_are_contained() {
         .unwrap();
 
     let err = block_on(registry.execute("fails", json!({}))).unwrap_err();
-    assert_eq!(err, ToolError::Failed { tool: "fails".into(), message: "disk full".into() });
-    assert_eq!(err.model_text(), "disk full");
+    assert_eq!(err, ToolError::Failed { message: "disk full".into() });
+    assert_eq!(err.to_string(), "disk full");
 
     let err = block_on(registry.execute("panics", json!({}))).unwrap_err();
-    assert_eq!(err, ToolError::Panicked { tool: "panics".into(), message: "boom".into() });
+    assert_eq!(err, ToolError::Panicked { message: "boom".into() });
     let err = block_on(registry.execute("panics_async", json!({}))).unwrap_err();
-    assert_eq!(err, ToolError::Panicked { tool: "panics_async".into(), message: "async boom".into() });
+    assert_eq!(err, ToolError::Panicked { message: "async boom".into() });
 
     // Still usable afterwards.
     assert_eq!(registry.len(), 3);
@@ -295,7 +293,7 @@ fn schema_constraints_are_enforced_even_when_serde_would_accept() {
     let decl = ToolDeclaration::for_args::<Args>("word", "d");
     registry.register_sync_tool("word", |a: Args| Ok::<_, String>(a.word), decl).unwrap();
     let err = block_on(registry.execute("word", json!({"word": "ab"}))).unwrap_err();
-    assert!(err.model_text().contains("`/word`: must be at least 3 characters long"), "{}", err.model_text());
+    assert!(err.to_string().contains("`/word`: must be at least 3 characters long"), "{}", err.to_string());
     assert!(block_on(registry.execute("word", json!({"word": "abc"}))).is_ok());
 }
 
@@ -320,7 +318,7 @@ fn a_nested_struct_given_as_an_array_is_refused_as_the_schema_says() {
     ] {
         let ToolError::InvalidArguments { errors, .. } = &err else { panic!("{err:?}") };
         assert_eq!(errors[0].path, "/at", "{errors:?}");
-        assert!(err.model_text().contains("expected object"), "{}", err.model_text());
+        assert!(err.to_string().contains("expected object"), "{}", err.to_string());
     }
     let good = block_on(registry.execute_json("place", r#"{"at": {"x": 1, "y": 2}}"#)).unwrap();
     assert_eq!(good.value, json!(3.0));
@@ -356,10 +354,10 @@ fn tool_executor_keeps_the_call_id() {
     });
     let ids: Vec<&str> = results.iter().map(|r| r.id.as_str()).collect();
     assert_eq!(ids, ["c1", "c2", "c3", "c4", "c5"]);
-    assert_eq!(results[0].output().text(), "3.0");
+    assert_eq!(results[0].text(), "3.0");
     assert!(results[1..].iter().all(|r| r.is_error()));
     assert!(matches!(results[3].outcome, Err(ToolError::MalformedArguments { .. })));
-    assert!(results[4].output().text().contains("`/text`: missing required field"));
+    assert!(results[4].text().contains("`/text`: missing required field"));
 }
 
 #[test]

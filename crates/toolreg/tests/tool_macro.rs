@@ -158,10 +158,10 @@ fn generated_tools_run_through_the_registry() {
         assert_eq!(out.value, json!({"value": 3.0}));
 
         let err = registry.execute("calculator", json!({"op": "div", "a": 1, "b": 0})).await.unwrap_err();
-        assert_eq!(err, ToolError::Failed { tool: "calculator".into(), message: "division by zero".into() });
+        assert_eq!(err, ToolError::Failed { message: "division by zero".into() });
 
         let err = registry.execute("calculator", json!({"op": "pow", "a": 1, "b": "2"})).await.unwrap_err();
-        let text = err.model_text();
+        let text = err.to_string();
         assert!(
             text.contains("`/op`: expected one of [\"add\",\"sub\",\"mul\",\"div\"], got string \"pow\""),
             "{text}"
@@ -176,7 +176,7 @@ fn generated_tools_run_through_the_registry() {
         assert_eq!(out.value, json!("call_9"));
 
         let err = registry.execute("always_fails", json!({"reason": "no disk"})).await.unwrap_err();
-        assert_eq!(err.model_text(), "no disk");
+        assert_eq!(err.to_string(), "no disk");
 
         let out = registry.execute("shout", json!({"text": "hi"})).await.unwrap();
         assert_eq!(out.value, json!("HI"));

@@ -63,8 +63,8 @@
 //!         ToolCall::new("c2", "delete_file", r#"{"path": "/etc/passwd"}"#),
 //!     ])
 //!     .await;
-//! assert_eq!(results[0].output().text(), "deleted /tmp/a");
-//! assert!(results[1].output().text().contains("denied"));
+//! assert_eq!(results[0].text(), "deleted /tmp/a");
+//! assert!(results[1].text().contains("denied"));
 //! assert_eq!(audit.events().len(), 2);
 //! # Ok::<(), toolreg::RegistryError>(())
 //! # }).unwrap(); }

@@ -124,6 +124,7 @@ async fn recorded(
         let call = guarded(name, found, arguments, cx, &control, trail);
         match control.watch {
             None => call.await,
+            Some(watch) if watch.is_cancelled() => Err(ToolError::Cancelled),
             Some(watch) => tokio::select! {
                 biased;
                 outcome = call => outcome,
@@ -175,7 +176,11 @@ async fn stage_by_stage(
         Arguments::Text(text) => {
             limits.check_text(&text)?;
             let stacked = slot.is_some_and(|s| s.stack.is_some());
-            if stacked || !entry.is_serde_checked() { Arguments::Value(args::parse(&text)?) } else { Arguments::Text(text) }
+            if stacked || !entry.is_serde_checked() {
+                Arguments::Value(args::parse(&text)?)
+            } else {
+                Arguments::Text(text)
+            }
         }
     };
     let needs_approval = slot.is_some_and(|s| s.needs_approval);
@@ -263,7 +268,7 @@ fn start(entry: &ToolEntry, cx: CallContext, arguments: Arguments<'_>) -> ToolFu
             Err(cx) => (cx, args::parse(&text)),
         },
         Arguments::Text(text) => (cx, args::parse(&text)),
-        Arguments::Value(value) if entry.is_serde_checked() => match tool.call_value(cx, &value) {
+        Arguments::Value(value) if entry.is_serde_checked() && value.is_object() => match tool.call_value(cx, &value) {
             Ok(future) => return future,
             Err(cx) => (cx, Ok(value)),
         },
@@ -306,8 +311,7 @@ pub(crate) struct Trail {
 
 impl Trail {
     fn decide(&mut self, safety: SafetyLevel) {
-        self.decision =
-            if safety == SafetyLevel::Safe { AuditDecision::NotRequired } else { AuditDecision::Recorded };
+        self.decision = if safety == SafetyLevel::Safe { AuditDecision::NotRequired } else { AuditDecision::Recorded };
     }
 
     fn asked(&mut self, asked: Asked) {

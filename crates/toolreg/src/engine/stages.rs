@@ -219,9 +219,9 @@ impl ErasedTool for RunStage {
         }
         if self.offload && self.entry.tool().runs_inline() {
             let entry = self.entry.clone();
-            return ToolFuture::new(async move {
-                pipeline::run_direct(&entry, cx, Arguments::Value(args), true).await
-            });
+            return ToolFuture::new(
+                async move { pipeline::run_direct(&entry, cx, Arguments::Value(args), true).await },
+            );
         }
         // Validated already: straight to the tool.
         self.entry.tool().call(cx, args)

@@ -85,12 +85,7 @@ impl ApprovalRequest {
     }
 
     fn mint(&self, edited: Option<Value>) -> Approval {
-        Approval {
-            tool: Arc::from(self.tool()),
-            call_id: self.call_id.clone(),
-            request_hash: self.hash,
-            edited,
-        }
+        Approval { tool: Arc::from(self.tool()), call_id: self.call_id.clone(), request_hash: self.hash, edited }
     }
 }
 

@@ -5,7 +5,6 @@ use std::collections::HashSet;
 use std::fmt;
 use std::sync::Arc;
 
-
 use crate::declaration::{SafetyLevel, Scope, ToolDeclaration};
 use crate::exec::ToolError;
 use crate::registry::{FunctionRegistry, ToolEntry};
@@ -148,7 +147,7 @@ impl Selection {
 ///
 /// let result = tools.execute_call(ToolCall::new("c1", "wipe", "{}")).await;
 /// assert!(result.is_error()); // not offered, so not run
-/// assert!(result.output().text().contains("not available"));
+/// assert!(result.text().contains("not available"));
 /// # Ok::<(), toolreg::RegistryError>(())
 /// # }).unwrap();
 /// ```

@@ -521,7 +521,11 @@ impl<'a> ToolRef<'a> {
 
 impl<'a> From<&'a ToolEntry> for ToolRef<'a> {
     fn from(entry: &'a ToolEntry) -> Self {
-        ToolRef { declaration: entry.declaration(), shared: Some(entry.declaration_arc()), cache: entry.derived(LoweredSchemas::default) }
+        ToolRef {
+            declaration: entry.declaration(),
+            shared: Some(entry.declaration_arc()),
+            cache: entry.derived(LoweredSchemas::default),
+        }
     }
 }
 
