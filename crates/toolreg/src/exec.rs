@@ -352,7 +352,7 @@ impl ToolResult {
         self.outcome.as_ref().err()
     }
 
-    /// The seed's string form: `Ok(text)` or `Err(model text)`.
+    /// The plain string form: `Ok(text)` or `Err(model text)`.
     pub fn into_result(self) -> Result<String, String> {
         match self.outcome {
             Ok(ToolOutput { value: Value::String(s) }) => Ok(s),

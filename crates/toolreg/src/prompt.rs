@@ -1,5 +1,5 @@
 //! The "available functions" section of a prompt, for models without native
-//! tool calling (seed 000).
+//! tool calling.
 //!
 //! A header line `Available functions:`, then one line per function,
 //! `- name(p: type? - desc, ...): description`, with `?` only on optional

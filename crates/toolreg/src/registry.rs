@@ -389,8 +389,8 @@ impl FunctionRegistry {
         Ok(())
     }
 
-    /// Register a tool, overwriting any tool of the same name in place (seed
-    /// 003's idempotent re-registration). Returns the entry it replaced.
+    /// Register a tool, overwriting any tool of the same name in place
+    /// (idempotent re-registration). Returns the entry it replaced.
     pub fn replace(&mut self, registration: ToolRegistration) -> Result<Option<ToolEntry>, RegistryError> {
         let (key, entry) = self.prepare(registration, true)?;
         Ok(Arc::make_mut(&mut self.tools).insert(key, entry))
@@ -478,7 +478,7 @@ impl FunctionRegistry {
         self.tools.keys().map(|k| &**k)
     }
 
-    /// Copies of all declarations, in registration order (seed 002).
+    /// Copies of all declarations, in registration order.
     pub fn get_declarations(&self) -> Vec<ToolDeclaration> {
         self.list().cloned().collect()
     }

@@ -9,7 +9,7 @@ use crate::declaration::{SafetyLevel, Scope, ToolDeclaration};
 use crate::exec::ToolError;
 use crate::registry::{FunctionRegistry, ToolEntry};
 
-/// Which tools an agent is offered (seed 003's filtered selection).
+/// Which tools an agent is offered.
 ///
 /// A tool is selected when it passes every filter that is set (AND):
 /// safety at most [`max_safety`](Self::max_safety), at least one category in
@@ -69,7 +69,7 @@ impl Selection {
     }
 
     /// What a sub-agent sees: every scope but [`Scope::User`], since only the
-    /// top-level agent may talk to the user (seed 001).
+    /// top-level agent may talk to the user.
     pub fn sub_agent() -> Self {
         Selection::all().scopes([Scope::Core, Scope::Agent, Scope::Custom])
     }
@@ -124,16 +124,18 @@ impl Selection {
     }
 }
 
-/// A registry seen through a [`Selection`]: the tools to declare to a model,
-/// and an executor that refuses every other tool.
+/// A registry seen through a [`Selection`]: the tools to declare to a model.
+/// A [`ToolEngine`](crate::engine::ToolEngine) built with the same selection
+/// runs their calls and refuses every other tool.
 ///
 /// The view holds a snapshot of the registry (cloning a registry is cheap and
 /// later changes to the original do not show through), so what the model was
 /// offered and what it may call are always the same set.
 ///
 /// ```
+/// use toolreg::engine::ToolEngine;
 /// use toolreg::policy::Selection;
-/// use toolreg::{FunctionRegistry, SafetyLevel, ToolCall, ToolDeclaration, ToolExecutor, ToolRegistration};
+/// use toolreg::{FunctionRegistry, SafetyLevel, ToolCall, ToolDeclaration, ToolExecutor};
 /// use serde_json::{json, Value};
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
@@ -142,10 +144,12 @@ impl Selection {
 /// registry.register_sync_tool("look", |_: Value| Ok::<_, String>("seen"), decl("look", SafetyLevel::Safe))?;
 /// registry.register_sync_tool("wipe", |_: Value| Ok::<_, String>("gone"), decl("wipe", SafetyLevel::Dangerous))?;
 ///
-/// let tools = Selection::all().max_safety(SafetyLevel::Cautious).apply(&registry);
+/// let selection = Selection::all().max_safety(SafetyLevel::Cautious);
+/// let tools = selection.apply(&registry);
 /// assert_eq!(tools.names().collect::<Vec<_>>(), ["look"]); // declare these
 ///
-/// let result = tools.execute_call(ToolCall::new("c1", "wipe", "{}")).await;
+/// let engine = ToolEngine::builder(&registry).selection(selection).build();
+/// let result = engine.execute_call(ToolCall::new("c1", "wipe", "{}")).await;
 /// assert!(result.is_error()); // not offered, so not run
 /// assert!(result.text().contains("not available"));
 /// # Ok::<(), toolreg::RegistryError>(())
