@@ -33,6 +33,7 @@ pub mod prompt;
 pub mod provider;
 pub mod registry;
 pub mod schema;
+pub(crate) mod strict_de;
 pub mod validate;
 
 pub use args::ArgumentLimits;
