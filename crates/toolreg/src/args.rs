@@ -142,78 +142,24 @@ pub(crate) fn normalise_root(args: &mut Value) -> Result<(), ToolError> {
     }
 }
 
-/// Deserialize typed arguments from text.
+/// Deserialize typed arguments from text under the schema's rules (see
+/// [`strict_de`](crate::strict_de)): a struct only from an object, an
+/// integral float (`3.0`, `1e3`, `-0`) as an integer.
 pub(crate) fn from_str<A: DeserializeOwned>(text: &str) -> Result<A, serde_json::Error> {
-    serde_json::from_str(text)
+    crate::strict_de::from_str(text)
 }
 
-/// Deserialize typed arguments from a parsed value. An integral float where
-/// an integer is expected (`3.0`, `1e3`, `-0`: integers by JSON Schema's
-/// rule, and models send them) is taken as that integer.
+/// Deserialize typed arguments from a parsed value under the same rules;
+/// a refusal is reported with its JSON path.
 pub(crate) fn from_value<A: DeserializeOwned>(args: &Value) -> Result<A, ToolError> {
-    if let Ok(a) = A::deserialize(args) {
+    if let Ok(a) = crate::strict_de::from_value(args) {
         return Ok(a);
     }
-    if let Some(integral) = integral_floats_as_integers(args)
-        && let Ok(a) = A::deserialize(&integral)
-    {
-        return Ok(a);
-    }
-    let error = match serde_path_to_error::deserialize::<_, A>(args) {
+    let error = match serde_path_to_error::deserialize::<_, A>(crate::strict_de::Strict(args)) {
         Err(e) => validate::serde_error(e.path(), e.inner()),
         Ok(_) => ArgumentError { path: String::new(), message: "arguments rejected".into() },
     };
     Err(ToolError::InvalidArguments { errors: vec![error] })
-}
-
-/// A copy of `args` with every integral float written as an integer, or
-/// `None` when there is none.
-fn integral_floats_as_integers(args: &Value) -> Option<Value> {
-    fn integral(n: &Number) -> Option<Number> {
-        let f = n.as_f64().filter(|_| n.is_f64())?;
-        if f.fract() != 0.0 || !f.is_finite() {
-            return None;
-        }
-        // Exact in the i64/u64 range: 2^63 and 2^64 are representable as f64.
-        if f >= 0.0 && f < 18_446_744_073_709_551_616.0 {
-            Some(Number::from(f as u64))
-        } else if f < 0.0 && f >= -9_223_372_036_854_775_808.0 {
-            Some(Number::from(f as i64))
-        } else {
-            None
-        }
-    }
-    let mut found = false;
-    let mut stack = vec![args];
-    while let Some(v) = stack.pop() {
-        match v {
-            Value::Number(n) if integral(n).is_some() => {
-                found = true;
-                break;
-            }
-            Value::Array(items) => stack.extend(items),
-            Value::Object(map) => stack.extend(map.values()),
-            _ => {}
-        }
-    }
-    if !found {
-        return None;
-    }
-    let mut copy = args.clone();
-    let mut stack = vec![&mut copy];
-    while let Some(v) = stack.pop() {
-        match v {
-            Value::Number(n) => {
-                if let Some(i) = integral(n) {
-                    *n = i;
-                }
-            }
-            Value::Array(items) => stack.extend(items.iter_mut()),
-            Value::Object(map) => stack.extend(map.values_mut()),
-            _ => {}
-        }
-    }
-    Some(copy)
 }
 
 #[cfg(test)]

@@ -136,14 +136,14 @@ fn inline_refs(value: &mut Value, defs: &Map<String, Value>, stack: &mut Vec<Str
 /// Whether serde accepts arguments this schema refuses, so that a typed tool
 /// with it is validated against the schema before serde sees the arguments:
 /// keywords that restrict values beyond their type, which serde does not
-/// enforce, and structs below the root, which serde also takes as an array of
-/// their fields in order (`{"at": [1, 2]}` for `at: Point`). The root is an
-/// object by the time serde sees it.
+/// enforce. (Structs nested in the arguments need no such check: the typed
+/// call path deserialises through [`strict_de`](crate::strict_de), which
+/// takes a struct only from an object, as the schema does.)
 pub(crate) fn serde_accepts_more_than(schema: &Value) -> bool {
-    accepts_more(schema, true)
+    accepts_more(schema)
 }
 
-fn accepts_more(schema: &Value, root: bool) -> bool {
+fn accepts_more(schema: &Value) -> bool {
     const CONSTRAINTS: &[&str] = &[
         "pattern",
         "minLength",
@@ -166,7 +166,7 @@ fn accepts_more(schema: &Value, root: bool) -> bool {
     ];
     match schema {
         Value::Object(map) => {
-            if CONSTRAINTS.iter().any(|k| map.contains_key(*k)) || (!root && map.contains_key("properties")) {
+            if CONSTRAINTS.iter().any(|k| map.contains_key(*k)) {
                 return true;
             }
             if (map.contains_key("minimum") || map.contains_key("maximum")) && !is_rust_integer_format(map) {
@@ -176,12 +176,12 @@ fn accepts_more(schema: &Value, root: bool) -> bool {
                 ("default" | "examples" | "enum" | "description", _) => false,
                 // Maps of named schemas, not schemas themselves.
                 ("properties" | "patternProperties" | "$defs" | "definitions", Value::Object(schemas)) => {
-                    schemas.values().any(|schema| accepts_more(schema, false))
+                    schemas.values().any(accepts_more)
                 }
-                _ => accepts_more(value, false),
+                _ => accepts_more(value),
             })
         }
-        Value::Array(schemas) => schemas.iter().any(|schema| accepts_more(schema, false)),
+        Value::Array(schemas) => schemas.iter().any(accepts_more),
         _ => false,
     }
 }
@@ -245,11 +245,12 @@ mod tests {
         assert!(!serde_accepts_more_than(&json!({"properties": {"s": {"type": "string", "description": "pattern"}}})));
         // A field named like a keyword is a field.
         assert!(!serde_accepts_more_than(&json!({"properties": {"pattern": {"type": "string"}}})));
-        // A struct below the root: serde also takes an array of its fields.
+        // A struct below the root: the strict deserializer takes it only from
+        // an object, as the schema does, so it needs no schema check.
         let point = json!({"type": "object", "properties": {"x": {"type": "number"}}});
-        assert!(serde_accepts_more_than(&json!({"properties": {"at": point}})));
-        assert!(serde_accepts_more_than(&json!({"properties": {"at": {"anyOf": [point, {"type": "null"}]}}})));
-        assert!(serde_accepts_more_than(&json!({"properties": {}, "$defs": {"Point": point}})));
+        assert!(!serde_accepts_more_than(&json!({"properties": {"at": point}})));
+        assert!(!serde_accepts_more_than(&json!({"properties": {"at": {"anyOf": [point, {"type": "null"}]}}})));
+        assert!(!serde_accepts_more_than(&json!({"properties": {}, "$defs": {"Point": point}})));
         // A map is not a struct.
         assert!(!serde_accepts_more_than(
             &json!({"properties": {"tags": {"type": "object", "additionalProperties": {"type": "string"}}}})

@@ -23,7 +23,6 @@
 //! serde_json's text parser also reads `i128` and `u128` as digits only, so
 //! [`from_str`] refuses integral floats for those two widths ([`from_value`]
 //! accepts them).
-#![cfg_attr(not(test), expect(dead_code, reason = "the typed call path is the only caller"))]
 
 use std::fmt;
 
