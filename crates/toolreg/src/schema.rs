@@ -166,7 +166,7 @@ fn accepts_more(schema: &Value) -> bool {
     ];
     match schema {
         Value::Object(map) => {
-            if CONSTRAINTS.iter().any(|k| map.contains_key(*k)) {
+            if CONSTRAINTS.iter().any(|k| map.contains_key(*k)) || is_buffered_union(map) {
                 return true;
             }
             if (map.contains_key("minimum") || map.contains_key("maximum")) && !is_rust_integer_format(map) {
@@ -184,6 +184,20 @@ fn accepts_more(schema: &Value) -> bool {
         Value::Array(schemas) => schemas.iter().any(accepts_more),
         _ => false,
     }
+}
+
+/// A union serde reads through its own buffer (untagged and internally
+/// tagged enums, flattened enums), where the strict deserializer cannot
+/// reach: `oneOf`, `allOf`, or an `anyOf` that is more than `Option`'s
+/// "this or null".
+fn is_buffered_union(map: &Map<String, Value>) -> bool {
+    let not_null = |branch: &&Value| branch.get("type").and_then(Value::as_str) != Some("null");
+    map.contains_key("oneOf")
+        || map.contains_key("allOf")
+        || map
+            .get("anyOf")
+            .and_then(Value::as_array)
+            .is_some_and(|branches| branches.iter().filter(not_null).count() > 1)
 }
 
 /// schemars writes `minimum`/`maximum` for Rust integer types, whose bounds
@@ -251,6 +265,9 @@ mod tests {
         assert!(!serde_accepts_more_than(&json!({"properties": {"at": point}})));
         assert!(!serde_accepts_more_than(&json!({"properties": {"at": {"anyOf": [point, {"type": "null"}]}}})));
         assert!(!serde_accepts_more_than(&json!({"properties": {}, "$defs": {"Point": point}})));
+        // Unions serde buffers are checked against the schema first.
+        assert!(serde_accepts_more_than(&json!({"properties": {"s": {"oneOf": [point, {"type": "string"}]}}})));
+        assert!(serde_accepts_more_than(&json!({"properties": {"s": {"anyOf": [point, {"type": "string"}]}}})));
         // A map is not a struct.
         assert!(!serde_accepts_more_than(
             &json!({"properties": {"tags": {"type": "object", "additionalProperties": {"type": "string"}}}})
