@@ -74,6 +74,7 @@ mod batch;
 mod budget;
 mod layer;
 mod pipeline;
+mod run;
 mod stages;
 
 use std::fmt;

@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::pipeline::{self, Arguments};
+use super::run::{Arguments, run_direct};
 use super::{BatchOptions, Stack, ToolLayer};
 use crate::exec::{CallContext, ToolError};
 use crate::handler::{ErasedTool, ToolFuture};
@@ -219,9 +219,7 @@ impl ErasedTool for RunStage {
         }
         if self.offload && self.entry.tool().runs_inline() {
             let entry = self.entry.clone();
-            return ToolFuture::new(
-                async move { pipeline::run_direct(&entry, cx, Arguments::Value(args), true).await },
-            );
+            return ToolFuture::new(async move { run_direct(&entry, cx, Arguments::Value(args), true).await });
         }
         // Validated already: straight to the tool.
         self.entry.tool().call(cx, args)
