@@ -98,7 +98,13 @@ pub(crate) fn expand(input: &DeriveInput) -> syn::Result<TokenStream> {
         return Err(error);
     }
 
-    let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
+    let mut generics = input.generics.clone();
+    // Generic structs are argument objects wherever serde and schemars can
+    // take them; the bounds are theirs, not repeated here.
+    generics.make_where_clause().predicates.push(syn::parse_quote!(
+        Self: #krate::__private::serde::de::DeserializeOwned + #krate::__private::schemars::JsonSchema
+    ));
+    let (impl_generics, ty_generics, where_clause) = generics.split_for_impl();
     Ok(quote! {
         const _: () = {
             #[automatically_derived]

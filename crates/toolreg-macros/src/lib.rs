@@ -31,6 +31,7 @@ pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
             // Keep the function, with its parameter attributes taken off, so
             // its own uses add no errors of their own.
             let error = error.to_compile_error();
+            tool::strip_parameter_attrs(&mut function);
             quote::quote!(#error #function).into()
         }
     }

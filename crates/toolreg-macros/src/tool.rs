@@ -66,7 +66,7 @@ enum Input {
     /// `#[args] x: T`: the whole argument object.
     Args,
     /// `x: T`: the argument named `x`.
-    Arg(Ident),
+    Arg(Ident, Type),
 }
 
 /// A parameter attribute: `#[context]` or `#[args]`.
@@ -204,7 +204,7 @@ pub(crate) fn expand(options: Options, function: &mut ItemFn) -> syn::Result<Tok
                 // Doc comments and serde/schemars attributes move to the generated field.
                 let (moved, kept): (Vec<Attribute>, Vec<Attribute>) = typed.attrs.drain(..).partition(is_argument_attr);
                 typed.attrs = kept;
-                inputs.push(Input::Arg(ident.clone()));
+                inputs.push(Input::Arg(ident.clone(), (*typed.ty).clone()));
                 params.push(Param { ident, ty: (*typed.ty).clone(), attrs: moved });
             }
         }
@@ -273,7 +273,11 @@ pub(crate) fn expand(options: Options, function: &mut ItemFn) -> syn::Result<Tok
                     #(#fields)*
                 }
             };
-            (args_struct, quote!(Args))
+            let checks = params.iter().map(|p| {
+                let ty = &p.ty;
+                quote_spanned!(ty.span()=> const _: () = <#ty as #krate::__private::ToolArgument>::CHECK;)
+            });
+            (quote!(#args_struct #(#checks)*), quote!(Args))
         }
     };
 
@@ -282,7 +286,7 @@ pub(crate) fn expand(options: Options, function: &mut ItemFn) -> syn::Result<Tok
             <#ty as #krate::__private::FromCallContext<'_>>::from_call_context(&cx)
         },
         Input::Args => quote!(args),
-        Input::Arg(ident) => quote!(args.#ident),
+        Input::Arg(ident, ty) => quote!(<#ty as #krate::__private::ToolArgument>::into_param(args.#ident)),
     });
     let call = quote!(super::#fn_ident(#(#call_args),*));
     let call = if is_async { quote!(#call.await) } else { call };
@@ -382,6 +386,16 @@ fn take_marker(attrs: &mut Vec<Attribute>, errors: &mut Errors) -> Option<(Marke
         false
     });
     found
+}
+
+/// Take the attributes `#[tool]` gives a meaning to off every parameter, so
+/// that the function emitted beside an error compiles on its own.
+pub(crate) fn strip_parameter_attrs(function: &mut ItemFn) {
+    for input in function.sig.inputs.iter_mut() {
+        if let FnArg::Typed(typed) = input {
+            typed.attrs.retain(|a| !is_argument_attr(a) && !a.path().is_ident("context") && !a.path().is_ident("args"));
+        }
+    }
 }
 
 /// Attributes that describe one JSON argument, and move to its field.

@@ -295,21 +295,40 @@ pub mod __private {
     }
 
     /// A parameter without an attribute is one JSON argument; `#[tool]`
-    /// names each one's type through this trait, so a type that cannot be
-    /// one is reported on that parameter, once.
+    /// names each one's type through this trait, spanned on the parameter.
     #[diagnostic::on_unimplemented(
         message = "`{Self}` cannot be a tool argument: it must implement `Deserialize` and `JsonSchema`",
         label = "each parameter without an attribute is one JSON argument",
-        note = "if this parameter is the call context, mark it: `#[context] cx: CallContext`",
         note = "if it is the whole argument object, mark it `#[args]` and derive `toolreg::ToolArgs` on its type"
     )]
-    pub trait ToolArgument {
-        /// The argument's type itself.
+    pub trait ToolArgument: Sized {
+        /// The type the arguments struct holds.
         type Type;
+        /// Evaluated by the generated code; fails the build for a type that
+        /// is never an argument.
+        const CHECK: () = ();
+        /// The parameter's value from the field.
+        fn into_param(field: Self::Type) -> Self;
     }
 
     impl<T: serde::de::DeserializeOwned + schemars::JsonSchema> ToolArgument for T {
         type Type = T;
+        #[inline]
+        fn into_param(field: T) -> T {
+            field
+        }
+    }
+
+    /// The one mistake worth its own message: the context without its marker.
+    impl ToolArgument for CallContext {
+        type Type = ();
+        const CHECK: () = panic!(
+            "a `CallContext` parameter is not a JSON argument: mark it `#[context]`, as in `#[context] cx: CallContext`"
+        );
+        fn into_param(_: ()) -> Self {
+            // Not reached: `CHECK` stops the build first.
+            CallContext::default()
+        }
     }
 
     /// A type `#[args]` may take as the whole argument object: a struct with
