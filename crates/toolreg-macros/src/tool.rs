@@ -62,11 +62,11 @@ struct Param {
 /// What one parameter of the tool function is passed, in order.
 enum Input {
     /// `#[context] cx: T`: taken from the call context.
-    Context(Type),
+    Context(Box<Type>),
     /// `#[args] x: T`: the whole argument object.
     Args,
     /// `x: T`: the argument named `x`.
-    Arg(Ident, Type),
+    Arg,
 }
 
 /// A parameter attribute: `#[context]` or `#[args]`.
@@ -175,7 +175,7 @@ pub(crate) fn expand(options: Options, function: &mut ItemFn) -> syn::Result<Tok
             ));
         }
         match marker {
-            Some((Marker::Context, _)) => inputs.push(Input::Context((*typed.ty).clone())),
+            Some((Marker::Context, _)) => inputs.push(Input::Context(typed.ty.clone())),
             Some((Marker::Args, span)) => {
                 if let Err(e) = check_owned(&typed.ty) {
                     errors.push(e);
@@ -204,7 +204,7 @@ pub(crate) fn expand(options: Options, function: &mut ItemFn) -> syn::Result<Tok
                 // Doc comments and serde/schemars attributes move to the generated field.
                 let (moved, kept): (Vec<Attribute>, Vec<Attribute>) = typed.attrs.drain(..).partition(is_argument_attr);
                 typed.attrs = kept;
-                inputs.push(Input::Arg(ident.clone(), (*typed.ty).clone()));
+                inputs.push(Input::Arg);
                 params.push(Param { ident, ty: (*typed.ty).clone(), attrs: moved });
             }
         }
@@ -222,11 +222,12 @@ pub(crate) fn expand(options: Options, function: &mut ItemFn) -> syn::Result<Tok
         }
     }
 
-    let (mod_vis, item_vis) = match visibilities(&function.vis) {
+    // The generated module, its items, and the items of a module nested in it.
+    let (mod_vis, item_vis, nested_vis) = match visibilities(&function.vis) {
         Ok(v) => v,
         Err(e) => {
             errors.push(e);
-            (quote!(), quote!(pub(super)))
+            (quote!(), quote!(pub(super)), quote!(pub(in super::super)))
         }
     };
 
@@ -252,48 +253,89 @@ pub(crate) fn expand(options: Options, function: &mut ItemFn) -> syn::Result<Tok
             (check, quote!(#ty))
         }
         None => {
+            // The struct lives in a module of its own, whose only item is the
+            // struct under a name no user type is likely to have: the
+            // parameter types, resolved there through `use super::super::*`,
+            // then mean what they mean beside the function, even a user
+            // type called `Args`.
+            //
             // Each field's type goes through `ToolArgument`, spanned on the
-            // parameter's type: one readable error per bad argument, and none
-            // from the derives.
+            // parameter's type, which is how the `CallContext` mistake gets
+            // its own message.
             let fields = params.iter().map(|p| {
                 let Param { ident, ty, attrs } = p;
                 let ty = quote_spanned!(ty.span()=> <#ty as #krate::__private::ToolArgument>::Type);
-                quote!(#(#attrs)* #item_vis #ident: #ty,)
+                quote!(#(#attrs)* #nested_vis #ident: #ty,)
             });
             let doc = format!(
                 "Arguments of the `{name}` tool, one field per parameter of [`{fn_ident}`](super::{fn_ident})."
             );
-            let args_struct = quote! {
-                #[doc = #doc]
-                #[derive(#krate::__private::serde::Deserialize, #krate::__private::schemars::JsonSchema)]
-                #[serde(crate = #serde_crate)]
-                #[schemars(crate = #schemars_crate, transform = #krate::__private::without_description)]
-                #[allow(non_snake_case, missing_docs)]
-                #item_vis struct Args {
-                    #(#fields)*
-                }
-            };
             let checks = params.iter().map(|p| {
                 let ty = &p.ty;
                 quote_spanned!(ty.span()=> const _: () = <#ty as #krate::__private::ToolArgument>::CHECK;)
             });
-            (quote!(#args_struct #(#checks)*), quote!(Args))
+            let types = params.iter().map(|p| &p.ty);
+            let values = params.iter().map(|p| {
+                let Param { ident, ty, .. } = p;
+                quote!(<#ty as #krate::__private::ToolArgument>::into_param(self.#ident))
+            });
+            let args_struct = quote! {
+                #[doc(hidden)]
+                mod __arguments {
+                    #[allow(unused_imports)]
+                    use super::super::*;
+
+                    #[doc = #doc]
+                    #[derive(#krate::__private::serde::Deserialize, #krate::__private::schemars::JsonSchema)]
+                    #[serde(crate = #serde_crate, rename = "Args")]
+                    #[schemars(crate = #schemars_crate, transform = #krate::__private::without_description)]
+                    #[allow(non_snake_case, non_camel_case_types, missing_docs)]
+                    #nested_vis struct __ToolArguments {
+                        #(#fields)*
+                    }
+
+                    #(#checks)*
+
+                    impl __ToolArguments {
+                        /// The parameters' values, in order.
+                        #[inline]
+                        #[allow(clippy::unused_unit)]
+                        pub(in super::super) fn into_params(self) -> (#(#types,)*) {
+                            (#(#values,)*)
+                        }
+                    }
+                }
+
+                #[doc(inline)]
+                #item_vis use __arguments::__ToolArguments as Args;
+            };
+            (args_struct, quote!(Args))
         }
     };
 
-    let call_args = inputs.iter().map(|input| match input {
-        Input::Context(ty) => quote_spanned! {ty.span()=>
-            <#ty as #krate::__private::FromCallContext<'_>>::from_call_context(&cx)
-        },
-        Input::Args => quote!(args),
-        Input::Arg(ident, ty) => quote!(<#ty as #krate::__private::ToolArgument>::into_param(args.#ident)),
-    });
+    let mut position = 0usize;
+    let call_args: Vec<TokenStream2> = inputs
+        .iter()
+        .map(|input| match input {
+            Input::Context(ty) => quote_spanned! {ty.span()=>
+                <#ty as #krate::__private::FromCallContext<'_>>::from_call_context(&cx)
+            },
+            Input::Args => quote!(args),
+            Input::Arg => {
+                let index = syn::Index::from(position);
+                position += 1;
+                quote!(params.#index)
+            }
+        })
+        .collect();
+    let unpack = if whole.is_none() { quote!(let params = args.into_params();) } else { quote!() };
     let call = quote!(super::#fn_ident(#(#call_args),*));
     let call = if is_async { quote!(#call.await) } else { call };
     let body = quote! {
         #[allow(unused_imports)]
         use #krate::__private::{IsPlain as _, IsResult as _};
         let _ = &cx;
+        #unpack
         let out = #call;
         (&#krate::__private::ReturnKind::of(&out)).kind().wrap(out)
     };
@@ -450,15 +492,22 @@ fn check_owned(ty: &Type) -> syn::Result<()> {
     }
 }
 
-/// Visibility of the generated module and of the items inside it, so that
+/// Visibility of the generated module, of the items inside it, and of the
+/// items of the module nested in it for the arguments struct, so that
 /// `execute` re-exports the function no further than the function itself.
-fn visibilities(vis: &Visibility) -> syn::Result<(TokenStream2, TokenStream2)> {
+fn visibilities(vis: &Visibility) -> syn::Result<(TokenStream2, TokenStream2, TokenStream2)> {
     match vis {
-        Visibility::Inherited => Ok((quote!(), quote!(pub(super)))),
-        Visibility::Public(_) => Ok((quote!(pub), quote!(pub))),
-        Visibility::Restricted(r) if r.path.is_ident("crate") => Ok((quote!(pub(crate)), quote!(pub(crate)))),
-        Visibility::Restricted(r) if r.path.is_ident("super") => Ok((quote!(pub(super)), quote!(pub(in super::super)))),
-        Visibility::Restricted(r) if r.path.is_ident("self") => Ok((quote!(), quote!(pub(super)))),
+        Visibility::Inherited => Ok((quote!(), quote!(pub(super)), quote!(pub(in super::super)))),
+        Visibility::Public(_) => Ok((quote!(pub), quote!(pub), quote!(pub))),
+        Visibility::Restricted(r) if r.path.is_ident("crate") => {
+            Ok((quote!(pub(crate)), quote!(pub(crate)), quote!(pub(crate))))
+        }
+        Visibility::Restricted(r) if r.path.is_ident("super") => {
+            Ok((quote!(pub(super)), quote!(pub(in super::super)), quote!(pub(in super::super::super))))
+        }
+        Visibility::Restricted(r) if r.path.is_ident("self") => {
+            Ok((quote!(), quote!(pub(super)), quote!(pub(in super::super))))
+        }
         other => Err(syn::Error::new(
             other.span(),
             "#[tool] supports private, `pub`, `pub(crate)` and `pub(super)` functions",
