@@ -405,3 +405,30 @@ fn registry_names_follow_the_one_rule_and_say_what_they_count() {
         "a name may be at most 64 bytes long (UTF-8 bytes, not characters), this one is 80 bytes (40 characters)"
     );
 }
+
+mod user_named_args {
+    use serde::Deserialize;
+    use toolreg::tool;
+
+    /// A user type that happens to share the generated struct's name.
+    #[derive(Deserialize, schemars::JsonSchema)]
+    pub struct Args {
+        pub n: u32,
+    }
+
+    /// Count, taking a user type called `Args` as one argument.
+    #[tool(safety = "safe")]
+    pub fn count(args: Args) -> u32 {
+        args.n
+    }
+}
+
+#[test]
+fn a_user_type_called_args_is_still_one_argument() {
+    let schema = user_named_args::count_tool::declaration().input_schema;
+    assert_eq!(schema["required"], json!(["args"]));
+    let mut registry = FunctionRegistry::new();
+    registry.register(user_named_args::count_tool::registration()).unwrap();
+    let out = block_on(registry.execute("count", json!({"args": {"n": 3}}))).unwrap();
+    assert_eq!(out.value, json!(3));
+}
