@@ -86,12 +86,14 @@ pub use validate::ArgumentError;
 ///     format!("order {} is on its way", id.0)
 /// }
 ///
+/// # fn main() {
 /// let schema = order_status_tool::declaration().input_schema;
 /// assert_eq!(schema["properties"]["id"]["description"], "The order to look up.");
 /// assert_eq!(schema["properties"]["id"]["type"], "integer");
 /// assert_eq!(schema["required"], json!(["id"]));
 /// // The model reads the tool's description, not the Rust docs of `Args`.
 /// assert!(schema.get("description").is_none());
+/// # }
 /// ```
 ///
 /// An enum, a list or any other type is one argument the same way (an enum
@@ -124,8 +126,10 @@ pub use validate::ArgumentError;
 ///     format!("moved {cents} from {from} to {to}")
 /// }
 ///
+/// # fn main() {
 /// let schema = transfer_tool::declaration().input_schema;
 /// assert_eq!(schema["required"], serde_json::json!(["from", "to", "cents"]));
+/// # }
 /// ```
 ///
 /// Every provider needs a JSON object at the root of a tool's input schema,
@@ -166,8 +170,10 @@ pub use validate::ArgumentError;
 ///     }
 /// }
 ///
+/// # fn main() {
 /// // The arguments are `{"shape": {"kind": "square", "side": 2}}`.
 /// assert_eq!(area_tool::declaration().input_schema["required"], serde_json::json!(["shape"]));
+/// # }
 /// ```
 ///
 /// # The call's context: `#[context]`
@@ -187,6 +193,7 @@ pub use validate::ArgumentError;
 ///         _ = cx.cancelled() => false,
 ///     }
 /// }
+/// # fn main() {}
 /// ```
 ///
 /// A `CallContext` parameter without `#[context]` would be a JSON argument,
@@ -220,6 +227,7 @@ pub use validate::ArgumentError;
 /// /// Dots are not allowed in tool names.
 /// #[toolreg::tool(name = "server.tool")]
 /// fn dotted() {}
+/// # fn main() {}
 /// ```
 #[cfg(feature = "macros")]
 pub use toolreg_macros::tool;
