@@ -37,6 +37,46 @@ impl SafetyLevel {
             SafetyLevel::Dangerous => "dangerous",
         }
     }
+
+    /// The level a name stands for, case-insensitively, with `moderate` for
+    /// [`SafetyLevel::Cautious`]; `None` for any other text.
+    ///
+    /// A `const fn`, so that `#[tool(safety = "...")]` is checked at compile
+    /// time by the same rule as [`str::parse`] at run time.
+    ///
+    /// ```
+    /// use toolreg::SafetyLevel;
+    /// const LEVEL: Option<SafetyLevel> = SafetyLevel::parse("Moderate");
+    /// assert_eq!(LEVEL, Some(SafetyLevel::Cautious));
+    /// assert_eq!(SafetyLevel::parse("risky"), None);
+    /// ```
+    pub const fn parse(s: &str) -> Option<SafetyLevel> {
+        if eq_ignore_case(s, "safe") {
+            Some(SafetyLevel::Safe)
+        } else if eq_ignore_case(s, "cautious") || eq_ignore_case(s, "moderate") {
+            Some(SafetyLevel::Cautious)
+        } else if eq_ignore_case(s, "dangerous") {
+            Some(SafetyLevel::Dangerous)
+        } else {
+            None
+        }
+    }
+}
+
+/// ASCII case-insensitive equality, usable in `const fn`s.
+const fn eq_ignore_case(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if !a[i].eq_ignore_ascii_case(&b[i]) {
+            return false;
+        }
+        i += 1;
+    }
+    true
 }
 
 impl fmt::Display for SafetyLevel {
@@ -55,12 +95,7 @@ impl FromStr for SafetyLevel {
 
     /// Case-insensitive; `moderate` is accepted as [`SafetyLevel::Cautious`].
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s.to_ascii_lowercase().as_str() {
-            "safe" => Ok(SafetyLevel::Safe),
-            "cautious" | "moderate" => Ok(SafetyLevel::Cautious),
-            "dangerous" => Ok(SafetyLevel::Dangerous),
-            _ => Err(ParseSafetyLevelError(s.to_owned())),
-        }
+        SafetyLevel::parse(s).ok_or_else(|| ParseSafetyLevelError(s.to_owned()))
     }
 }
 
@@ -77,6 +112,33 @@ pub enum Scope {
     /// Everything registered by the application (the default).
     #[default]
     Custom,
+}
+
+impl Scope {
+    /// The scope a name stands for, case-insensitively; `None` for any other
+    /// text.
+    ///
+    /// A `const fn`, so that `#[tool(scope = "...")]` is checked at compile
+    /// time by the same rule as [`str::parse`] at run time.
+    ///
+    /// ```
+    /// use toolreg::Scope;
+    /// assert_eq!(Scope::parse("USER"), Some(Scope::User));
+    /// assert_eq!(Scope::parse("everyone"), None);
+    /// ```
+    pub const fn parse(s: &str) -> Option<Scope> {
+        if eq_ignore_case(s, "core") {
+            Some(Scope::Core)
+        } else if eq_ignore_case(s, "agent") {
+            Some(Scope::Agent)
+        } else if eq_ignore_case(s, "user") {
+            Some(Scope::User)
+        } else if eq_ignore_case(s, "custom") {
+            Some(Scope::Custom)
+        } else {
+            None
+        }
+    }
 }
 
 impl fmt::Display for Scope {
@@ -99,13 +161,7 @@ impl FromStr for Scope {
     type Err = ParseScopeError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s.to_ascii_lowercase().as_str() {
-            "core" => Ok(Scope::Core),
-            "agent" => Ok(Scope::Agent),
-            "user" => Ok(Scope::User),
-            "custom" => Ok(Scope::Custom),
-            _ => Err(ParseScopeError(s.to_owned())),
-        }
+        Scope::parse(s).ok_or_else(|| ParseScopeError(s.to_owned()))
     }
 }
 

@@ -28,6 +28,7 @@ pub mod declaration;
 pub mod engine;
 pub mod exec;
 pub mod handler;
+mod name_rule;
 pub mod policy;
 pub mod prompt;
 pub mod provider;
@@ -50,9 +51,199 @@ pub use tokio_util::sync::CancellationToken;
 pub use validate::ArgumentError;
 
 /// Turn a function into a tool: generates `<fn>_tool::{NAME, declaration(),
-/// execute, registration()}`. See the crate docs for the attribute's options.
+/// execute, registration()}`.
+///
+/// `#[tool]` goes on a free `fn` or `async fn` at module level (the
+/// generated module reaches the function through `super::`). The function
+/// stays as written; the macro adds a module `<fn>_tool` with `NAME`,
+/// `DESCRIPTION`, `declaration()`, `execute` (the function itself),
+/// `registration()` and, unless an `#[args]` parameter is the argument
+/// object, the `Args` struct it writes.
+///
+/// # Parameters: one rule
+///
+/// **Every parameter is one JSON argument, named after the parameter.** The
+/// input schema is an object with one property per parameter; `Option<T>`
+/// parameters are optional, a parameter's doc comment is its description,
+/// and `#[serde(..)]` / `#[schemars(..)]` attributes on a parameter apply to
+/// its property. A parameter's type says nothing about its role: a single
+/// parameter `id: OrderId` is the argument `id`, whatever `OrderId` is.
+///
+/// ```
+/// use serde::Deserialize;
+/// use serde_json::json;
+/// use toolreg::tool;
+///
+/// /// An order number.
+/// #[derive(Deserialize, schemars::JsonSchema)]
+/// struct OrderId(u64);
+///
+/// /// Look an order up.
+/// #[tool(safety = "safe")]
+/// fn order_status(
+///     /// The order to look up.
+///     id: OrderId,
+///     /// Include the shipping history.
+///     #[serde(default)]
+///     history: bool,
+///     note: Option<String>,
+/// ) -> String {
+///     format!("order {} is on its way", id.0)
+/// }
+///
+/// # fn main() {
+/// let schema = order_status_tool::declaration().input_schema;
+/// assert_eq!(schema["properties"]["id"]["description"], "The order to look up.");
+/// assert_eq!(schema["properties"]["id"]["type"], "integer");
+/// assert_eq!(schema["required"], json!(["id"]));
+/// // The model reads the tool's description, not the Rust docs of `Args`.
+/// assert!(schema.get("description").is_none());
+/// # }
+/// ```
+///
+/// An enum, a list or any other type is one argument the same way (an enum
+/// as the whole argument object cannot be expressed for every provider; see
+/// below).
+///
+/// # The whole argument object: `#[args]`
+///
+/// To take a struct you already have as the whole argument object, mark its
+/// parameter `#[args]` and derive [`ToolArgs`] on the struct. The struct's
+/// fields are then the arguments; no other parameter may be a JSON argument.
+/// The parameter may be a pattern.
+///
+/// ```
+/// use serde::Deserialize;
+/// use toolreg::{tool, ToolArgs};
+///
+/// #[derive(Deserialize, schemars::JsonSchema, ToolArgs)]
+/// struct Transfer {
+///     /// Account to take the money from.
+///     from: String,
+///     /// Account to pay it into.
+///     to: String,
+///     cents: u64,
+/// }
+///
+/// /// Move money between two accounts.
+/// #[tool(safety = "dangerous")]
+/// fn transfer(#[args] Transfer { from, to, cents }: Transfer) -> String {
+///     format!("moved {cents} from {from} to {to}")
+/// }
+///
+/// # fn main() {
+/// let schema = transfer_tool::declaration().input_schema;
+/// assert_eq!(schema["required"], serde_json::json!(["from", "to", "cents"]));
+/// # }
+/// ```
+///
+/// Every provider needs a JSON object at the root of a tool's input schema,
+/// so [`ToolArgs`] accepts only structs with named fields: an enum, a tuple
+/// or unit struct, or a struct under `#[serde(transparent)]` (or `from`,
+/// `try_from`, `into`, `with`) is refused at compile time. Take such a type
+/// as one argument instead.
+///
+/// ```compile_fail
+/// use serde::Deserialize;
+/// use toolreg::ToolArgs;
+///
+/// // error: an enum cannot be a tool's whole argument object
+/// #[derive(Deserialize, schemars::JsonSchema, ToolArgs)]
+/// enum Shape {
+///     Circle { radius: f64 },
+///     Square { side: f64 },
+/// }
+/// ```
+///
+/// ```
+/// use serde::Deserialize;
+/// use toolreg::tool;
+///
+/// #[derive(Deserialize, schemars::JsonSchema)]
+/// #[serde(tag = "kind", rename_all = "lowercase")]
+/// enum Shape {
+///     Circle { radius: f64 },
+///     Square { side: f64 },
+/// }
+///
+/// /// The area of a shape.
+/// #[tool(safety = "safe")]
+/// fn area(shape: Shape) -> f64 {
+///     match shape {
+///         Shape::Circle { radius } => std::f64::consts::PI * radius * radius,
+///         Shape::Square { side } => side * side,
+///     }
+/// }
+///
+/// # fn main() {
+/// // The arguments are `{"shape": {"kind": "square", "side": 2}}`.
+/// assert_eq!(area_tool::declaration().input_schema["required"], serde_json::json!(["shape"]));
+/// # }
+/// ```
+///
+/// # The call's context: `#[context]`
+///
+/// A parameter marked `#[context]` is not an argument: it is taken from the
+/// call's [`CallContext`] (call id, cancellation), as `CallContext` or
+/// `&CallContext`, in any position.
+///
+/// ```
+/// use toolreg::{tool, CallContext};
+///
+/// /// Wait, unless the call is cancelled first.
+/// #[tool(safety = "safe")]
+/// async fn wait(#[context] cx: &CallContext, millis: u64) -> bool {
+///     tokio::select! {
+///         _ = tokio::time::sleep(std::time::Duration::from_millis(millis)) => true,
+///         _ = cx.cancelled() => false,
+///     }
+/// }
+/// # fn main() {}
+/// ```
+///
+/// A `CallContext` parameter without `#[context]` would be a JSON argument,
+/// and is refused with a message that says to mark it.
+///
+/// # Return type
+///
+/// A function returning `Result<T, E>` (under any name or alias, such as
+/// `std::io::Result<T>`) succeeds with `T` or fails with `E`, whose
+/// `Display` text reaches the model verbatim; a function returning any other
+/// `T: Serialize` always succeeds with it. The choice is made by the type,
+/// through a trait, not by the name written in the signature: generated code
+/// asks `(&ReturnKind::of(&out)).kind()`, which method lookup resolves to the
+/// `Result` case before it tries the general one, at compile time.
+///
+/// # Options
+///
+/// `#[tool(...)]` takes `name = "..."` (default: the function's name),
+/// `description = "..."` (default: the doc comment, which a tool must have
+/// one way or the other), `safety = "safe" | "cautious" | "dangerous"`
+/// (`moderate` means cautious; default `dangerous`), `category = "..."`
+/// (repeatable), `scope = "core" | "agent" | "user" | "custom"` (default
+/// `custom`), `exclusive = "arg"` (calls of a batch with the same value of
+/// that argument run one at a time; see [`engine`]), and `crate = path` when
+/// toolreg is renamed. The name, safety level and scope are checked at
+/// compile time by the same `const fn`s the registry uses at run time
+/// ([`validate_name`], [`SafetyLevel::parse`], [`Scope::parse`]), so a bad
+/// one stops the build with the rule's own message:
+///
+/// ```compile_fail
+/// /// Dots are not allowed in tool names.
+/// #[toolreg::tool(name = "server.tool")]
+/// fn dotted() {}
+/// # fn main() {}
+/// ```
 #[cfg(feature = "macros")]
 pub use toolreg_macros::tool;
+
+/// Mark a struct with named fields as a tool's whole argument object, for
+/// an `#[args]` parameter of a [`tool`] function; refuse, at compile time,
+/// any type whose JSON is not an object. See [`tool`].
+///
+/// Takes `#[toolreg(crate = path)]` when toolreg is renamed.
+#[cfg(feature = "macros")]
+pub use toolreg_macros::ToolArgs;
 
 /// Register several `#[tool]` modules at once, all or none.
 ///
@@ -84,13 +275,188 @@ macro_rules! register_tools {
 /// Paths used by code that `#[tool]` generates. Not public API.
 #[doc(hidden)]
 pub mod __private {
+    use std::convert::Infallible;
+    use std::marker::PhantomData;
+
     pub use schemars;
     pub use serde;
     pub use serde_json;
 
-    /// Wraps a plain return value so every tool returns a `Result`.
-    pub fn ok<T>(value: T) -> Result<T, std::convert::Infallible> {
-        Ok(value)
+    use crate::{CallContext, SafetyLevel, Scope};
+
+    /// The tool name, checked by the one name rule; in a constant, a bad
+    /// name is a compile-time error.
+    pub const fn tool_name(name: &'static str) -> &'static str {
+        crate::name_rule::assert_tool_name(name);
+        name
+    }
+
+    /// `#[tool(safety = "...")]`, parsed by [`SafetyLevel::parse`].
+    pub const fn safety(text: &str) -> SafetyLevel {
+        match SafetyLevel::parse(text) {
+            Some(level) => level,
+            None => panic!("invalid safety level: use \"safe\", \"cautious\" (or \"moderate\") or \"dangerous\""),
+        }
+    }
+
+    /// `#[tool(scope = "...")]`, parsed by [`Scope::parse`].
+    pub const fn scope(text: &str) -> Scope {
+        match Scope::parse(text) {
+            Some(scope) => scope,
+            None => panic!("invalid scope: use \"core\", \"agent\", \"user\" or \"custom\""),
+        }
+    }
+
+    /// A parameter without an attribute is one JSON argument; `#[tool]`
+    /// names each one's type through this trait, spanned on the parameter.
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot be a tool argument: it must implement `Deserialize` and `JsonSchema`",
+        label = "each parameter without an attribute is one JSON argument",
+        note = "if it is the whole argument object, mark it `#[args]` and derive `toolreg::ToolArgs` on its type"
+    )]
+    pub trait ToolArgument: Sized {
+        /// The type the arguments struct holds.
+        type Type;
+        /// Evaluated by the generated code; fails the build for a type that
+        /// is never an argument.
+        const CHECK: () = ();
+        /// The parameter's value from the field.
+        fn into_param(field: Self::Type) -> Self;
+    }
+
+    impl<T: serde::de::DeserializeOwned + schemars::JsonSchema> ToolArgument for T {
+        type Type = T;
+        #[inline]
+        fn into_param(field: T) -> T {
+            field
+        }
+    }
+
+    /// The one mistake worth its own message: the context without its marker.
+    impl ToolArgument for CallContext {
+        type Type = ();
+        const CHECK: () = panic!(
+            "a `CallContext` parameter is not a JSON argument: mark it `#[context]`, as in `#[context] cx: CallContext`"
+        );
+        fn into_param(_: ()) -> Self {
+            // Not reached: `CHECK` stops the build first.
+            CallContext::default()
+        }
+    }
+
+    /// A type `#[args]` may take as the whole argument object: a struct with
+    /// named fields, as `#[derive(ToolArgs)]` checks.
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` is not known to be an argument object",
+        label = "`#[args]` takes a struct that derives `toolreg::ToolArgs`",
+        note = "add `#[derive(toolreg::ToolArgs)]` to the struct, beside `Deserialize` and `JsonSchema`",
+        note = "a type whose schema is not an object (an enum, a number, a list) is one argument: drop `#[args]`"
+    )]
+    pub trait ArgsObject: serde::de::DeserializeOwned + schemars::JsonSchema {}
+
+    /// How a `#[context]` parameter is taken from the call's context.
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot be taken from the call context",
+        label = "this parameter is marked `#[context]`",
+        note = "a `#[context]` parameter is `CallContext` or `&CallContext`; JSON arguments carry no attribute"
+    )]
+    pub trait FromCallContext<'a>: Sized {
+        /// Take the value from the context.
+        fn from_call_context(cx: &'a CallContext) -> Self;
+    }
+
+    impl FromCallContext<'_> for CallContext {
+        fn from_call_context(cx: &CallContext) -> Self {
+            cx.clone()
+        }
+    }
+
+    impl<'a> FromCallContext<'a> for &'a CallContext {
+        fn from_call_context(cx: &'a CallContext) -> Self {
+            cx
+        }
+    }
+
+    /// Drops the root `description` of the arguments struct `#[tool]`
+    /// writes: its rustdoc is for Rust readers, the tool's description is
+    /// what the model reads.
+    pub fn without_description(schema: &mut schemars::Schema) {
+        schema.remove("description");
+    }
+
+    /// Sorts a tool function's return type by trait, not by name: a
+    /// `Result<T, E>` is the tool's success or failure, any other type is a
+    /// success. `(&ReturnKind::of(&out)).kind()` finds the `Result` impl at
+    /// the first step of method lookup and the general one only after an
+    /// autoref, so the choice is made once, at compile time, by the type.
+    pub struct ReturnKind<R>(PhantomData<fn() -> R>);
+
+    impl<R> ReturnKind<R> {
+        /// The kind of `R`, named by a value of it.
+        pub fn of(_: &R) -> Self {
+            ReturnKind(PhantomData)
+        }
+    }
+
+    /// A function returning `Result<T, E>`.
+    pub struct ResultReturn;
+
+    /// A function returning a plain value.
+    pub struct PlainReturn;
+
+    /// Picked first: the return type is a `Result`.
+    pub trait IsResult {
+        /// [`ResultReturn`].
+        fn kind(&self) -> ResultReturn {
+            ResultReturn
+        }
+    }
+
+    impl<T, E> IsResult for ReturnKind<Result<T, E>> {}
+
+    /// Picked otherwise: any other return type.
+    pub trait IsPlain {
+        /// [`PlainReturn`].
+        fn kind(&self) -> PlainReturn {
+            PlainReturn
+        }
+    }
+
+    impl<R> IsPlain for &ReturnKind<R> {}
+
+    impl ResultReturn {
+        /// The function's own success or failure.
+        pub fn wrap<T, E>(self, out: Result<T, E>) -> Result<T, E> {
+            out
+        }
+    }
+
+    impl PlainReturn {
+        /// A plain value is a success.
+        pub fn wrap<T>(self, out: T) -> Result<T, Infallible> {
+            Ok(out)
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::{IsPlain as _, IsResult as _, ReturnKind};
+
+        // The borrow is the dispatch: it is what the general case needs.
+        #[allow(clippy::needless_borrow)]
+        #[test]
+        fn return_kind_is_chosen_by_type() {
+            let out: Result<u8, String> = Err("no".into());
+            let wrapped = (&ReturnKind::of(&out)).kind().wrap(out);
+            assert_eq!(wrapped, Err("no".to_owned()));
+
+            type Alias = std::io::Result<u8>;
+            let out: Alias = Ok(3);
+            assert_eq!((&ReturnKind::of(&out)).kind().wrap(out).unwrap(), 3);
+
+            let out: Option<u8> = None;
+            assert_eq!((&ReturnKind::of(&out)).kind().wrap(out), Ok(None));
+        }
     }
 }
 

@@ -69,19 +69,8 @@ pub const MAX_NAME_LEN: usize = 64;
 /// assert!(toolreg::validate_name("server.tool").is_err());
 /// ```
 pub fn validate_name(name: &str) -> Result<(), RegistryError> {
-    let reason = if name.is_empty() {
-        Some("a name must not be empty".to_owned())
-    } else if name.len() > MAX_NAME_LEN {
-        Some(format!("a name may have at most {MAX_NAME_LEN} characters, this one has {}", name.chars().count()))
-    } else {
-        name.chars()
-            .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-'))
-            .map(|c| format!("character {c:?} is not allowed; use only A-Z, a-z, 0-9, `_` and `-`"))
-    };
-    match reason {
-        Some(reason) => Err(RegistryError::InvalidName { name: name.to_owned(), reason }),
-        None => Ok(()),
-    }
+    crate::name_rule::check_name(name)
+        .map_err(|e| RegistryError::InvalidName { name: name.into(), reason: e.to_string() })
 }
 
 /// A function and its declaration, ready to register: what `#[tool]`

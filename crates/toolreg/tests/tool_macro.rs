@@ -1,10 +1,12 @@
 //! `#[tool]` end to end: generated modules, schemas, sync and async calls,
+//! the parameter rule (one argument per parameter, `#[args]`, `#[context]`),
 //! return types, options, and `register_tools!`.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use toolreg::{
-    CallContext, FunctionRegistry, RegistryError, SafetyLevel, Scope, ToolDeclaration, ToolError, register_tools, tool,
+    CallContext, FunctionRegistry, RegistryError, SafetyLevel, Scope, ToolArgs, ToolDeclaration, ToolError,
+    register_tools, tool,
 };
 
 #[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
@@ -17,7 +19,7 @@ enum Op {
 }
 
 /// Arguments of the calculator.
-#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Deserialize, schemars::JsonSchema, ToolArgs)]
 struct CalculatorArgs {
     /// The operation.
     op: Op,
@@ -33,7 +35,7 @@ struct CalculatorResult {
 }
 
 #[tool(description = "Perform basic arithmetic operations", safety = "safe", category = "math")]
-async fn calculator(args: CalculatorArgs) -> Result<CalculatorResult, String> {
+async fn calculator(#[args] args: CalculatorArgs) -> Result<CalculatorResult, String> {
     let value = match args.op {
         Op::Add => args.a + args.b,
         Op::Sub => args.a - args.b,
@@ -70,7 +72,7 @@ fn one() -> u8 {
 
 /// Report the call id the tool was called with.
 #[tool(safety = "safe")]
-fn which_call(cx: CallContext) -> Option<String> {
+fn which_call(#[context] cx: CallContext) -> Option<String> {
     cx.call_id().map(str::to_owned)
 }
 
@@ -82,7 +84,7 @@ pub(crate) fn always_fails(reason: String) -> Result<(), std::io::Error> {
 
 /// Sleep briefly, then answer.
 #[tool(safety = "safe")]
-async fn slow_answer(cx: CallContext, millis: u64) -> u64 {
+async fn slow_answer(#[context] cx: &CallContext, millis: u64) -> u64 {
     tokio::select! {
         _ = tokio::time::sleep(std::time::Duration::from_millis(millis)) => millis,
         _ = cx.cancelled() => 0,
@@ -217,4 +219,216 @@ fn unit_arguments_give_an_empty_object_schema() {
     assert_eq!(schema["type"], "object");
     assert_eq!(schema.get("required"), None);
     let _: Value = schema;
+}
+
+// An order number: a newtype, which serde reads as the number itself.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, schemars::JsonSchema)]
+struct OrderId(u64);
+
+/// Look up one order.
+#[tool(safety = "safe")]
+fn order_status(id: OrderId) -> String {
+    format!("order {} shipped", id.0)
+}
+
+#[test]
+fn a_single_newtype_parameter_is_one_argument() {
+    let schema = order_status_tool::declaration().input_schema;
+    assert_eq!(
+        schema,
+        json!({
+            "type": "object",
+            "properties": {"id": {"type": "integer", "format": "uint64", "minimum": 0}},
+            "required": ["id"]
+        })
+    );
+    let mut registry = FunctionRegistry::new();
+    registry.register(order_status_tool::registration()).unwrap();
+    let out = block_on(registry.execute("order_status", json!({"id": 42}))).unwrap();
+    assert_eq!(out.value, json!("order 42 shipped"));
+    // The bare number, which a whole-struct reading would take, is refused.
+    assert!(block_on(registry.execute("order_status", json!(42))).is_err());
+}
+
+/// How to deliver a message.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+enum Channel {
+    Email { address: String },
+    Sms { number: String },
+}
+
+/// Deliver a message over a channel.
+#[tool(safety = "cautious")]
+fn deliver(channel: Channel, message: String) -> String {
+    match channel {
+        Channel::Email { address } => format!("mail to {address}: {message}"),
+        Channel::Sms { number } => format!("text to {number}: {message}"),
+    }
+}
+
+/// Pick a channel, the enum being the only parameter.
+#[tool(safety = "safe")]
+fn pick(channel: Channel) -> String {
+    match channel {
+        Channel::Email { .. } => "email".into(),
+        Channel::Sms { .. } => "sms".into(),
+    }
+}
+
+#[test]
+fn an_enum_parameter_is_one_argument_of_an_object_schema() {
+    for decl in [deliver_tool::declaration(), pick_tool::declaration()] {
+        let schema = &decl.input_schema;
+        assert_eq!(schema["type"], "object", "{}", decl.name);
+        assert!(schema["properties"]["channel"]["oneOf"].is_array(), "{schema}");
+    }
+    // Registration accepts them: the root is an object for every provider.
+    let mut registry = FunctionRegistry::new();
+    register_tools!(registry, [deliver_tool, pick_tool]).unwrap();
+    block_on(async {
+        let out = registry
+            .execute("deliver", json!({"channel": {"kind": "sms", "number": "555"}, "message": "hi"}))
+            .await
+            .unwrap();
+        assert_eq!(out.value, json!("text to 555: hi"));
+        let out = registry.execute("pick", json!({"channel": {"kind": "email", "address": "a@b"}})).await.unwrap();
+        assert_eq!(out.value, json!("email"));
+        assert!(registry.execute("pick", json!({"kind": "email", "address": "a@b"})).await.is_err());
+    });
+}
+
+/// Where to ship, taken whole and destructured.
+#[derive(Debug, Deserialize, schemars::JsonSchema, ToolArgs)]
+struct Shipment {
+    /// The order to ship.
+    order: OrderId,
+    /// Express delivery.
+    #[serde(default)]
+    express: bool,
+}
+
+/// Ship an order.
+#[tool(safety = "cautious")]
+fn ship(#[context] cx: CallContext, #[args] Shipment { order, express }: Shipment) -> Result<String, String> {
+    if order.0 == 0 {
+        return Err("no such order".into());
+    }
+    let speed = if express { "express" } else { "standard" };
+    Ok(format!("{} ships {} by {speed}", cx.call_id().unwrap_or("?"), order.0))
+}
+
+#[test]
+fn an_args_parameter_is_the_whole_object_and_context_may_come_first() {
+    let schema = ship_tool::declaration().input_schema;
+    assert_eq!(schema["required"], json!(["order"]));
+    assert_eq!(schema["properties"]["express"]["default"], false);
+    let mut registry = FunctionRegistry::new();
+    registry.register(ship_tool::registration()).unwrap();
+    block_on(async {
+        let out = registry.execute_with("ship", json!({"order": 7, "express": true}), CallContext::new("c1")).await;
+        assert_eq!(out.unwrap().value, json!("c1 ships 7 by express"));
+        let err = registry.execute("ship", json!({"order": 0})).await.unwrap_err();
+        assert_eq!(err, ToolError::Failed { tool: "ship".into(), message: "no such order".into() });
+    });
+}
+
+/// Echo the call id and a word, the context between two arguments.
+#[tool(safety = "safe")]
+async fn tagged(prefix: String, #[context] cx: &CallContext, #[context] owned: CallContext, word: String) -> String {
+    assert_eq!(cx.call_id(), owned.call_id());
+    format!("{prefix}{}:{word}", cx.call_id().unwrap_or("-"))
+}
+
+#[test]
+fn context_parameters_may_stand_anywhere_and_are_not_arguments() {
+    let schema = tagged_tool::declaration().input_schema;
+    assert_eq!(schema["required"], json!(["prefix", "word"]));
+    assert_eq!(schema["properties"].as_object().unwrap().len(), 2);
+    let mut registry = FunctionRegistry::new();
+    registry.register(tagged_tool::registration()).unwrap();
+    let out = block_on(registry.execute_with("tagged", json!({"prefix": ">", "word": "w"}), CallContext::new("id7")));
+    assert_eq!(out.unwrap().value, json!(">id7:w"));
+}
+
+type Outcome<T> = std::result::Result<T, std::num::ParseIntError>;
+
+/// Parse a number; the `Result` is behind an alias.
+#[tool(safety = "safe")]
+fn parse_number(text: String) -> Outcome<i64> {
+    text.trim().parse()
+}
+
+/// A plain `Option` is a success, `None` included.
+#[tool(safety = "safe")]
+fn maybe(flag: bool) -> Option<u8> {
+    flag.then_some(1)
+}
+
+#[test]
+fn a_result_under_any_name_is_success_or_failure_and_anything_else_is_success() {
+    let mut registry = FunctionRegistry::new();
+    register_tools!(registry, [parse_number_tool, maybe_tool]).unwrap();
+    block_on(async {
+        let out = registry.execute("parse_number", json!({"text": " 12 "})).await.unwrap();
+        assert_eq!(out.value, json!(12));
+        let err = registry.execute("parse_number", json!({"text": "twelve"})).await.unwrap_err();
+        assert_eq!(err.model_text(), "invalid digit found in string");
+        assert_eq!(registry.execute("maybe", json!({"flag": false})).await.unwrap().value, Value::Null);
+        assert_eq!(registry.execute("maybe", json!({"flag": true})).await.unwrap().value, json!(1));
+    });
+}
+
+#[test]
+fn no_generated_docs_reach_the_model_as_a_root_description() {
+    for decl in [
+        greet_tool::declaration(),
+        which_call_tool::declaration(),
+        order_status_tool::declaration(),
+        tagged_tool::declaration(),
+        nested::shout_tool::declaration(),
+    ] {
+        let schema = &decl.input_schema;
+        assert_eq!(schema.get("description"), None, "{}: {schema}", decl.name);
+        assert!(!schema.to_string().contains("Arguments of the"), "{}: {schema}", decl.name);
+    }
+    // Parameter docs still reach their properties.
+    assert_eq!(greet_tool::declaration().input_schema["properties"]["name"]["description"], "Who to greet.");
+}
+
+#[test]
+fn registry_names_follow_the_one_rule_and_say_what_they_count() {
+    let err = toolreg::validate_name(&"\u{e9}".repeat(40)).unwrap_err();
+    let RegistryError::InvalidName { reason, .. } = err else { panic!("{err:?}") };
+    assert_eq!(
+        reason,
+        "a name may be at most 64 bytes long (UTF-8 bytes, not characters), this one is 80 bytes (40 characters)"
+    );
+}
+
+mod user_named_args {
+    use serde::Deserialize;
+    use toolreg::tool;
+
+    /// A user type that happens to share the generated struct's name.
+    #[derive(Deserialize, schemars::JsonSchema)]
+    pub struct Args {
+        pub n: u32,
+    }
+
+    /// Count, taking a user type called `Args` as one argument.
+    #[tool(safety = "safe")]
+    pub fn count(args: Args) -> u32 {
+        args.n
+    }
+}
+
+#[test]
+fn a_user_type_called_args_is_still_one_argument() {
+    let schema = user_named_args::count_tool::declaration().input_schema;
+    assert_eq!(schema["required"], json!(["args"]));
+    let mut registry = FunctionRegistry::new();
+    registry.register(user_named_args::count_tool::registration()).unwrap();
+    let out = block_on(registry.execute("count", json!({"args": {"n": 3}}))).unwrap();
+    assert_eq!(out.value, json!(3));
 }

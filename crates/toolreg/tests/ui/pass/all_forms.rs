@@ -12,7 +12,7 @@ fn r#type(r#in: String) -> String {
 
 /// Public with context.
 #[tool]
-pub async fn with_context(cx: CallContext, n: u32) -> Result<u32, String> {
+pub async fn with_context(#[context] cx: CallContext, n: u32) -> Result<u32, String> {
     let _ = cx.call_id();
     Ok(n)
 }
