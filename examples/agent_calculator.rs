@@ -8,7 +8,7 @@
 //! Run with `cargo run --example agent_calculator`.
 
 use serde::{Deserialize, Serialize};
-use toolreg::{FunctionRegistry, ToolCall, ToolExecutor, tool};
+use toolreg::{FunctionRegistry, ToolArgs, ToolCall, ToolExecutor, tool};
 
 /// An arithmetic operation.
 #[derive(Debug, Clone, Copy, Deserialize, Serialize, schemars::JsonSchema)]
@@ -21,7 +21,7 @@ enum Operation {
 }
 
 /// Arguments of the calculator.
-#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Deserialize, schemars::JsonSchema, ToolArgs)]
 struct CalculatorArgs {
     /// The operation to perform.
     operation: Operation,
@@ -39,7 +39,7 @@ struct CalculatorResult {
 }
 
 #[tool(description = "Perform basic arithmetic operations", safety = "safe", category = "math")]
-async fn calculator(args: CalculatorArgs) -> Result<CalculatorResult, String> {
+async fn calculator(#[args] args: CalculatorArgs) -> Result<CalculatorResult, String> {
     let result = match args.operation {
         Operation::Add => args.a + args.b,
         Operation::Subtract => args.a - args.b,

@@ -423,7 +423,8 @@ impl fmt::Debug for Extensions {
 /// call id, a cancellation token, the tool's declaration and typed
 /// [`Extensions`].
 ///
-/// A `#[tool]` function takes it by declaring a context parameter; hooks get
+/// A `#[tool]` function takes it with a `#[context] cx: CallContext`
+/// parameter; hooks get
 /// it in their [`HookCall`](crate::engine::HookCall).
 #[derive(Debug, Clone, Default)]
 pub struct CallContext {

@@ -5,7 +5,7 @@ use futures_util::FutureExt;
 use proptest::prelude::*;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use toolreg::{FunctionRegistry, ToolDeclaration, ToolError, tool};
+use toolreg::{FunctionRegistry, ToolArgs, ToolDeclaration, ToolError, tool};
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -16,7 +16,7 @@ enum Mode {
 
 /// Arguments with a little of everything (only their shape matters here).
 #[allow(dead_code)]
-#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Deserialize, schemars::JsonSchema, ToolArgs)]
 struct Args {
     count: u8,
     ratio: f64,
@@ -27,7 +27,7 @@ struct Args {
 
 /// Accept anything well-formed.
 #[tool(safety = "safe")]
-fn accept(args: Args) -> String {
+fn accept(#[args] args: Args) -> String {
     format!("{args:?}")
 }
 

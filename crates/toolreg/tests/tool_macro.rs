@@ -329,7 +329,7 @@ fn an_args_parameter_is_the_whole_object_and_context_may_come_first() {
         let out = registry.execute_with("ship", json!({"order": 7, "express": true}), CallContext::new("c1")).await;
         assert_eq!(out.unwrap().value, json!("c1 ships 7 by express"));
         let err = registry.execute("ship", json!({"order": 0})).await.unwrap_err();
-        assert_eq!(err, ToolError::Failed { tool: "ship".into(), message: "no such order".into() });
+        assert_eq!(err, ToolError::Failed { message: "no such order".into() });
     });
 }
 
@@ -373,7 +373,7 @@ fn a_result_under_any_name_is_success_or_failure_and_anything_else_is_success() 
         let out = registry.execute("parse_number", json!({"text": " 12 "})).await.unwrap();
         assert_eq!(out.value, json!(12));
         let err = registry.execute("parse_number", json!({"text": "twelve"})).await.unwrap_err();
-        assert_eq!(err.model_text(), "invalid digit found in string");
+        assert_eq!(err.to_string(), "invalid digit found in string");
         assert_eq!(registry.execute("maybe", json!({"flag": false})).await.unwrap().value, Value::Null);
         assert_eq!(registry.execute("maybe", json!({"flag": true})).await.unwrap().value, json!(1));
     });
