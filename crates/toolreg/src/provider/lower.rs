@@ -320,21 +320,21 @@ impl Lower {
     /// Rewrite the node's own keywords (children are lowered afterwards).
     fn lower_node(&mut self, obj: &mut Map<String, Value>) -> Result<(), String> {
         let dialect = self.dialect;
-        if let Some(reference) = obj.get("$ref").and_then(Value::as_str) {
-            if dialect != Dialect::OpenAiStrict {
-                let name = reference.rsplit('/').next().unwrap_or(reference).to_owned();
-                self.error = Some(LoweringError::Recursive { name, path: self.path.clone() });
-                return Ok(());
-            }
+        if self.refuse_reference(obj) {
+            return Ok(());
         }
         if dialect != Dialect::OpenAiStrict && self.path.is_empty() {
             obj.remove("$defs");
         }
         // oneOf -> anyOf; Gemini's null branches -> nullable (which may
-        // merge a branch that is itself a oneOf); a single allOf is merged.
+        // merge a branch that is itself a oneOf, or a reference: the
+        // recursion of an `Option<Box<T>>`); a single allOf is merged.
         one_of_to_any_of(obj)?;
         if dialect == Dialect::Gemini {
             self.gemini_nulls(obj);
+            if self.refuse_reference(obj) {
+                return Ok(());
+            }
             one_of_to_any_of(obj)?;
         }
         if let Some(Value::Array(mut all_of)) = obj.remove("allOf") {
@@ -485,6 +485,20 @@ impl Lower {
             }
         }
         Ok(())
+    }
+
+    /// A `$ref` left in a cleaned schema is a recursive type's: only
+    /// OpenAI's strict mode takes it. Records the error; returns whether it did.
+    fn refuse_reference(&mut self, obj: &Map<String, Value>) -> bool {
+        let Some(reference) = obj.get("$ref").and_then(Value::as_str) else { return false };
+        if self.dialect == Dialect::OpenAiStrict {
+            return false;
+        }
+        let name = reference.rsplit('/').next().unwrap_or(reference).to_owned();
+        if self.error.is_none() {
+            self.error = Some(LoweringError::Recursive { name, path: self.path.clone() });
+        }
+        true
     }
 
     /// Gemini: null branches of `anyOf` become `nullable: true`; a single
