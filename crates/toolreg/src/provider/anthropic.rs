@@ -118,8 +118,12 @@ impl WireFormat for Anthropic {
             };
             let decl = p.tool.declaration();
             if self.strict.for_tool(&decl.name) == Strictness::Required {
-                let reason =
-                    ProviderError::TooMany { provider: Provider::Anthropic, what: what[k], count: wanted[k], limit: limits[k] };
+                let reason = ProviderError::TooMany {
+                    provider: Provider::Anthropic,
+                    what: what[k],
+                    count: wanted[k],
+                    limit: limits[k],
+                };
                 prepared.refuse(i, reason);
                 continue;
             }
