@@ -651,3 +651,28 @@ fn gemini_refuses_recursion_through_an_option_box_as_recursive() {
     let err = lower::gemini(&decl.input_schema).unwrap_err();
     assert!(matches!(&err, LoweringError::Recursive { path, .. } if path == "/properties/next"), "{err:?}");
 }
+
+#[test]
+fn a_ref_bomb_is_refused_not_expanded() {
+    // 40 definitions, each referring twice to the next: 3.5 KB as written,
+    // 2^40 copies if inlined.
+    let mut defs = Map::new();
+    for i in 0..40 {
+        let next = json!({"$ref": format!("#/$defs/D{}", i + 1)});
+        defs.insert(format!("D{i}"), json!({"type": "object", "properties": {"a": next, "b": next}}));
+    }
+    defs.insert("D40".into(), json!({"type": "string"}));
+    let bomb = json!({"type": "object", "properties": {"x": {"$ref": "#/$defs/D0"}}, "$defs": defs});
+    let decl = ToolDeclaration::new("bomb", "", bomb);
+    let err = toolreg::schema::check_bounds(&decl.input_schema).unwrap_err();
+    assert!(err.contains("once its `$ref`s are inlined"), "{err}");
+    for lowered in [
+        lower::openai_strict(&decl.input_schema),
+        lower::anthropic_strict(&decl.input_schema),
+        lower::gemini(&decl.input_schema),
+    ] {
+        assert!(matches!(lowered, Err(LoweringError::Limit { limit: 50_000, .. })), "{lowered:?}");
+    }
+    let err = Gemini::new().declare(&[ToolRef::from(&decl)]).unwrap_err();
+    assert!(matches!(err, ProviderError::UnsupportedSchema { .. }), "{err:?}");
+}

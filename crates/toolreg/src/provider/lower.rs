@@ -36,6 +36,8 @@
 //! ```
 
 use schemars::Schema;
+
+use crate::schema::Exceeded;
 use schemars::transform::Transform;
 use serde_json::{Map, Value};
 
@@ -107,6 +109,19 @@ pub(crate) fn has_no_parameters(schema: &Value) -> bool {
 }
 
 fn run(dialect: Dialect, schema: &Value) -> Result<Value, LoweringError> {
+    // A schema that would blow up once its references are inlined (which
+    // registration refuses) is not walked at all.
+    match crate::schema::measure(schema) {
+        Ok(_) => {}
+        Err(Exceeded::Nodes(count)) => {
+            let what = "schema nodes once `$ref`s are inlined";
+            return Err(LoweringError::Limit { what, count, limit: crate::schema::MAX_SCHEMA_NODES });
+        }
+        Err(Exceeded::Depth(count)) => {
+            let what = "levels of schema nesting once `$ref`s are inlined";
+            return Err(LoweringError::Limit { what, count, limit: crate::schema::MAX_SCHEMA_DEPTH });
+        }
+    }
     let mut value = schema.clone();
     let mut lower = Lower { dialect, path: String::new(), error: None };
     match <&mut Schema>::try_from(&mut value) {
