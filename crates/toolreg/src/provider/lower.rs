@@ -363,6 +363,9 @@ impl Lower {
                 return Err("`allOf` with more than one schema is not supported".into());
             }
         }
+        if dialect != Dialect::Gemini {
+            self.merge_into_branches(obj)?;
+        }
         tuple_to_items(obj);
         if let Some(examples) = obj.remove("examples") {
             if let Some(first) = examples.as_array().and_then(|a| a.first()) {
@@ -498,6 +501,64 @@ impl Lower {
                     *t = t.to_ascii_uppercase();
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// Strict mode closes every object, so properties beside a union of
+    /// objects (what `#[serde(flatten)]` of an internally tagged enum
+    /// gives: `{"properties": {..}, "anyOf": [{..}, {..}]}`) would leave no
+    /// value that passes both. Below the root, the properties go into each
+    /// branch; at the root (which must be one object) the schema cannot be
+    /// strict.
+    fn merge_into_branches(&mut self, obj: &mut Map<String, Value>) -> Result<(), String> {
+        if !obj.contains_key("anyOf") || !(obj.contains_key("properties") || obj.contains_key("required")) {
+            return Ok(());
+        }
+        if self.path.is_empty() {
+            return Err("properties beside a union at the root (a flattened enum) cannot be strict: \
+                        the root must be a single object"
+                .into());
+        }
+        let properties = match obj.remove("properties") {
+            Some(Value::Object(p)) => p,
+            _ => Map::new(),
+        };
+        let required = match obj.remove("required") {
+            Some(Value::Array(r)) => r,
+            _ => Vec::new(),
+        };
+        obj.remove("additionalProperties");
+        if obj.get("type").is_some_and(|t| t == "object") {
+            obj.remove("type");
+        }
+        let Some(Value::Array(branches)) = obj.get_mut("anyOf") else { return Ok(()) };
+        for branch in branches.iter_mut() {
+            let Value::Object(branch) = branch else {
+                return Err("properties beside a union whose branches are not objects cannot be strict".into());
+            };
+            let is_object = branch.get("type").is_some_and(|t| t == "object") || branch.contains_key("properties");
+            if !is_object || branch.contains_key("$ref") {
+                return Err("properties beside a union whose branches are not objects cannot be strict".into());
+            }
+            let own = branch.entry("properties").or_insert_with(|| Value::Object(Map::new()));
+            if let Value::Object(own) = own {
+                for (k, v) in &properties {
+                    if own.contains_key(k) {
+                        return Err(format!("the property `{k}` is both beside and inside a union"));
+                    }
+                    own.insert(k.clone(), v.clone());
+                }
+            }
+            let wanted = branch.entry("required").or_insert_with(|| Value::Array(Vec::new()));
+            if let Value::Array(wanted) = wanted {
+                for r in &required {
+                    if !wanted.contains(r) {
+                        wanted.push(r.clone());
+                    }
+                }
+            }
+            branch.entry("type").or_insert_with(|| Value::String("object".into()));
         }
         Ok(())
     }

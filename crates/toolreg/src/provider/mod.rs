@@ -551,18 +551,22 @@ fn drop_absent_nulls(schema: &Value, value: &mut Value) -> bool {
     let mut changed = false;
     match value {
         Value::Object(args) => {
-            let Some(props) = schema.get("properties").and_then(Value::as_object) else {
-                // A union: the first object branch that knows every key given.
-                let branch =
-                    ["anyOf", "oneOf"].iter().filter_map(|k| schema.get(*k).and_then(Value::as_array)).flatten().find(
-                        |b| {
-                            b.get("properties")
-                                .and_then(Value::as_object)
-                                .is_some_and(|p| args.keys().all(|k| p.contains_key(k)))
-                        },
-                    );
-                return branch.is_some_and(|b| drop_absent_nulls(b, value));
-            };
+            // A union (maybe beside properties, as a flattened enum gives):
+            // the first object branch that knows every other key given.
+            let outer = schema.get("properties").and_then(Value::as_object);
+            let branch =
+                ["anyOf", "oneOf"].iter().filter_map(|k| schema.get(*k).and_then(Value::as_array)).flatten().find(
+                    |b| {
+                        b.get("properties").and_then(Value::as_object).is_some_and(|p| {
+                            args.keys().all(|k| p.contains_key(k) || outer.is_some_and(|o| o.contains_key(k)))
+                        })
+                    },
+                );
+            if let Some(branch) = branch {
+                changed |= drop_absent_nulls(branch, value);
+            }
+            let Value::Object(args) = value else { return changed };
+            let Some(props) = outer else { return changed };
             let required = schema.get("required").and_then(Value::as_array);
             let is_required = |k: &str| required.is_some_and(|r| r.iter().any(|x| x == k));
             args.retain(|k, v| {
@@ -945,4 +949,27 @@ pub(crate) fn chat_tool_call(
         _ => generated_id("call_", index, name, function.get("arguments").unwrap_or(&Value::Null), mapping),
     };
     Ok(ToolCall { id, name: name.to_owned(), arguments })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::FunctionRegistry;
+    use serde_json::json;
+
+    #[test]
+    fn lowering_is_computed_once_per_tool_and_provider() {
+        let schema = json!({"type": "object", "properties": {"n": {"type": "integer"}, "s": {"type": "string"}},
+                            "required": ["n"]});
+        let decl = ToolDeclaration::new("t", "", schema);
+        let mut registry = FunctionRegistry::new();
+        registry.register_sync_tool("t", |_: Value| Ok::<_, String>(()), decl.clone()).unwrap();
+        let entry = registry.get("t").unwrap();
+        let cached = ToolRef::from(entry);
+        let (a, b) = (cached.lowered(Lowering::OpenAiStrict).unwrap(), cached.lowered(Lowering::OpenAiStrict).unwrap());
+        assert!(matches!((&a, &b), (Cow::Borrowed(_), Cow::Borrowed(_))));
+        assert!(std::ptr::eq(a.as_ref(), b.as_ref()), "one cached strict schema for both OpenAI formats");
+        // A bare declaration is lowered on the spot.
+        assert!(matches!(ToolRef::from(&decl).lowered(Lowering::Gemini).unwrap(), Cow::Owned(_)));
+    }
 }
