@@ -3,7 +3,8 @@
 
 Usage: validate_providers.py DIR
 
-DIR holds what the Rust test `official_validators` writes: one file per
+DIR holds what `scripts/check_providers.sh` exports (the Rust tests
+`official_validators` in toolreg and `export` in toolreg-mcp): one file per
 provider with the declarations toolreg renders (`<provider>.tools.json`) and
 one with a tool-call exchange (`<provider>.exchange.json`: the calls as the
 provider sends them and the results toolreg renders).
@@ -268,7 +269,7 @@ def main() -> None:
     try:
         validate(Path(sys.argv[1]))
     except FileNotFoundError as e:
-        sys.exit(f"missing export file {e.filename}; the Rust test `official_validators` writes them")
+        sys.exit(f"missing export file {e.filename}; scripts/check_providers.sh writes them")
     except ImportError as e:
         STAMP.unlink(missing_ok=True)
         sys.exit(f"a provider SDK is missing from {VENV} ({e}); run again to reinstall")

@@ -1,8 +1,9 @@
 //! Rendering 1,000 declarations for each provider: `cached` reads the
 //! lowered schemas a registry keeps per tool and provider (after a first
 //! rendering), `cold` lowers bare declarations on every call. Each
-//! iteration renders the declarations and serialises them to the JSON text
-//! that is sent.
+//! iteration declares the tools through [`WireFormat::declare`] (which
+//! builds the request's `tools` value) and serialises that value to the
+//! JSON text that is sent.
 
 use std::hint::black_box;
 
@@ -14,7 +15,7 @@ use toolreg::provider::mcp::Mcp;
 use toolreg::provider::mistral::Mistral;
 use toolreg::provider::openai_chat::OpenAiChat;
 use toolreg::provider::openai_responses::OpenAiResponses;
-use toolreg::provider::{Strictness, ToolRef};
+use toolreg::provider::{Strictness, ToolRef, WireFormat};
 use toolreg::{FunctionRegistry, ToolDeclaration, ToolRegistration};
 
 #[path = "../tests/common/mod.rs"]
@@ -46,28 +47,26 @@ fn registry(decls: &[ToolDeclaration]) -> FunctionRegistry {
     registry
 }
 
-fn render<'a>(provider: &str, tools: impl Iterator<Item = ToolRef<'a>>) -> String {
-    let out = match provider {
-        "openai_chat" => serde_json::to_string(&OpenAiChat::new().declare(tools).unwrap()),
-        "openai_responses" => serde_json::to_string(&OpenAiResponses::new().declare(tools).unwrap()),
-        "anthropic" => serde_json::to_string(&Anthropic::new().declare(tools).unwrap()),
+fn render(provider: &str, tools: &[ToolRef<'_>]) -> String {
+    let declared = match provider {
+        "openai_chat" => OpenAiChat::new().declare(tools),
+        "openai_responses" => OpenAiResponses::new().declare(tools),
+        "anthropic" => Anthropic::new().declare(tools),
         "anthropic_strict" => {
             // Anthropic takes at most 20 strict tools a request; the rest are sent plain.
-            let tools: Vec<ToolRef<'a>> = tools.collect();
-            let strict: Vec<String> = tools.iter().take(20).map(|t| t.declaration().name.clone()).collect();
             let mut format = Anthropic::new();
-            for name in strict {
-                format = format.strict_for(name, Strictness::IfCompatible);
+            for tool in tools.iter().take(20) {
+                format = format.strict_for(tool.declaration().name.clone(), Strictness::IfCompatible);
             }
-            serde_json::to_string(&format.declare(tools).unwrap())
+            format.declare(tools)
         }
-        "gemini" => serde_json::to_string(&Gemini::new().declare(tools).unwrap()),
-        "mcp" => serde_json::to_string(&Mcp::new().declare(tools).unwrap()),
-        "bedrock" => serde_json::to_string(&Bedrock::new().declare(tools).unwrap()),
-        "mistral" => serde_json::to_string(&Mistral::new().declare(tools).unwrap()),
+        "gemini" => Gemini::new().declare(tools),
+        "mcp" => Mcp::new().declare(tools),
+        "bedrock" => Bedrock::new().declare(tools),
+        "mistral" => Mistral::new().declare(tools),
         other => unreachable!("{other}"),
     };
-    out.unwrap()
+    serde_json::to_string(&declared.unwrap().tools).unwrap()
 }
 
 const PROVIDERS: &[&str] =
@@ -94,9 +93,9 @@ fn providers(c: &mut Criterion) {
 
 fn render_all(provider: &str, chunked: bool, tools: Vec<ToolRef<'_>>) -> usize {
     if chunked {
-        tools.chunks(100).map(|chunk| render(provider, chunk.iter().copied()).len()).sum()
+        tools.chunks(100).map(|chunk| render(provider, chunk).len()).sum()
     } else {
-        render(provider, tools.into_iter()).len()
+        render(provider, &tools).len()
     }
 }
 

@@ -400,6 +400,12 @@ impl FunctionRegistry {
         }
         let invalid = |reason| RegistryError::InvalidSchema { name: name.clone(), reason };
         schema::check_input_schema(&declaration.input_schema).map_err(invalid)?;
+        // A `$ref` bomb, or nesting past what anything here will walk, is refused
+        // now rather than hanging or overflowing a later stage.
+        schema::check_bounds(&declaration.input_schema).map_err(invalid)?;
+        if let Some(output) = &declaration.output_schema {
+            schema::check_bounds(output).map_err(invalid)?;
+        }
         // A schema derived from the argument type is known to compile: its
         // validator is built when first needed. Any other schema is compiled
         // now, so a bad one is refused here.

@@ -4,8 +4,13 @@
 //! "Clean" means what every provider can read: no `$schema`, no root `title`
 //! (schemars puts the Rust type name there), and every `$ref` inlined except
 //! those that make a recursive type, which keep their `$defs`.
+//!
+//! Inlining is bounded: a schema that would grow past [`MAX_SCHEMA_NODES`]
+//! nodes or [`MAX_SCHEMA_DEPTH`] levels once its references are inlined (a
+//! "`$ref` bomb", where each definition refers twice to the next) is left
+//! as it is by [`clean`] and refused by [`check_bounds`].
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
@@ -39,11 +44,16 @@ pub fn schema_for<T: JsonSchema + ?Sized>() -> Value {
 
 /// Make a schema readable by every provider, in place: drop `$schema` and the
 /// root `title`, inline local `$ref`s that do not recurse, and drop `$defs`
-/// nothing refers to any more.
+/// nothing refers to any more. A schema over the bounds of [`check_bounds`]
+/// keeps its references (and is refused at registration).
 pub fn clean(schema: &mut Value) {
+    let within_bounds = measure(schema).is_ok();
     let Value::Object(root) = schema else { return };
     root.remove("$schema");
     root.remove("title");
+    if !within_bounds {
+        return;
+    }
     let defs = take_defs(root);
     if defs.is_empty() {
         return;
@@ -72,6 +82,162 @@ pub fn clean(schema: &mut Value) {
     if let Value::Object(root) = schema {
         root.insert("$defs".into(), Value::Object(out));
     }
+}
+
+/// Most JSON nodes a schema may have once its local `$ref`s are inlined.
+pub const MAX_SCHEMA_NODES: usize = 50_000;
+/// Deepest nesting a schema may have once its local `$ref`s are inlined.
+pub const MAX_SCHEMA_DEPTH: usize = 128;
+
+/// Check that a schema stays within [`MAX_SCHEMA_NODES`] and
+/// [`MAX_SCHEMA_DEPTH`] once its local `$ref`s are inlined (recursive
+/// references count once). The work is bounded by the size of the schema
+/// as written, whatever it would expand to, and uses no recursion.
+///
+/// ```
+/// use serde_json::json;
+/// // Each definition refers twice to the next: 2^40 copies once inlined.
+/// let mut defs = serde_json::Map::new();
+/// for i in 0..40 {
+///     let next = json!({"$ref": format!("#/$defs/D{}", i + 1)});
+///     defs.insert(format!("D{i}"), json!({"type": "object", "properties": {"a": next, "b": next}}));
+/// }
+/// defs.insert("D40".into(), json!({"type": "string"}));
+/// let bomb = json!({"type": "object", "properties": {"x": {"$ref": "#/$defs/D0"}}, "$defs": defs});
+/// let err = toolreg::schema::check_bounds(&bomb).unwrap_err();
+/// assert!(err.contains("more than 50000 nodes"), "{err}");
+/// ```
+pub fn check_bounds(schema: &Value) -> Result<(), String> {
+    measure(schema).map(|_| ()).map_err(|e| e.to_string())
+}
+
+/// A bound [`measure`] found exceeded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Exceeded {
+    Nodes(usize),
+    Depth(usize),
+}
+
+impl std::fmt::Display for Exceeded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Exceeded::Nodes(n) => write!(
+                f,
+                "the schema has more than {MAX_SCHEMA_NODES} nodes once its `$ref`s are inlined (at least {n}); \
+                 refer to fewer copies of its definitions"
+            ),
+            Exceeded::Depth(d) => write!(
+                f,
+                "the schema nests deeper than {MAX_SCHEMA_DEPTH} levels once its `$ref`s are inlined (at least {d})"
+            ),
+        }
+    }
+}
+
+/// What one schema (a definition, or the root without its definitions)
+/// holds as written: its nodes, its depth, and its local references with
+/// the depth at which each sits.
+struct Local<'a> {
+    nodes: usize,
+    depth: usize,
+    refs: Vec<(&'a str, usize)>,
+}
+
+fn local<'a>(schema: &'a Value, skip_defs: bool) -> Local<'a> {
+    let mut out = Local { nodes: 0, depth: 0, refs: Vec::new() };
+    let mut stack: Vec<(&'a Value, usize, bool)> = vec![(schema, 1, skip_defs)];
+    while let Some((value, depth, is_root)) = stack.pop() {
+        out.nodes += 1;
+        out.depth = out.depth.max(depth);
+        match value {
+            Value::Object(map) => {
+                if let Some(name) = map.get("$ref").and_then(Value::as_str).and_then(local_ref_name) {
+                    out.refs.push((name, depth));
+                }
+                for (key, child) in map {
+                    if is_root && (key == "$defs" || key == "definitions") {
+                        continue;
+                    }
+                    stack.push((child, depth + 1, false));
+                }
+            }
+            Value::Array(items) => stack.extend(items.iter().map(|v| (v, depth + 1, false))),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Nodes and depth of a schema once its references are inlined, or the
+/// first bound it exceeds. Each definition is expanded once (memoised), in
+/// a depth-first walk over definitions with an explicit stack.
+pub(crate) fn measure(schema: &Value) -> Result<(usize, usize), Exceeded> {
+    let mut defs: HashMap<&str, &Value> = HashMap::new();
+    if let Value::Object(root) = schema {
+        for key in ["definitions", "$defs"] {
+            if let Some(Value::Object(d)) = root.get(key) {
+                defs.extend(d.iter().map(|(k, v)| (k.as_str(), v)));
+            }
+        }
+    }
+    let check = |nodes: usize, depth: usize| {
+        if nodes > MAX_SCHEMA_NODES {
+            Err(Exceeded::Nodes(nodes))
+        } else if depth > MAX_SCHEMA_DEPTH {
+            Err(Exceeded::Depth(depth))
+        } else {
+            Ok(())
+        }
+    };
+    let locals: HashMap<&str, Local<'_>> = defs.iter().map(|(name, def)| (*name, local(def, false))).collect();
+    // Expanded (nodes, depth) per definition; `None` while being expanded
+    // (a reference to it then is recursive and counts as one node).
+    let mut done: HashMap<&str, Option<(usize, usize)>> = HashMap::new();
+    let root = local(schema, true);
+    // Frames: (definition or None for the root, next reference, nodes, depth).
+    let mut frames: Vec<(Option<&str>, usize, usize, usize)> = vec![(None, 0, root.nodes, root.depth)];
+    while let Some(frame) = frames.last_mut() {
+        let (name, next, nodes, depth) = *frame;
+        let refs = match name {
+            None => &root.refs,
+            Some(n) => &locals[n].refs,
+        };
+        if let Some(&(target, at)) = refs.get(next) {
+            frame.1 += 1;
+            if !locals.contains_key(target) {
+                continue;
+            }
+            match done.get(target) {
+                Some(Some((n, d))) => {
+                    frame.2 = nodes.saturating_add(*n);
+                    frame.3 = depth.max(at.saturating_add(*d));
+                    check(frame.2, frame.3)?;
+                }
+                Some(None) => {}
+                None => {
+                    done.insert(target, None);
+                    let l = &locals[target];
+                    frames.push((Some(target), 0, l.nodes, l.depth));
+                }
+            }
+            continue;
+        }
+        // Every reference of this frame is counted: hand its size to the parent.
+        frames.pop();
+        let Some(name) = name else { return check(nodes, depth).map(|()| (nodes, depth)) };
+        done.insert(name, Some((nodes, depth)));
+        if let Some(parent) = frames.last_mut() {
+            let parent_refs = match parent.0 {
+                None => &root.refs,
+                Some(n) => &locals[n].refs,
+            };
+            let at = parent_refs[parent.1 - 1].1;
+            parent.2 = parent.2.saturating_add(nodes);
+            parent.3 = parent.3.max(at.saturating_add(depth));
+            check(parent.2, parent.3)?;
+        }
+    }
+    Ok((root.nodes, root.depth))
 }
 
 fn take_defs(root: &mut Map<String, Value>) -> Map<String, Value> {
@@ -247,6 +413,57 @@ mod tests {
         assert_eq!(schema["properties"]["tree"]["properties"]["children"]["items"]["$ref"], "#/$defs/Node");
         assert!(schema["$defs"]["Node"].is_object());
         assert!(schema["$defs"].get("Point").is_none());
+    }
+
+    /// `levels` definitions, each referring twice to the next.
+    fn ref_bomb(levels: usize) -> Value {
+        let mut defs = Map::new();
+        for i in 0..levels {
+            let next = json!({"$ref": format!("#/$defs/D{}", i + 1)});
+            defs.insert(format!("D{i}"), json!({"type": "object", "properties": {"a": next, "b": next}}));
+        }
+        defs.insert(format!("D{levels}"), json!({"type": "string"}));
+        json!({"type": "object", "properties": {"x": {"$ref": "#/$defs/D0"}}, "$defs": defs})
+    }
+
+    #[test]
+    fn a_ref_bomb_is_left_alone_and_refused() {
+        let bomb = ref_bomb(40);
+        let size = bomb.to_string().len();
+        assert!((3_000..4_000).contains(&size), "{size} bytes");
+        assert!(matches!(measure(&bomb), Err(Exceeded::Nodes(_))));
+        let err = check_bounds(&bomb).unwrap_err();
+        assert!(err.starts_with("the schema has more than 50000 nodes once its `$ref`s are inlined"), "{err}");
+        // Cleaning returns at once and keeps the references.
+        let decl = crate::ToolDeclaration::new("bomb", "", bomb);
+        assert_eq!(decl.input_schema["properties"]["x"]["$ref"], "#/$defs/D0");
+        assert!(check_bounds(&decl.input_schema).is_err());
+        // A small one is inlined as before, and passes.
+        let mut small = ref_bomb(3);
+        assert_eq!(measure(&small).map(|(_, d)| d > 0), Ok(true));
+        clean(&mut small);
+        assert!(small.get("$defs").is_none());
+        assert_eq!(small["properties"]["x"]["properties"]["b"]["properties"]["a"]["properties"]["b"]["type"], "string");
+        assert_eq!(check_bounds(&small), Ok(()));
+    }
+
+    #[test]
+    fn bounds_count_recursion_once_and_refuse_deep_chains() {
+        let tree = json!({"type": "object", "properties": {"root": {"$ref": "#/$defs/Node"}},
+            "$defs": {"Node": {"type": "object", "properties": {"children": {"type": "array", "items": {"$ref": "#/$defs/Node"}}}}}});
+        assert_eq!(check_bounds(&tree), Ok(()));
+        // A chain of 200 definitions, each one level below the last: no
+        // doubling, but too deep once inlined (and measured without recursion).
+        let mut defs = Map::new();
+        for i in 0..200 {
+            defs.insert(format!("C{i}"), json!({"type": "array", "items": {"$ref": format!("#/$defs/C{}", i + 1)}}));
+        }
+        defs.insert("C200".into(), json!({"type": "integer"}));
+        let chain = json!({"type": "object", "properties": {"x": {"$ref": "#/$defs/C0"}}, "$defs": defs});
+        assert!(matches!(measure(&chain), Err(Exceeded::Depth(_))), "{:?}", measure(&chain));
+        let mut cleaned = chain.clone();
+        clean(&mut cleaned);
+        assert_eq!(cleaned["properties"]["x"]["$ref"], "#/$defs/C0", "left as it is");
     }
 
     #[test]

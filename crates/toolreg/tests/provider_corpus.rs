@@ -3,8 +3,6 @@
 
 mod common;
 
-use std::borrow::Cow;
-
 use serde_json::{Map, Value, json};
 use toolreg::provider::anthropic::Anthropic;
 use toolreg::provider::bedrock::Bedrock;
@@ -12,7 +10,9 @@ use toolreg::provider::gemini::Gemini;
 use toolreg::provider::mcp::Mcp;
 use toolreg::provider::openai_chat::OpenAiChat;
 use toolreg::provider::openai_responses::OpenAiResponses;
-use toolreg::provider::{LoweringError, NameRule, NameStyle, Provider, ProviderError, Strictness, lower};
+use toolreg::provider::{
+    LoweringError, NameRule, NameStyle, Provider, ProviderError, Strictness, ToolRef, ToolStatus, WireFormat, lower,
+};
 use toolreg::{ToolArguments, ToolCall, ToolDeclaration, ToolExecutor};
 
 fn obj(v: &Value) -> &Map<String, Value> {
@@ -275,7 +275,8 @@ fn openai_strict_lowering_follows_the_rules_and_keeps_meaning() {
         let problems: Vec<String> = validator.iter_errors(&sent).map(|e| e.to_string()).collect();
         assert!(problems.is_empty(), "{}: {problems:?}\n{sent}", decl.name);
 
-        let tools = OpenAiChat::new().strict(Strictness::Required).declare(registry.get(&decl.name)).unwrap();
+        let tools =
+            OpenAiChat::new().strict(Strictness::Required).declare(&ToolRef::list(registry.get(&decl.name))).unwrap();
         let mut calls = vec![ToolCall::new("c1", decl.name.clone(), sent.to_string())];
         tools.mapping.apply(&mut calls);
         let result = common::block_on(registry.execute_call(calls.remove(0)));
@@ -286,9 +287,9 @@ fn openai_strict_lowering_follows_the_rules_and_keeps_meaning() {
 #[test]
 fn strict_nulls_for_absent_optionals_become_defaults() {
     let registry = common::registry();
-    let tools = OpenAiChat::new().declare(registry.get("search_issues")).unwrap();
+    let tools = OpenAiChat::new().declare(&ToolRef::list(registry.get("search_issues"))).unwrap();
     let response = common::fixture("openai_chat_response.json");
-    let calls = OpenAiChat::parse_calls_mapped(&response, &tools.mapping).unwrap();
+    let calls = OpenAiChat::new().parse_calls(&response, &tools.mapping).unwrap();
     let ToolArguments::Json(args) = &calls[0].arguments else { panic!("{:?}", calls[0].arguments) };
     // `page` and `sort` are optional but not nullable: their nulls are dropped.
     assert!(args.get("page").is_none() && args.get("sort").is_none(), "{args}");
@@ -324,7 +325,7 @@ fn anthropic_strict_lowering_follows_the_rules() {
 fn gemini_lowering_follows_the_rules() {
     let registry = common::registry();
     for (decl, _) in common::corpus() {
-        let tools = Gemini::new().declare(registry.get(&decl.name));
+        let tools = Gemini::new().declare(&ToolRef::list(registry.get(&decl.name)));
         if decl.name == "write_tree" {
             let err = tools.unwrap_err();
             assert!(
@@ -334,7 +335,7 @@ fn gemini_lowering_follows_the_rules() {
             assert!(err.to_string().contains("recursive type `TreeNode`"), "{err}");
             continue;
         }
-        let tools = tools.unwrap().to_value();
+        let tools = tools.unwrap().tools;
         let fd = &tools[0]["functionDeclarations"][0];
         match fd.get("parameters") {
             Some(params) => assert_rules(check_gemini, params, &decl.name),
@@ -369,8 +370,9 @@ fn gemini_moves_non_string_enums_into_the_description() {
 #[test]
 fn mcp_and_bedrock_pass_the_canonical_schema_through() {
     let registry = common::registry();
-    let mcp = Mcp::new().declare(registry.entries()).unwrap().to_value();
-    let bedrock = Bedrock::new().declare(registry.entries()).unwrap().to_value();
+    let all = ToolRef::list(registry.entries());
+    let mcp = Mcp::new().declare(&all).unwrap().tools;
+    let bedrock = Bedrock::new().declare(&all).unwrap().tools;
     for (i, entry) in registry.entries().enumerate() {
         let decl = entry.declaration();
         let input = &mcp[i]["inputSchema"];
@@ -392,27 +394,28 @@ fn mcp_and_bedrock_pass_the_canonical_schema_through() {
 #[test]
 fn names_a_provider_cannot_take_are_refused_or_respelled() {
     let decl = ToolDeclaration::new("files.read", "Read a file.", json!({"type": "object", "properties": {}}));
-    let err = OpenAiChat::new().declare([&decl]).unwrap_err();
+    let one = [ToolRef::from(&decl)];
+    let err = OpenAiChat::new().declare(&one).unwrap_err();
     assert_eq!(
         err.to_string(),
         "OpenAI Chat Completions cannot take the tool name `files.read`: character '.' is not allowed \
          (names must match ^[a-zA-Z0-9_-]{1,64}$)"
     );
     // Gemini and MCP take dots.
-    assert!(Gemini::new().declare([&decl]).is_ok());
-    assert!(Mcp::new().declare([&decl]).is_ok());
+    assert!(Gemini::new().declare(&one).is_ok());
+    assert!(Mcp::new().declare(&one).is_ok());
 
-    let tools = OpenAiResponses::new().name_style(NameStyle::Respell).declare([&decl]).unwrap();
-    assert_eq!(tools.to_value()[0]["name"], "files__read");
+    let tools = OpenAiResponses::new().name_style(NameStyle::Respell).declare(&one).unwrap();
+    assert_eq!(tools.tools[0]["name"], "files__read");
     let response =
         json!({"output": [{"type": "function_call", "call_id": "c1", "name": "files__read", "arguments": "{}"}]});
-    let calls = OpenAiResponses::parse_calls_mapped(&response, &tools.mapping).unwrap();
+    let calls = OpenAiResponses::new().parse_calls(&response, &tools.mapping).unwrap();
     assert_eq!(calls[0].name, "files.read");
     assert_eq!(tools.mapping.provider_name("files.read"), "files__read");
 
     // Respelling that would merge two tools is refused.
     let other = ToolDeclaration::new("files__read", "", json!({"type": "object"}));
-    let err = Anthropic::new().name_style(NameStyle::Respell).declare([&decl, &other]).unwrap_err();
+    let err = Anthropic::new().name_style(NameStyle::Respell).declare(&ToolRef::list([&decl, &other])).unwrap_err();
     assert!(matches!(err, ProviderError::NameCollision { .. }), "{err:?}");
 
     // Every provider's rule, on names every provider should take and some they should not.
@@ -436,14 +439,15 @@ fn names_a_provider_cannot_take_are_refused_or_respelled() {
 fn strictness_is_a_per_tool_choice() {
     let registry = common::registry();
     // Default: strict where possible, the rest reported.
-    let tools = OpenAiChat::new().declare(registry.entries()).unwrap();
-    let not_strict: Vec<&str> = tools.not_strict.iter().map(|n| n.tool.as_str()).collect();
+    let all = ToolRef::list(registry.entries());
+    let tools = OpenAiChat::new().declare(&all).unwrap();
+    let not_strict: Vec<&str> = tools.not_strict().map(|(tool, _)| tool).collect();
     assert_eq!(not_strict, ["set_labels", "store_value"]);
-    let v = tools.to_value();
+    let v = &tools.tools;
     assert_eq!(v[3]["function"]["strict"], false);
     assert_eq!(v[3]["function"]["parameters"], registry.get("set_labels").unwrap().declaration().input_schema);
     // Required: refused with the tool and the reason.
-    let err = OpenAiChat::new().strict_for("set_labels", Strictness::Required).declare(registry.entries()).unwrap_err();
+    let err = OpenAiChat::new().strict_for("set_labels", Strictness::Required).declare(&all).unwrap_err();
     assert!(
         err.to_string().starts_with(
             "OpenAI Chat Completions cannot take the input schema of `set_labels`: at `/properties/labels`: a map"
@@ -451,11 +455,11 @@ fn strictness_is_a_per_tool_choice() {
         "{err}"
     );
     // Off for one tool.
-    let tools = OpenAiChat::new().strict_for("ping", Strictness::Off).declare(registry.entries()).unwrap().to_value();
+    let tools = OpenAiChat::new().strict_for("ping", Strictness::Off).declare(&all).unwrap().tools;
     let ping = tools.as_array().unwrap().iter().find(|t| t["function"]["name"] == "ping").unwrap();
     assert_eq!(ping["function"]["strict"], false);
     // Anthropic is not strict unless asked.
-    let tools = Anthropic::new().declare(registry.entries()).unwrap().to_value();
+    let tools = Anthropic::new().declare(&all).unwrap().tools;
     assert!(tools.as_array().unwrap().iter().all(|t| t.get("strict").is_none()));
 }
 
@@ -464,9 +468,14 @@ fn request_limits_are_enforced() {
     let decls: Vec<ToolDeclaration> = (0..129)
         .map(|i| ToolDeclaration::new(format!("t{i}"), "", json!({"type": "object", "properties": {}})))
         .collect();
-    let err = OpenAiChat::new().declare(&decls).unwrap_err();
+    let all = ToolRef::list(&decls);
+    let err = OpenAiChat::new().declare(&all).unwrap_err();
     assert!(matches!(err, ProviderError::TooMany { count: 129, limit: 128, .. }), "{err:?}");
-    let err = Anthropic::new().strict(Strictness::Required).declare(&decls[..21]).unwrap_err();
+    // Partly: the first 128 are sent, the last is reported.
+    let partial = OpenAiChat::new().declare_partial(&all);
+    assert_eq!(partial.tools.as_array().unwrap().len(), 128);
+    assert_eq!(partial.refused().map(|(tool, _)| tool).collect::<Vec<_>>(), ["t128"]);
+    let err = Anthropic::new().strict(Strictness::Required).declare(&all[..21]).unwrap_err();
     assert!(matches!(err, ProviderError::TooMany { what: "strict tools", count: 21, limit: 20, .. }), "{err:?}");
     let many = json!({"type": "object", "properties": {"e": {"type": "string", "enum": (0..1001).map(|i| format!("v{i}")).collect::<Vec<_>>()}}});
     assert!(matches!(lower::openai_strict(&many), Err(LoweringError::Limit { limit: 1000, .. })));
@@ -475,25 +484,6 @@ fn request_limits_are_enforced() {
         deep = json!({"type": "object", "properties": {"n": deep}, "required": ["n"]});
     }
     assert!(matches!(lower::openai_strict(&deep), Err(LoweringError::Limit { limit: 10, .. })));
-}
-
-#[test]
-fn lowering_is_computed_once_per_tool_and_provider() {
-    let registry = common::registry();
-    let first = OpenAiChat::new().declare(registry.entries()).unwrap();
-    let second = OpenAiResponses::new().declare(registry.entries()).unwrap();
-    let (a, b) = (&first.tools[0].function.parameters, &second.tools[0].parameters);
-    assert!(matches!((a, b), (Cow::Borrowed(_), Cow::Borrowed(_))));
-    assert!(std::ptr::eq(a.as_ref(), b.as_ref()), "both formats read the one cached strict schema");
-    let gemini1 = Gemini::new().declare(registry.entries().filter(|e| e.declaration().name != "write_tree")).unwrap();
-    let gemini2 = Gemini::new().declare(registry.entries().filter(|e| e.declaration().name != "write_tree")).unwrap();
-    let p1 = gemini1.tools[0].function_declarations[0].parameters.as_ref().unwrap();
-    let p2 = gemini2.tools[0].function_declarations[0].parameters.as_ref().unwrap();
-    assert!(std::ptr::eq(p1.as_ref(), p2.as_ref()));
-    // A bare declaration is lowered on the spot.
-    let decl = registry.get("numbers").unwrap().declaration().clone();
-    let cold = OpenAiChat::new().declare([&decl]).unwrap();
-    assert!(matches!(cold.tools[0].function.parameters, Cow::Owned(_)));
 }
 
 #[test]
@@ -529,11 +519,13 @@ fn anthropic_strict_budgets_fall_back_or_refuse() {
         })
         .collect();
     // Nine optional parameters each: the third would make 27, over Anthropic's 24.
+    let copies = ToolRef::list(&copies);
     let tools = Anthropic::new().strict(Strictness::IfCompatible).declare(&copies).unwrap();
-    let strict: Vec<Option<bool>> = tools.tools.iter().map(|t| t.strict).collect();
-    assert_eq!(strict, [Some(true), Some(true), None]);
-    assert_eq!(tools.not_strict[0].tool, "search_2");
-    assert!(matches!(tools.not_strict[0].reason, LoweringError::Limit { limit: 24, count: 27, .. }));
+    let strict: Vec<Option<&Value>> = tools.tools.as_array().unwrap().iter().map(|t| t.get("strict")).collect();
+    assert_eq!(strict, [Some(&json!(true)), Some(&json!(true)), None]);
+    let not_strict: Vec<_> = tools.not_strict().collect();
+    assert_eq!(not_strict[0].0, "search_2");
+    assert!(matches!(not_strict[0].1, LoweringError::Limit { limit: 24, count: 27, .. }));
     let err = Anthropic::new().strict(Strictness::Required).declare(&copies).unwrap_err();
     assert_eq!(
         err.to_string(),
@@ -550,8 +542,8 @@ fn strict_nulls_are_dropped_inside_unions_too() {
         ]}
     }, "required": []});
     let decl = ToolDeclaration::new("u", "", schema);
-    let tools = OpenAiChat::new().strict(Strictness::Required).declare([&decl]).unwrap();
-    let lowered = &tools.to_value()[0]["function"]["parameters"];
+    let tools = OpenAiChat::new().strict(Strictness::Required).declare(&[ToolRef::from(&decl)]).unwrap();
+    let lowered = &tools.tools[0]["function"]["parameters"];
     assert_eq!(lowered["properties"]["opt"]["anyOf"][0]["required"], json!(["a", "n"]));
     let mut calls = vec![ToolCall::new("1", "u", r#"{"opt": {"a": "x", "n": null}}"#)];
     tools.mapping.apply(&mut calls);
@@ -574,4 +566,113 @@ fn tuples_become_items_with_their_order_described() {
     let strict = lower::openai_strict(&schema).unwrap();
     assert_eq!(strict["properties"]["position"]["items"], json!({"type": "number"}));
     assert_eq!(strict["properties"]["position"]["minItems"], 2);
+}
+
+/// Every format, one report: a line per tool asked for, in order; partial
+/// declaration sends what can be sent and names the rest.
+#[test]
+fn every_format_reports_each_tool_and_can_declare_the_rest() {
+    let registry = common::registry();
+    let bad_name = ToolDeclaration::new("bad name", "", json!({"type": "object", "properties": {}}));
+    let mut tools = ToolRef::list(registry.entries());
+    tools.push(ToolRef::from(&bad_name));
+    let formats: Vec<Box<dyn WireFormat>> = vec![
+        Box::new(OpenAiChat::new()),
+        Box::new(OpenAiResponses::new()),
+        Box::new(Anthropic::new().strict(Strictness::IfCompatible)),
+        Box::new(Gemini::new()),
+        Box::new(Mcp::new()),
+        Box::new(Bedrock::new()),
+        Box::new(toolreg::provider::mistral::Mistral::new()),
+        Box::new(toolreg::provider::ollama::Ollama::new()),
+    ];
+    for format in &formats {
+        let provider = format.provider();
+        // All or nothing: the first refusal is the error.
+        let err = format.declare(&tools).unwrap_err();
+        let first = if provider == Provider::Gemini { "write_tree" } else { "bad name" };
+        assert_eq!(err, declared_first_refusal(&format.declare_partial(&tools)), "{provider}");
+        assert!(err.to_string().contains(&format!("`{first}`")), "{provider}: {err}");
+        let declared = format.declare_partial(&tools);
+        let names: Vec<&str> = declared.report.iter().map(|r| r.tool.as_str()).collect();
+        let expected: Vec<&str> = tools.iter().map(|t| t.declaration().name.as_str()).collect();
+        assert_eq!(names, expected, "{provider}");
+        let mut refused: Vec<&str> = declared.refused().map(|(tool, _)| tool).collect();
+        let sent = declared.report.iter().filter(|r| r.status.is_sent()).count();
+        let written = match provider {
+            Provider::Gemini => declared.tools[0]["functionDeclarations"].as_array().unwrap().len(),
+            _ => declared.tools.as_array().unwrap().len(),
+        };
+        assert_eq!(sent, written, "{provider}: the report matches the request");
+        assert_eq!(refused.pop(), Some("bad name"), "{provider}");
+        match provider {
+            Provider::Gemini => assert_eq!(refused, ["write_tree"], "recursive: no `parameters` for it"),
+            _ => assert!(refused.is_empty(), "{provider}: {refused:?}"),
+        }
+        let status = |name: &str| &declared.report.iter().find(|r| r.tool == name).unwrap().status;
+        match provider {
+            Provider::OpenAiChat | Provider::OpenAiResponses | Provider::Anthropic => {
+                assert_eq!(status("numbers"), &ToolStatus::Lowered { strict: true }, "{provider}");
+                assert!(matches!(status("set_labels"), ToolStatus::NotStrict { .. }), "{provider}");
+            }
+            Provider::Gemini => assert_eq!(status("numbers"), &ToolStatus::Lowered { strict: false }),
+            _ => assert_eq!(status("numbers"), &ToolStatus::Declared, "{provider}"),
+        }
+    }
+}
+
+fn declared_first_refusal(declared: &toolreg::provider::Declarations) -> ProviderError {
+    declared.refused().next().unwrap().1.clone()
+}
+
+#[test]
+fn gemini_refuses_recursion_through_an_option_box_as_recursive() {
+    #[derive(schemars::JsonSchema)]
+    #[allow(dead_code)]
+    struct Chain {
+        value: i32,
+        next: Option<Box<Chain>>,
+    }
+    #[derive(schemars::JsonSchema)]
+    #[allow(dead_code)]
+    struct Queue {
+        head: Option<Box<Chain>>,
+    }
+    let decl = ToolDeclaration::for_args::<Queue>("queue", "A queue.");
+    for err in
+        [lower::gemini(&decl.input_schema).unwrap_err(), lower::anthropic_strict(&decl.input_schema).unwrap_err()]
+    {
+        assert!(matches!(&err, LoweringError::Recursive { name, .. } if name == "Chain"), "{err:?}");
+    }
+    let err = Gemini::new().declare(&[ToolRef::from(&decl)]).unwrap_err();
+    assert!(err.to_string().contains("recursive type `Chain`"), "{err}");
+    // The arguments type itself recursing through an Option<Box<_>>.
+    let decl = ToolDeclaration::for_args::<Chain>("chain", "A linked list.");
+    let err = lower::gemini(&decl.input_schema).unwrap_err();
+    assert!(matches!(&err, LoweringError::Recursive { path, .. } if path == "/properties/next"), "{err:?}");
+}
+
+#[test]
+fn a_ref_bomb_is_refused_not_expanded() {
+    // 40 definitions, each referring twice to the next: 3.5 KB as written,
+    // 2^40 copies if inlined.
+    let mut defs = Map::new();
+    for i in 0..40 {
+        let next = json!({"$ref": format!("#/$defs/D{}", i + 1)});
+        defs.insert(format!("D{i}"), json!({"type": "object", "properties": {"a": next, "b": next}}));
+    }
+    defs.insert("D40".into(), json!({"type": "string"}));
+    let bomb = json!({"type": "object", "properties": {"x": {"$ref": "#/$defs/D0"}}, "$defs": defs});
+    let decl = ToolDeclaration::new("bomb", "", bomb);
+    let err = toolreg::schema::check_bounds(&decl.input_schema).unwrap_err();
+    assert!(err.contains("once its `$ref`s are inlined"), "{err}");
+    for lowered in [
+        lower::openai_strict(&decl.input_schema),
+        lower::anthropic_strict(&decl.input_schema),
+        lower::gemini(&decl.input_schema),
+    ] {
+        assert!(matches!(lowered, Err(LoweringError::Limit { limit: 50_000, .. })), "{lowered:?}");
+    }
+    let err = Gemini::new().declare(&[ToolRef::from(&decl)]).unwrap_err();
+    assert!(matches!(err, ProviderError::UnsupportedSchema { .. }), "{err:?}");
 }

@@ -7,13 +7,17 @@ use serde_json::{Value, json};
 use toolreg::provider::anthropic::Anthropic;
 use toolreg::provider::bedrock::Bedrock;
 use toolreg::provider::gemini::Gemini;
-use toolreg::provider::mcp::{INVALID_PARAMS, Mcp, McpRevision};
+use toolreg::provider::mcp::Mcp;
 use toolreg::provider::mistral::{Mistral, tool_call_id};
 use toolreg::provider::ollama::Ollama;
 use toolreg::provider::openai_chat::OpenAiChat;
 use toolreg::provider::openai_responses::OpenAiResponses;
-use toolreg::provider::{CallMapping, ProviderError};
+use toolreg::provider::{CallMapping, ProviderError, ToolRef, WireFormat};
 use toolreg::{ToolArguments, ToolCall, ToolExecutor, ToolResult, prompt};
+
+fn none() -> CallMapping {
+    CallMapping::default()
+}
 
 fn run(calls: Vec<ToolCall>) -> Vec<ToolResult> {
     let registry = common::registry();
@@ -25,8 +29,8 @@ fn run(calls: Vec<ToolCall>) -> Vec<ToolResult> {
 #[test]
 fn openai_chat_round_trip() {
     let registry = common::registry();
-    let tools = OpenAiChat::new().declare(registry.entries()).unwrap();
-    let v = tools.to_value();
+    let tools = OpenAiChat::new().declare(&ToolRef::list(registry.entries())).unwrap();
+    let v = &tools.tools;
     assert_eq!(v.as_array().unwrap().len(), registry.len());
     assert_eq!(v[0]["type"], "function");
     assert_eq!(v[0]["function"]["name"], "create_event");
@@ -34,11 +38,11 @@ fn openai_chat_round_trip() {
     assert_eq!(v[0]["function"]["strict"], true);
 
     let response = common::fixture("openai_chat_response.json");
-    let calls = OpenAiChat::parse_calls_mapped(&response, &tools.mapping).unwrap();
+    let calls = OpenAiChat::new().parse_calls(&response, &tools.mapping).unwrap();
     assert_eq!(calls.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(), ["call_1", "call_2", "call_3"]);
     let results = run(calls);
-    let messages: Vec<Value> =
-        results.iter().map(|r| serde_json::to_value(OpenAiChat::result_message(r)).unwrap()).collect();
+    let messages = OpenAiChat::new().render_results(&results, &tools.mapping);
+    assert_eq!(messages.len(), 3, "one message per result");
     assert_eq!(messages[0]["role"], "tool");
     assert_eq!(messages[0]["tool_call_id"], "call_1");
     let echoed: Value = serde_json::from_str(messages[0]["content"].as_str().unwrap()).unwrap();
@@ -53,39 +57,41 @@ fn openai_chat_round_trip() {
 fn openai_chat_accepts_messages_lists_and_compatible_servers() {
     let response = common::fixture("openai_chat_response.json");
     let message = &response["choices"][0]["message"];
-    assert_eq!(OpenAiChat::parse_calls(message).unwrap().len(), 3);
-    assert_eq!(OpenAiChat::parse_calls(&message["tool_calls"]).unwrap().len(), 3);
+    let chat = OpenAiChat::new();
+    assert_eq!(chat.parse_calls(message, &none()).unwrap().len(), 3);
+    assert_eq!(chat.parse_calls(&message["tool_calls"], &none()).unwrap().len(), 3);
     // A plain answer has no calls.
     let plain = json!({"choices": [{"message": {"role": "assistant", "content": "Hi"}, "finish_reason": "stop"}]});
-    assert!(OpenAiChat::parse_calls(&plain).unwrap().is_empty());
+    assert!(chat.parse_calls(&plain, &none()).unwrap().is_empty());
     // Local servers sometimes send objects and no id.
     let local = json!({"tool_calls": [{"type": "function", "function": {"name": "ping", "arguments": {}}}]});
-    let calls = OpenAiChat::parse_calls(&local).unwrap();
+    let mapping = none();
+    let calls = chat.parse_calls(&local, &mapping).unwrap();
     assert_eq!(calls[0].arguments, ToolArguments::Json(json!({})));
-    assert_eq!(calls[0].id, OpenAiChat::parse_calls(&local).unwrap()[0].id, "generated ids are stable");
+    assert_eq!(calls[0].id, chat.parse_calls(&local, &none()).unwrap()[0].id, "generated ids are stable");
+    assert!(mapping.is_generated_id(&calls[0].id));
     assert!(calls[0].id.starts_with("call_0_"));
-    let err = OpenAiChat::parse_calls(&json!({"foo": 1})).unwrap_err();
+    let err = chat.parse_calls(&json!({"foo": 1}), &none()).unwrap_err();
     assert!(matches!(err, ProviderError::InvalidResponse { .. }), "{err:?}");
 }
 
 #[test]
 fn openai_responses_round_trip() {
     let registry = common::registry();
-    let tools = OpenAiResponses::new().declare(registry.entries()).unwrap();
-    let v = tools.to_value();
+    let tools = OpenAiResponses::new().declare(&ToolRef::list(registry.entries())).unwrap();
+    let v = &tools.tools;
     assert_eq!(v[1]["type"], "function");
     assert_eq!(v[1]["name"], "search_issues");
     assert_eq!(v[1]["strict"], true);
     assert_eq!(v[3]["strict"], false, "set_labels cannot be strict and says so");
 
     let response = common::fixture("openai_responses_response.json");
-    let calls = OpenAiResponses::parse_calls_mapped(&response, &tools.mapping).unwrap();
+    let calls = OpenAiResponses::new().parse_calls(&response, &tools.mapping).unwrap();
     assert_eq!(calls.len(), 2, "the reasoning item is not a call");
     assert_eq!(calls[0].id, "call_1");
     assert_eq!(calls[1].arguments, ToolArguments::Raw(String::new()));
     let results = run(calls);
-    let items: Vec<Value> =
-        results.iter().map(|r| serde_json::to_value(OpenAiResponses::result_item(r)).unwrap()).collect();
+    let items = OpenAiResponses::new().render_results(&results, &tools.mapping);
     assert_eq!(items[0]["type"], "function_call_output");
     assert_eq!(items[0]["call_id"], "call_1");
     let echoed: Value = serde_json::from_str(items[0]["output"].as_str().unwrap()).unwrap();
@@ -97,19 +103,21 @@ fn openai_responses_round_trip() {
 #[test]
 fn anthropic_round_trip() {
     let registry = common::registry();
-    let tools = Anthropic::new().declare(registry.entries()).unwrap();
-    let v = tools.to_value();
+    let tools = Anthropic::new().declare(&ToolRef::list(registry.entries())).unwrap();
+    let v = &tools.tools;
     assert_eq!(v[1]["name"], "search_issues");
     assert_eq!(v[1]["input_schema"], registry.get("search_issues").unwrap().declaration().input_schema);
     assert!(v[8].get("description").is_none(), "get_time has no description");
 
     let response = common::fixture("anthropic_response.json");
-    let calls = Anthropic::parse_calls_mapped(&response, &tools.mapping).unwrap();
+    let calls = Anthropic::new().parse_calls(&response, &tools.mapping).unwrap();
     assert_eq!(calls.len(), 2, "text blocks are not calls");
     assert_eq!(calls[0].id, "toolu_01A09q90qw90lq917835lq9");
     assert_eq!(calls[0].arguments, ToolArguments::Json(json!({"query": "crash", "limit": 5})));
     let results = run(calls);
-    let message = Anthropic::results_message(&results);
+    let messages = Anthropic::new().render_results(&results, &tools.mapping);
+    assert_eq!(messages.len(), 1, "one user turn answers the batch");
+    let message = &messages[0];
     assert_eq!(message["role"], "user");
     let blocks = message["content"].as_array().unwrap();
     assert_eq!(blocks[0]["type"], "tool_result");
@@ -123,9 +131,14 @@ fn anthropic_round_trip() {
 #[test]
 fn gemini_round_trip() {
     let registry = common::registry();
-    let selection = || registry.entries().filter(|e| e.declaration().name != "write_tree");
-    let tools = Gemini::new().declare(selection()).unwrap();
-    let v = tools.to_value();
+    let gemini = Gemini::new();
+    let all = ToolRef::list(registry.entries());
+    // The recursive type cannot be `parameters`: all or nothing refuses, partial sends the rest.
+    assert!(gemini.declare(&all).is_err());
+    let tools = gemini.declare_partial(&all);
+    let refused: Vec<&str> = tools.refused().map(|(tool, _)| tool).collect();
+    assert_eq!(refused, ["write_tree"]);
+    let v = &tools.tools;
     assert_eq!(v.as_array().unwrap().len(), 1, "one Tool holds every declaration");
     let decls = v[0]["functionDeclarations"].as_array().unwrap();
     assert_eq!(decls.len(), registry.len() - 1);
@@ -133,18 +146,18 @@ fn gemini_round_trip() {
     assert!(ping.get("parameters").is_none(), "no parameters: no schema");
     assert_eq!(decls[1]["parameters"]["type"], "OBJECT");
 
-    let json_schema = Gemini::new().json_schema(true).declare(registry.entries()).unwrap().to_value();
+    let json_schema = Gemini::new().json_schema(true).declare(&all).unwrap().tools;
     let tree = json_schema[0]["functionDeclarations"].as_array().unwrap().iter().find(|d| d["name"] == "write_tree");
     assert!(tree.unwrap()["parametersJsonSchema"]["$defs"]["TreeNode"].is_object());
     assert!(tree.unwrap().get("parameters").is_none());
 
     let response = common::fixture("gemini_response.json");
-    let calls = Gemini::parse_calls_mapped(&response, &tools.mapping).unwrap();
+    let calls = gemini.parse_calls(&response, &tools.mapping).unwrap();
     assert!(calls[0].id.starts_with("gemini_call_0_"), "{}", calls[0].id);
-    assert_eq!(calls[0].id, Gemini::parse_calls(&response).unwrap()[0].id, "stable");
+    assert_eq!(calls[0].id, gemini.parse_calls(&response, &none()).unwrap()[0].id, "stable");
     assert_eq!(calls[1].id, "abc123");
     let results = run(calls);
-    let content = Gemini::results_content(&results, &tools.mapping);
+    let content = &gemini.render_results(&results, &tools.mapping)[0];
     assert_eq!(content["role"], "user");
     let parts = content["parts"].as_array().unwrap();
     assert_eq!(parts[0]["functionResponse"]["name"], "search_issues");
@@ -157,24 +170,41 @@ fn gemini_round_trip() {
         name: "ping".into(),
         outcome: Err(toolreg::ToolError::Failed { message: "down".into() }),
     };
-    let part = Gemini::result_part(&failed, &CallMapping::default());
-    assert_eq!(part["functionResponse"]["response"], json!({"error": "down"}));
+    let content = &gemini.render_results(&[failed], &none())[0];
+    assert_eq!(content["parts"][0]["functionResponse"]["response"], json!({"error": "down"}));
+    assert!(gemini.render_results(&[], &none()).is_empty());
+}
+
+#[test]
+fn gemini_keeps_a_real_id_that_looks_generated() {
+    let registry = common::registry();
+    let gemini = Gemini::new();
+    let tools = gemini.declare(&ToolRef::list(registry.get("ping"))).unwrap();
+    let response = json!({"candidates": [{"content": {"role": "model", "parts": [
+        {"functionCall": {"id": "gemini_call_7", "name": "ping", "args": {}}},
+        {"functionCall": {"name": "ping", "args": {}}}]}}]});
+    let calls = gemini.parse_calls(&response, &tools.mapping).unwrap();
+    assert_eq!(calls[0].id, "gemini_call_7");
+    let results = run(calls);
+    let content = &gemini.render_results(&results, &tools.mapping)[0];
+    assert_eq!(content["parts"][0]["functionResponse"]["id"], "gemini_call_7", "Gemini's own id goes back");
+    assert!(content["parts"][1]["functionResponse"].get("id").is_none(), "the made-up one does not");
 }
 
 #[test]
 fn bedrock_round_trip() {
     let registry = common::registry();
-    let tools = Bedrock::new().declare(registry.entries()).unwrap();
-    let config = Bedrock::tool_config(&tools);
+    let tools = Bedrock::new().declare(&ToolRef::list(registry.entries())).unwrap();
+    let config = json!({"tools": tools.tools});
     assert_eq!(config["tools"][0]["toolSpec"]["name"], "create_event");
     assert_eq!(config["tools"][0]["toolSpec"]["inputSchema"]["json"]["type"], "object");
 
     let response = common::fixture("bedrock_response.json");
-    let calls = Bedrock::parse_calls_mapped(&response, &tools.mapping).unwrap();
+    let calls = Bedrock::new().parse_calls(&response, &tools.mapping).unwrap();
     assert_eq!(calls.len(), 2);
     assert_eq!(calls[0].id, "tooluse_kZJMlvQmRJ6eAyJE5GIl7Q");
     let results = run(calls);
-    let message = Bedrock::results_message(&results);
+    let message = &Bedrock::new().render_results(&results, &tools.mapping)[0];
     let ok = &message["content"][0]["toolResult"];
     assert_eq!(ok["status"], "success");
     assert_eq!(ok["content"][0]["json"]["title"], "Standup");
@@ -186,55 +216,36 @@ fn bedrock_round_trip() {
 #[test]
 fn mcp_round_trip() {
     let registry = common::registry();
-    let tools = Mcp::new().declare(registry.entries()).unwrap();
+    let mcp = Mcp::new();
+    let tools = mcp.declare(&ToolRef::list(registry.entries())).unwrap();
+    assert_eq!(tools.tools.as_array().unwrap().len(), registry.len());
     let requests = common::fixture("mcp_requests.json");
     let requests = requests.as_array().unwrap();
-    let calls: Vec<ToolCall> = requests.iter().map(|r| Mcp::parse_call(r).unwrap()).collect();
+    let calls: Vec<ToolCall> = requests.iter().flat_map(|r| mcp.parse_calls(r, &tools.mapping).unwrap()).collect();
     assert_eq!(calls[0].id, "1");
     assert_eq!(calls[1].id, "req-2");
     let results = run(calls);
-    let ok = Mcp::response(&requests[0]["id"], &results[0]);
-    assert_eq!(ok["id"], 1);
-    assert_eq!(ok["result"]["isError"], false);
-    assert_eq!(ok["result"]["structuredContent"], json!({"query": "crash", "page": 0, "sort": "newest"}));
-    assert_eq!(ok["result"]["content"][0]["type"], "text");
-    // Unknown tool: a protocol error.
-    let unknown = Mcp::response(&requests[1]["id"], &results[1]);
-    assert_eq!(unknown["error"]["code"], INVALID_PARAMS);
-    assert_eq!(unknown["id"], "req-2");
-    // Argument validation failure: a result with isError.
-    let invalid = Mcp::response(&requests[2]["id"], &results[2]);
-    assert_eq!(invalid["result"]["isError"], true);
-    assert!(invalid["result"].get("structuredContent").is_none());
-
-    let page = Mcp::list_result(&tools, None, 4).unwrap();
-    assert_eq!(page["tools"].as_array().unwrap().len(), 4);
-    assert_eq!(page["nextCursor"], "4");
-    let last = Mcp::list_result(&tools, Some("8"), 4).unwrap();
-    assert_eq!(last["tools"].as_array().unwrap().len(), 3);
-    assert!(last.get("nextCursor").is_none());
-    assert_eq!(Mcp::list_result(&tools, Some("nope"), 4).unwrap_err()["code"], INVALID_PARAMS);
-    assert_eq!(Mcp::list_result(&tools, Some("12"), 4).unwrap_err()["code"], INVALID_PARAMS);
-
-    // 2026-07-28: result types and cache hints.
-    let next = Mcp::new().revision(McpRevision::V2026_07_28).cache(30_000, false);
-    let page = next.tools_list(&tools, None, 100).unwrap();
-    assert_eq!(
-        (&page["resultType"], &page["ttlMs"], &page["cacheScope"]),
-        (&json!("complete"), &json!(30_000), &json!("private"))
-    );
-    assert_eq!(next.respond(&requests[0]["id"], &results[0])["result"]["resultType"], "complete");
-    assert!(next.respond(&requests[1]["id"], &results[1]).get("result").is_none());
-    assert!(Mcp::new().tools_list(&tools, None, 100).unwrap().get("resultType").is_none());
+    let rendered = mcp.render_results(&results, &tools.mapping);
+    assert_eq!(rendered.len(), 3, "one CallToolResult per result");
+    assert_eq!(rendered[0]["isError"], false);
+    assert_eq!(rendered[0]["structuredContent"], json!({"query": "crash", "page": 0, "sort": "newest"}));
+    assert_eq!(rendered[0]["content"][0]["type"], "text");
+    // Unknown tool and argument validation failure: results with isError
+    // (the server answers an unknown tool with a protocol error instead).
+    assert_eq!(rendered[1]["isError"], true);
+    assert_eq!(rendered[2]["isError"], true);
+    assert!(rendered[2].get("structuredContent").is_none());
+    let err = mcp.parse_calls(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}), &none());
+    assert!(matches!(err, Err(ProviderError::InvalidResponse { .. })), "{err:?}");
 }
 
 #[test]
 fn mistral_round_trip() {
     let registry = common::registry();
-    let tools = Mistral::new().declare(registry.entries()).unwrap();
-    assert_eq!(tools.to_value()[8]["function"]["description"], "", "Mistral always has a description");
+    let tools = Mistral::new().declare(&ToolRef::list(registry.entries())).unwrap();
+    assert_eq!(tools.tools[8]["function"]["description"], "", "Mistral always has a description");
     let response = common::fixture("mistral_response.json");
-    let calls = Mistral::parse_calls_mapped(&response, &tools.mapping).unwrap();
+    let calls = Mistral::new().parse_calls(&response, &tools.mapping).unwrap();
     assert_eq!(calls[0].id, "D681PevKs");
     assert_eq!(calls[0].arguments, ToolArguments::Raw("{\"query\": \"crash\"}".into()));
     assert_eq!(calls[1].arguments, ToolArguments::Json(json!({})));
@@ -242,24 +253,25 @@ fn mistral_round_trip() {
     assert!(id.len() == 9 && id.chars().all(|c| c.is_ascii_alphanumeric()), "{id}");
     assert_eq!(id, tool_call_id("call_abc_1"));
     let results = run(calls);
-    let message = serde_json::to_value(Mistral::result_message(&results[1], &tools.mapping)).unwrap();
-    assert_eq!(message, json!({"role": "tool", "tool_call_id": id, "name": "ping", "content": "{}"}));
+    let messages = Mistral::new().render_results(&results, &tools.mapping);
+    assert_eq!(messages[1], json!({"role": "tool", "tool_call_id": id, "name": "ping", "content": "{}"}));
 }
 
 #[test]
 fn ollama_round_trip() {
     let registry = common::registry();
-    let tools = Ollama::new().declare(registry.entries()).unwrap();
-    let v = tools.to_value();
+    let ollama = Ollama::new();
+    let tools = ollama.declare(&ToolRef::list(registry.entries())).unwrap();
+    let v = &tools.tools;
     assert!(v[0]["function"].get("strict").is_none());
     assert_eq!(v[0]["function"]["parameters"], registry.get("create_event").unwrap().declaration().input_schema);
     let response = common::fixture("ollama_response.json");
-    let calls = Ollama::parse_calls_mapped(&response, &tools.mapping).unwrap();
+    let calls = ollama.parse_calls(&response, &tools.mapping).unwrap();
     assert_eq!(calls.len(), 2);
     assert_ne!(calls[0].id, calls[1].id);
-    assert_eq!(calls, Ollama::parse_calls(&response).unwrap(), "ids are stable across parses");
+    assert_eq!(calls, ollama.parse_calls(&response, &none()).unwrap(), "ids are stable across parses");
     let results = run(calls);
-    let message = serde_json::to_value(Ollama::result_message(&results[0], &tools.mapping)).unwrap();
+    let message = &ollama.render_results(&results, &tools.mapping)[0];
     assert_eq!(message["role"], "tool");
     assert_eq!(message["tool_name"], "search_issues");
     assert!(results[1].is_error(), "numbers is missing required fields");
@@ -289,7 +301,12 @@ fn prompt_lists_every_function() {
 fn tool_choice_per_provider() {
     use toolreg::provider::{NameStyle, Provider, ToolChoice};
     let decl = toolreg::ToolDeclaration::new("files.read", "", json!({"type": "object", "properties": {}}));
-    let tools = OpenAiChat::new().name_style(NameStyle::Respell).declare([&decl]).unwrap();
+    let chat = OpenAiChat::new().name_style(NameStyle::Respell);
+    let tools = chat.declare(&[ToolRef::from(&decl)]).unwrap();
+    assert_eq!(
+        chat.tool_choice(&ToolChoice::Tool("files.read".into()), &tools.mapping).unwrap(),
+        json!({"type": "function", "function": {"name": "files__read"}})
+    );
     let only = ToolChoice::Tool("files.read".into());
     assert_eq!(
         only.render(Provider::OpenAiChat, &tools.mapping).unwrap(),

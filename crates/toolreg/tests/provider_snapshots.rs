@@ -13,32 +13,28 @@ use toolreg::provider::mistral::Mistral;
 use toolreg::provider::ollama::Ollama;
 use toolreg::provider::openai_chat::OpenAiChat;
 use toolreg::provider::openai_responses::OpenAiResponses;
-use toolreg::provider::{ProviderError, Strictness};
-
-fn shown<T: serde::Serialize>(rendered: Result<toolreg::provider::Declarations<T>, ProviderError>) -> Value {
-    match rendered {
-        Ok(d) => {
-            let not_strict: Vec<String> = d.not_strict.iter().map(|n| format!("{}: {}", n.tool, n.reason)).collect();
-            if not_strict.is_empty() { d.to_value() } else { json!({"tools": d.to_value(), "not_strict": not_strict}) }
-        }
-        Err(e) => json!({"error": e.to_string()}),
-    }
-}
+use toolreg::provider::{Strictness, ToolRef, WireFormat};
 
 fn render(provider: &str, decl: &ToolDeclaration) -> Value {
-    let one = [decl];
-    match provider {
-        "openai_chat" => shown(OpenAiChat::new().declare(one)),
-        "openai_responses" => shown(OpenAiResponses::new().declare(one)),
-        "anthropic" => shown(Anthropic::new().declare(one)),
-        "anthropic_strict" => shown(Anthropic::new().strict(Strictness::IfCompatible).declare(one)),
-        "gemini" => shown(Gemini::new().declare(one)),
-        "gemini_json_schema" => shown(Gemini::new().json_schema(true).declare(one)),
-        "mcp" => shown(Mcp::new().declare(one)),
-        "bedrock" => shown(Bedrock::new().declare(one)),
-        "mistral" => shown(Mistral::new().declare(one)),
-        "ollama" => shown(Ollama::new().declare(one)),
+    let format: Box<dyn WireFormat> = match provider {
+        "openai_chat" => Box::new(OpenAiChat::new()),
+        "openai_responses" => Box::new(OpenAiResponses::new()),
+        "anthropic" => Box::new(Anthropic::new()),
+        "anthropic_strict" => Box::new(Anthropic::new().strict(Strictness::IfCompatible)),
+        "gemini" => Box::new(Gemini::new()),
+        "gemini_json_schema" => Box::new(Gemini::new().json_schema(true)),
+        "mcp" => Box::new(Mcp::new()),
+        "bedrock" => Box::new(Bedrock::new()),
+        "mistral" => Box::new(Mistral::new()),
+        "ollama" => Box::new(Ollama::new()),
         other => unreachable!("{other}"),
+    };
+    match format.declare(&[ToolRef::from(decl)]) {
+        Ok(d) => {
+            let not_strict: Vec<String> = d.not_strict().map(|(tool, reason)| format!("{tool}: {reason}")).collect();
+            if not_strict.is_empty() { d.tools } else { json!({"tools": d.tools, "not_strict": not_strict}) }
+        }
+        Err(e) => json!({"error": e.to_string()}),
     }
 }
 

@@ -3,16 +3,17 @@
 //! - Declarations: `{"name","description","input_schema","strict"?}`; strict
 //!   tools get Anthropic's strict subset ([`lower::anthropic_strict`](super::lower::anthropic_strict)).
 //! - Calls in: `tool_use` content blocks, whose `input` is an object.
-//! - Results out: `tool_result` blocks with `is_error`, sent in a user turn.
+//! - Results out: one user turn of `tool_result` blocks with `is_error`.
 
 use std::borrow::Cow;
 
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::{
-    CallMapping, Declarations, Lowering, LoweringError, NameStyle, NotStrict, Provider, ProviderError, StrictOptions,
-    Strictness, ToolRef, find, generated_id, invalid, object_arguments, prepare, result_text, str_field,
+    CallMapping, Declarations, Lowering, LoweringError, NameStyle, Provider, ProviderError, SchemaMode, StrictOptions,
+    Strictness, ToolRef, ToolStatus, WireFormat, find, generated_id, invalid, object_arguments, prepare, result_text,
+    sealed, str_field,
 };
 use crate::exec::{ToolCall, ToolResult};
 
@@ -23,7 +24,7 @@ pub const MAX_OPTIONAL_PARAMS: usize = 24;
 /// Anthropic's limit on parameters with a union type (`anyOf`) across the strict tools of a request.
 pub const MAX_UNION_PARAMS: usize = 16;
 
-/// Renders tools for Anthropic Messages and reads its `tool_use` blocks.
+/// Anthropic Messages' wire format.
 ///
 /// Strict mode defaults to [`Strictness::Off`], Anthropic's own default.
 #[derive(Debug, Clone)]
@@ -43,33 +44,24 @@ impl Default for Anthropic {
 
 /// One entry of Anthropic's `tools`.
 #[derive(Debug, Clone, Serialize)]
-#[non_exhaustive]
-pub struct AnthropicTool<'a> {
-    /// The name as sent.
-    pub name: Cow<'a, str>,
-    /// What the tool does.
+struct AnthropicTool<'a> {
+    name: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub description: Option<&'a str>,
-    /// JSON Schema of the input.
-    pub input_schema: Cow<'a, Value>,
+    description: Option<&'a str>,
+    input_schema: &'a Value,
     /// Present (and `true`) for strict tools.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub strict: Option<bool>,
+    strict: Option<bool>,
 }
 
 /// A tool result as a `tool_result` content block.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[non_exhaustive]
-pub struct ToolResultBlock {
-    /// Always `"tool_result"`.
+#[derive(Debug, Clone, Serialize)]
+struct ToolResultBlock<'a> {
     #[serde(rename = "type")]
-    pub kind: &'static str,
-    /// The id of the `tool_use` block this answers.
-    pub tool_use_id: String,
-    /// The result's text.
-    pub content: String,
-    /// Whether the call failed.
-    pub is_error: bool,
+    kind: &'static str,
+    tool_use_id: &'a str,
+    content: String,
+    is_error: bool,
 }
 
 impl Anthropic {
@@ -95,57 +87,88 @@ impl Anthropic {
         self.names = style;
         self
     }
+}
 
-    /// Render tools as Anthropic's `tools`.
-    pub fn declare<'a, I>(&self, tools: I) -> Result<Declarations<AnthropicTool<'a>>, ProviderError>
-    where
-        I: IntoIterator,
-        I::Item: Into<ToolRef<'a>>,
-    {
-        let (mut prepared, mapping, mut not_strict) =
-            prepare(Provider::Anthropic, Some(Lowering::AnthropicStrict), &self.strict, self.names, tools)?;
+impl WireFormat for Anthropic {
+    fn provider(&self) -> Provider {
+        Provider::Anthropic
+    }
+
+    fn declare_partial(&self, tools: &[ToolRef<'_>]) -> Declarations {
+        let mode = SchemaMode::Strict(Lowering::AnthropicStrict, &self.strict);
+        let mut prepared = prepare(Provider::Anthropic, mode, self.names, tools);
         // Per-request budgets of strict mode: a tool that would go over is
         // sent plain when strictness was "if compatible", refused when required.
         let mut used = [0usize; 3];
-        for p in prepared.iter_mut().filter(|p| p.strict) {
+        let mut i = 0;
+        while i < prepared.tools.len() {
+            let p = &mut prepared.tools[i];
+            if !p.strict {
+                i += 1;
+                continue;
+            }
             let (optional, unions) = count_params(&p.schema);
             let wanted = [used[0] + 1, used[1] + optional, used[2] + unions];
             let limits = [MAX_STRICT_TOOLS, MAX_OPTIONAL_PARAMS, MAX_UNION_PARAMS];
             let what = ["strict tools", "optional parameters in strict tools", "union parameters in strict tools"];
-            match (0..3).find(|&i| wanted[i] > limits[i]) {
-                None => used = wanted,
-                Some(i) => {
-                    let decl = p.tool.declaration();
-                    if self.strict.for_tool(&decl.name) == Strictness::Required {
-                        return Err(ProviderError::TooMany {
-                            provider: Provider::Anthropic,
-                            what: what[i],
-                            count: wanted[i],
-                            limit: limits[i],
-                        });
-                    }
-                    let reason = LoweringError::Limit { what: what[i], count: wanted[i], limit: limits[i] };
-                    not_strict.push(NotStrict { tool: decl.name.clone(), reason });
-                    p.strict = false;
-                    p.schema = Cow::Borrowed(&decl.input_schema);
-                }
+            let Some(k) = (0..3).find(|&k| wanted[k] > limits[k]) else {
+                used = wanted;
+                i += 1;
+                continue;
+            };
+            let decl = p.tool.declaration();
+            if self.strict.for_tool(&decl.name) == Strictness::Required {
+                let reason = ProviderError::TooMany {
+                    provider: Provider::Anthropic,
+                    what: what[k],
+                    count: wanted[k],
+                    limit: limits[k],
+                };
+                prepared.refuse(i, reason);
+                continue;
             }
+            let reason = LoweringError::Limit { what: what[k], count: wanted[k], limit: limits[k] };
+            p.strict = false;
+            p.schema = Cow::Borrowed(&decl.input_schema);
+            let line = p.report;
+            prepared.report[line].status = ToolStatus::NotStrict { reason };
+            i += 1;
         }
-        let tools = prepared
-            .into_iter()
+        let tools: Vec<AnthropicTool<'_>> = prepared
+            .tools
+            .iter()
             .map(|p| AnthropicTool {
-                name: p.name,
+                name: &p.name,
                 description: super::description(p.tool.declaration()),
-                input_schema: p.schema,
+                input_schema: &p.schema,
                 strict: p.strict.then_some(true),
             })
             .collect();
-        Ok(Declarations { tools, mapping, not_strict })
+        let tools = super::to_json(&tools);
+        prepared.finish(tools)
     }
 
+    fn render_results(&self, results: &[ToolResult], _mapping: &CallMapping) -> Vec<Value> {
+        if results.is_empty() {
+            return Vec::new();
+        }
+        let blocks: Vec<ToolResultBlock<'_>> = results
+            .iter()
+            .map(|r| ToolResultBlock {
+                kind: "tool_result",
+                tool_use_id: &r.id,
+                content: result_text(r),
+                is_error: r.is_error(),
+            })
+            .collect();
+        vec![json!({"role": "user", "content": blocks})]
+    }
+}
+
+impl sealed::Format for Anthropic {
     /// The `tool_use` blocks of a response or message (its `content`), or of
     /// a content-block list.
-    pub fn parse_calls(body: &Value) -> Result<Vec<ToolCall>, ProviderError> {
+    fn calls_in(&self, body: &Value, mapping: &CallMapping) -> Result<Vec<ToolCall>, ProviderError> {
         let p = Provider::Anthropic;
         let blocks = match body {
             Value::Array(blocks) => blocks,
@@ -163,34 +186,11 @@ impl Anthropic {
                 let name = str_field(p, block, "name", "a tool_use block")?;
                 let id = match block.get("id").and_then(Value::as_str) {
                     Some(id) => id.to_owned(),
-                    None => generated_id("toolu_", i, name, block.get("input").unwrap_or(&Value::Null)),
+                    None => generated_id("toolu_", i, name, block.get("input").unwrap_or(&Value::Null), mapping),
                 };
                 Ok(ToolCall { id, name: name.to_owned(), arguments: object_arguments(block.get("input")) })
             })
             .collect()
-    }
-
-    /// [`parse_calls`](Self::parse_calls), then [`CallMapping::apply`].
-    pub fn parse_calls_mapped(body: &Value, mapping: &CallMapping) -> Result<Vec<ToolCall>, ProviderError> {
-        let mut calls = Self::parse_calls(body)?;
-        mapping.apply(&mut calls);
-        Ok(calls)
-    }
-
-    /// A result as a `tool_result` block.
-    pub fn result_block(result: &ToolResult) -> ToolResultBlock {
-        ToolResultBlock {
-            kind: "tool_result",
-            tool_use_id: result.id.clone(),
-            content: result_text(result),
-            is_error: result.is_error(),
-        }
-    }
-
-    /// The user turn that answers a batch of calls.
-    pub fn results_message(results: &[ToolResult]) -> Value {
-        let blocks: Vec<ToolResultBlock> = results.iter().map(Self::result_block).collect();
-        serde_json::json!({"role": "user", "content": blocks})
     }
 }
 

@@ -3,20 +3,18 @@
 //! - Declarations: `toolConfig.tools = [{"toolSpec":{"name","description","inputSchema":{"json":..}}}]`,
 //!   the canonical JSON Schema passed through.
 //! - Calls in: `toolUse` content blocks of `output.message`.
-//! - Results out: `toolResult` blocks with `status: "success" | "error"`.
-
-use std::borrow::Cow;
+//! - Results out: one user message of `toolResult` blocks with `status: "success" | "error"`.
 
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::{
-    CallMapping, Declarations, NameStyle, Provider, ProviderError, StrictOptions, ToolRef, find, generated_id, invalid,
-    object_arguments, prepare, result_text, str_field,
+    CallMapping, Declarations, NameStyle, Provider, ProviderError, SchemaMode, ToolRef, WireFormat, find, generated_id,
+    invalid, object_arguments, prepare, result_text, result_value, sealed, str_field,
 };
 use crate::exec::{ToolCall, ToolResult};
 
-/// Renders tools for Bedrock Converse and reads its `toolUse` blocks.
+/// Bedrock Converse's wire format.
 #[derive(Debug, Clone, Default)]
 pub struct Bedrock {
     names: NameStyle,
@@ -24,33 +22,26 @@ pub struct Bedrock {
 
 /// One entry of `toolConfig.tools`.
 #[derive(Debug, Clone, Serialize)]
-#[non_exhaustive]
-pub struct BedrockTool<'a> {
-    /// The tool specification.
+struct BedrockTool<'a> {
     #[serde(rename = "toolSpec")]
-    pub tool_spec: ToolSpec<'a>,
+    tool_spec: ToolSpec<'a>,
 }
 
 /// A `toolSpec`.
 #[derive(Debug, Clone, Serialize)]
-#[non_exhaustive]
-pub struct ToolSpec<'a> {
-    /// The name as sent.
-    pub name: Cow<'a, str>,
-    /// What the tool does (Bedrock refuses an empty one, so it is left out).
+struct ToolSpec<'a> {
+    name: &'a str,
+    /// Bedrock refuses an empty description, so it is left out.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub description: Option<&'a str>,
-    /// `{"json": schema}`.
+    description: Option<&'a str>,
     #[serde(rename = "inputSchema")]
-    pub input_schema: InputSchema<'a>,
+    input_schema: InputSchema<'a>,
 }
 
 /// The `inputSchema` union: a JSON Schema document.
 #[derive(Debug, Clone, Serialize)]
-#[non_exhaustive]
-pub struct InputSchema<'a> {
-    /// The JSON Schema.
-    pub json: Cow<'a, Value>,
+struct InputSchema<'a> {
+    json: &'a Value,
 }
 
 impl Bedrock {
@@ -64,35 +55,53 @@ impl Bedrock {
         self.names = style;
         self
     }
+}
 
-    /// Render tools as `toolConfig.tools`.
-    pub fn declare<'a, I>(&self, tools: I) -> Result<Declarations<BedrockTool<'a>>, ProviderError>
-    where
-        I: IntoIterator,
-        I::Item: Into<ToolRef<'a>>,
-    {
-        let (prepared, mapping, not_strict) =
-            prepare(Provider::Bedrock, None, &StrictOptions::default(), self.names, tools)?;
-        let tools = prepared
-            .into_iter()
+impl WireFormat for Bedrock {
+    fn provider(&self) -> Provider {
+        Provider::Bedrock
+    }
+
+    fn declare_partial(&self, tools: &[ToolRef<'_>]) -> Declarations {
+        let prepared = prepare(Provider::Bedrock, SchemaMode::Canonical, self.names, tools);
+        let tools: Vec<BedrockTool<'_>> = prepared
+            .tools
+            .iter()
             .map(|p| BedrockTool {
                 tool_spec: ToolSpec {
-                    name: p.name,
+                    name: &p.name,
                     description: super::description(p.tool.declaration()),
-                    input_schema: InputSchema { json: p.schema },
+                    input_schema: InputSchema { json: &p.schema },
                 },
             })
             .collect();
-        Ok(Declarations { tools, mapping, not_strict })
+        let tools = super::to_json(&tools);
+        prepared.finish(tools)
     }
 
-    /// `{"tools": [...]}`, the request's `toolConfig` without a `toolChoice`.
-    pub fn tool_config<T: Serialize>(declarations: &Declarations<T>) -> Value {
-        serde_json::json!({"tools": declarations.tools})
+    /// Objects go back as `{"json"}` content, anything else (and errors) as `{"text"}`.
+    fn render_results(&self, results: &[ToolResult], _mapping: &CallMapping) -> Vec<Value> {
+        if results.is_empty() {
+            return Vec::new();
+        }
+        let blocks: Vec<Value> = results
+            .iter()
+            .map(|result| {
+                let content = match result_value(result) {
+                    Some(value @ Value::Object(_)) => json!([{"json": value}]),
+                    _ => json!([{"text": result_text(result)}]),
+                };
+                let status = if result.is_error() { "error" } else { "success" };
+                json!({"toolResult": {"toolUseId": result.id, "content": content, "status": status}})
+            })
+            .collect();
+        vec![json!({"role": "user", "content": blocks})]
     }
+}
 
+impl sealed::Format for Bedrock {
     /// The `toolUse` blocks of a Converse response, a message, or a content list.
-    pub fn parse_calls(body: &Value) -> Result<Vec<ToolCall>, ProviderError> {
+    fn calls_in(&self, body: &Value, mapping: &CallMapping) -> Result<Vec<ToolCall>, ProviderError> {
         let p = Provider::Bedrock;
         let blocks = match body {
             Value::Array(blocks) => blocks,
@@ -109,34 +118,10 @@ impl Bedrock {
                 let name = str_field(p, tool_use, "name", "a toolUse block")?;
                 let id = match tool_use.get("toolUseId").and_then(Value::as_str) {
                     Some(id) => id.to_owned(),
-                    None => generated_id("tooluse_", i, name, tool_use.get("input").unwrap_or(&Value::Null)),
+                    None => generated_id("tooluse_", i, name, tool_use.get("input").unwrap_or(&Value::Null), mapping),
                 };
                 Ok(ToolCall { id, name: name.to_owned(), arguments: object_arguments(tool_use.get("input")) })
             })
             .collect()
-    }
-
-    /// [`parse_calls`](Self::parse_calls), then [`CallMapping::apply`].
-    pub fn parse_calls_mapped(body: &Value, mapping: &CallMapping) -> Result<Vec<ToolCall>, ProviderError> {
-        let mut calls = Self::parse_calls(body)?;
-        mapping.apply(&mut calls);
-        Ok(calls)
-    }
-
-    /// A result as a `toolResult` block: objects as `{"json"}`, anything
-    /// else (and errors) as `{"text"}`.
-    pub fn result_block(result: &ToolResult) -> Value {
-        let content = match result.value() {
-            Some(value @ Value::Object(_)) => serde_json::json!([{"json": value}]),
-            _ => serde_json::json!([{"text": result_text(result)}]),
-        };
-        let status = if result.is_error() { "error" } else { "success" };
-        serde_json::json!({"toolResult": {"toolUseId": result.id, "content": content, "status": status}})
-    }
-
-    /// The user message that answers a batch of calls.
-    pub fn results_message(results: &[ToolResult]) -> Value {
-        let blocks: Vec<Value> = results.iter().map(Self::result_block).collect();
-        serde_json::json!({"role": "user", "content": blocks})
     }
 }

@@ -3,26 +3,25 @@
 //! - Declarations: `[{"functionDeclarations":[{"name","description","parameters"}]}]`,
 //!   `parameters` in Gemini's OpenAPI subset ([`lower::gemini`](super::lower::gemini)),
 //!   or the canonical schema as `parametersJsonSchema` when asked for. A
-//!   recursive type cannot be written as `parameters`: typed error.
+//!   recursive type cannot be written as `parameters`: the tool is refused
+//!   with [`LoweringError::Recursive`](super::LoweringError::Recursive), and
+//!   [`declare_partial`](super::WireFormat::declare_partial) sends the rest.
 //! - Calls in: `functionCall` parts; `args` is an object; a call without an
-//!   `id` gets a stable generated one (not sent back).
-//! - Results out: `functionResponse` parts, `{"output": ..}` or `{"error": ..}`.
-
-use std::borrow::Cow;
+//!   `id` gets a stable generated one, noted in the [`CallMapping`] and not
+//!   sent back.
+//! - Results out: one user `Content` of `functionResponse` parts,
+//!   `{"output": ..}` or `{"error": ..}`.
 
 use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::{
-    CallMapping, Declarations, Lowering, NameStyle, Provider, ProviderError, ToolRef, find, generated_id, invalid,
-    object_arguments, spell_names, str_field,
+    CallMapping, Declarations, Lowering, NameStyle, Provider, ProviderError, SchemaMode, ToolRef, ToolStatus,
+    WireFormat, find, generated_id, invalid, object_arguments, prepare, result_text, result_value, sealed, str_field,
 };
 use crate::exec::{ToolCall, ToolResult};
 
-/// Prefix of the ids toolreg makes up for calls Gemini sent without one.
-const GENERATED: &str = "gemini_call_";
-
-/// Renders tools for Gemini and reads its `functionCall` parts.
+/// Gemini's wire format.
 #[derive(Debug, Clone, Default)]
 pub struct Gemini {
     json_schema: bool,
@@ -32,28 +31,23 @@ pub struct Gemini {
 /// The single entry of Gemini's `tools` that holds every declaration.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-#[non_exhaustive]
-pub struct GeminiTool<'a> {
-    /// The functions.
-    pub function_declarations: Vec<FunctionDeclaration<'a>>,
+struct GeminiTool<'a> {
+    function_declarations: Vec<FunctionDeclaration<'a>>,
 }
 
 /// One `functionDeclarations` entry.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-#[non_exhaustive]
-pub struct FunctionDeclaration<'a> {
-    /// The name as sent.
-    pub name: Cow<'a, str>,
-    /// What the tool does.
+struct FunctionDeclaration<'a> {
+    name: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub description: Option<&'a str>,
+    description: Option<&'a str>,
     /// The OpenAPI-subset schema; left out for tools without parameters.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub parameters: Option<Cow<'a, Value>>,
+    parameters: Option<&'a Value>,
     /// The canonical JSON Schema, when asked for instead of `parameters`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub parameters_json_schema: Option<Cow<'a, Value>>,
+    parameters_json_schema: Option<&'a Value>,
 }
 
 impl Gemini {
@@ -74,44 +68,71 @@ impl Gemini {
         self.names = style;
         self
     }
+}
 
-    /// Render tools as Gemini's `tools` (one `Tool` holding every
-    /// declaration; none at all for no tools).
-    pub fn declare<'a, I>(&self, tools: I) -> Result<Declarations<GeminiTool<'a>>, ProviderError>
-    where
-        I: IntoIterator,
-        I::Item: Into<ToolRef<'a>>,
-    {
-        let tools: Vec<ToolRef<'a>> = tools.into_iter().map(Into::into).collect();
-        let (names, mapping) = spell_names(Provider::Gemini, self.names, &tools)?;
-        let mut declarations = Vec::with_capacity(tools.len());
-        for (tool, name) in tools.into_iter().zip(names) {
-            let decl = tool.declaration();
-            let (parameters, parameters_json_schema) =
-                if self.json_schema {
-                    (None, Some(Cow::Borrowed(&decl.input_schema)))
-                } else {
-                    let lowered = tool.lowered(Lowering::Gemini).map_err(|reason| {
-                        ProviderError::UnsupportedSchema { provider: Provider::Gemini, tool: decl.name.clone(), reason }
-                    })?;
-                    let empty = lowered.get("properties").and_then(Value::as_object).is_none_or(|p| p.is_empty());
-                    (if empty { None } else { Some(lowered) }, None)
-                };
+impl WireFormat for Gemini {
+    fn provider(&self) -> Provider {
+        Provider::Gemini
+    }
+
+    /// One `Tool` holding every declaration; none at all for no tools.
+    fn declare_partial(&self, tools: &[ToolRef<'_>]) -> Declarations {
+        let mode = if self.json_schema { SchemaMode::Canonical } else { SchemaMode::Lowered(Lowering::Gemini) };
+        let mut prepared = prepare(Provider::Gemini, mode, self.names, tools);
+        let mut declarations = Vec::with_capacity(prepared.tools.len());
+        for p in &prepared.tools {
+            let (parameters, parameters_json_schema) = if self.json_schema {
+                (None, Some(p.schema.as_ref()))
+            } else {
+                let empty = p.schema.get("properties").and_then(Value::as_object).is_none_or(|p| p.is_empty());
+                (if empty { None } else { Some(p.schema.as_ref()) }, None)
+            };
+            if parameters.is_none() && parameters_json_schema.is_none() {
+                prepared.report[p.report].status = ToolStatus::Declared;
+            }
             declarations.push(FunctionDeclaration {
-                name,
-                description: super::description(decl),
+                name: &p.name,
+                description: super::description(p.tool.declaration()),
                 parameters,
                 parameters_json_schema,
             });
         }
-        let tools =
-            if declarations.is_empty() { Vec::new() } else { vec![GeminiTool { function_declarations: declarations }] };
-        Ok(Declarations { tools, mapping, not_strict: Vec::new() })
+        let tools = if declarations.is_empty() {
+            Value::Array(Vec::new())
+        } else {
+            super::to_json(&[GeminiTool { function_declarations: declarations }])
+        };
+        prepared.finish(tools)
     }
 
+    /// The name in each part is the one Gemini called (respelled through
+    /// `mapping`); an id toolreg generated is not sent back.
+    fn render_results(&self, results: &[ToolResult], mapping: &CallMapping) -> Vec<Value> {
+        if results.is_empty() {
+            return Vec::new();
+        }
+        let parts: Vec<Value> = results
+            .iter()
+            .map(|result| {
+                let response = match result_value(result) {
+                    Some(value) => json!({"output": value}),
+                    None => json!({"error": result_text(result)}),
+                };
+                let mut function_response = json!({"name": mapping.provider_name(&result.name), "response": response});
+                if !mapping.is_generated_id(&result.id) {
+                    function_response["id"] = Value::String(result.id.clone());
+                }
+                json!({"functionResponse": function_response})
+            })
+            .collect();
+        vec![json!({"role": "user", "parts": parts})]
+    }
+}
+
+impl sealed::Format for Gemini {
     /// The `functionCall` parts of a response (first candidate), of a
     /// `Content`, or of a part list.
-    pub fn parse_calls(body: &Value) -> Result<Vec<ToolCall>, ProviderError> {
+    fn calls_in(&self, body: &Value, mapping: &CallMapping) -> Result<Vec<ToolCall>, ProviderError> {
         let p = Provider::Gemini;
         let parts = match body {
             Value::Array(parts) => parts,
@@ -129,38 +150,10 @@ impl Gemini {
                 let name = str_field(p, call, "name", "a functionCall")?;
                 let id = match call.get("id").and_then(Value::as_str) {
                     Some(id) if !id.is_empty() => id.to_owned(),
-                    _ => generated_id(GENERATED, i, name, call.get("args").unwrap_or(&Value::Null)),
+                    _ => generated_id("gemini_call_", i, name, call.get("args").unwrap_or(&Value::Null), mapping),
                 };
                 Ok(ToolCall { id, name: name.to_owned(), arguments: object_arguments(call.get("args")) })
             })
             .collect()
-    }
-
-    /// [`parse_calls`](Self::parse_calls), then [`CallMapping::apply`].
-    pub fn parse_calls_mapped(body: &Value, mapping: &CallMapping) -> Result<Vec<ToolCall>, ProviderError> {
-        let mut calls = Self::parse_calls(body)?;
-        mapping.apply(&mut calls);
-        Ok(calls)
-    }
-
-    /// A result as a `functionResponse` part. The name is the one Gemini
-    /// called (respelled through `mapping`); an id toolreg generated is not
-    /// sent back.
-    pub fn result_part(result: &ToolResult, mapping: &CallMapping) -> Value {
-        let response = match result.value() {
-            Some(value) => json!({"output": value}),
-            None => json!({"error": result.text()}),
-        };
-        let mut function_response = json!({"name": mapping.provider_name(&result.name), "response": response});
-        if !result.id.starts_with(GENERATED) {
-            function_response["id"] = Value::String(result.id.clone());
-        }
-        json!({"functionResponse": function_response})
-    }
-
-    /// The `Content` that answers a batch of calls.
-    pub fn results_content(results: &[ToolResult], mapping: &CallMapping) -> Value {
-        let parts: Vec<Value> = results.iter().map(|r| Self::result_part(r, mapping)).collect();
-        json!({"role": "user", "parts": parts})
     }
 }

@@ -36,6 +36,8 @@
 //! ```
 
 use schemars::Schema;
+
+use crate::schema::Exceeded;
 use schemars::transform::Transform;
 use serde_json::{Map, Value};
 
@@ -107,6 +109,19 @@ pub(crate) fn has_no_parameters(schema: &Value) -> bool {
 }
 
 fn run(dialect: Dialect, schema: &Value) -> Result<Value, LoweringError> {
+    // A schema that would blow up once its references are inlined (which
+    // registration refuses) is not walked at all.
+    match crate::schema::measure(schema) {
+        Ok(_) => {}
+        Err(Exceeded::Nodes(count)) => {
+            let what = "schema nodes once `$ref`s are inlined";
+            return Err(LoweringError::Limit { what, count, limit: crate::schema::MAX_SCHEMA_NODES });
+        }
+        Err(Exceeded::Depth(count)) => {
+            let what = "levels of schema nesting once `$ref`s are inlined";
+            return Err(LoweringError::Limit { what, count, limit: crate::schema::MAX_SCHEMA_DEPTH });
+        }
+    }
     let mut value = schema.clone();
     let mut lower = Lower { dialect, path: String::new(), error: None };
     match <&mut Schema>::try_from(&mut value) {
@@ -320,21 +335,21 @@ impl Lower {
     /// Rewrite the node's own keywords (children are lowered afterwards).
     fn lower_node(&mut self, obj: &mut Map<String, Value>) -> Result<(), String> {
         let dialect = self.dialect;
-        if let Some(reference) = obj.get("$ref").and_then(Value::as_str) {
-            if dialect != Dialect::OpenAiStrict {
-                let name = reference.rsplit('/').next().unwrap_or(reference).to_owned();
-                self.error = Some(LoweringError::Recursive { name, path: self.path.clone() });
-                return Ok(());
-            }
+        if self.refuse_reference(obj) {
+            return Ok(());
         }
         if dialect != Dialect::OpenAiStrict && self.path.is_empty() {
             obj.remove("$defs");
         }
         // oneOf -> anyOf; Gemini's null branches -> nullable (which may
-        // merge a branch that is itself a oneOf); a single allOf is merged.
+        // merge a branch that is itself a oneOf, or a reference: the
+        // recursion of an `Option<Box<T>>`); a single allOf is merged.
         one_of_to_any_of(obj)?;
         if dialect == Dialect::Gemini {
             self.gemini_nulls(obj);
+            if self.refuse_reference(obj) {
+                return Ok(());
+            }
             one_of_to_any_of(obj)?;
         }
         if let Some(Value::Array(mut all_of)) = obj.remove("allOf") {
@@ -347,6 +362,9 @@ impl Lower {
             } else {
                 return Err("`allOf` with more than one schema is not supported".into());
             }
+        }
+        if dialect != Dialect::Gemini {
+            self.merge_into_branches(obj)?;
         }
         tuple_to_items(obj);
         if let Some(examples) = obj.remove("examples") {
@@ -485,6 +503,78 @@ impl Lower {
             }
         }
         Ok(())
+    }
+
+    /// Strict mode closes every object, so properties beside a union of
+    /// objects (what `#[serde(flatten)]` of an internally tagged enum
+    /// gives: `{"properties": {..}, "anyOf": [{..}, {..}]}`) would leave no
+    /// value that passes both. Below the root, the properties go into each
+    /// branch; at the root (which must be one object) the schema cannot be
+    /// strict.
+    fn merge_into_branches(&mut self, obj: &mut Map<String, Value>) -> Result<(), String> {
+        if !obj.contains_key("anyOf") || !(obj.contains_key("properties") || obj.contains_key("required")) {
+            return Ok(());
+        }
+        if self.path.is_empty() {
+            return Err("properties beside a union at the root (a flattened enum) cannot be strict: \
+                        the root must be a single object"
+                .into());
+        }
+        let properties = match obj.remove("properties") {
+            Some(Value::Object(p)) => p,
+            _ => Map::new(),
+        };
+        let required = match obj.remove("required") {
+            Some(Value::Array(r)) => r,
+            _ => Vec::new(),
+        };
+        obj.remove("additionalProperties");
+        if obj.get("type").is_some_and(|t| t == "object") {
+            obj.remove("type");
+        }
+        let Some(Value::Array(branches)) = obj.get_mut("anyOf") else { return Ok(()) };
+        for branch in branches.iter_mut() {
+            let Value::Object(branch) = branch else {
+                return Err("properties beside a union whose branches are not objects cannot be strict".into());
+            };
+            let is_object = branch.get("type").is_some_and(|t| t == "object") || branch.contains_key("properties");
+            if !is_object || branch.contains_key("$ref") {
+                return Err("properties beside a union whose branches are not objects cannot be strict".into());
+            }
+            let own = branch.entry("properties").or_insert_with(|| Value::Object(Map::new()));
+            if let Value::Object(own) = own {
+                for (k, v) in &properties {
+                    if own.contains_key(k) {
+                        return Err(format!("the property `{k}` is both beside and inside a union"));
+                    }
+                    own.insert(k.clone(), v.clone());
+                }
+            }
+            let wanted = branch.entry("required").or_insert_with(|| Value::Array(Vec::new()));
+            if let Value::Array(wanted) = wanted {
+                for r in &required {
+                    if !wanted.contains(r) {
+                        wanted.push(r.clone());
+                    }
+                }
+            }
+            branch.entry("type").or_insert_with(|| Value::String("object".into()));
+        }
+        Ok(())
+    }
+
+    /// A `$ref` left in a cleaned schema is a recursive type's: only
+    /// OpenAI's strict mode takes it. Records the error; returns whether it did.
+    fn refuse_reference(&mut self, obj: &Map<String, Value>) -> bool {
+        let Some(reference) = obj.get("$ref").and_then(Value::as_str) else { return false };
+        if self.dialect == Dialect::OpenAiStrict {
+            return false;
+        }
+        let name = reference.rsplit('/').next().unwrap_or(reference).to_owned();
+        if self.error.is_none() {
+            self.error = Some(LoweringError::Recursive { name, path: self.path.clone() });
+        }
+        true
     }
 
     /// Gemini: null branches of `anyOf` become `nullable: true`; a single

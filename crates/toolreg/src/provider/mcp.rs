@@ -1,66 +1,45 @@
-//! Model Context Protocol (revisions 2025-11-25 and 2026-07-28).
+//! Model Context Protocol tool and result formats.
 //!
 //! - Declarations: `tools/list` tools `{name, description, inputSchema,
-//!   outputSchema?, annotations}`; the input schema is the canonical one,
-//!   passed through without a copy (a tool without parameters gets
-//!   `{"type":"object","additionalProperties":false}`), annotations come from
-//!   the tool's safety level.
-//! - Calls in: `tools/call` requests.
-//! - Results out: `CallToolResult` with `isError`; tool failures, argument
-//!   errors included, are results; an unknown tool is JSON-RPC error -32602.
-
-use std::borrow::Cow;
+//!   outputSchema?, annotations}`; the input schema is the canonical one (a
+//!   tool without parameters gets `{"type":"object","additionalProperties":false}`),
+//!   annotations come from the tool's safety level.
+//! - Calls in: `tools/call` requests (or their `params`); the call id is the
+//!   JSON-RPC id as text.
+//! - Results out: one `CallToolResult` per result, with `isError`; tool
+//!   failures, argument errors included, are results.
+//!
+//! Only the formats live here. JSON-RPC envelopes, paging of `tools/list`
+//! and protocol revisions belong to the MCP server and client (the
+//! `toolreg-mcp` crate).
 
 use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::{
-    Declarations, NameStyle, Provider, ProviderError, ToolRef, invalid, object_arguments, spell_names, str_field,
+    CallMapping, Declarations, NameStyle, Provider, ProviderError, SchemaMode, ToolRef, WireFormat, invalid,
+    object_arguments, prepare, result_text, result_value, sealed, str_field,
 };
 use crate::declaration::SafetyLevel;
-use crate::exec::{ToolCall, ToolError, ToolResult};
+use crate::exec::{ToolCall, ToolResult};
 
-/// JSON-RPC "invalid params", MCP's code for an unknown tool or a malformed call.
-pub const INVALID_PARAMS: i64 = -32602;
-
-/// Renders tools for MCP `tools/list` and reads `tools/call` requests.
+/// MCP's tool and result formats.
 #[derive(Debug, Clone, Default)]
 pub struct Mcp {
     names: NameStyle,
-    revision: McpRevision,
-    ttl_ms: u64,
-    public: bool,
-}
-
-/// The MCP revision results are written for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-#[non_exhaustive]
-pub enum McpRevision {
-    /// 2025-11-25.
-    #[default]
-    V2025_11_25,
-    /// 2026-07-28: results carry `resultType`, and `tools/list` results
-    /// also `ttlMs` and `cacheScope`.
-    V2026_07_28,
 }
 
 /// An MCP `Tool`.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-#[non_exhaustive]
-pub struct McpTool<'a> {
-    /// The name as listed.
-    pub name: Cow<'a, str>,
-    /// What the tool does.
+struct McpTool<'a> {
+    name: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub description: Option<&'a str>,
-    /// JSON Schema of the arguments (`type: object`).
-    pub input_schema: &'a Value,
-    /// JSON Schema of `structuredContent`, when the tool promises an object.
+    description: Option<&'a str>,
+    input_schema: &'a Value,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub output_schema: Option<&'a Value>,
-    /// Hints derived from the safety level.
-    pub annotations: ToolAnnotations,
+    output_schema: Option<&'a Value>,
+    annotations: ToolAnnotations,
 }
 
 /// MCP tool annotations, from [`SafetyLevel`]: `safe` is read-only,
@@ -99,6 +78,18 @@ pub struct CallToolResult {
     pub is_error: bool,
 }
 
+impl CallToolResult {
+    /// The `CallToolResult` of a result.
+    pub fn new(result: &ToolResult) -> Self {
+        let structured_content = result_value(result).filter(|v| v.is_object()).cloned();
+        CallToolResult {
+            content: vec![json!({"type": "text", "text": result_text(result)})],
+            structured_content,
+            is_error: result.is_error(),
+        }
+    }
+}
+
 impl Mcp {
     /// Default options: names checked.
     pub fn new() -> Self {
@@ -110,103 +101,43 @@ impl Mcp {
         self.names = style;
         self
     }
+}
 
-    /// The revision results are written for.
-    pub fn revision(mut self, revision: McpRevision) -> Self {
-        self.revision = revision;
-        self
+impl WireFormat for Mcp {
+    fn provider(&self) -> Provider {
+        Provider::Mcp
     }
 
-    /// How long (milliseconds) a client may cache a `tools/list` result, and
-    /// whether the cache may be shared (`public`) or is per user (2026-07-28).
-    pub fn cache(mut self, ttl_ms: u64, public: bool) -> Self {
-        self.ttl_ms = ttl_ms;
-        self.public = public;
-        self
-    }
-
-    /// A `tools/list` result for this server's revision: [`list_result`](Self::list_result),
-    /// plus `resultType`, `ttlMs` and `cacheScope` for 2026-07-28.
-    pub fn tools_list<T: Serialize>(
-        &self,
-        declarations: &Declarations<T>,
-        cursor: Option<&str>,
-        page_size: usize,
-    ) -> Result<Value, Value> {
-        let mut result = Self::list_result(declarations, cursor, page_size)?;
-        if self.revision == McpRevision::V2026_07_28 {
-            result["resultType"] = json!("complete");
-            result["ttlMs"] = json!(self.ttl_ms);
-            result["cacheScope"] = json!(if self.public { "public" } else { "private" });
-        }
-        Ok(result)
-    }
-
-    /// The JSON-RPC response to a `tools/call` request for this server's
-    /// revision: [`response`](Self::response), with `resultType` for 2026-07-28.
-    pub fn respond(&self, request_id: &Value, result: &ToolResult) -> Value {
-        let mut response = Self::response(request_id, result);
-        if self.revision == McpRevision::V2026_07_28 {
-            if let Some(result) = response.get_mut("result") {
-                result["resultType"] = json!("complete");
-            }
-        }
-        response
-    }
-
-    /// Render tools as MCP `Tool`s.
-    pub fn declare<'a, I>(&self, tools: I) -> Result<Declarations<McpTool<'a>>, ProviderError>
-    where
-        I: IntoIterator,
-        I::Item: Into<ToolRef<'a>>,
-    {
-        let tools: Vec<ToolRef<'a>> = tools.into_iter().map(Into::into).collect();
-        let (names, mapping) = spell_names(Provider::Mcp, self.names, &tools)?;
-        let tools = tools
-            .into_iter()
-            .zip(names)
-            .map(|(tool, name)| {
-                let decl = tool.declaration();
+    fn declare_partial(&self, tools: &[ToolRef<'_>]) -> Declarations {
+        let prepared = prepare(Provider::Mcp, SchemaMode::Mcp, self.names, tools);
+        let tools: Vec<McpTool<'_>> = prepared
+            .tools
+            .iter()
+            .map(|p| {
+                let decl = p.tool.declaration();
                 let output_schema =
                     decl.output_schema.as_ref().filter(|s| s.get("type").is_some_and(|t| t == "object"));
                 McpTool {
-                    name,
+                    name: &p.name,
                     description: super::description(decl),
-                    input_schema: tool.mcp_input(),
+                    input_schema: &p.schema,
                     output_schema,
                     annotations: decl.safety.into(),
                 }
             })
             .collect();
-        Ok(Declarations { tools, mapping, not_strict: Vec::new() })
+        let tools = super::to_json(&tools);
+        prepared.finish(tools)
     }
 
-    /// A `tools/list` result: one page of `page_size` tools from `cursor`
-    /// (an opaque string this function wrote as `nextCursor`). An invalid
-    /// cursor is JSON-RPC error -32602, returned as the error object.
-    pub fn list_result<T: Serialize>(
-        declarations: &Declarations<T>,
-        cursor: Option<&str>,
-        page_size: usize,
-    ) -> Result<Value, Value> {
-        let start = match cursor {
-            None => 0,
-            Some(c) => match c.parse::<usize>() {
-                Ok(n) if n <= declarations.tools.len() => n,
-                _ => return Err(json!({"code": INVALID_PARAMS, "message": format!("invalid cursor `{c}`")})),
-            },
-        };
-        let end = start.saturating_add(page_size.max(1)).min(declarations.tools.len());
-        let mut result = json!({"tools": &declarations.tools[start..end]});
-        if end < declarations.tools.len() {
-            result["nextCursor"] = Value::String(end.to_string());
-        }
-        Ok(result)
+    fn render_results(&self, results: &[ToolResult], _mapping: &CallMapping) -> Vec<Value> {
+        results.iter().map(|r| super::to_json(&CallToolResult::new(r))).collect()
     }
+}
 
-    /// The call in a `tools/call` request (or its `params`). The id is the
-    /// JSON-RPC id as text.
-    pub fn parse_call(request: &Value) -> Result<ToolCall, ProviderError> {
+impl sealed::Format for Mcp {
+    /// The call in a `tools/call` request (or its `params`).
+    fn calls_in(&self, request: &Value, _mapping: &CallMapping) -> Result<Vec<ToolCall>, ProviderError> {
         let p = Provider::Mcp;
         let params = match request.get("params") {
             Some(params) => {
@@ -223,32 +154,6 @@ impl Mcp {
             Some(Value::Number(n)) => n.to_string(),
             _ => String::new(),
         };
-        Ok(ToolCall { id, name: name.to_owned(), arguments: object_arguments(params.get("arguments")) })
-    }
-
-    /// A result as a `CallToolResult`.
-    pub fn call_result(result: &ToolResult) -> CallToolResult {
-        let structured_content = match result.value() {
-            Some(value @ Value::Object(_)) => Some(value.clone()),
-            _ => None,
-        };
-        CallToolResult {
-            content: vec![json!({"type": "text", "text": result.text()})],
-            structured_content,
-            is_error: result.is_error(),
-        }
-    }
-
-    /// The JSON-RPC response to a `tools/call` request with id `request_id`:
-    /// an unknown tool is error -32602, anything else a `CallToolResult`.
-    pub fn response(request_id: &Value, result: &ToolResult) -> Value {
-        match &result.outcome {
-            Err(error @ ToolError::UnknownTool { .. }) => json!({
-                "jsonrpc": "2.0",
-                "id": request_id,
-                "error": {"code": INVALID_PARAMS, "message": error.model_text(&result.name)}
-            }),
-            _ => json!({"jsonrpc": "2.0", "id": request_id, "result": Self::call_result(result)}),
-        }
+        Ok(vec![ToolCall { id, name: name.to_owned(), arguments: object_arguments(params.get("arguments")) }])
     }
 }

@@ -10,18 +10,16 @@
 //! assert_eq!(id, tool_call_id("call_1"));
 //! ```
 
-use std::borrow::Cow;
-
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::{
-    CallMapping, Declarations, Fnv, NameStyle, Provider, ProviderError, StrictOptions, ToolRef, chat_tool_call,
-    chat_tool_calls, prepare, result_text,
+    CallMapping, Declarations, Fnv, NameStyle, Provider, ProviderError, SchemaMode, ToolRef, WireFormat,
+    chat_tool_call, chat_tool_calls, prepare, result_text, sealed,
 };
 use crate::exec::{ToolCall, ToolResult};
 
-/// Renders tools for Mistral and reads its tool calls.
+/// Mistral's wire format.
 #[derive(Debug, Clone, Default)]
 pub struct Mistral {
     names: NameStyle,
@@ -29,39 +27,18 @@ pub struct Mistral {
 
 /// One entry of Mistral's `tools`.
 #[derive(Debug, Clone, Serialize)]
-#[non_exhaustive]
-pub struct MistralTool<'a> {
-    /// Always `"function"`.
+struct MistralTool<'a> {
     #[serde(rename = "type")]
-    pub kind: &'static str,
-    /// The function.
-    pub function: MistralFunction<'a>,
+    kind: &'static str,
+    function: MistralFunction<'a>,
 }
 
 /// The `function` of a [`MistralTool`].
 #[derive(Debug, Clone, Serialize)]
-#[non_exhaustive]
-pub struct MistralFunction<'a> {
-    /// The name as sent.
-    pub name: Cow<'a, str>,
-    /// What the tool does.
-    pub description: &'a str,
-    /// JSON Schema of the arguments.
-    pub parameters: Cow<'a, Value>,
-}
-
-/// A tool result as a Mistral `tool` message.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[non_exhaustive]
-pub struct MistralToolMessage {
-    /// Always `"tool"`.
-    pub role: &'static str,
-    /// The nine-character id of the call this answers.
-    pub tool_call_id: String,
-    /// The tool's name.
-    pub name: String,
-    /// The result's text.
-    pub content: String,
+struct MistralFunction<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters: &'a Value,
 }
 
 /// A Mistral tool call id for `id`: the id itself when it already is nine
@@ -95,56 +72,55 @@ impl Mistral {
         self.names = style;
         self
     }
+}
 
-    /// Render tools as Mistral's `tools`.
-    pub fn declare<'a, I>(&self, tools: I) -> Result<Declarations<MistralTool<'a>>, ProviderError>
-    where
-        I: IntoIterator,
-        I::Item: Into<ToolRef<'a>>,
-    {
-        let (prepared, mapping, not_strict) =
-            prepare(Provider::Mistral, None, &StrictOptions::default(), self.names, tools)?;
-        let tools = prepared
-            .into_iter()
+impl WireFormat for Mistral {
+    fn provider(&self) -> Provider {
+        Provider::Mistral
+    }
+
+    fn declare_partial(&self, tools: &[ToolRef<'_>]) -> Declarations {
+        let prepared = prepare(Provider::Mistral, SchemaMode::Canonical, self.names, tools);
+        let tools: Vec<MistralTool<'_>> = prepared
+            .tools
+            .iter()
             .map(|p| MistralTool {
                 kind: "function",
                 function: MistralFunction {
-                    name: p.name,
+                    name: &p.name,
                     description: &p.tool.declaration().description,
-                    parameters: p.schema,
+                    parameters: &p.schema,
                 },
             })
             .collect();
-        Ok(Declarations { tools, mapping, not_strict })
+        let tools = super::to_json(&tools);
+        prepared.finish(tools)
     }
 
+    /// One `tool` message per result, with the nine-character id and the
+    /// name respelled through `mapping`.
+    fn render_results(&self, results: &[ToolResult], mapping: &CallMapping) -> Vec<Value> {
+        results
+            .iter()
+            .map(|r| {
+                json!({"role": "tool", "tool_call_id": tool_call_id(&r.id),
+                       "name": mapping.provider_name(&r.name), "content": result_text(r)})
+            })
+            .collect()
+    }
+}
+
+impl sealed::Format for Mistral {
     /// The tool calls of a Mistral response, message or `tool_calls` list;
     /// ids are made valid with [`tool_call_id`].
-    pub fn parse_calls(body: &Value) -> Result<Vec<ToolCall>, ProviderError> {
+    fn calls_in(&self, body: &Value, mapping: &CallMapping) -> Result<Vec<ToolCall>, ProviderError> {
         chat_tool_calls(Provider::Mistral, body)?
             .into_iter()
             .map(|(i, call)| {
-                let mut call = chat_tool_call(Provider::Mistral, i, call)?;
+                let mut call = chat_tool_call(Provider::Mistral, i, call, mapping)?;
                 call.id = tool_call_id(&call.id);
                 Ok(call)
             })
             .collect()
-    }
-
-    /// [`parse_calls`](Self::parse_calls), then [`CallMapping::apply`].
-    pub fn parse_calls_mapped(body: &Value, mapping: &CallMapping) -> Result<Vec<ToolCall>, ProviderError> {
-        let mut calls = Self::parse_calls(body)?;
-        mapping.apply(&mut calls);
-        Ok(calls)
-    }
-
-    /// A result as a `tool` message (the name respelled through `mapping`).
-    pub fn result_message(result: &ToolResult, mapping: &CallMapping) -> MistralToolMessage {
-        MistralToolMessage {
-            role: "tool",
-            tool_call_id: tool_call_id(&result.id),
-            name: mapping.provider_name(&result.name).to_owned(),
-            content: result_text(result),
-        }
     }
 }

@@ -1,20 +1,23 @@
 //! Provider wire formats: declarations out, tool calls in, results out.
 //!
-//! One module per format. Each renders a selection of tools as the
-//! provider's `tools` JSON (typed serde structs, never string templates),
-//! parses the provider's response into [`ToolCall`]s, and renders a
-//! [`ToolResult`] as the provider's tool-result message or part.
+//! One module per format, each implementing [`WireFormat`]:
+//! [`declare`](WireFormat::declare) renders a selection of tools as the
+//! provider's `tools` value (typed serde structs, never string templates)
+//! with a [`CallMapping`] and a report per tool;
+//! [`parse_calls`](WireFormat::parse_calls) reads the provider's response
+//! into [`ToolCall`]s for the real tools; [`render_results`](WireFormat::render_results)
+//! writes what to append to the conversation for a batch of [`ToolResult`]s.
 //!
 //! | format | declarations | calls in | results out |
 //! |---|---|---|---|
-//! | [`openai_chat`] (also vLLM, llama.cpp, Ollama `/v1`) | `{"type":"function","function":{..}}` | `message.tool_calls` | `{"role":"tool",..}` |
-//! | [`openai_responses`] | `{"type":"function","name",..}` | `function_call` items | `function_call_output` items |
-//! | [`anthropic`] | `{"name","input_schema",..}` | `tool_use` blocks | `tool_result` blocks |
-//! | [`gemini`] | `[{"functionDeclarations":[..]}]` | `functionCall` parts | `functionResponse` parts |
-//! | [`mcp`] | `tools/list` tools | `tools/call` requests | `CallToolResult` |
-//! | [`bedrock`] | `[{"toolSpec":{..}}]` | `toolUse` blocks | `toolResult` blocks |
-//! | [`mistral`] | OpenAI shape | OpenAI shape, 9-character ids | `{"role":"tool",..}` |
-//! | [`ollama`] (native `/api/chat`) | OpenAI shape | calls without ids | `{"role":"tool","tool_name",..}` |
+//! | [`openai_chat`] (also vLLM, llama.cpp, Ollama `/v1`) | `{"type":"function","function":{..}}` | `message.tool_calls` | a `{"role":"tool",..}` message per result |
+//! | [`openai_responses`] | `{"type":"function","name",..}` | `function_call` items | a `function_call_output` item per result |
+//! | [`anthropic`] | `{"name","input_schema",..}` | `tool_use` blocks | one user turn of `tool_result` blocks |
+//! | [`gemini`] | `[{"functionDeclarations":[..]}]` | `functionCall` parts | one user `Content` of `functionResponse` parts |
+//! | [`mcp`] | `tools/list` tools | `tools/call` requests | a `CallToolResult` per result |
+//! | [`bedrock`] | `[{"toolSpec":{..}}]` | `toolUse` blocks | one user message of `toolResult` blocks |
+//! | [`mistral`] | OpenAI shape | OpenAI shape, 9-character ids | a `{"role":"tool",..}` message per result |
+//! | [`ollama`] (native `/api/chat`) | OpenAI shape | calls without ids | a `{"role":"tool","tool_name",..}` message per result |
 //!
 //! [`ToolChoice`] says which tools the model may or must call, in each
 //! provider's spelling.
@@ -26,8 +29,14 @@
 //! lowered schema is computed once per tool and provider and kept in the
 //! entry; a bare [`ToolDeclaration`] is lowered each time it is rendered.
 //!
+//! A tool a provider cannot take (a name it refuses, a schema it cannot
+//! express, one tool too many) is reported as [`ToolStatus::Refused`] with
+//! why: [`declare`](WireFormat::declare) then fails with that error, and
+//! [`declare_partial`](WireFormat::declare_partial) sends the others.
+//!
 //! ```
-//! use toolreg::{FunctionRegistry, ToolDeclaration, ParamType, provider::openai_chat};
+//! use toolreg::{FunctionRegistry, ToolDeclaration, ParamType};
+//! use toolreg::provider::{ToolRef, WireFormat, openai_chat::OpenAiChat};
 //! use serde_json::{json, Value};
 //!
 //! let mut registry = FunctionRegistry::new();
@@ -38,20 +47,20 @@
 //!     .build();
 //! registry.register_sync_tool("get_weather", |_: Value| Ok::<_, String>("sunny"), decl)?;
 //!
-//! let tools = openai_chat::OpenAiChat::new().declare(registry.entries())?;
-//! let body = tools.to_value();
-//! assert_eq!(body[0]["function"]["strict"], true);
+//! let declared = OpenAiChat::new().declare(&ToolRef::list(registry.entries()))?;
+//! let tools = &declared.tools;
+//! assert_eq!(tools[0]["function"]["strict"], true);
 //! // Strict mode: every property required, the optional one nullable.
-//! assert_eq!(body[0]["function"]["parameters"]["required"], json!(["city", "unit"]));
-//! assert_eq!(body[0]["function"]["parameters"]["properties"]["unit"]["type"], json!(["string", "null"]));
+//! assert_eq!(tools[0]["function"]["parameters"]["required"], json!(["city", "unit"]));
+//! assert_eq!(tools[0]["function"]["parameters"]["properties"]["unit"]["type"], json!(["string", "null"]));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! A whole turn, for OpenAI, Anthropic and Gemini alike: declare, read the
+//! A whole turn, for any provider chosen at run time: declare, read the
 //! calls (names mapped back), run them, answer.
 //!
 //! ```
-//! use toolreg::provider::{anthropic::Anthropic, gemini::Gemini, openai_chat::OpenAiChat};
+//! use toolreg::provider::{ToolRef, WireFormat, anthropic::Anthropic, gemini::Gemini, openai_chat::OpenAiChat};
 //! use toolreg::{FunctionRegistry, ToolDeclaration, ParamType, ToolExecutor};
 //! use serde_json::{json, Value};
 //!
@@ -59,41 +68,36 @@
 //! let mut registry = FunctionRegistry::new();
 //! let decl = ToolDeclaration::builder("double").param("x", ParamType::Number, "A number").build();
 //! registry.register_sync_tool("double", |a: Value| Ok::<_, String>(a["x"].as_f64().unwrap_or(0.0) * 2.0), decl)?;
+//! let tools = ToolRef::list(registry.entries());
 //!
-//! // OpenAI Chat Completions
-//! let tools = OpenAiChat::new().declare(registry.entries())?;
-//! let response = json!({"choices": [{"message": {"role": "assistant", "tool_calls": [
-//!     {"id": "call_1", "type": "function", "function": {"name": "double", "arguments": "{\"x\": 21}"}}]}}]});
-//! let calls = OpenAiChat::parse_calls_mapped(&response, &tools.mapping)?;
-//! let result = registry.execute_call(calls[0].clone()).await;
-//! let message = serde_json::to_value(OpenAiChat::result_message(&result))?;
-//! assert_eq!(message, json!({"role": "tool", "tool_call_id": "call_1", "content": "42.0"}));
-//!
-//! // Anthropic Messages
-//! let tools = Anthropic::new().declare(registry.entries())?;
-//! let response = json!({"content": [{"type": "tool_use", "id": "toolu_1", "name": "double", "input": {"x": "a"}}]});
-//! let calls = Anthropic::parse_calls_mapped(&response, &tools.mapping)?;
-//! let results = vec![registry.execute_call(calls[0].clone()).await];
-//! let turn = Anthropic::results_message(&results);
-//! assert_eq!(turn["content"][0]["is_error"], true);
-//!
-//! // Google Gemini
-//! let tools = Gemini::new().declare(registry.entries())?;
-//! assert_eq!(tools.to_value()[0]["functionDeclarations"][0]["parameters"]["properties"]["x"]["type"], "NUMBER");
-//! let response = json!({"candidates": [{"content": {"role": "model", "parts": [
-//!     {"functionCall": {"name": "double", "args": {"x": 1}}}]}}]});
-//! let calls = Gemini::parse_calls_mapped(&response, &tools.mapping)?;
-//! let results = vec![registry.execute_call(calls[0].clone()).await];
-//! let content = Gemini::results_content(&results, &tools.mapping);
-//! assert_eq!(content["parts"][0]["functionResponse"]["response"]["output"], 2.0);
+//! let turns: [(Box<dyn WireFormat>, Value); 3] = [
+//!     (Box::new(OpenAiChat::new()), json!({"choices": [{"message": {"role": "assistant", "tool_calls": [
+//!         {"id": "call_1", "type": "function", "function": {"name": "double", "arguments": "{\"x\": 21}"}}]}}]})),
+//!     (Box::new(Anthropic::new()), json!({"content": [
+//!         {"type": "tool_use", "id": "toolu_1", "name": "double", "input": {"x": "a"}}]})),
+//!     (Box::new(Gemini::new()), json!({"candidates": [{"content": {"role": "model", "parts": [
+//!         {"functionCall": {"name": "double", "args": {"x": 1}}}]}}]})),
+//! ];
+//! let mut answers = Vec::new();
+//! for (format, response) in &turns {
+//!     let declared = format.declare(&tools)?;          // request["tools"] = declared.tools
+//!     let mut results = Vec::new();
+//!     for call in format.parse_calls(response, &declared.mapping)? {
+//!         results.push(registry.execute_call(call).await);
+//!     }
+//!     answers.push(format.render_results(&results, &declared.mapping));
+//! }
+//! assert_eq!(answers[0][0], json!({"role": "tool", "tool_call_id": "call_1", "content": "42.0"}));
+//! assert_eq!(answers[1][0]["content"][0]["is_error"], true);
+//! assert_eq!(answers[2][0]["parts"][0]["functionResponse"]["response"]["output"], 2.0);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! # }).unwrap();
 //! ```
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
-use std::sync::{Arc, LazyLock, OnceLock};
+use std::sync::{Arc, LazyLock, Mutex, OnceLock, PoisonError};
 
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -273,21 +277,12 @@ pub enum Strictness {
     /// Never strict.
     Off,
     /// Strict when the schema can be made strict; otherwise sent non-strict
-    /// and listed in [`Declarations::not_strict`].
+    /// and reported as [`ToolStatus::NotStrict`].
     #[default]
     IfCompatible,
-    /// Strict, or an error naming the tool and what stands in the way.
+    /// Strict, or the tool is refused ([`ToolStatus::Refused`]) with what
+    /// stands in the way.
     Required,
-}
-
-/// A tool that was asked to be strict "if compatible" and could not be.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub struct NotStrict {
-    /// The tool.
-    pub tool: String,
-    /// Why its schema cannot be strict.
-    pub reason: LoweringError,
 }
 
 /// Per-tool options shared by the formats with a strict mode.
@@ -303,41 +298,180 @@ impl StrictOptions {
     }
 }
 
-/// Tools rendered for one provider: the provider's `tools` JSON, the name
-/// mapping for the calls that come back, and the tools that could not be
-/// declared strict.
-#[derive(Debug, Clone)]
+/// What became of one tool when a selection was declared for a provider.
+#[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
-pub struct Declarations<T> {
-    /// One entry per tool (for Gemini, one `Tool` holding every declaration).
-    pub tools: Vec<T>,
-    /// Maps the provider's spelling of names back to the real tools.
-    pub mapping: CallMapping,
-    /// Tools sent non-strict because their schema cannot be strict.
-    pub not_strict: Vec<NotStrict>,
+pub struct ToolReport {
+    /// The tool's real name.
+    pub tool: String,
+    /// Whether and how it was sent.
+    pub status: ToolStatus,
 }
 
-impl<T: Serialize> Declarations<T> {
-    /// The provider's `tools` JSON array.
-    pub fn to_value(&self) -> Value {
-        serde_json::to_value(&self.tools).expect("tool declarations serialise to JSON")
+/// How a tool was sent to a provider, or why it was not.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ToolStatus {
+    /// Sent with its canonical JSON Schema.
+    Declared,
+    /// Sent with a schema rewritten into the provider's subset: strict mode
+    /// (`strict: true`) or Gemini's OpenAPI subset.
+    Lowered {
+        /// Whether the tool is declared in strict mode.
+        strict: bool,
+    },
+    /// Asked to be strict "if compatible" and could not be: sent with the
+    /// canonical schema, not strict.
+    NotStrict {
+        /// Why the schema cannot be strict.
+        reason: LoweringError,
+    },
+    /// Not sent. [`WireFormat::declare`] fails with this error;
+    /// [`WireFormat::declare_partial`] leaves the tool out.
+    Refused {
+        /// Why the provider cannot take it.
+        reason: ProviderError,
+    },
+}
+
+impl ToolStatus {
+    /// Whether the tool is in the request.
+    pub fn is_sent(&self) -> bool {
+        !matches!(self, ToolStatus::Refused { .. })
     }
 }
 
-impl<T: Serialize> Serialize for Declarations<T> {
+/// Tools declared for one provider: the request's `tools` value, the name
+/// mapping for the calls that come back, and a report per tool.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Declarations {
+    /// The provider's `tools` value, ready to put in a request (for Bedrock,
+    /// `toolConfig.tools`; for MCP, the tools of a `tools/list` result).
+    pub tools: Value,
+    /// Maps the provider's spelling of names back to the real tools.
+    pub mapping: CallMapping,
+    /// One entry per tool asked for, in order.
+    pub report: Vec<ToolReport>,
+}
+
+impl Declarations {
+    /// The tools sent without strict mode though it was asked for "if
+    /// compatible", with why.
+    pub fn not_strict(&self) -> impl Iterator<Item = (&str, &LoweringError)> {
+        self.report.iter().filter_map(|r| match &r.status {
+            ToolStatus::NotStrict { reason } => Some((r.tool.as_str(), reason)),
+            _ => None,
+        })
+    }
+
+    /// The tools left out, with why.
+    pub fn refused(&self) -> impl Iterator<Item = (&str, &ProviderError)> {
+        self.report.iter().filter_map(|r| match &r.status {
+            ToolStatus::Refused { reason } => Some((r.tool.as_str(), reason)),
+            _ => None,
+        })
+    }
+}
+
+impl Serialize for Declarations {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         self.tools.serialize(serializer)
     }
 }
 
+/// One provider's wire format: declarations out, tool calls in, results out.
+///
+/// Every format in this module implements it with the same three jobs, so
+/// a client or agent loop can hold a `Box<dyn WireFormat>` chosen at run
+/// time. The trait is sealed: the formats live here.
+///
+/// ```
+/// use toolreg::provider::{WireFormat, ToolRef, anthropic::Anthropic, openai_chat::OpenAiChat};
+/// use toolreg::{FunctionRegistry, ToolDeclaration, ParamType, ToolExecutor};
+/// use serde_json::{json, Value};
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let mut registry = FunctionRegistry::new();
+/// let decl = ToolDeclaration::builder("double").param("x", ParamType::Number, "A number").build();
+/// registry.register_sync_tool("double", |a: Value| Ok::<_, String>(a["x"].as_f64().unwrap_or(0.0) * 2.0), decl)?;
+///
+/// let format: Box<dyn WireFormat> = Box::new(Anthropic::new());
+/// let declared = format.declare(&ToolRef::list(registry.entries()))?;
+/// let response = json!({"content": [{"type": "tool_use", "id": "toolu_1", "name": "double", "input": {"x": 21}}]});
+/// let mut results = Vec::new();
+/// for call in format.parse_calls(&response, &declared.mapping)? {
+///     results.push(registry.execute_call(call).await);
+/// }
+/// let messages = format.render_results(&results, &declared.mapping);
+/// assert_eq!(messages[0]["content"][0]["content"], "42.0");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # }).unwrap();
+/// ```
+pub trait WireFormat: sealed::Format + fmt::Debug + Send + Sync {
+    /// Which provider this format speaks to.
+    fn provider(&self) -> Provider;
+
+    /// Declare every tool that can be sent and report on each: tools the
+    /// provider cannot take are left out and reported as
+    /// [`ToolStatus::Refused`], so the rest can still be offered.
+    fn declare_partial(&self, tools: &[ToolRef<'_>]) -> Declarations;
+
+    /// Declare tools, all or nothing: the first refused tool is the error.
+    fn declare(&self, tools: &[ToolRef<'_>]) -> Result<Declarations, ProviderError> {
+        let declared = self.declare_partial(tools);
+        let refused = declared.refused().next().map(|(_, reason)| reason.clone());
+        match refused {
+            Some(reason) => Err(reason),
+            None => Ok(declared),
+        }
+    }
+
+    /// The tool calls of a provider response (or message, or part list),
+    /// mapped back to the real tools with [`CallMapping::apply`]. A call
+    /// without an id gets a stable generated one.
+    fn parse_calls(&self, response: &Value, mapping: &CallMapping) -> Result<Vec<ToolCall>, ProviderError> {
+        let mut calls = self.calls_in(response, mapping)?;
+        mapping.apply(&mut calls);
+        Ok(calls)
+    }
+
+    /// What to append to the conversation to answer a batch of calls: one
+    /// message per result (OpenAI Chat, Mistral, Ollama), one item per result
+    /// (OpenAI Responses), one `CallToolResult` per result (MCP), or a single
+    /// user turn holding every result (Anthropic, Bedrock, Gemini). Names
+    /// are spelled as `mapping` sent them. No results, no messages.
+    fn render_results(&self, results: &[ToolResult], mapping: &CallMapping) -> Vec<Value>;
+
+    /// This provider's spelling of a [`ToolChoice`] (see [`ToolChoice::render`]).
+    fn tool_choice(&self, choice: &ToolChoice, mapping: &CallMapping) -> Result<Value, ProviderError> {
+        choice.render(self.provider(), mapping)
+    }
+}
+
+pub(crate) mod sealed {
+    use serde_json::Value;
+
+    use super::{CallMapping, ProviderError};
+    use crate::exec::ToolCall;
+
+    /// The part of a format only this crate sees: its calls as the provider
+    /// wrote them, before names are mapped back.
+    pub trait Format {
+        fn calls_in(&self, response: &Value, mapping: &CallMapping) -> Result<Vec<ToolCall>, ProviderError>;
+    }
+}
+
 /// How to get the model's calls back to the real tools: provider spellings
-/// of names, and, for strict tools, the optional arguments strict mode made
-/// nullable (a `null` there means "absent").
+/// of names, for strict tools the optional arguments strict mode made
+/// nullable (a `null` there means "absent"), and the call ids toolreg made
+/// up for calls that came without one.
 #[derive(Debug, Clone, Default)]
 pub struct CallMapping {
     real: HashMap<String, String>,
     spelled: HashMap<String, String>,
     nullable: HashMap<String, Arc<ToolDeclaration>>,
+    generated: Arc<Mutex<HashSet<String>>>,
 }
 
 impl CallMapping {
@@ -354,6 +488,17 @@ impl CallMapping {
     /// Whether any name is spelled differently for the provider.
     pub fn renames(&self) -> bool {
         !self.real.is_empty()
+    }
+
+    /// Whether toolreg made up this call id because the provider sent none
+    /// (such an id is not sent back). Ids are recorded by
+    /// [`WireFormat::parse_calls`] with this mapping (and its clones).
+    pub fn is_generated_id(&self, id: &str) -> bool {
+        self.generated.lock().unwrap_or_else(PoisonError::into_inner).contains(id)
+    }
+
+    pub(crate) fn note_generated_id(&self, id: &str) {
+        self.generated.lock().unwrap_or_else(PoisonError::into_inner).insert(id.to_owned());
     }
 
     /// Map calls as the model wrote them back to the real tools: restore
@@ -406,18 +551,22 @@ fn drop_absent_nulls(schema: &Value, value: &mut Value) -> bool {
     let mut changed = false;
     match value {
         Value::Object(args) => {
-            let Some(props) = schema.get("properties").and_then(Value::as_object) else {
-                // A union: the first object branch that knows every key given.
-                let branch =
-                    ["anyOf", "oneOf"].iter().filter_map(|k| schema.get(*k).and_then(Value::as_array)).flatten().find(
-                        |b| {
-                            b.get("properties")
-                                .and_then(Value::as_object)
-                                .is_some_and(|p| args.keys().all(|k| p.contains_key(k)))
-                        },
-                    );
-                return branch.is_some_and(|b| drop_absent_nulls(b, value));
-            };
+            // A union (maybe beside properties, as a flattened enum gives):
+            // the first object branch that knows every other key given.
+            let outer = schema.get("properties").and_then(Value::as_object);
+            let branch =
+                ["anyOf", "oneOf"].iter().filter_map(|k| schema.get(*k).and_then(Value::as_array)).flatten().find(
+                    |b| {
+                        b.get("properties").and_then(Value::as_object).is_some_and(|p| {
+                            args.keys().all(|k| p.contains_key(k) || outer.is_some_and(|o| o.contains_key(k)))
+                        })
+                    },
+                );
+            if let Some(branch) = branch {
+                changed |= drop_absent_nulls(branch, value);
+            }
+            let Value::Object(args) = value else { return changed };
+            let Some(props) = outer else { return changed };
             let required = schema.get("required").and_then(Value::as_array);
             let is_required = |k: &str| required.is_some_and(|r| r.iter().any(|x| x == k));
             args.retain(|k, v| {
@@ -471,6 +620,16 @@ pub struct ToolRef<'a> {
 }
 
 impl<'a> ToolRef<'a> {
+    /// Tools to declare, from registry entries (`registry.entries()`),
+    /// declarations or shared declarations.
+    pub fn list<I>(tools: I) -> Vec<ToolRef<'a>>
+    where
+        I: IntoIterator,
+        I::Item: Into<ToolRef<'a>>,
+    {
+        tools.into_iter().map(Into::into).collect()
+    }
+
     /// The declaration.
     pub fn declaration(&self) -> &'a ToolDeclaration {
         self.declaration
@@ -541,48 +700,6 @@ impl<'a> From<&'a Arc<ToolDeclaration>> for ToolRef<'a> {
     }
 }
 
-/// Names checked (or respelled) for `provider`, collisions refused.
-pub(crate) fn spell_names<'a>(
-    provider: Provider,
-    style: NameStyle,
-    tools: &[ToolRef<'a>],
-) -> Result<(Vec<Cow<'a, str>>, CallMapping), ProviderError> {
-    let rule = provider.name_rule();
-    let mut mapping = CallMapping::default();
-    let mut seen: HashMap<Cow<'a, str>, &'a str> = HashMap::with_capacity(tools.len());
-    let mut out = Vec::with_capacity(tools.len());
-    for tool in tools {
-        let real = tool.declaration.name.as_str();
-        let spelled: Cow<'a, str> = match rule.check(real) {
-            Ok(()) => Cow::Borrowed(real),
-            Err(reason) => match style {
-                NameStyle::Reject => {
-                    return Err(ProviderError::InvalidName {
-                        provider,
-                        tool: real.to_owned(),
-                        rule: rule.pattern,
-                        reason,
-                    });
-                }
-                NameStyle::Respell => Cow::Owned(rule.respell(real)),
-            },
-        };
-        if let Some(first) = seen.insert(spelled.clone(), real) {
-            return Err(ProviderError::NameCollision {
-                provider,
-                first: first.to_owned(),
-                second: real.to_owned(),
-                spelled: spelled.into_owned(),
-            });
-        }
-        if let Cow::Owned(respelled) = &spelled {
-            mapping.add_name(real, respelled.clone());
-        }
-        out.push(spelled);
-    }
-    Ok((out, mapping))
-}
-
 /// The description, or `None` when it is empty (some providers refuse "").
 pub(crate) fn description(decl: &ToolDeclaration) -> Option<&str> {
     Some(decl.description.as_str()).filter(|d| !d.is_empty())
@@ -590,13 +707,16 @@ pub(crate) fn description(decl: &ToolDeclaration) -> Option<&str> {
 
 /// A stable id for a call that arrived without one: the same call in the
 /// same position always gets the same id.
-pub(crate) fn generated_id(prefix: &str, index: usize, name: &str, args: &Value) -> String {
+/// The id is noted in `mapping` ([`CallMapping::is_generated_id`]).
+pub(crate) fn generated_id(prefix: &str, index: usize, name: &str, args: &Value, mapping: &CallMapping) -> String {
     let mut h = Fnv::new();
     h.write(name.as_bytes());
     h.write(&[0]);
     h.write(args.to_string().as_bytes());
     h.write(&index.to_le_bytes());
-    format!("{prefix}{index}_{:012x}", h.finish() & 0xffff_ffff_ffff)
+    let id = format!("{prefix}{index}_{:012x}", h.finish() & 0xffff_ffff_ffff);
+    mapping.note_generated_id(&id);
+    id
 }
 
 /// FNV-1a, 64 bits: small, fast and identical on every platform.
@@ -636,6 +756,11 @@ pub(crate) fn result_text(result: &ToolResult) -> String {
     result.text().into_owned()
 }
 
+/// The value of a successful result (`None` for a failure).
+pub(crate) fn result_value(result: &ToolResult) -> Option<&Value> {
+    result.value()
+}
+
 /// The value at the first of `paths` (JSON Pointers) that exists in `body`.
 pub(crate) fn find<'v>(body: &'v Value, paths: &[&str]) -> Option<&'v Value> {
     paths.iter().find_map(|p| body.pointer(p))
@@ -654,56 +779,140 @@ pub(crate) fn str_field<'v>(
     value.get(key).and_then(Value::as_str).ok_or_else(|| invalid(provider, format!("{what} has no string `{key}`")))
 }
 
-/// A tool ready to be written in an OpenAI-like shape: name as the provider
-/// spells it, the schema to send, and whether it is strict.
+/// Which schema a format sends for each tool.
+#[derive(Clone, Copy)]
+pub(crate) enum SchemaMode<'o> {
+    /// The canonical schema.
+    Canonical,
+    /// Strict where the options ask for it, with this lowering; the
+    /// canonical schema otherwise.
+    Strict(Lowering, &'o StrictOptions),
+    /// Always this lowering; a schema it cannot take refuses the tool.
+    Lowered(Lowering),
+    /// MCP's `inputSchema`.
+    Mcp,
+}
+
+/// A tool ready to be written: name as the provider spells it, the schema
+/// to send, whether it is strict, and its line in the report.
 pub(crate) struct Prepared<'a> {
     pub(crate) tool: ToolRef<'a>,
     pub(crate) name: Cow<'a, str>,
     pub(crate) schema: Cow<'a, Value>,
     pub(crate) strict: bool,
+    pub(crate) report: usize,
 }
 
-/// Names and schemas for formats with a strict mode. `lowering` is the
-/// strict lowering; non-strict tools send the canonical schema.
+/// The tools of one declaration in progress.
+pub(crate) struct Preparation<'a> {
+    pub(crate) provider: Provider,
+    pub(crate) tools: Vec<Prepared<'a>>,
+    pub(crate) mapping: CallMapping,
+    pub(crate) report: Vec<ToolReport>,
+}
+
+impl<'a> Preparation<'a> {
+    /// Leave out the `i`th prepared tool, saying why.
+    pub(crate) fn refuse(&mut self, i: usize, reason: ProviderError) {
+        let p = self.tools.remove(i);
+        self.report[p.report].status = ToolStatus::Refused { reason };
+    }
+
+    /// Refuse every tool past the provider's per-request limit.
+    pub(crate) fn limit(&mut self, limit: usize) {
+        let count = self.tools.len();
+        while self.tools.len() > limit {
+            let provider = self.provider;
+            self.refuse(limit, ProviderError::TooMany { provider, what: "tools", count, limit });
+        }
+    }
+
+    /// The declarations, with the provider's `tools` value.
+    pub(crate) fn finish(self, tools: Value) -> Declarations {
+        Declarations { tools, mapping: self.mapping, report: self.report }
+    }
+}
+
+/// A format's serialisation types as JSON. They hold only strings, numbers,
+/// booleans and JSON values, which always serialise.
+pub(crate) fn to_json(value: &impl Serialize) -> Value {
+    serde_json::to_value(value).expect("tool declarations serialise to JSON")
+}
+
+/// Check (or respell) names, refusing collisions, and pick each tool's
+/// schema. Tools that cannot be sent are reported as refused.
 pub(crate) fn prepare<'a>(
     provider: Provider,
-    lowering: Option<Lowering>,
-    strict: &StrictOptions,
+    mode: SchemaMode<'_>,
     style: NameStyle,
-    tools: impl IntoIterator<Item = impl Into<ToolRef<'a>>>,
-) -> Result<(Vec<Prepared<'a>>, CallMapping, Vec<NotStrict>), ProviderError> {
-    let tools: Vec<ToolRef<'a>> = tools.into_iter().map(Into::into).collect();
-    let (names, mut mapping) = spell_names(provider, style, &tools)?;
-    let mut not_strict = Vec::new();
+    tools: &[ToolRef<'a>],
+) -> Preparation<'a> {
+    let rule = provider.name_rule();
+    let mut mapping = CallMapping::default();
+    let mut seen: HashMap<Cow<'a, str>, &'a str> = HashMap::with_capacity(tools.len());
+    let mut report = Vec::with_capacity(tools.len());
     let mut out = Vec::with_capacity(tools.len());
-    for (tool, name) in tools.into_iter().zip(names) {
+    for tool in tools {
         let decl = tool.declaration;
-        let wanted = match lowering {
-            Some(_) => strict.for_tool(&decl.name),
-            None => Strictness::Off,
+        let real = decl.name.as_str();
+        let index = report.len();
+        let mut refuse = |reason: ProviderError| {
+            report.push(ToolReport { tool: real.to_owned(), status: ToolStatus::Refused { reason } });
         };
-        let lowered = match (lowering, wanted) {
-            (Some(lowering), Strictness::IfCompatible | Strictness::Required) => Some(tool.lowered(lowering)),
-            _ => None,
-        };
-        let (schema, is_strict) = match lowered {
-            Some(Ok(schema)) => (schema, true),
-            Some(Err(reason)) if wanted == Strictness::Required => {
-                return Err(ProviderError::UnsupportedSchema { provider, tool: decl.name.clone(), reason });
+        let name: Cow<'a, str> = match rule.check(real) {
+            Ok(()) => Cow::Borrowed(real),
+            Err(_) if style == NameStyle::Respell => Cow::Owned(rule.respell(real)),
+            Err(reason) => {
+                refuse(ProviderError::InvalidName { provider, tool: real.to_owned(), rule: rule.pattern, reason });
+                continue;
             }
-            Some(Err(reason)) => {
-                tracing::debug!(tool = %decl.name, %provider, %reason, "tool sent without strict mode");
-                not_strict.push(NotStrict { tool: decl.name.clone(), reason });
-                (Cow::Borrowed(&decl.input_schema), false)
-            }
-            None => (Cow::Borrowed(&decl.input_schema), false),
         };
-        if is_strict && lowering == Some(Lowering::OpenAiStrict) {
-            mapping.add_strict(&tool);
+        if let Some(first) = seen.get(&name) {
+            refuse(ProviderError::NameCollision {
+                provider,
+                first: (*first).to_owned(),
+                second: real.to_owned(),
+                spelled: name.into_owned(),
+            });
+            continue;
         }
-        out.push(Prepared { tool, name, schema, strict: is_strict });
+        let unsupported = |reason| ProviderError::UnsupportedSchema { provider, tool: real.to_owned(), reason };
+        let (schema, strict, status) = match mode {
+            SchemaMode::Canonical => (Cow::Borrowed(&decl.input_schema), false, ToolStatus::Declared),
+            SchemaMode::Mcp => (Cow::Borrowed(tool.mcp_input()), false, ToolStatus::Declared),
+            SchemaMode::Lowered(lowering) => match tool.lowered(lowering) {
+                Ok(schema) => (schema, false, ToolStatus::Lowered { strict: false }),
+                Err(reason) => {
+                    refuse(unsupported(reason));
+                    continue;
+                }
+            },
+            SchemaMode::Strict(lowering, options) => match options.for_tool(real) {
+                Strictness::Off => (Cow::Borrowed(&decl.input_schema), false, ToolStatus::Declared),
+                wanted => match tool.lowered(lowering) {
+                    Ok(schema) => (schema, true, ToolStatus::Lowered { strict: true }),
+                    Err(reason) if wanted == Strictness::Required => {
+                        refuse(unsupported(reason));
+                        continue;
+                    }
+                    Err(reason) => {
+                        tracing::debug!(tool = %real, %provider, %reason, "tool sent without strict mode");
+                        (Cow::Borrowed(&decl.input_schema), false, ToolStatus::NotStrict { reason })
+                    }
+                },
+            },
+        };
+        seen.insert(name.clone(), real);
+        if let Cow::Owned(respelled) = &name {
+            mapping.add_name(real, respelled.clone());
+        }
+        if strict && matches!(mode, SchemaMode::Strict(Lowering::OpenAiStrict, _)) {
+            mapping.add_strict(tool);
+        }
+        report.push(ToolReport { tool: real.to_owned(), status });
+        out.push(Prepared { tool: *tool, name, schema, strict, report: index });
     }
-    Ok((out, mapping, not_strict))
+    Preparation { provider, tools: out, mapping, report }
 }
 
 /// The OpenAI-shaped `tool_calls` of a chat response, message or bare list.
@@ -724,7 +933,12 @@ pub(crate) fn chat_tool_calls(provider: Provider, body: &Value) -> Result<Vec<(u
 }
 
 /// One OpenAI-shaped tool call: `{"id","type":"function","function":{"name","arguments"}}`.
-pub(crate) fn chat_tool_call(provider: Provider, index: usize, call: &Value) -> Result<ToolCall, ProviderError> {
+pub(crate) fn chat_tool_call(
+    provider: Provider,
+    index: usize,
+    call: &Value,
+    mapping: &CallMapping,
+) -> Result<ToolCall, ProviderError> {
     let function = call.get("function").ok_or_else(|| invalid(provider, "a tool call has no `function`"))?;
     let name = str_field(provider, function, "name", "a tool call's function")?;
     let arguments = match function.get("arguments") {
@@ -733,7 +947,30 @@ pub(crate) fn chat_tool_call(provider: Provider, index: usize, call: &Value) -> 
     };
     let id = match call.get("id").and_then(Value::as_str) {
         Some(id) if !id.is_empty() => id.to_owned(),
-        _ => generated_id("call_", index, name, function.get("arguments").unwrap_or(&Value::Null)),
+        _ => generated_id("call_", index, name, function.get("arguments").unwrap_or(&Value::Null), mapping),
     };
     Ok(ToolCall { id, name: name.to_owned(), arguments })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::FunctionRegistry;
+    use serde_json::json;
+
+    #[test]
+    fn lowering_is_computed_once_per_tool_and_provider() {
+        let schema = json!({"type": "object", "properties": {"n": {"type": "integer"}, "s": {"type": "string"}},
+                            "required": ["n"]});
+        let decl = ToolDeclaration::new("t", "", schema);
+        let mut registry = FunctionRegistry::new();
+        registry.register_sync_tool("t", |_: Value| Ok::<_, String>(()), decl.clone()).unwrap();
+        let entry = registry.get("t").unwrap();
+        let cached = ToolRef::from(entry);
+        let (a, b) = (cached.lowered(Lowering::OpenAiStrict).unwrap(), cached.lowered(Lowering::OpenAiStrict).unwrap());
+        assert!(matches!((&a, &b), (Cow::Borrowed(_), Cow::Borrowed(_))));
+        assert!(std::ptr::eq(a.as_ref(), b.as_ref()), "one cached strict schema for both OpenAI formats");
+        // A bare declaration is lowered on the spot.
+        assert!(matches!(ToolRef::from(&decl).lowered(Lowering::Gemini).unwrap(), Cow::Owned(_)));
+    }
 }

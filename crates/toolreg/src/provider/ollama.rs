@@ -4,34 +4,21 @@
 //! - Declarations: the OpenAI function shape, without strict mode.
 //! - Calls in: `message.tool_calls[].function{name, arguments}`, arguments
 //!   an object, usually without an id: a stable one is generated.
-//! - Results out: `{"role":"tool","content","tool_name"}`.
+//! - Results out: one `{"role":"tool","content","tool_name"}` message per result.
 
-use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::openai_chat::{ChatFunction, ChatTool};
 use super::{
-    CallMapping, Declarations, NameStyle, Provider, ProviderError, StrictOptions, ToolRef, chat_tool_call,
-    chat_tool_calls, prepare, result_text,
+    CallMapping, Declarations, NameStyle, Provider, ProviderError, SchemaMode, ToolRef, WireFormat, chat_tool_call,
+    chat_tool_calls, prepare, result_text, sealed,
 };
 use crate::exec::{ToolCall, ToolResult};
 
-/// Renders tools for Ollama and reads its tool calls.
+/// Ollama's native wire format.
 #[derive(Debug, Clone, Default)]
 pub struct Ollama {
     names: NameStyle,
-}
-
-/// A tool result as an Ollama `tool` message.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[non_exhaustive]
-pub struct OllamaToolMessage {
-    /// Always `"tool"`.
-    pub role: &'static str,
-    /// The result's text.
-    pub content: String,
-    /// The tool that was called.
-    pub tool_name: String,
 }
 
 impl Ollama {
@@ -45,51 +32,47 @@ impl Ollama {
         self.names = style;
         self
     }
+}
 
-    /// Render tools as Ollama's `tools`.
-    pub fn declare<'a, I>(&self, tools: I) -> Result<Declarations<ChatTool<'a>>, ProviderError>
-    where
-        I: IntoIterator,
-        I::Item: Into<ToolRef<'a>>,
-    {
-        let (prepared, mapping, not_strict) =
-            prepare(Provider::Ollama, None, &StrictOptions::default(), self.names, tools)?;
-        let tools = prepared
-            .into_iter()
+impl WireFormat for Ollama {
+    fn provider(&self) -> Provider {
+        Provider::Ollama
+    }
+
+    fn declare_partial(&self, tools: &[ToolRef<'_>]) -> Declarations {
+        let prepared = prepare(Provider::Ollama, SchemaMode::Canonical, self.names, tools);
+        let tools: Vec<ChatTool<'_>> = prepared
+            .tools
+            .iter()
             .map(|p| ChatTool {
                 kind: "function",
                 function: ChatFunction {
-                    name: p.name,
+                    name: &p.name,
                     description: super::description(p.tool.declaration()),
-                    parameters: p.schema,
+                    parameters: &p.schema,
                     strict: None,
                 },
             })
             .collect();
-        Ok(Declarations { tools, mapping, not_strict })
+        let tools = super::to_json(&tools);
+        prepared.finish(tools)
     }
 
-    /// The tool calls of an `/api/chat` response or its `message`.
-    pub fn parse_calls(body: &Value) -> Result<Vec<ToolCall>, ProviderError> {
-        chat_tool_calls(Provider::Ollama, body)?
-            .into_iter()
-            .map(|(i, call)| chat_tool_call(Provider::Ollama, i, call))
+    /// One `tool` message per result, the name respelled through `mapping`.
+    fn render_results(&self, results: &[ToolResult], mapping: &CallMapping) -> Vec<Value> {
+        results
+            .iter()
+            .map(|r| json!({"role": "tool", "content": result_text(r), "tool_name": mapping.provider_name(&r.name)}))
             .collect()
     }
+}
 
-    /// [`parse_calls`](Self::parse_calls), then [`CallMapping::apply`].
-    pub fn parse_calls_mapped(body: &Value, mapping: &CallMapping) -> Result<Vec<ToolCall>, ProviderError> {
-        let mut calls = Self::parse_calls(body)?;
-        mapping.apply(&mut calls);
-        Ok(calls)
-    }
-
-    /// A result as a `tool` message (the name respelled through `mapping`).
-    pub fn result_message(result: &ToolResult, mapping: &CallMapping) -> OllamaToolMessage {
-        OllamaToolMessage {
-            role: "tool",
-            content: result_text(result),
-            tool_name: mapping.provider_name(&result.name).to_owned(),
-        }
+impl sealed::Format for Ollama {
+    /// The tool calls of an `/api/chat` response or its `message`.
+    fn calls_in(&self, body: &Value, mapping: &CallMapping) -> Result<Vec<ToolCall>, ProviderError> {
+        chat_tool_calls(Provider::Ollama, body)?
+            .into_iter()
+            .map(|(i, call)| chat_tool_call(Provider::Ollama, i, call, mapping))
+            .collect()
     }
 }

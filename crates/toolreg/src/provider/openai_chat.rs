@@ -5,85 +5,63 @@
 //! - Calls in: `choices[0].message.tool_calls`, whose `arguments` is a JSON
 //!   *string* that may not parse: it is kept as [`ToolArguments::Raw`], and
 //!   execution answers it with a `MalformedArguments` result.
-//! - Results out: `{"role":"tool","tool_call_id","content"}`.
+//! - Results out: one `{"role":"tool","tool_call_id","content"}` message per result.
 //!
 //! ```
-//! use toolreg::provider::openai_chat::OpenAiChat;
-//! use toolreg::{ToolArguments, ToolDeclaration};
+//! use toolreg::provider::{CallMapping, WireFormat, openai_chat::OpenAiChat};
+//! use toolreg::ToolArguments;
 //! use serde_json::json;
 //!
 //! let response = json!({"choices": [{"message": {"role": "assistant", "tool_calls": [
 //!     {"id": "call_1", "type": "function", "function": {"name": "add", "arguments": "{\"a\": 1"}}
 //! ]}, "finish_reason": "tool_calls"}]});
-//! let calls = OpenAiChat::parse_calls(&response)?;
+//! let calls = OpenAiChat::new().parse_calls(&response, &CallMapping::default())?;
 //! assert_eq!(calls[0].arguments, ToolArguments::Raw("{\"a\": 1".into()));
 //! # Ok::<(), toolreg::provider::ProviderError>(())
 //! ```
 //!
 //! [`ToolArguments::Raw`]: crate::ToolArguments::Raw
 
-use std::borrow::Cow;
-
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::{
-    CallMapping, Declarations, Lowering, NameStyle, Provider, ProviderError, StrictOptions, Strictness, ToolRef,
-    chat_tool_call, chat_tool_calls, prepare, result_text,
+    CallMapping, Declarations, Lowering, NameStyle, Provider, ProviderError, SchemaMode, StrictOptions, Strictness,
+    ToolRef, WireFormat, chat_tool_call, chat_tool_calls, prepare, result_text, sealed,
 };
 use crate::exec::{ToolCall, ToolResult};
 
 /// OpenAI's limit on tools in one request.
 pub const MAX_TOOLS: usize = 128;
 
-/// Renders tools for Chat Completions and reads its tool calls.
+/// Chat Completions' wire format.
 ///
 /// Strict mode defaults to [`Strictness::IfCompatible`]: a tool is strict
 /// when its schema can be made strict, and otherwise sent as it is and
-/// listed in [`Declarations::not_strict`].
+/// reported as [`ToolStatus::NotStrict`](super::ToolStatus::NotStrict).
 #[derive(Debug, Clone, Default)]
 pub struct OpenAiChat {
     strict: StrictOptions,
     names: NameStyle,
 }
 
-/// One entry of Chat Completions' `tools`.
+/// One entry of Chat Completions' `tools` (also Ollama's).
 #[derive(Debug, Clone, Serialize)]
-#[non_exhaustive]
-pub struct ChatTool<'a> {
-    /// Always `"function"`.
+pub(crate) struct ChatTool<'a> {
     #[serde(rename = "type")]
-    pub kind: &'static str,
-    /// The function.
-    pub function: ChatFunction<'a>,
+    pub(crate) kind: &'static str,
+    pub(crate) function: ChatFunction<'a>,
 }
 
 /// The `function` of a [`ChatTool`].
 #[derive(Debug, Clone, Serialize)]
-#[non_exhaustive]
-pub struct ChatFunction<'a> {
-    /// The name as sent (respelled when asked for).
-    pub name: Cow<'a, str>,
-    /// What the tool does.
+pub(crate) struct ChatFunction<'a> {
+    pub(crate) name: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub description: Option<&'a str>,
-    /// JSON Schema of the arguments (lowered for strict mode).
-    pub parameters: Cow<'a, Value>,
-    /// Whether the model must follow the schema exactly.
+    pub(crate) description: Option<&'a str>,
+    pub(crate) parameters: &'a Value,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub strict: Option<bool>,
-}
-
-/// A tool result as a Chat Completions message.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[non_exhaustive]
-pub struct ChatToolMessage {
-    /// Always `"tool"`.
-    pub role: &'static str,
-    /// The id of the call this answers.
-    pub tool_call_id: String,
-    /// The result's text (errors included: this format has no error flag).
-    pub content: String,
+    pub(crate) strict: Option<bool>,
 }
 
 impl OpenAiChat {
@@ -109,56 +87,46 @@ impl OpenAiChat {
         self.names = style;
         self
     }
+}
 
-    /// Render tools (registry entries or bare declarations) as `tools`.
-    pub fn declare<'a, I>(&self, tools: I) -> Result<Declarations<ChatTool<'a>>, ProviderError>
-    where
-        I: IntoIterator,
-        I::Item: Into<ToolRef<'a>>,
-    {
-        let (prepared, mapping, not_strict) =
-            prepare(Provider::OpenAiChat, Some(Lowering::OpenAiStrict), &self.strict, self.names, tools)?;
-        check_count(Provider::OpenAiChat, prepared.len())?;
-        let tools = prepared
-            .into_iter()
+impl WireFormat for OpenAiChat {
+    fn provider(&self) -> Provider {
+        Provider::OpenAiChat
+    }
+
+    fn declare_partial(&self, tools: &[ToolRef<'_>]) -> Declarations {
+        let mode = SchemaMode::Strict(Lowering::OpenAiStrict, &self.strict);
+        let mut prepared = prepare(Provider::OpenAiChat, mode, self.names, tools);
+        prepared.limit(MAX_TOOLS);
+        let tools: Vec<ChatTool<'_>> = prepared
+            .tools
+            .iter()
             .map(|p| ChatTool {
                 kind: "function",
                 function: ChatFunction {
-                    name: p.name,
+                    name: &p.name,
                     description: super::description(p.tool.declaration()),
-                    parameters: p.schema,
+                    parameters: &p.schema,
                     strict: Some(p.strict),
                 },
             })
             .collect();
-        Ok(Declarations { tools, mapping, not_strict })
+        let tools = super::to_json(&tools);
+        prepared.finish(tools)
     }
 
-    /// The tool calls of a chat completion, of its `message`, or of a bare
-    /// `tool_calls` array. A call without an id gets a stable generated one.
-    pub fn parse_calls(body: &Value) -> Result<Vec<ToolCall>, ProviderError> {
-        chat_tool_calls(Provider::OpenAiChat, body)?
-            .into_iter()
-            .map(|(i, call)| chat_tool_call(Provider::OpenAiChat, i, call))
-            .collect()
-    }
-
-    /// [`parse_calls`](Self::parse_calls), then [`CallMapping::apply`].
-    pub fn parse_calls_mapped(body: &Value, mapping: &CallMapping) -> Result<Vec<ToolCall>, ProviderError> {
-        let mut calls = Self::parse_calls(body)?;
-        mapping.apply(&mut calls);
-        Ok(calls)
-    }
-
-    /// A result as a `{"role":"tool"}` message.
-    pub fn result_message(result: &ToolResult) -> ChatToolMessage {
-        ChatToolMessage { role: "tool", tool_call_id: result.id.clone(), content: result_text(result) }
+    fn render_results(&self, results: &[ToolResult], _mapping: &CallMapping) -> Vec<Value> {
+        results.iter().map(|r| json!({"role": "tool", "tool_call_id": r.id, "content": result_text(r)})).collect()
     }
 }
 
-pub(crate) fn check_count(provider: Provider, count: usize) -> Result<(), ProviderError> {
-    if count > MAX_TOOLS {
-        return Err(ProviderError::TooMany { provider, what: "tools", count, limit: MAX_TOOLS });
+impl sealed::Format for OpenAiChat {
+    /// The tool calls of a chat completion, of its `message`, or of a bare
+    /// `tool_calls` array.
+    fn calls_in(&self, body: &Value, mapping: &CallMapping) -> Result<Vec<ToolCall>, ProviderError> {
+        chat_tool_calls(Provider::OpenAiChat, body)?
+            .into_iter()
+            .map(|(i, call)| chat_tool_call(Provider::OpenAiChat, i, call, mapping))
+            .collect()
     }
-    Ok(())
 }

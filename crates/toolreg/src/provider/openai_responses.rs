@@ -2,21 +2,19 @@
 //!
 //! - Declarations are flat: `{"type":"function","name","description","parameters","strict"}`.
 //! - Calls in: `function_call` items of `output`; `call_id` is the id results answer.
-//! - Results out: `{"type":"function_call_output","call_id","output"}` items.
-
-use std::borrow::Cow;
+//! - Results out: one `{"type":"function_call_output","call_id","output"}` item per result.
 
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Value, json};
 
-use super::openai_chat::check_count;
+use super::openai_chat::MAX_TOOLS;
 use super::{
-    CallMapping, Declarations, Lowering, NameStyle, Provider, ProviderError, StrictOptions, Strictness, ToolRef, find,
-    generated_id, invalid, prepare, result_text, str_field,
+    CallMapping, Declarations, Lowering, NameStyle, Provider, ProviderError, SchemaMode, StrictOptions, Strictness,
+    ToolRef, WireFormat, find, generated_id, invalid, prepare, result_text, sealed, str_field,
 };
 use crate::exec::{ToolArguments, ToolCall, ToolResult};
 
-/// Renders tools for the Responses API and reads its function calls.
+/// The Responses API's wire format.
 #[derive(Debug, Clone, Default)]
 pub struct OpenAiResponses {
     strict: StrictOptions,
@@ -25,33 +23,15 @@ pub struct OpenAiResponses {
 
 /// One entry of the Responses API's `tools`.
 #[derive(Debug, Clone, Serialize)]
-#[non_exhaustive]
-pub struct ResponsesTool<'a> {
-    /// Always `"function"`.
+struct ResponsesTool<'a> {
     #[serde(rename = "type")]
-    pub kind: &'static str,
-    /// The name as sent.
-    pub name: Cow<'a, str>,
-    /// What the tool does.
+    kind: &'static str,
+    name: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub description: Option<&'a str>,
-    /// JSON Schema of the arguments.
-    pub parameters: Cow<'a, Value>,
+    description: Option<&'a str>,
+    parameters: &'a Value,
     /// Sent explicitly: `false` opts out of the API's "strict if compatible".
-    pub strict: bool,
-}
-
-/// A tool result as a Responses input item.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[non_exhaustive]
-pub struct FunctionCallOutput {
-    /// Always `"function_call_output"`.
-    #[serde(rename = "type")]
-    pub kind: &'static str,
-    /// The `call_id` of the call this answers.
-    pub call_id: String,
-    /// The result's text.
-    pub output: String,
+    strict: bool,
 }
 
 impl OpenAiResponses {
@@ -77,32 +57,44 @@ impl OpenAiResponses {
         self.names = style;
         self
     }
+}
 
-    /// Render tools as the Responses API's `tools`.
-    pub fn declare<'a, I>(&self, tools: I) -> Result<Declarations<ResponsesTool<'a>>, ProviderError>
-    where
-        I: IntoIterator,
-        I::Item: Into<ToolRef<'a>>,
-    {
-        let (prepared, mapping, not_strict) =
-            prepare(Provider::OpenAiResponses, Some(Lowering::OpenAiStrict), &self.strict, self.names, tools)?;
-        check_count(Provider::OpenAiResponses, prepared.len())?;
-        let tools = prepared
-            .into_iter()
+impl WireFormat for OpenAiResponses {
+    fn provider(&self) -> Provider {
+        Provider::OpenAiResponses
+    }
+
+    fn declare_partial(&self, tools: &[ToolRef<'_>]) -> Declarations {
+        let mode = SchemaMode::Strict(Lowering::OpenAiStrict, &self.strict);
+        let mut prepared = prepare(Provider::OpenAiResponses, mode, self.names, tools);
+        prepared.limit(MAX_TOOLS);
+        let tools: Vec<ResponsesTool<'_>> = prepared
+            .tools
+            .iter()
             .map(|p| ResponsesTool {
                 kind: "function",
-                name: p.name,
+                name: &p.name,
                 description: super::description(p.tool.declaration()),
-                parameters: p.schema,
+                parameters: &p.schema,
                 strict: p.strict,
             })
             .collect();
-        Ok(Declarations { tools, mapping, not_strict })
+        let tools = super::to_json(&tools);
+        prepared.finish(tools)
     }
 
+    fn render_results(&self, results: &[ToolResult], _mapping: &CallMapping) -> Vec<Value> {
+        results
+            .iter()
+            .map(|r| json!({"type": "function_call_output", "call_id": r.id, "output": result_text(r)}))
+            .collect()
+    }
+}
+
+impl sealed::Format for OpenAiResponses {
     /// The `function_call` items of a response (its `output`), of an item
     /// list, or a single item. The call's id is its `call_id`.
-    pub fn parse_calls(body: &Value) -> Result<Vec<ToolCall>, ProviderError> {
+    fn calls_in(&self, body: &Value, mapping: &CallMapping) -> Result<Vec<ToolCall>, ProviderError> {
         let p = Provider::OpenAiResponses;
         let items: Vec<&Value> = match body {
             Value::Array(items) => items.iter().collect(),
@@ -125,22 +117,10 @@ impl OpenAiResponses {
                 };
                 let id = match item.get("call_id").and_then(Value::as_str) {
                     Some(id) => id.to_owned(),
-                    None => generated_id("call_", i, name, item.get("arguments").unwrap_or(&Value::Null)),
+                    None => generated_id("call_", i, name, item.get("arguments").unwrap_or(&Value::Null), mapping),
                 };
                 Ok(ToolCall { id, name: name.to_owned(), arguments })
             })
             .collect()
-    }
-
-    /// [`parse_calls`](Self::parse_calls), then [`CallMapping::apply`].
-    pub fn parse_calls_mapped(body: &Value, mapping: &CallMapping) -> Result<Vec<ToolCall>, ProviderError> {
-        let mut calls = Self::parse_calls(body)?;
-        mapping.apply(&mut calls);
-        Ok(calls)
-    }
-
-    /// A result as a `function_call_output` item.
-    pub fn result_item(result: &ToolResult) -> FunctionCallOutput {
-        FunctionCallOutput { kind: "function_call_output", call_id: result.id.clone(), output: result_text(result) }
     }
 }
