@@ -28,8 +28,17 @@ impl FileTools {
             use cap_std::fs::OpenOptionsExt;
             options.custom_flags(nix::libc::O_NONBLOCK | nix::libc::O_NOCTTY);
         }
-        let file =
-            self.dir().open_with(path.for_dir(), &options).map_err(|e| FileError::from_io(operation, &path.shown, &e))?;
+        let file = self.dir().open_with(path.for_dir(), &options).map_err(|e| {
+            // Opening a socket fails with ENXIO: name what is there instead.
+            #[cfg(unix)]
+            if e.raw_os_error() == Some(nix::libc::ENXIO)
+                && let Ok(meta) = self.dir().metadata(path.for_dir())
+                && !meta.is_file()
+            {
+                return FileError::NotAFile { path: path.shown.clone(), kind: kind_of(meta.file_type()) };
+            }
+            FileError::from_io(operation, &path.shown, &e)
+        })?;
         let meta = file.metadata().map_err(|e| FileError::from_io(operation, &path.shown, &e))?;
         if !meta.is_file() {
             return Err(FileError::NotAFile { path: path.shown.clone(), kind: kind_of(meta.file_type()) });
