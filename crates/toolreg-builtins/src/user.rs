@@ -154,13 +154,11 @@ impl Question {
     /// text, ignoring case and surrounding space. `None` when it picks none.
     pub fn resolve(&self, answer: &str) -> Option<usize> {
         let answer = answer.trim();
-        if let Ok(n) = answer.parse::<usize>()
-            && (1..=self.choices.len()).contains(&n)
-            && !self.choices.iter().any(|c| c.trim() == answer)
-        {
-            return Some(n - 1);
+        // A choice's own text wins over a number: choices may be numbers.
+        if let Some(i) = self.choices.iter().position(|c| c.trim().eq_ignore_ascii_case(answer)) {
+            return Some(i);
         }
-        self.choices.iter().position(|c| c.trim().eq_ignore_ascii_case(answer))
+        answer.parse::<usize>().ok().filter(|n| (1..=self.choices.len()).contains(n)).map(|n| n - 1)
     }
 }
 
@@ -392,6 +390,13 @@ pub struct NotifyArgs {
     pub level: NoticeLevel,
 }
 
+impl NotifyArgs {
+    /// A notice at `level`.
+    pub fn new(message: impl Into<String>, level: NoticeLevel) -> Self {
+        NotifyArgs { message: message.into(), level }
+    }
+}
+
 /// Arguments of `final_answer`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -399,6 +404,13 @@ pub struct NotifyArgs {
 pub struct FinalArgs {
     /// The answer that completes the task.
     pub answer: String,
+}
+
+impl FinalArgs {
+    /// Finish with `answer`.
+    pub fn new(answer: impl Into<String>) -> Self {
+        FinalArgs { answer: answer.into() }
+    }
 }
 
 /// What `final_answer` returns: the typed signal that the run is finished.

@@ -183,9 +183,7 @@ impl FileTools {
                 if !(file_type.is_file() || file_type.is_symlink()) {
                     continue;
                 }
-                if let Some(pattern) = pattern
-                    && !pattern.matched(&rel, false).is_whitelist()
-                {
+                if pattern.is_some_and(|p| !p.matched(&rel, false).is_whitelist()) {
                     continue;
                 }
                 if !visit(Found { from_root: start.rel.join(&rel), is_symlink: file_type.is_symlink() }) {
