@@ -135,3 +135,8 @@ impl Builtins {
         Ok(())
     }
 }
+
+/// The README's Rust examples, compiled and run as doctests so they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../README-files.md")]
+pub struct ReadmeDoctests;
