@@ -48,7 +48,8 @@ use toolreg::{CallContext, SafetyLevel, Scope, ToolDeclaration, ToolRegistration
 pub const CATEGORY: &str = "shell";
 
 /// Variables passed through from the host's environment by default.
-pub const DEFAULT_ENV_ALLOW: [&str; 9] = ["PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "USER", "LOGNAME"];
+pub const DEFAULT_ENV_ALLOW: [&str; 9] =
+    ["PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "USER", "LOGNAME"];
 
 /// `PATH` when the host has none.
 const FALLBACK_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
@@ -423,7 +424,8 @@ fn spawn_here(options: &ShellOptions, command: &str) -> Result<(Child, Confined)
 
 fn restrict_thread(root: &Path) -> Confined {
     use landlock::{
-        ABI, Access, AccessFs, LandlockStatus, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus, path_beneath_rules,
+        ABI, Access, AccessFs, LandlockStatus, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus,
+        path_beneath_rules,
     };
     let abi = ABI::V5;
     let status = Ruleset::default()

@@ -711,7 +711,10 @@ impl<W: Write + Send + 'static> TerminalChannel<W> {
 
     fn write(&self, text: &str) -> Result<(), UserError> {
         let mut writer = self.writer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        writer.write_all(text.as_bytes()).and_then(|()| writer.flush()).map_err(|e| UserError::Io { message: e.to_string() })
+        writer
+            .write_all(text.as_bytes())
+            .and_then(|()| writer.flush())
+            .map_err(|e| UserError::Io { message: e.to_string() })
     }
 
     /// Start the reading thread, once.
@@ -781,7 +784,10 @@ impl<W: Write + Send + 'static> TerminalChannel<W> {
             if let Some(i) = question.resolve(&line) {
                 return Ok(question.choices[i].clone());
             }
-            self.write(&format!("Please answer with a number from 1 to {} or a choice's text.\n> ", question.choices.len()))?;
+            self.write(&format!(
+                "Please answer with a number from 1 to {} or a choice's text.\n> ",
+                question.choices.len()
+            ))?;
         }
         Err(UserError::Closed { reason: format!("no usable answer after {ATTEMPTS} tries") })
     }

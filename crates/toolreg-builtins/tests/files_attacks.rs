@@ -134,7 +134,11 @@ fn file_attacks(outside: &Path) -> Vec<Attack> {
         attack("write_file", json!({"path": "/tmp/toolreg-escape.txt", "content": "x"}), ABSOLUTE),
         attack("write_file", json!({"path": outside.join("new.txt").display().to_string(), "content": "x"}), ABSOLUTE),
         attack("write_file", json!({"path": "link_out/new.txt", "content": "x"}), LINK_OUT),
-        attack("write_file", json!({"path": "link_out/deep/new.txt", "content": "x", "create_parents": true}), LINK_OUT),
+        attack(
+            "write_file",
+            json!({"path": "link_out/deep/new.txt", "content": "x", "create_parents": true}),
+            LINK_OUT,
+        ),
         attack("write_file", json!({"path": "dotdot_link/new.txt", "content": "x", "create_parents": true}), LINK_OUT),
         attack("write_file", json!({"path": "chain1/dir/new.txt", "content": "x"}), LINK_OUT),
         attack("write_file", json!({"path": "proc_link/tmp/new.txt", "content": "x"}), LINK_OUT),
@@ -256,7 +260,8 @@ fn a_directory_swapped_for_a_link_mid_call_never_leaks() {
         }
         let write = WriteArgs::new(format!("swap/new{i}.txt"), "x");
         match files.write(&write) {
-            Ok(_) | Err(FileError::OutsideRoot { .. } | FileError::NotFound { .. } | FileError::ParentMissing { .. }) => {}
+            Ok(_)
+            | Err(FileError::OutsideRoot { .. } | FileError::NotFound { .. } | FileError::ParentMissing { .. }) => {}
             Err(other) => panic!("unexpected error {other}"),
         }
     }

@@ -45,7 +45,10 @@ async fn the_in_process_channel_carries_questions_notices_and_the_final_answer()
         [("ask_user", SafetyLevel::Safe), ("notify_user", SafetyLevel::Safe), ("final_answer", SafetyLevel::Cautious)]
     {
         let decl = registry.get(name).unwrap().declaration();
-        assert_eq!((decl.scope.clone(), decl.safety, decl.categories.as_slice()), (Scope::User, safety, ["user".to_owned()].as_slice()));
+        assert_eq!(
+            (decl.scope.clone(), decl.safety, decl.categories.as_slice()),
+            (Scope::User, safety, ["user".to_owned()].as_slice())
+        );
     }
 
     let app = tokio::spawn(async move {
@@ -127,7 +130,10 @@ async fn bad_questions_are_refused_before_the_user_is_asked() {
         (AskArgs::new("  "), UserError::EmptyQuestion),
         (AskArgs::new("Pick").choices(Vec::<String>::new()), UserError::BadChoices { count: 0, blank: false }),
         (AskArgs::new("Pick").choices(["a", " "]), UserError::BadChoices { count: 2, blank: true }),
-        (AskArgs::new("Pick").choices((0..21).map(|i| i.to_string())), UserError::BadChoices { count: 21, blank: false }),
+        (
+            AskArgs::new("Pick").choices((0..21).map(|i| i.to_string())),
+            UserError::BadChoices { count: 21, blank: false },
+        ),
         (AskArgs::new("Pick").timeout_secs(0), UserError::ZeroTimeout),
     ];
     for (args, expected) in cases {
@@ -165,9 +171,7 @@ async fn the_terminal_asks_again_until_a_choice_is_picked() {
     assert!(text.contains("? Deploy where?\n  1) staging\n  2) production\n> "), "{text}");
     assert_eq!(text.matches("Please answer with a number from 1 to 2").count(), 2, "{text}");
 
-    user.notify(&NotifyArgs::new("done", NoticeLevel::Error))
-        .await
-        .unwrap();
+    user.notify(&NotifyArgs::new("done", NoticeLevel::Error)).await.unwrap();
     assert!(out.text().ends_with("[error] done\n"));
     // Input has ended: the next question fails instead of hanging.
     let err = user.ask(&AskArgs::new("More?"), never()).await.unwrap_err();

@@ -210,7 +210,10 @@ fn candidates_text(candidates: &[usize]) -> String {
     if candidates.is_empty() {
         "; no line contains its first line either, so read the file again and quote it exactly".to_owned()
     } else {
-        format!("; lines that contain its first line: {} (check whitespace and the lines around)", join_lines(candidates))
+        format!(
+            "; lines that contain its first line: {} (check whitespace and the lines around)",
+            join_lines(candidates)
+        )
     }
 }
 

@@ -123,8 +123,8 @@ impl FileTools {
     pub fn with_options(root: impl AsRef<Path>, options: FileOptions) -> Result<Self, FileError> {
         let given = root.as_ref();
         let shown = given.display().to_string();
-        let root = std::fs::canonicalize(given)
-            .map_err(|e| FileError::Root { root: shown.clone(), reason: e.to_string() })?;
+        let root =
+            std::fs::canonicalize(given).map_err(|e| FileError::Root { root: shown.clone(), reason: e.to_string() })?;
         if REFUSED_ROOTS.iter().any(|refused| root.starts_with(refused)) {
             return Err(FileError::Root {
                 root: shown,

@@ -208,10 +208,7 @@ fn replace(target: &Target, content: &[u8], path: &RelPath) -> Result<(), FileEr
 /// A unified diff of `old` to `new`, headed `a/<path>` and `b/<path>`.
 pub(crate) fn unified_diff(old: &str, new: &str, path: &str) -> String {
     let diff = TextDiff::configure().timeout(DIFF_DEADLINE).diff_lines(old, new);
-    diff.unified_diff()
-        .context_radius(CONTEXT_LINES)
-        .header(&format!("a/{path}"), &format!("b/{path}"))
-        .to_string()
+    diff.unified_diff().context_radius(CONTEXT_LINES).header(&format!("a/{path}"), &format!("b/{path}")).to_string()
 }
 
 /// Line numbers (from 1) of the byte offsets `starts`, which are ascending.
@@ -233,12 +230,7 @@ fn candidates(text: &str, old: &str) -> Vec<usize> {
     let Some(first) = old.lines().map(str::trim).find(|l| !l.is_empty()) else {
         return Vec::new();
     };
-    text.lines()
-        .enumerate()
-        .filter(|(_, line)| line.contains(first))
-        .map(|(i, _)| i + 1)
-        .take(QUOTED_LINES)
-        .collect()
+    text.lines().enumerate().filter(|(_, line)| line.contains(first)).map(|(i, _)| i + 1).take(QUOTED_LINES).collect()
 }
 
 #[cfg(test)]
