@@ -1,0 +1,247 @@
+//! `read_file`, and opening regular files safely for every tool that reads.
+
+use std::io::{BufRead, BufReader, Read};
+
+use cap_std::fs::{File, FileType, Metadata, OpenOptions};
+
+use super::path::{RelPath, display};
+use super::{FileError, FileTools, ReadArgs, ReadResult};
+
+/// Bytes looked at to tell binary from text.
+const SNIFF_BYTES: usize = 8192;
+/// Files up to this size have their lines counted to the end.
+const COUNT_LIMIT: u64 = 64 * 1024 * 1024;
+/// At most this many line numbers are listed in a result.
+const LISTED_LINES: usize = 20;
+
+impl FileTools {
+    /// Open a regular file for reading, refusing anything else.
+    ///
+    /// The file is opened non-blocking, so a FIFO swapped in after any check
+    /// cannot stall the call; its type is then read from the open handle,
+    /// which is the object actually read.
+    pub(crate) fn open_regular(&self, path: &RelPath, operation: &'static str) -> Result<(File, Metadata), FileError> {
+        let mut options = OpenOptions::new();
+        options.read(true);
+        #[cfg(unix)]
+        {
+            use cap_std::fs::OpenOptionsExt;
+            options.custom_flags(nix::libc::O_NONBLOCK | nix::libc::O_NOCTTY);
+        }
+        let file = self.dir().open_with(path.for_dir(), &options).map_err(|e| {
+            // Opening a socket fails with ENXIO: name what is there instead.
+            #[cfg(unix)]
+            if e.raw_os_error() == Some(nix::libc::ENXIO) {
+                if let Some(meta) = self.dir().metadata(path.for_dir()).ok().filter(|m| !m.is_file()) {
+                    return FileError::NotAFile { path: path.shown.clone(), kind: kind_of(meta.file_type()) };
+                }
+            }
+            FileError::from_io(operation, &path.shown, &e)
+        })?;
+        let meta = file.metadata().map_err(|e| FileError::from_io(operation, &path.shown, &e))?;
+        if !meta.is_file() {
+            return Err(FileError::NotAFile { path: path.shown.clone(), kind: kind_of(meta.file_type()) });
+        }
+        Ok((file, meta))
+    }
+
+    /// Read lines of a text file: see [`ReadArgs`] and [`ReadResult`].
+    pub fn read(&self, args: &ReadArgs) -> Result<ReadResult, FileError> {
+        let path = RelPath::parse(&args.path, false)?;
+        let offset = args.offset.unwrap_or(1);
+        if offset == 0 {
+            return Err(FileError::BadOffset { offset });
+        }
+        let limit = args.limit.unwrap_or(self.options().default_read_lines).max(1);
+        let (file, meta) = self.open_regular(&path, "reading")?;
+        let size = meta.len();
+        let mut reader = BufReader::with_capacity(64 * 1024, file);
+
+        let head = reader.fill_buf().map_err(|e| FileError::from_io("reading", &path.shown, &e))?;
+        let sniff = &head[..head.len().min(SNIFF_BYTES)];
+        if let Some(kind) = binary_kind(sniff) {
+            return Err(FileError::Binary { path: path.shown, size, kind });
+        }
+
+        let options = self.options();
+        let mut out = ReadResult {
+            path: display(&path.rel),
+            content: String::new(),
+            start_line: 0,
+            end_line: 0,
+            total_lines: None,
+            size,
+            next_offset: None,
+            non_utf8_lines: Vec::new(),
+            cut_lines: Vec::new(),
+        };
+        let mut line = Vec::new();
+        let mut number = 0usize;
+        let mut stopped = false;
+        loop {
+            line.clear();
+            let n = reader.read_until(b'\n', &mut line).map_err(|e| FileError::from_io("reading", &path.shown, &e))?;
+            if n == 0 {
+                break;
+            }
+            number += 1;
+            if number < offset {
+                continue;
+            }
+            if number - offset >= limit {
+                stopped = true;
+                break;
+            }
+            let text = strip_newline(&line);
+            let before = out.content.len();
+            push_numbered(&mut out, number, text, options.max_line_bytes);
+            if out.content.len() > options.max_read_bytes && out.start_line != 0 {
+                out.content.truncate(before);
+                stopped = true;
+                break;
+            }
+            if out.start_line == 0 {
+                out.start_line = number;
+            }
+            out.end_line = number;
+        }
+        if stopped {
+            out.next_offset = Some(out.end_line.max(offset - 1) + 1);
+            if size <= COUNT_LIMIT {
+                // `number` counts the line that stopped the read, shown or not.
+                let rest = count_lines(&mut reader).map_err(|e| FileError::from_io("reading", &path.shown, &e))?;
+                out.total_lines = Some(number + rest);
+            }
+        } else {
+            out.total_lines = Some(number);
+        }
+        out.non_utf8_lines.truncate(LISTED_LINES);
+        out.cut_lines.truncate(LISTED_LINES);
+        Ok(out)
+    }
+}
+
+fn strip_newline(line: &[u8]) -> &[u8] {
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
+    line.strip_suffix(b"\r").unwrap_or(line)
+}
+
+fn push_numbered(out: &mut ReadResult, number: usize, bytes: &[u8], max_line: usize) {
+    use std::fmt::Write;
+    let (shown, cut) = if bytes.len() > max_line { (&bytes[..max_line], bytes.len() - max_line) } else { (bytes, 0) };
+    let text = match std::str::from_utf8(shown) {
+        Ok(text) => std::borrow::Cow::Borrowed(text),
+        Err(e) if cut > 0 && e.error_len().is_none() => {
+            // The cut fell inside a character: show the whole ones.
+            std::borrow::Cow::Borrowed(std::str::from_utf8(&shown[..e.valid_up_to()]).unwrap_or_default())
+        }
+        Err(_) => {
+            if out.non_utf8_lines.len() <= LISTED_LINES {
+                out.non_utf8_lines.push(number);
+            }
+            String::from_utf8_lossy(shown)
+        }
+    };
+    let _ = write!(out.content, "{number:>6}\t{text}");
+    if cut > 0 {
+        if out.cut_lines.len() <= LISTED_LINES {
+            out.cut_lines.push(number);
+        }
+        let _ = write!(out.content, " … [line cut: {cut} more bytes]");
+    }
+    out.content.push('\n');
+}
+
+fn count_lines(reader: &mut impl BufRead) -> std::io::Result<usize> {
+    let mut count = 0;
+    let mut last = b'\n';
+    loop {
+        let buf = reader.fill_buf()?;
+        if buf.is_empty() {
+            break;
+        }
+        count += buf.iter().filter(|&&b| b == b'\n').count();
+        last = buf[buf.len() - 1];
+        let n = buf.len();
+        reader.consume(n);
+    }
+    if last != b'\n' {
+        count += 1;
+    }
+    Ok(count)
+}
+
+/// Read a whole regular file of at most `limit` bytes.
+pub(crate) fn read_all(
+    file: File,
+    size: u64,
+    limit: u64,
+    path: &RelPath,
+    operation: &'static str,
+) -> Result<Vec<u8>, FileError> {
+    if size > limit {
+        return Err(FileError::FileTooLarge { path: path.shown.clone(), size, limit, operation });
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+    // The file may grow after the size was read; never take more than the limit.
+    file.take(limit + 1).read_to_end(&mut bytes).map_err(|e| FileError::from_io(operation, &path.shown, &e))?;
+    if bytes.len() as u64 > limit {
+        return Err(FileError::FileTooLarge { path: path.shown.clone(), size: bytes.len() as u64, limit, operation });
+    }
+    Ok(bytes)
+}
+
+/// What a file that looks binary is, or `None` for text. A NUL byte in the
+/// first 8 KiB marks binary, as git and grep decide.
+pub(crate) fn binary_kind(head: &[u8]) -> Option<&'static str> {
+    const MAGIC: [(&[u8], &str); 12] = [
+        (b"\x89PNG\r\n\x1a\n", "PNG image"),
+        (b"\xff\xd8\xff", "JPEG image"),
+        (b"GIF8", "GIF image"),
+        (b"%PDF-", "PDF document"),
+        (b"PK\x03\x04", "ZIP archive"),
+        (b"\x1f\x8b", "gzip archive"),
+        (b"\x7fELF", "ELF executable"),
+        (b"\0asm", "WebAssembly module"),
+        (b"SQLite format 3\0", "SQLite database"),
+        (b"\xfd7zXZ\0", "xz archive"),
+        (b"BZh", "bzip2 archive"),
+        (b"(\xb5/\xfd", "zstd archive"),
+    ];
+    let head = &head[..head.len().min(SNIFF_BYTES)];
+    for (magic, kind) in MAGIC {
+        if head.starts_with(magic) && (head.contains(&0) || magic.len() >= 4 || std::str::from_utf8(head).is_err()) {
+            return Some(kind);
+        }
+    }
+    head.contains(&0).then_some("binary data")
+}
+
+/// A file type in words, for messages.
+pub(crate) fn kind_of(file_type: FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use cap_std::fs::FileTypeExt;
+        if file_type.is_fifo() {
+            return "FIFO";
+        }
+        if file_type.is_socket() {
+            return "socket";
+        }
+        if file_type.is_char_device() {
+            return "character device";
+        }
+        if file_type.is_block_device() {
+            return "block device";
+        }
+    }
+    if file_type.is_dir() {
+        "directory"
+    } else if file_type.is_symlink() {
+        "symbolic link"
+    } else if file_type.is_file() {
+        "regular file"
+    } else {
+        "special file"
+    }
+}

@@ -1,0 +1,142 @@
+//! # toolreg-builtins
+//!
+//! The tools every agent needs, as ordinary toolreg tools with their safety
+//! level, category and scope, so that selection, approval and audit apply to
+//! them like to any other tool:
+//!
+//! - [`files`]: `read_file`, `write_file`, `edit_file`, `list_files`,
+//!   `search_files`, confined to a root directory through a cap-std handle.
+//! - [`shell`] (Linux): `shell`, a command in the root with a timeout, its
+//!   whole process group killed on timeout or cancellation, writes confined to
+//!   the root by Landlock where the kernel has it.
+//! - [`user`]: `ask_user`, `notify_user`, `final_answer`, the human user as a
+//!   function behind a [`user::UserChannel`].
+//!
+//! [`Builtins`] registers any subset, all or nothing:
+//!
+//! ```
+//! use toolreg::FunctionRegistry;
+//! use toolreg_builtins::Builtins;
+//! use toolreg_builtins::user::{InProcessChannel, UserTools};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let root = tempfile::tempdir()?;
+//! let (channel, _inbox) = InProcessChannel::new();
+//! let user = UserTools::new(channel);
+//! let finished = user.final_answer_slot(); // the agent loop reads this
+//!
+//! let mut registry = FunctionRegistry::new();
+//! Builtins::new().files(root.path()).user(user).register(&mut registry)?;
+//! assert!(registry.contains("edit_file") && registry.contains("final_answer"));
+//! assert!(!finished.is_set());
+//! # Ok(())
+//! # }
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use toolreg::{FunctionRegistry, RegistryError, ToolRegistration};
+
+pub mod files;
+#[cfg(target_os = "linux")]
+pub mod shell;
+pub mod user;
+
+use files::{FileError, FileTools};
+#[cfg(target_os = "linux")]
+use shell::{ShellError, ShellOptions, ShellTool};
+use user::UserTools;
+
+/// Chooses which built-in tools to register.
+#[derive(Debug, Default)]
+#[must_use]
+pub struct Builtins {
+    files: Option<FilesSpec>,
+    #[cfg(target_os = "linux")]
+    shell: Option<ShellOptions>,
+    user: Option<UserTools>,
+}
+
+#[derive(Debug)]
+enum FilesSpec {
+    Root(PathBuf),
+    Tools(FileTools),
+}
+
+/// Why [`Builtins::register`] registered nothing.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuiltinsError {
+    /// The file tools' root cannot be used.
+    #[error(transparent)]
+    Files(#[from] FileError),
+    /// The shell's root cannot be used.
+    #[cfg(target_os = "linux")]
+    #[error(transparent)]
+    Shell(#[from] ShellError),
+    /// The registry refused a tool (a name already taken, for one).
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+}
+
+impl Builtins {
+    /// Nothing chosen yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The file tools over `root`, with default limits.
+    pub fn files(mut self, root: impl AsRef<Path>) -> Self {
+        self.files = Some(FilesSpec::Root(root.as_ref().to_path_buf()));
+        self
+    }
+
+    /// File tools opened already (with their own limits).
+    pub fn file_tools(mut self, tools: FileTools) -> Self {
+        self.files = Some(FilesSpec::Tools(tools));
+        self
+    }
+
+    /// The shell tool with these options.
+    #[cfg(target_os = "linux")]
+    pub fn shell(mut self, options: ShellOptions) -> Self {
+        self.shell = Some(options);
+        self
+    }
+
+    /// The user tools over a channel (or prepared [`UserTools`], to keep
+    /// their [`FinalAnswer`](user::FinalAnswer) slot).
+    pub fn user(mut self, channel: impl Into<UserTools>) -> Self {
+        self.user = Some(channel.into());
+        self
+    }
+
+    /// The chosen tools' registrations, in the order files, shell, user.
+    pub fn registrations(self) -> Result<Vec<ToolRegistration>, BuiltinsError> {
+        let mut out = Vec::new();
+        match self.files {
+            Some(FilesSpec::Root(root)) => out.extend(FileTools::open(root)?.registrations()),
+            Some(FilesSpec::Tools(tools)) => out.extend(tools.registrations()),
+            None => {}
+        }
+        #[cfg(target_os = "linux")]
+        if let Some(options) = self.shell {
+            out.push(ShellTool::new(options)?.registration());
+        }
+        if let Some(user) = self.user {
+            out.extend(user.registrations());
+        }
+        Ok(out)
+    }
+
+    /// Register the chosen tools, all or none: on any error the registry is unchanged.
+    pub fn register(self, registry: &mut FunctionRegistry) -> Result<(), BuiltinsError> {
+        registry.register_all(self.registrations()?)?;
+        Ok(())
+    }
+}
+
+/// The README's Rust examples, compiled and run as doctests so they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../README-files.md")]
+pub struct ReadmeDoctests;
