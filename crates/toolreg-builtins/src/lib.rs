@@ -61,3 +61,8 @@ impl Builtins {
         registry.register_all(self.registrations)
     }
 }
+
+/// The README's Rust examples, compiled and run as doctests so they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

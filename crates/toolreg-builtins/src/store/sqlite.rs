@@ -478,19 +478,20 @@ fn set_value(
     key: &str,
     value: &EncodedValue,
 ) -> Result<StoreRef, StoreError> {
-    let (bytes, keys, next_version) = conn
-        .prepare_cached("SELECT bytes, keys, next_version FROM store_namespaces WHERE namespace = ?1")
+    // One statement for the namespace's counters and whether the key exists.
+    let (bytes, keys, next_version, exists) = conn
+        .prepare_cached(
+            "SELECT COALESCE(n.bytes, 0), COALESCE(n.keys, 0), COALESCE(n.next_version, 1),
+                    EXISTS (SELECT 1 FROM store_values WHERE namespace = ?1 AND key = ?2)
+             FROM (SELECT 1) LEFT JOIN store_namespaces n ON n.namespace = ?1",
+        )
         .and_then(|mut stmt| {
-            stmt.query_row([ns], |row| Ok((row.get::<_, i64>(0)?, row.get::<_, i64>(1)?, row.get::<_, i64>(2)?)))
-                .optional()
+            stmt.query_row([ns, key], |row| {
+                Ok((row.get::<_, i64>(0)?, row.get::<_, i64>(1)?, row.get::<_, i64>(2)?, row.get::<_, bool>(3)?))
+            })
         })
-        .map_err(sql("read the namespace"))?
-        .unwrap_or((0, 0, 1));
+        .map_err(sql("read the namespace"))?;
     let (used, keys) = (to_u64(bytes), to_u64(keys));
-    let exists = conn
-        .prepare_cached("SELECT EXISTS (SELECT 1 FROM store_values WHERE namespace = ?1 AND key = ?2)")
-        .and_then(|mut stmt| stmt.query_row([ns, key], |row| row.get::<_, bool>(0)))
-        .map_err(sql("look up the key"))?;
     let size = value.size();
     if used.saturating_add(size) > limits.max_namespace_bytes {
         return Err(StoreError::NamespaceFull {
