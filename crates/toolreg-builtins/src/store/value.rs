@@ -264,7 +264,7 @@ mod tests {
     fn depth_counts_containers_without_recursing() {
         assert_eq!(depth_within(&json!(1), 10), Ok(0));
         assert_eq!(depth_within(&json!([]), 10), Ok(1));
-        assert_eq!(depth_within(&json!({"a": [1, {"b": []}]}), 10), Ok(3));
+        assert_eq!(depth_within(&json!({"a": [1, {"b": []}]}), 10), Ok(4));
         let mut deep = json!(0);
         for _ in 0..100_000 {
             deep = Value::Array(vec![deep]);
