@@ -11,7 +11,7 @@
 //!
 //! `raw_rusqlite` calls rusqlite inline on the bench thread: the floor.
 //! `raw_spawn_blocking` is the same call as an async caller must make it,
-//! off its async threads through `tokio::task::spawn_blocking`: the fair
+//! off its async threads through `spawn_blocking`: the fair
 //! comparison for a store whose SQLite work never runs on async threads.
 //!
 //! Latency is one call at a time. Throughput is 64 calls in flight from one
@@ -83,7 +83,7 @@ fn bench_store(c: &mut Criterion) {
         b.iter(|| {
             i = (i + 1) % KEYS;
             let (conn, key) = (Arc::clone(&shared), keys[i].clone());
-            black_box(rt.block_on(tokio::task::spawn_blocking(move || raw_get(&conn.lock().unwrap(), &key))).unwrap())
+            black_box(rt.block_on(rt.spawn_blocking(move || raw_get(&conn.lock().unwrap(), &key))).unwrap())
         })
     });
     group.bench_function("store", |b| {
@@ -105,7 +105,7 @@ fn bench_store(c: &mut Criterion) {
         b.iter(|| {
             i = (i + 1) % KEYS;
             let (conn, key, payload) = (Arc::clone(&shared), keys[i].clone(), payload.clone());
-            rt.block_on(tokio::task::spawn_blocking(move || raw_set(&conn.lock().unwrap(), &key, &payload))).unwrap()
+            rt.block_on(rt.spawn_blocking(move || raw_set(&conn.lock().unwrap(), &key, &payload))).unwrap()
         })
     });
     group.bench_function("store", |b| {

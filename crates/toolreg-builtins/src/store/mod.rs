@@ -144,6 +144,29 @@ impl Namespace {
         Ok((self.store.set(&self.name, &key, encoded).await?, size))
     }
 
+    /// Store `value` and describe it: the handle and [`Summary`] to give a
+    /// model in place of a result too long for its context.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use toolreg_builtins::store::SqliteStore;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), toolreg_builtins::store::StoreError> {
+    /// let run = SqliteStore::in_memory().await?.namespace("run-42")?;
+    /// let rows: Vec<_> = (0..10_000).map(|i| json!({"row": i})).collect();
+    /// let (handle, summary) = run.offload("results/call-7", &json!(rows)).await?;
+    /// assert_eq!(summary.length, Some(10_000));
+    /// assert_eq!(run.get_ref(&handle).await?.value[9_999], json!({"row": 9_999}));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn offload(&self, key: &str, value: &Value) -> Result<(StoreRef, Summary), StoreError> {
+        let (handle, size) = self.set_sized(key, value).await?;
+        let summary = Summary::of_value(&handle.key, handle.version, size, value);
+        Ok((handle, summary))
+    }
+
     /// The latest version of `key`.
     pub async fn get(&self, key: &str) -> Result<StoredValue, StoreError> {
         let key = Key::new(key)?;

@@ -193,7 +193,11 @@ impl Summary {
     /// assert_eq!(summary.depth, 2);
     /// ```
     pub fn of(stored: &StoredValue) -> Self {
-        let value = &stored.value;
+        Self::of_value(&stored.key, stored.version, stored.size, &stored.value)
+    }
+
+    /// Summarise `value`, stored as `version` of `key` in `size` bytes.
+    pub fn of_value(key: &str, version: u64, size: u64, value: &Value) -> Self {
         let depth = depth_within(value, DEPTH_CEILING).unwrap_or_else(|over| over);
         let (mut keys, mut key_count, mut length, mut element_types) = (None, None, None, None);
         match value {
@@ -220,10 +224,10 @@ impl Summary {
         }
         let (preview, preview_truncated) = preview(value);
         Summary {
-            key: stored.key.clone(),
-            version: stored.version,
+            key: key.to_owned(),
+            version,
             kind: JsonType::of(value),
-            size: stored.size,
+            size,
             depth,
             keys,
             key_count,
