@@ -50,6 +50,35 @@ fn raw_set(conn: &Connection, key: &str, value: &Value) {
     stmt.execute([key, text.as_str()]).unwrap();
 }
 
+/// The store's own write, by hand: the same statements in one transaction,
+/// inline. What a caller of rusqlite pays for versions and quotas.
+fn raw_same_sql(conn: &Connection, key: &str, value: &Value) {
+    let text = serde_json::to_string(value).unwrap();
+    conn.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let (bytes, keys, next, _exists) = conn
+        .prepare_cached(
+            "SELECT COALESCE(n.bytes, 0), COALESCE(n.keys, 0), COALESCE(n.next_version, 1),
+                    EXISTS (SELECT 1 FROM store_values WHERE namespace = ?1 AND key = ?2)
+             FROM (SELECT 1) LEFT JOIN store_namespaces n ON n.namespace = ?1",
+        )
+        .unwrap()
+        .query_row(["bench", key], |row| {
+            Ok((row.get::<_, i64>(0)?, row.get::<_, i64>(1)?, row.get::<_, i64>(2)?, row.get::<_, bool>(3)?))
+        })
+        .unwrap();
+    conn.prepare_cached(
+        "INSERT INTO store_values (namespace, key, version, size, created_ms, value) VALUES (?1, ?2, ?3, ?4, 0, ?5)",
+    )
+    .unwrap()
+    .execute(rusqlite::params!["bench", key, next, text.len() as i64, text])
+    .unwrap();
+    conn.prepare_cached("UPDATE store_namespaces SET bytes = ?2, keys = ?3, next_version = ?4 WHERE namespace = ?1")
+        .unwrap()
+        .execute(rusqlite::params!["bench", bytes + text.len() as i64, keys, next + 1])
+        .unwrap();
+    conn.execute_batch("COMMIT").unwrap();
+}
+
 fn bench_store(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let dir = tempfile::tempdir().unwrap();
@@ -99,6 +128,12 @@ fn bench_store(c: &mut Criterion) {
         b.iter(|| {
             i = (i + 1) % KEYS;
             raw_set(&raw, &keys[i], &payload)
+        })
+    });
+    group.bench_function("raw_same_sql", |b| {
+        b.iter(|| {
+            i = (i + 1) % KEYS;
+            raw_same_sql(&raw, &keys[i], &payload)
         })
     });
     group.bench_function("raw_spawn_blocking", |b| {

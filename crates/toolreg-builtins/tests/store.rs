@@ -297,3 +297,32 @@ async fn a_store_works_behind_the_trait_object() {
     assert_eq!(handle, StoreRef { key: "k".into(), version: 1 });
     assert_eq!(store.limits().max_value_bytes, 16 << 20);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refused_writes_in_a_batch_leave_their_neighbours_committed() {
+    let dir = tempfile::tempdir().unwrap();
+    let limits = StoreLimits::default().with_max_namespace_keys(5);
+    let options = SqliteOptions::default().with_limits(limits);
+    let store = SqliteStore::open_with(dir.path().join("store.db"), options).await.unwrap();
+    let ns = store.namespace("run-1").unwrap();
+    // Twenty new keys at once: the writer commits them in batches, each
+    // write in its own savepoint, so exactly five fit.
+    let writes = (0..20).map(|i| {
+        let ns = ns.clone();
+        tokio::spawn(async move { (i, ns.set(&format!("k{i:02}"), &json!(i)).await) })
+    });
+    let mut stored = Vec::new();
+    for write in writes {
+        match write.await.unwrap() {
+            (i, Ok(handle)) => stored.push((i, handle)),
+            (_, Err(StoreError::TooManyKeys { keys: 5, .. })) => {}
+            (i, Err(other)) => panic!("write {i}: {other}"),
+        }
+    }
+    assert_eq!(stored.len(), 5);
+    assert_eq!(ns.usage().await.unwrap().keys, 5);
+    for (i, handle) in stored {
+        assert_eq!(ns.get_ref(&handle).await.unwrap().value, json!(i));
+    }
+    assert_eq!(ns.list("", 100, None).await.unwrap().entries.len(), 5);
+}

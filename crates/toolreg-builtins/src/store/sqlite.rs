@@ -448,17 +448,27 @@ fn commit(conn: &Connection, batch: &mut Vec<Box<dyn PendingWrite>>) {
     if batch.is_empty() {
         return;
     }
+    let run = |statement: &str| conn.prepare_cached(statement).and_then(|mut stmt| stmt.execute([])).map(|_| ());
     let result = (|| {
-        conn.execute_batch("BEGIN IMMEDIATE")?;
-        for write in batch.iter_mut() {
-            conn.execute_batch("SAVEPOINT w")?;
-            if write.apply(conn) {
-                conn.execute_batch("RELEASE w")?;
-            } else {
-                conn.execute_batch("ROLLBACK TO w; RELEASE w")?;
+        run("BEGIN IMMEDIATE")?;
+        if let [write] = batch.as_mut_slice() {
+            // Alone in its transaction, a write needs no savepoint: if it
+            // fails, the transaction is rolled back as a whole.
+            if !write.apply(conn) {
+                return run("ROLLBACK");
+            }
+        } else {
+            for write in batch.iter_mut() {
+                run("SAVEPOINT w")?;
+                if write.apply(conn) {
+                    run("RELEASE w")?;
+                } else {
+                    run("ROLLBACK TO w")?;
+                    run("RELEASE w")?;
+                }
             }
         }
-        conn.execute_batch("COMMIT")
+        run("COMMIT")
     })();
     if result.is_err() && !conn.is_autocommit() {
         let _ = conn.execute_batch("ROLLBACK");
