@@ -10,6 +10,8 @@
 //!   store also checks the namespace's quotas and counts its version.
 //!
 //! `raw_rusqlite` calls rusqlite inline on the bench thread: the floor.
+//! `raw_same_sql` (set only) runs the store's own statements by hand,
+//! inline: what versions and quotas cost before any threading.
 //! `raw_spawn_blocking` is the same call as an async caller must make it,
 //! off its async threads through `spawn_blocking`: the fair
 //! comparison for a store whose SQLite work never runs on async threads.
