@@ -4,6 +4,7 @@
 //!
 //! The writing process is this test binary itself, running the ignored test
 //! `child_writer`, which prints `ACK <key> <version>` once each write returned `Ok`.
+#![cfg(unix)]
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Read};
