@@ -4,6 +4,9 @@
 //! level, category and scope, so that selection, approval and audit apply to
 //! them like to any other tool:
 //!
+//! - [`store`]: the context store (`store_set`, `store_get`, `store_ref`,
+//!   `store_list`, `store_summarize`, `store_delete`), named JSON values kept
+//!   outside the context window and handed on by reference; SQLite by default.
 //! - [`files`]: `read_file`, `write_file`, `edit_file`, `list_files`,
 //!   `search_files`, confined to a root directory through a cap-std handle.
 //! - [`shell`] (Linux): `shell`, a command in the root with a timeout, its
@@ -40,6 +43,7 @@ use toolreg::{FunctionRegistry, RegistryError, ToolRegistration};
 pub mod files;
 #[cfg(target_os = "linux")]
 pub mod shell;
+pub mod store;
 pub mod user;
 
 use files::{FileError, FileTools};
@@ -51,6 +55,7 @@ use user::UserTools;
 #[derive(Debug, Default)]
 #[must_use]
 pub struct Builtins {
+    store: Option<store::Namespace>,
     files: Option<FilesSpec>,
     #[cfg(target_os = "linux")]
     shell: Option<ShellOptions>,
@@ -85,6 +90,12 @@ impl Builtins {
         Self::default()
     }
 
+    /// The six context-store tools, bound to `namespace`.
+    pub fn store(mut self, namespace: store::Namespace) -> Self {
+        self.store = Some(namespace);
+        self
+    }
+
     /// The file tools over `root`, with default limits.
     pub fn files(mut self, root: impl AsRef<Path>) -> Self {
         self.files = Some(FilesSpec::Root(root.as_ref().to_path_buf()));
@@ -111,9 +122,12 @@ impl Builtins {
         self
     }
 
-    /// The chosen tools' registrations, in the order files, shell, user.
+    /// The chosen tools' registrations, in the order store, files, shell, user.
     pub fn registrations(self) -> Result<Vec<ToolRegistration>, BuiltinsError> {
         let mut out = Vec::new();
+        if let Some(namespace) = self.store {
+            out.extend(namespace.tools());
+        }
         match self.files {
             Some(FilesSpec::Root(root)) => out.extend(FileTools::open(root)?.registrations()),
             Some(FilesSpec::Tools(tools)) => out.extend(tools.registrations()),
@@ -138,5 +152,5 @@ impl Builtins {
 
 /// The README's Rust examples, compiled and run as doctests so they stay true.
 #[cfg(doctest)]
-#[doc = include_str!("../README-files.md")]
+#[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;

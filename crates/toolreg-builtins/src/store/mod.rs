@@ -1,0 +1,223 @@
+//! The context store: named JSON values an agent keeps outside its context
+//! window and hands to sub-agents by reference.
+//!
+//! - [`ContextStore`] is the backend trait; [`SqliteStore`] is the embedded
+//!   default (one SQLite file in WAL mode, or `:memory:`).
+//! - [`Namespace`] is what agents use: one namespace per agent run, so
+//!   concurrent runs never see each other's keys. Its [`Namespace::tools`]
+//!   are the six model-facing tools (`store_set`, `store_get`, `store_ref`,
+//!   `store_list`, `store_summarize`, `store_delete`).
+//! - Every write makes a new version; a [`StoreRef`] `{key, version}` names
+//!   one version for good.
+//!
+//! ```
+//! use serde_json::json;
+//! use toolreg_builtins::store::SqliteStore;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), toolreg_builtins::store::StoreError> {
+//! let store = SqliteStore::in_memory().await?;
+//! let run = store.namespace("run-42")?;
+//! let first = run.set("plan", &json!(["read", "write"])).await?;
+//! run.set("plan", &json!(["read", "test", "write"])).await?;
+//!
+//! // The latest value by key, an exact version by handle.
+//! assert_eq!(run.get("plan").await?.value, json!(["read", "test", "write"]));
+//! assert_eq!(run.get_ref(&first).await?.value, json!(["read", "write"]));
+//!
+//! // Other namespaces see nothing.
+//! assert!(store.namespace("run-43")?.get("plan").await.is_err());
+//! # Ok(())
+//! # }
+//! ```
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+mod error;
+mod sqlite;
+mod tools;
+mod types;
+mod value;
+
+pub use error::StoreError;
+pub use sqlite::{SqliteOptions, SqliteStore, Synchronous};
+pub use tools::{DeleteOutcome, SetOutcome, TOOL_NAMES};
+pub use types::{
+    Key, ListEntry, ListPage, ListQuery, MAX_KEY_LEN, MAX_NAMESPACE_LEN, NamespaceName, StoreLimits, StoreRef,
+    StoredValue, Usage,
+};
+pub use value::{EncodedValue, JsonType, SUMMARY_MAX_KEYS, SUMMARY_PREVIEW_BYTES, Summary, depth_within};
+
+/// The future every [`ContextStore`] method returns.
+///
+/// Boxed so the trait stays usable as `Arc<dyn ContextStore>`: a host picks
+/// its backend at run time, and the tools do not change with it.
+pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
+
+/// A backend for the context store.
+///
+/// Inputs arrive checked: keys and namespace names by their types, values
+/// already encoded within the size and depth limits ([`EncodedValue`]). A
+/// backend enforces what needs its own state, atomically with the write:
+/// the namespace quotas of [`StoreLimits`].
+///
+/// A backend for several agent hosts sharing one store (PostgreSQL, Redis)
+/// implements the same methods; the contract each must keep:
+/// - a write that returned `Ok` is durable and visible to every later read;
+/// - versions only grow within a namespace and are never reused;
+/// - a failed write changes nothing.
+pub trait ContextStore: Send + Sync + fmt::Debug + 'static {
+    /// The limits this store enforces.
+    fn limits(&self) -> &StoreLimits;
+
+    /// Store a new version of `key`; returns its handle.
+    fn set<'a>(&'a self, namespace: &'a NamespaceName, key: &'a Key, value: EncodedValue) -> StoreFuture<'a, StoreRef>;
+
+    /// Read the latest version of `key`, or exactly `version`.
+    fn get<'a>(
+        &'a self,
+        namespace: &'a NamespaceName,
+        key: &'a Key,
+        version: Option<u64>,
+    ) -> StoreFuture<'a, StoredValue>;
+
+    /// The handle of the latest version of `key`, without reading the value.
+    fn latest<'a>(&'a self, namespace: &'a NamespaceName, key: &'a Key) -> StoreFuture<'a, StoreRef>;
+
+    /// One page of keys (latest version of each), in byte order.
+    fn list<'a>(&'a self, namespace: &'a NamespaceName, query: ListQuery) -> StoreFuture<'a, ListPage>;
+
+    /// Delete every version of `key`; returns how many there were.
+    fn delete<'a>(&'a self, namespace: &'a NamespaceName, key: &'a Key) -> StoreFuture<'a, u64>;
+
+    /// What the namespace holds, as its quotas count it.
+    fn usage<'a>(&'a self, namespace: &'a NamespaceName) -> StoreFuture<'a, Usage>;
+}
+
+/// One namespace of a store: the handle agents and tools work through.
+///
+/// Cheap to clone. Each method checks its input (key rule, size, depth)
+/// before the backend sees it.
+#[derive(Clone)]
+pub struct Namespace {
+    store: Arc<dyn ContextStore>,
+    name: NamespaceName,
+}
+
+impl fmt::Debug for Namespace {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Namespace").field("name", &self.name).field("store", &self.store).finish()
+    }
+}
+
+impl Namespace {
+    /// The namespace `name` of `store`.
+    pub fn new(store: Arc<dyn ContextStore>, name: &str) -> Result<Self, StoreError> {
+        Ok(Namespace { store, name: NamespaceName::new(name)? })
+    }
+
+    /// Its name.
+    pub fn name(&self) -> &NamespaceName {
+        &self.name
+    }
+
+    /// The store behind it.
+    pub fn store(&self) -> &Arc<dyn ContextStore> {
+        &self.store
+    }
+
+    /// Store `value` as a new version of `key`.
+    pub async fn set(&self, key: &str, value: &Value) -> Result<StoreRef, StoreError> {
+        self.set_sized(key, value).await.map(|(handle, _)| handle)
+    }
+
+    /// [`Namespace::set`], also giving the stored size in bytes.
+    pub(crate) async fn set_sized(&self, key: &str, value: &Value) -> Result<(StoreRef, u64), StoreError> {
+        let key = Key::new(key)?;
+        let encoded = EncodedValue::encode(&key, value, self.store.limits())?;
+        let size = encoded.size();
+        Ok((self.store.set(&self.name, &key, encoded).await?, size))
+    }
+
+    /// Store `value` and describe it: the handle and [`Summary`] to give a
+    /// model in place of a result too long for its context.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use toolreg_builtins::store::SqliteStore;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), toolreg_builtins::store::StoreError> {
+    /// let run = SqliteStore::in_memory().await?.namespace("run-42")?;
+    /// let rows: Vec<_> = (0..10_000).map(|i| json!({"row": i})).collect();
+    /// let (handle, summary) = run.offload("results/call-7", &json!(rows)).await?;
+    /// assert_eq!(summary.length, Some(10_000));
+    /// assert_eq!(run.get_ref(&handle).await?.value[9_999], json!({"row": 9_999}));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn offload(&self, key: &str, value: &Value) -> Result<(StoreRef, Summary), StoreError> {
+        let (handle, size) = self.set_sized(key, value).await?;
+        let summary = Summary::of_value(&handle.key, handle.version, size, value);
+        Ok((handle, summary))
+    }
+
+    /// The latest version of `key`.
+    pub async fn get(&self, key: &str) -> Result<StoredValue, StoreError> {
+        let key = Key::new(key)?;
+        self.store.get(&self.name, &key, None).await
+    }
+
+    /// Exactly `version` of `key`.
+    pub async fn get_version(&self, key: &str, version: u64) -> Result<StoredValue, StoreError> {
+        let key = Key::new(key)?;
+        self.store.get(&self.name, &key, Some(version)).await
+    }
+
+    /// The version a handle names.
+    pub async fn get_ref(&self, handle: &StoreRef) -> Result<StoredValue, StoreError> {
+        self.get_version(&handle.key, handle.version).await
+    }
+
+    /// A handle to the latest version of `key`.
+    pub async fn reference(&self, key: &str) -> Result<StoreRef, StoreError> {
+        let key = Key::new(key)?;
+        self.store.latest(&self.name, &key).await
+    }
+
+    /// One page of keys starting with `prefix`.
+    pub async fn list(&self, prefix: &str, limit: u64, cursor: Option<&str>) -> Result<ListPage, StoreError> {
+        let max = self.store.limits().max_list_limit;
+        let query = ListQuery::new(prefix, limit, cursor.map(str::to_owned), max)?;
+        self.store.list(&self.name, query).await
+    }
+
+    /// Type, size, shape and a bounded preview of `key` (latest, or `version`).
+    pub async fn summarize(&self, key: &str, version: Option<u64>) -> Result<Summary, StoreError> {
+        let key = Key::new(key)?;
+        let stored = self.store.get(&self.name, &key, version).await?;
+        Ok(Summary::of(&stored))
+    }
+
+    /// Delete every version of `key`; returns how many there were.
+    pub async fn delete(&self, key: &str) -> Result<u64, StoreError> {
+        let key = Key::new(key)?;
+        self.store.delete(&self.name, &key).await
+    }
+
+    /// What the namespace holds, as its quotas count it.
+    pub async fn usage(&self) -> Result<Usage, StoreError> {
+        self.store.usage(&self.name).await
+    }
+
+    /// The six store tools, bound to this namespace, ready for
+    /// [`toolreg::FunctionRegistry::register_all`].
+    pub fn tools(&self) -> Vec<toolreg::ToolRegistration> {
+        tools::registrations(self)
+    }
+}

@@ -1,0 +1,681 @@
+//! [`SqliteStore`]: the embedded default backend, one SQLite file in WAL mode.
+//!
+//! No SQLite call runs on the caller's thread. One writer thread owns the
+//! write connection and commits whatever writes are queued in one
+//! transaction (group commit), each write in its own savepoint so a refused
+//! write leaves the others alone; no caller hears `Ok` before the commit.
+//! Reads run on a few reader threads with their own connections, which WAL
+//! lets read while the writer writes. An in-memory store has one connection,
+//! so its reads queue on the writer thread.
+//!
+//! Several processes may open one file: every write transaction starts with
+//! `BEGIN IMMEDIATE`, and a writer waits out another's lock for the busy
+//! timeout before reporting [`StoreError::Busy`].
+
+use std::fmt;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+use super::{
+    ContextStore, EncodedValue, Key, ListEntry, ListPage, ListQuery, Namespace, NamespaceName, StoreError, StoreFuture,
+    StoreLimits, StoreRef, StoredValue, Usage,
+};
+
+/// How many queued writes one transaction commits at most.
+const MAX_BATCH: usize = 256;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS store_values (
+    namespace  TEXT    NOT NULL,
+    key        TEXT    NOT NULL,
+    version    INTEGER NOT NULL,
+    size       INTEGER NOT NULL,
+    created_ms INTEGER NOT NULL,
+    value      TEXT    NOT NULL,
+    UNIQUE (namespace, key, version)
+);
+CREATE TABLE IF NOT EXISTS store_namespaces (
+    namespace    TEXT PRIMARY KEY,
+    bytes        INTEGER NOT NULL,
+    keys         INTEGER NOT NULL,
+    next_version INTEGER NOT NULL
+) WITHOUT ROWID;
+";
+
+/// SQLite's `synchronous` setting: what a committed write survives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Synchronous {
+    /// Survives the process being killed at any moment (`kill -9`, a
+    /// crash); a power loss or OS crash may take back the last commits. The
+    /// usual choice for WAL mode.
+    #[default]
+    Normal,
+    /// Also survives power loss: every commit waits for `fsync`.
+    Full,
+}
+
+impl Synchronous {
+    fn pragma(self) -> &'static str {
+        match self {
+            Synchronous::Normal => "NORMAL",
+            Synchronous::Full => "FULL",
+        }
+    }
+}
+
+/// How a [`SqliteStore`] opens its file.
+///
+/// ```
+/// use std::time::Duration;
+/// use toolreg_builtins::store::{SqliteOptions, StoreLimits, Synchronous};
+///
+/// let options = SqliteOptions::default()
+///     .with_synchronous(Synchronous::Full)
+///     .with_busy_timeout(Duration::from_secs(10))
+///     .with_limits(StoreLimits::default().with_max_namespace_keys(1_000));
+/// assert_eq!(options.readers, 2);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SqliteOptions {
+    /// Limits on keys, values and namespaces.
+    pub limits: StoreLimits,
+    /// What a committed write survives (default [`Synchronous::Normal`]).
+    pub synchronous: Synchronous,
+    /// How long a write waits for another process's lock (default 5 s).
+    pub busy_timeout: Duration,
+    /// Reader threads for a file store (default 2; at least 1).
+    pub readers: usize,
+}
+
+impl Default for SqliteOptions {
+    fn default() -> Self {
+        SqliteOptions {
+            limits: StoreLimits::default(),
+            synchronous: Synchronous::default(),
+            busy_timeout: Duration::from_secs(5),
+            readers: 2,
+        }
+    }
+}
+
+impl SqliteOptions {
+    /// Set the limits.
+    pub fn with_limits(mut self, limits: StoreLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Set the durability of a commit.
+    pub fn with_synchronous(mut self, synchronous: Synchronous) -> Self {
+        self.synchronous = synchronous;
+        self
+    }
+
+    /// Set the busy timeout.
+    pub fn with_busy_timeout(mut self, timeout: Duration) -> Self {
+        self.busy_timeout = timeout;
+        self
+    }
+
+    /// Set the number of reader threads.
+    pub fn with_readers(mut self, readers: usize) -> Self {
+        self.readers = readers.max(1);
+        self
+    }
+}
+
+/// The context store on SQLite: one file in WAL mode, or `:memory:`.
+///
+/// Cheap to clone; the worker threads stop when the last clone is dropped.
+/// Opening happens on the worker threads too, so `open` is `async`.
+#[derive(Clone)]
+pub struct SqliteStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    writer: Sender<Job>,
+    /// `None` for `:memory:`, whose one connection is the writer's.
+    readers: Option<Sender<ReadJob>>,
+    limits: StoreLimits,
+    location: Option<PathBuf>,
+}
+
+impl fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let location = match &self.inner.location {
+            Some(path) => path.display().to_string(),
+            None => ":memory:".to_owned(),
+        };
+        f.debug_struct("SqliteStore").field("location", &location).finish_non_exhaustive()
+    }
+}
+
+type ReadJob = Box<dyn FnOnce(&Connection) + Send>;
+
+enum Job {
+    Write(Box<dyn PendingWrite>),
+    Read(ReadJob),
+}
+
+/// A queued write: run inside the batch's transaction, answered after it.
+trait PendingWrite: Send {
+    /// Apply the write; `false` if it failed (and must be rolled back).
+    fn apply(&mut self, conn: &Connection) -> bool;
+    /// Answer the caller: with the write's own outcome once committed, or
+    /// with the commit's failure.
+    fn answer(self: Box<Self>, commit: Result<(), &rusqlite::Error>);
+}
+
+type WriteOp<T> = Box<dyn FnOnce(&Connection) -> Result<T, StoreError> + Send>;
+
+struct Write<T> {
+    op: Option<WriteOp<T>>,
+    outcome: Option<Result<T, StoreError>>,
+    reply: oneshot::Sender<Result<T, StoreError>>,
+}
+
+impl<T: Send + 'static> PendingWrite for Write<T> {
+    fn apply(&mut self, conn: &Connection) -> bool {
+        let outcome = match self.op.take() {
+            Some(op) => catch_unwind(AssertUnwindSafe(|| op(conn)))
+                .unwrap_or_else(|_| Err(StoreError::backend("write", "the write panicked"))),
+            None => Err(StoreError::backend("write", "the write ran twice")),
+        };
+        let ok = outcome.is_ok();
+        self.outcome = Some(outcome);
+        ok
+    }
+
+    fn answer(self: Box<Self>, commit: Result<(), &rusqlite::Error>) {
+        let result = match (commit, self.outcome) {
+            (Ok(()), Some(outcome)) => outcome,
+            (Ok(()), None) => Err(StoreError::backend("write", "the write never ran")),
+            // A write refused on its own account keeps its reason.
+            (Err(_), Some(Err(own))) => Err(own),
+            (Err(e), _) => Err(map_err("commit", e)),
+        };
+        // The caller may have stopped waiting; the write stands regardless.
+        let _ = self.reply.send(result);
+    }
+}
+
+fn map_err(operation: &'static str, error: &rusqlite::Error) -> StoreError {
+    match error.sqlite_error_code() {
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => StoreError::Busy,
+        _ => StoreError::backend(operation, error.to_string()),
+    }
+}
+
+fn sql(operation: &'static str) -> impl Fn(rusqlite::Error) -> StoreError {
+    move |e| map_err(operation, &e)
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX)).unwrap_or(0)
+}
+
+fn to_u64(n: i64) -> u64 {
+    u64::try_from(n).unwrap_or(0)
+}
+
+impl SqliteStore {
+    /// Open (or create) the store in the file at `path`, with default options.
+    pub async fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        Self::open_with(path, SqliteOptions::default()).await
+    }
+
+    /// A store that lives in memory and ends with the last clone: for tests.
+    pub async fn in_memory() -> Result<Self, StoreError> {
+        Self::in_memory_with(SqliteOptions::default()).await
+    }
+
+    /// An in-memory store with `options` (its limits apply; it has no readers).
+    pub async fn in_memory_with(options: SqliteOptions) -> Result<Self, StoreError> {
+        Self::start(None, options).await
+    }
+
+    /// Open (or create) the store in the file at `path`.
+    pub async fn open_with(path: impl AsRef<Path>, options: SqliteOptions) -> Result<Self, StoreError> {
+        Self::start(Some(path.as_ref().to_path_buf()), options).await
+    }
+
+    async fn start(location: Option<PathBuf>, options: SqliteOptions) -> Result<Self, StoreError> {
+        let (writer, jobs) = mpsc::channel::<Job>();
+        let (ready, opened) = oneshot::channel();
+        let writer_options = options.clone();
+        let writer_location = location.clone();
+        thread::Builder::new()
+            .name("toolreg-store-writer".into())
+            .spawn(move || {
+                let conn = match open_writer(writer_location.as_deref(), &writer_options) {
+                    Ok(conn) => conn,
+                    Err(e) => {
+                        let _ = ready.send(Err(e));
+                        return;
+                    }
+                };
+                if ready.send(Ok(())).is_ok() {
+                    writer_loop(&conn, &jobs);
+                }
+            })
+            .map_err(|e| StoreError::backend("start the writer thread", e))?;
+        opened.await.map_err(|_| StoreError::Closed)??;
+
+        let readers = match &location {
+            Some(path) => Some(start_readers(path, &options).await?),
+            None => None,
+        };
+        let inner = Inner { writer, readers, limits: options.limits, location };
+        Ok(SqliteStore { inner: Arc::new(inner) })
+    }
+
+    /// The namespace `name` of this store.
+    pub fn namespace(&self, name: &str) -> Result<Namespace, StoreError> {
+        Namespace::new(Arc::new(self.clone()), name)
+    }
+
+    /// The file behind the store, `None` in memory.
+    pub fn path(&self) -> Option<&Path> {
+        self.inner.location.as_deref()
+    }
+
+    fn write<T: Send + 'static>(
+        &self,
+        op: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+    ) -> StoreFuture<'static, T> {
+        let (reply, answer) = oneshot::channel();
+        let job = Job::Write(Box::new(Write { op: Some(Box::new(op)), outcome: None, reply }));
+        let sent = self.inner.writer.send(job).is_ok();
+        Box::pin(async move {
+            if !sent {
+                return Err(StoreError::Closed);
+            }
+            answer.await.map_err(|_| StoreError::Closed)?
+        })
+    }
+
+    fn read<T: Send + 'static>(
+        &self,
+        op: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+    ) -> StoreFuture<'static, T> {
+        let (reply, answer) = oneshot::channel();
+        let job: ReadJob = Box::new(move |conn| {
+            let result = catch_unwind(AssertUnwindSafe(|| op(conn)))
+                .unwrap_or_else(|_| Err(StoreError::backend("read", "the read panicked")));
+            let _ = reply.send(result);
+        });
+        let sent = match &self.inner.readers {
+            Some(readers) => readers.send(job).is_ok(),
+            None => self.inner.writer.send(Job::Read(job)).is_ok(),
+        };
+        Box::pin(async move {
+            if !sent {
+                return Err(StoreError::Closed);
+            }
+            answer.await.map_err(|_| StoreError::Closed)?
+        })
+    }
+}
+
+/// Run `step` until it stops reporting a busy database or `timeout` passes.
+/// Needed where SQLite returns `SQLITE_BUSY` without calling the busy
+/// handler: switching to WAL and creating the schema while another process
+/// does the same.
+fn retry_busy<T>(timeout: Duration, mut step: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result<T> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        match step() {
+            Err(e)
+                if matches!(e.sqlite_error_code(), Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked))
+                    && Instant::now() < deadline =>
+            {
+                thread::sleep(Duration::from_millis(5));
+            }
+            other => return other,
+        }
+    }
+}
+
+fn open_connection(location: Option<&Path>, options: &SqliteOptions) -> Result<Connection, StoreError> {
+    let conn = match location {
+        Some(path) => Connection::open(path),
+        None => Connection::open_in_memory(),
+    }
+    .map_err(sql("open the database"))?;
+    conn.busy_timeout(options.busy_timeout).map_err(sql("set the busy timeout"))?;
+    Ok(conn)
+}
+
+fn open_writer(location: Option<&Path>, options: &SqliteOptions) -> Result<Connection, StoreError> {
+    let conn = open_connection(location, options)?;
+    if location.is_some() {
+        let mode: String =
+            retry_busy(options.busy_timeout, || conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0)))
+                .map_err(sql("switch to WAL mode"))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(StoreError::backend("switch to WAL mode", format!("the file stays in `{mode}` mode")));
+        }
+    }
+    conn.pragma_update(None, "synchronous", options.synchronous.pragma()).map_err(sql("set synchronous"))?;
+    retry_busy(options.busy_timeout, || {
+        conn.execute_batch(&format!("BEGIN IMMEDIATE; {SCHEMA} COMMIT;")).inspect_err(|_| {
+            let _ = conn.execute_batch("ROLLBACK");
+        })
+    })
+    .map_err(sql("create the tables"))?;
+    Ok(conn)
+}
+
+async fn start_readers(path: &Path, options: &SqliteOptions) -> Result<Sender<ReadJob>, StoreError> {
+    let (sender, jobs) = mpsc::channel::<ReadJob>();
+    let jobs = Arc::new(Mutex::new(jobs));
+    for _ in 0..options.readers.max(1) {
+        let (ready, opened) = oneshot::channel();
+        let (jobs, path, options) = (Arc::clone(&jobs), path.to_path_buf(), options.clone());
+        thread::Builder::new()
+            .name("toolreg-store-reader".into())
+            .spawn(move || {
+                let conn = open_connection(Some(&path), &options).and_then(|conn| {
+                    conn.pragma_update(None, "query_only", true).map_err(sql("make a reader read-only"))?;
+                    Ok(conn)
+                });
+                match conn {
+                    Ok(conn) => {
+                        if ready.send(Ok(())).is_ok() {
+                            reader_loop(&conn, &jobs);
+                        }
+                    }
+                    Err(e) => {
+                        let _ = ready.send(Err(e));
+                    }
+                }
+            })
+            .map_err(|e| StoreError::backend("start a reader thread", e))?;
+        opened.await.map_err(|_| StoreError::Closed)??;
+    }
+    Ok(sender)
+}
+
+fn reader_loop(conn: &Connection, jobs: &Mutex<Receiver<ReadJob>>) {
+    loop {
+        // The lock is held only while waiting for the next job.
+        let job = match jobs.lock() {
+            Ok(jobs) => jobs.recv(),
+            Err(_) => return,
+        };
+        match job {
+            Ok(job) => job(conn),
+            Err(_) => return,
+        }
+    }
+}
+
+fn writer_loop(conn: &Connection, jobs: &Receiver<Job>) {
+    let mut batch: Vec<Box<dyn PendingWrite>> = Vec::new();
+    while let Ok(first) = jobs.recv() {
+        let mut next = Some(first);
+        while let Some(job) = next.take() {
+            match job {
+                Job::Write(write) => batch.push(write),
+                Job::Read(read) => {
+                    // Reads see every write queued before them.
+                    commit(conn, &mut batch);
+                    read(conn);
+                }
+            }
+            if batch.len() < MAX_BATCH {
+                next = jobs.try_recv().ok();
+            }
+        }
+        commit(conn, &mut batch);
+    }
+}
+
+/// Commit `batch` in one transaction, each write in its own savepoint, then
+/// answer every caller.
+fn commit(conn: &Connection, batch: &mut Vec<Box<dyn PendingWrite>>) {
+    if batch.is_empty() {
+        return;
+    }
+    let run = |statement: &str| conn.prepare_cached(statement).and_then(|mut stmt| stmt.execute([])).map(|_| ());
+    let result = (|| {
+        run("BEGIN IMMEDIATE")?;
+        if let [write] = batch.as_mut_slice() {
+            // Alone in its transaction, a write needs no savepoint: if it
+            // fails, the transaction is rolled back as a whole.
+            if !write.apply(conn) {
+                return run("ROLLBACK");
+            }
+        } else {
+            for write in batch.iter_mut() {
+                run("SAVEPOINT w")?;
+                if write.apply(conn) {
+                    run("RELEASE w")?;
+                } else {
+                    run("ROLLBACK TO w")?;
+                    run("RELEASE w")?;
+                }
+            }
+        }
+        run("COMMIT")
+    })();
+    if result.is_err() && !conn.is_autocommit() {
+        let _ = conn.execute_batch("ROLLBACK");
+    }
+    if let Err(e) = &result {
+        tracing::warn!(error = %e, writes = batch.len(), "context store commit failed");
+    }
+    for write in batch.drain(..) {
+        write.answer(result.as_ref().map(|_| ()));
+    }
+}
+
+fn set_value(
+    conn: &Connection,
+    limits: &StoreLimits,
+    ns: &str,
+    key: &str,
+    value: &EncodedValue,
+) -> Result<StoreRef, StoreError> {
+    // One statement for the namespace's counters and whether the key exists.
+    let (bytes, keys, next_version, exists) = conn
+        .prepare_cached(
+            "SELECT COALESCE(n.bytes, 0), COALESCE(n.keys, 0), COALESCE(n.next_version, 1),
+                    EXISTS (SELECT 1 FROM store_values WHERE namespace = ?1 AND key = ?2)
+             FROM (SELECT 1) LEFT JOIN store_namespaces n ON n.namespace = ?1",
+        )
+        .and_then(|mut stmt| {
+            stmt.query_row([ns, key], |row| {
+                Ok((row.get::<_, i64>(0)?, row.get::<_, i64>(1)?, row.get::<_, i64>(2)?, row.get::<_, bool>(3)?))
+            })
+        })
+        .map_err(sql("read the namespace"))?;
+    let (used, keys) = (to_u64(bytes), to_u64(keys));
+    let size = value.size();
+    if used.saturating_add(size) > limits.max_namespace_bytes {
+        return Err(StoreError::NamespaceFull {
+            namespace: ns.to_owned(),
+            used,
+            needed: size,
+            quota: limits.max_namespace_bytes,
+        });
+    }
+    if !exists && keys >= limits.max_namespace_keys {
+        return Err(StoreError::TooManyKeys { namespace: ns.to_owned(), keys });
+    }
+    let size_i64 = i64::try_from(size).unwrap_or(i64::MAX);
+    conn.prepare_cached(
+        "INSERT INTO store_values (namespace, key, version, size, created_ms, value) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )
+    .and_then(|mut stmt| stmt.execute(params![ns, key, next_version, size_i64, now_ms(), value.as_str()]))
+    .map_err(sql("insert the value"))?;
+    let keys_after = if exists { keys } else { keys + 1 };
+    conn.prepare_cached(
+        "INSERT INTO store_namespaces (namespace, bytes, keys, next_version) VALUES (?1, ?2, ?3, ?4)
+         ON CONFLICT (namespace) DO UPDATE SET
+             bytes = excluded.bytes, keys = excluded.keys, next_version = excluded.next_version",
+    )
+    .and_then(|mut stmt| {
+        stmt.execute(params![
+            ns,
+            i64::try_from(used + size).unwrap_or(i64::MAX),
+            i64::try_from(keys_after).unwrap_or(i64::MAX),
+            next_version + 1
+        ])
+    })
+    .map_err(sql("update the namespace"))?;
+    Ok(StoreRef { key: key.to_owned(), version: to_u64(next_version) })
+}
+
+fn delete_key(conn: &Connection, ns: &str, key: &str) -> Result<u64, StoreError> {
+    let (count, freed) = conn
+        .prepare_cached("SELECT COUNT(*), COALESCE(SUM(size), 0) FROM store_values WHERE namespace = ?1 AND key = ?2")
+        .and_then(|mut stmt| stmt.query_row([ns, key], |row| Ok((row.get::<_, i64>(0)?, row.get::<_, i64>(1)?))))
+        .map_err(sql("look up the key"))?;
+    if count == 0 {
+        return Err(StoreError::NotFound { key: key.to_owned() });
+    }
+    conn.prepare_cached("DELETE FROM store_values WHERE namespace = ?1 AND key = ?2")
+        .and_then(|mut stmt| stmt.execute([ns, key]))
+        .map_err(sql("delete the key"))?;
+    conn.prepare_cached(
+        "UPDATE store_namespaces SET bytes = MAX(bytes - ?2, 0), keys = MAX(keys - 1, 0) WHERE namespace = ?1",
+    )
+    .and_then(|mut stmt| stmt.execute(params![ns, freed]))
+    .map_err(sql("update the namespace"))?;
+    Ok(to_u64(count))
+}
+
+fn latest_version(conn: &Connection, ns: &str, key: &str) -> Result<Option<u64>, StoreError> {
+    conn.prepare_cached("SELECT MAX(version) FROM store_values WHERE namespace = ?1 AND key = ?2")
+        .and_then(|mut stmt| stmt.query_row([ns, key], |row| row.get::<_, Option<i64>>(0)))
+        .map(|v| v.map(to_u64))
+        .map_err(sql("look up the key"))
+}
+
+fn get_value(conn: &Connection, ns: &str, key: &str, version: Option<u64>) -> Result<StoredValue, StoreError> {
+    const COLUMNS: &str = "SELECT version, size, created_ms, value FROM store_values WHERE namespace = ?1 AND key = ?2";
+    let decode = |row: &rusqlite::Row<'_>| -> rusqlite::Result<(i64, i64, i64, Result<Value, String>)> {
+        let text = row
+            .get_ref(3)?
+            .as_str()
+            .map_err(|e| rusqlite::Error::FromSqlConversionFailure(3, rusqlite::types::Type::Text, Box::new(e)))?;
+        Ok((row.get(0)?, row.get(1)?, row.get(2)?, serde_json::from_str(text).map_err(|e| e.to_string())))
+    };
+    let found = match version {
+        None => conn
+            .prepare_cached(&format!("{COLUMNS} ORDER BY version DESC LIMIT 1"))
+            .and_then(|mut stmt| stmt.query_row([ns, key], decode).optional()),
+        Some(version) => match i64::try_from(version) {
+            Ok(v) => conn
+                .prepare_cached(&format!("{COLUMNS} AND version = ?3"))
+                .and_then(|mut stmt| stmt.query_row(params![ns, key, v], decode).optional()),
+            Err(_) => Ok(None),
+        },
+    }
+    .map_err(sql("read the value"))?;
+    match (found, version) {
+        (Some((v, size, created_ms, value)), _) => {
+            let value =
+                value.map_err(|reason| StoreError::Corrupt { key: key.to_owned(), version: to_u64(v), reason })?;
+            Ok(StoredValue::new(key.to_owned(), to_u64(v), to_u64(size), created_ms, value))
+        }
+        (None, None) => Err(StoreError::NotFound { key: key.to_owned() }),
+        (None, Some(version)) => {
+            let latest = latest_version(conn, ns, key)?;
+            Err(StoreError::VersionNotFound { key: key.to_owned(), version, latest })
+        }
+    }
+}
+
+fn list_keys(conn: &Connection, ns: &str, query: &ListQuery) -> Result<ListPage, StoreError> {
+    let limit = usize::try_from(query.limit).unwrap_or(usize::MAX);
+    let fetch = i64::try_from(query.limit.saturating_add(1)).unwrap_or(i64::MAX);
+    let after = query.cursor.as_deref().unwrap_or("");
+    // With a single MAX() aggregate, SQLite takes the bare columns from the
+    // row holding the maximum: the latest version's size and time.
+    let mut entries = conn
+        .prepare_cached(
+            "SELECT key, MAX(version), size, created_ms FROM store_values
+             WHERE namespace = ?1 AND key >= ?2 AND key < ?3 AND key > ?4
+             GROUP BY key ORDER BY key LIMIT ?5",
+        )
+        .and_then(|mut stmt| {
+            stmt.query_map(params![ns, query.prefix, query.upper_bound(), after, fetch], |row| {
+                Ok(ListEntry::new(row.get(0)?, to_u64(row.get(1)?), to_u64(row.get(2)?), row.get(3)?))
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()
+        })
+        .map_err(sql("list the keys"))?;
+    let next_cursor = if entries.len() > limit {
+        entries.truncate(limit);
+        entries.last().map(|e| e.key.clone())
+    } else {
+        None
+    };
+    Ok(ListPage::new(entries, next_cursor))
+}
+
+fn usage(conn: &Connection, ns: &str) -> Result<Usage, StoreError> {
+    conn.prepare_cached("SELECT keys, bytes FROM store_namespaces WHERE namespace = ?1")
+        .and_then(|mut stmt| {
+            stmt.query_row([ns], |row| Ok(Usage::new(to_u64(row.get(0)?), to_u64(row.get(1)?)))).optional()
+        })
+        .map(Option::unwrap_or_default)
+        .map_err(sql("read the namespace"))
+}
+
+impl ContextStore for SqliteStore {
+    fn limits(&self) -> &StoreLimits {
+        &self.inner.limits
+    }
+
+    fn set<'a>(&'a self, namespace: &'a NamespaceName, key: &'a Key, value: EncodedValue) -> StoreFuture<'a, StoreRef> {
+        let (ns, key, limits) = (namespace.as_str().to_owned(), key.as_str().to_owned(), self.inner.limits);
+        self.write(move |conn| set_value(conn, &limits, &ns, &key, &value))
+    }
+
+    fn get<'a>(
+        &'a self,
+        namespace: &'a NamespaceName,
+        key: &'a Key,
+        version: Option<u64>,
+    ) -> StoreFuture<'a, StoredValue> {
+        let (ns, key) = (namespace.as_str().to_owned(), key.as_str().to_owned());
+        self.read(move |conn| get_value(conn, &ns, &key, version))
+    }
+
+    fn latest<'a>(&'a self, namespace: &'a NamespaceName, key: &'a Key) -> StoreFuture<'a, StoreRef> {
+        let (ns, key) = (namespace.as_str().to_owned(), key.as_str().to_owned());
+        self.read(move |conn| match latest_version(conn, &ns, &key)? {
+            Some(version) => Ok(StoreRef { key, version }),
+            None => Err(StoreError::NotFound { key }),
+        })
+    }
+
+    fn list<'a>(&'a self, namespace: &'a NamespaceName, query: ListQuery) -> StoreFuture<'a, ListPage> {
+        let ns = namespace.as_str().to_owned();
+        self.read(move |conn| list_keys(conn, &ns, &query))
+    }
+
+    fn delete<'a>(&'a self, namespace: &'a NamespaceName, key: &'a Key) -> StoreFuture<'a, u64> {
+        let (ns, key) = (namespace.as_str().to_owned(), key.as_str().to_owned());
+        self.write(move |conn| delete_key(conn, &ns, &key))
+    }
+
+    fn usage<'a>(&'a self, namespace: &'a NamespaceName) -> StoreFuture<'a, Usage> {
+        let ns = namespace.as_str().to_owned();
+        self.read(move |conn| usage(conn, &ns))
+    }
+}

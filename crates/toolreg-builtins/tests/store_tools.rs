@@ -1,0 +1,145 @@
+//! The six store tools as a model meets them: registered, declared and
+//! called through a `FunctionRegistry`.
+
+use serde_json::{Value, json};
+use toolreg::{FunctionRegistry, SafetyLevel, Scope, ToolDeclaration, ToolError, ToolRegistration};
+use toolreg_builtins::Builtins;
+use toolreg_builtins::store::{Namespace, SqliteStore, TOOL_NAMES};
+
+async fn registry_for(name: &str) -> (FunctionRegistry, Namespace) {
+    let store = SqliteStore::in_memory().await.unwrap();
+    let ns = store.namespace(name).unwrap();
+    let mut registry = FunctionRegistry::new();
+    Builtins::new().store(ns.clone()).register(&mut registry).unwrap();
+    (registry, ns)
+}
+
+async fn call(registry: &FunctionRegistry, tool: &str, args: Value) -> Result<Value, String> {
+    match registry.execute(tool, args).await {
+        Ok(output) => Ok(output.value),
+        Err(error) => Err(error.model_text(tool)),
+    }
+}
+
+#[tokio::test]
+async fn the_six_tools_are_declared_with_their_safety_category_and_scope() {
+    let (registry, _) = registry_for("run-1").await;
+    assert_eq!(registry.names().collect::<Vec<_>>(), TOOL_NAMES);
+    for decl in registry.list() {
+        let expected = if matches!(decl.name.as_str(), "store_set" | "store_delete") {
+            SafetyLevel::Cautious
+        } else {
+            SafetyLevel::Safe
+        };
+        assert_eq!(decl.safety, expected, "{}", decl.name);
+        assert_eq!(decl.categories, ["store"], "{}", decl.name);
+        assert_eq!(decl.scope, Scope::Core, "{}", decl.name);
+        assert!(!decl.description.is_empty());
+    }
+    let set = registry.get("store_set").unwrap().declaration();
+    assert_eq!(set.exclusive_key.as_deref(), Some("key"));
+    assert_eq!(set.input_schema["required"], json!(["key", "value"]));
+}
+
+#[tokio::test]
+async fn set_get_ref_list_summarize_delete_end_to_end() {
+    let (registry, _) = registry_for("run-1").await;
+    let first = call(&registry, "store_set", json!({"key": "notes/a", "value": {"todo": ["x", "y"]}})).await.unwrap();
+    assert_eq!(first["key"], "notes/a");
+    assert_eq!(first["size"], json!(r#"{"todo":["x","y"]}"#.len()));
+    let second = call(&registry, "store_set", json!({"key": "notes/a", "value": "done"})).await.unwrap();
+
+    // A handle is exactly the arguments store_get takes.
+    let handle = call(&registry, "store_ref", json!({"key": "notes/a"})).await.unwrap();
+    assert_eq!(handle, json!({"key": "notes/a", "version": second["version"]}));
+    let old = json!({"key": "notes/a", "version": first["version"]});
+    let got = call(&registry, "store_get", old).await.unwrap();
+    assert_eq!(got["value"], json!({"todo": ["x", "y"]}));
+    let latest = call(&registry, "store_get", json!({"key": "notes/a"})).await.unwrap();
+    assert_eq!(latest, json!({"key": "notes/a", "version": second["version"], "value": "done"}));
+
+    call(&registry, "store_set", json!({"key": "notes/b", "value": [1, 2]})).await.unwrap();
+    let page = call(&registry, "store_list", json!({"prefix": "notes/", "limit": 1})).await.unwrap();
+    assert_eq!(page["keys"][0]["key"], "notes/a");
+    let cursor = page["next_cursor"].clone();
+    assert!(cursor.is_string());
+    let page = call(&registry, "store_list", json!({"prefix": "notes/", "limit": 1, "cursor": cursor})).await.unwrap();
+    assert_eq!(page["keys"][0]["key"], "notes/b");
+    assert_eq!(page["next_cursor"], Value::Null);
+    let all = call(&registry, "store_list", json!({})).await.unwrap();
+    assert_eq!(all["keys"].as_array().map(Vec::len), Some(2));
+
+    let summary = call(&registry, "store_summarize", json!({"key": "notes/b"})).await.unwrap();
+    assert_eq!(summary["type"], "array");
+    assert_eq!(summary["length"], 2);
+    assert_eq!(summary["element_types"], json!(["number"]));
+    assert_eq!(summary["preview"], "[1,2]");
+
+    let deleted = call(&registry, "store_delete", json!({"key": "notes/a"})).await.unwrap();
+    assert_eq!(deleted, json!({"key": "notes/a", "deleted_versions": 2}));
+    let err = call(&registry, "store_get", json!({"key": "notes/a"})).await.unwrap_err();
+    assert!(err.contains("no value stored under key `notes/a`"), "{err}");
+}
+
+#[tokio::test]
+async fn tool_errors_are_text_a_model_can_act_on_and_change_nothing() {
+    let (registry, ns) = registry_for("run-1").await;
+    call(&registry, "store_set", json!({"key": "k", "value": 1})).await.unwrap();
+    let before = ns.usage().await.unwrap();
+
+    let cases = [
+        ("store_set", json!({"key": "bad key", "value": 1}), "invalid key `bad key`"),
+        ("store_set", json!({"key": "", "value": 1}), "must not be empty"),
+        ("store_get", json!({"key": "missing"}), "use store_list"),
+        ("store_get", json!({"key": "k", "version": 999}), "has no version 999 (the latest is 1)"),
+        ("store_ref", json!({"key": "missing"}), "no value stored"),
+        ("store_list", json!({"limit": 0}), "use a limit from 1 to 1000"),
+        ("store_list", json!({"prefix": "a", "cursor": "b"}), "start again without a cursor"),
+        ("store_summarize", json!({"key": "k/../x"}), "no value stored"),
+        ("store_delete", json!({"key": "missing"}), "no value stored"),
+    ];
+    for (tool, args, expected) in cases {
+        let err = call(&registry, tool, args.clone()).await.unwrap_err();
+        assert!(err.contains(expected), "{tool} {args}: {err}");
+    }
+    assert_eq!(ns.usage().await.unwrap(), before);
+    assert_eq!(ns.get("k").await.unwrap().version, 1);
+
+    // A wrong argument shape is caught by the registry before the tool runs.
+    let err = registry.execute("store_set", json!({"key": "k"})).await.unwrap_err();
+    assert!(matches!(err, ToolError::InvalidArguments { .. }), "{err}");
+    let err = registry.execute("store_get", json!({"key": "k", "extra": 1})).await.unwrap_err();
+    assert!(matches!(err, ToolError::InvalidArguments { .. }), "{err}");
+}
+
+#[tokio::test]
+async fn tools_of_two_namespaces_are_isolated() {
+    let store = SqliteStore::in_memory().await.unwrap();
+    let mut a = FunctionRegistry::new();
+    Builtins::new().store(store.namespace("run-a").unwrap()).register(&mut a).unwrap();
+    let mut b = FunctionRegistry::new();
+    Builtins::new().store(store.namespace("run-b").unwrap()).register(&mut b).unwrap();
+    let handle = call(&a, "store_set", json!({"key": "k", "value": "a's"})).await.unwrap();
+    let err = call(&b, "store_get", json!({"key": "k", "version": handle["version"]})).await.unwrap_err();
+    assert!(err.contains("has no version"), "{err}");
+    // A sub-agent given the namespace reads the handle.
+    let mut child = FunctionRegistry::new();
+    Builtins::new().store(store.namespace("run-a").unwrap()).register(&mut child).unwrap();
+    let got = call(&child, "store_get", json!({"key": "k", "version": handle["version"]})).await.unwrap();
+    assert_eq!(got["value"], "a's");
+}
+
+#[tokio::test]
+async fn registration_is_all_or_nothing() {
+    let store = SqliteStore::in_memory().await.unwrap();
+    let mut registry = FunctionRegistry::new();
+    let taken = ToolRegistration::from_sync(
+        "store_list",
+        |_: serde_json::Map<String, Value>| Ok::<_, String>("mine"),
+        ToolDeclaration::new("store_list", "an application's own tool", json!({"type": "object"})),
+    );
+    registry.register(taken).unwrap();
+    let err = Builtins::new().store(store.namespace("run-1").unwrap()).register(&mut registry).unwrap_err();
+    assert!(err.to_string().contains("store_list"), "{err}");
+    assert_eq!(registry.names().collect::<Vec<_>>(), ["store_list"]);
+}
