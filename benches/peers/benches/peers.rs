@@ -11,7 +11,7 @@ use std::future::Future;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use criterion::{BenchmarkGroup, Criterion, criterion_group, criterion_main, measurement::WallTime};
+use criterion::{BenchmarkGroup, Criterion, criterion_group, measurement::WallTime};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -117,7 +117,7 @@ fn execute(c: &mut Criterion, good: bool) {
 
         let name = format!("{}/{}", if good { "execute" } else { "bad_arguments" }, case.shape);
         let mut group = c.benchmark_group(name);
-        group.measurement_time(Duration::from_secs(3));
+        group.warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(2));
         let (direct_value, direct_text) = direct_for(&case);
         bench_calls(&mut group, &rt, "direct_value", || value.clone(), |v| async move { direct_value(v) });
         bench_calls(&mut group, &rt, "direct_text", || (), |()| async move { direct_text(text) });
@@ -179,7 +179,7 @@ fn engine(c: &mut Criterion) {
         assert!(!through_engine.is_error(), "engine {}: {through_engine:?}", case.shape);
 
         let mut group = c.benchmark_group(format!("engine/{}", case.shape));
-        group.measurement_time(Duration::from_secs(3));
+        group.warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(2));
         let (registry, engine, server) = (&registry, &engine, &server);
         bench_calls(&mut group, &rt, "toolreg_registry_value", by_value, move |call| registry.execute_call(call));
         bench_calls(&mut group, &rt, "toolreg_registry_text", by_text, move |call| registry.execute_call(call));
@@ -220,60 +220,63 @@ fn list(c: &mut Criterion) {
     group.finish();
 }
 
-/// Time `register(build())` over `iters` runs; `prebuilt` moves `build()`
-/// out of the clock. Dropping the filled registry is never timed.
-fn time_registration<I, R>(iters: u64, prebuilt: bool, build: impl Fn() -> I, register: impl Fn(I) -> R) -> Duration {
-    let mut total = Duration::ZERO;
-    for _ in 0..iters {
-        let filled = if prebuilt {
-            let input = build();
-            let start = Instant::now();
-            let filled = register(input);
-            total += start.elapsed();
-            filled
-        } else {
-            let start = Instant::now();
-            let filled = register(build());
-            total += start.elapsed();
-            filled
-        };
-        drop(black_box(filled));
-    }
-    total
+/// One run of registering `N` tools: the time to build the registrations
+/// (declarations with their schemas) and the time to register them.
+/// Dropping the filled registry is not timed.
+fn register_once<I, R>(build: impl Fn() -> I, register: impl Fn(I) -> R) -> (Duration, Duration) {
+    let start = Instant::now();
+    let input = build();
+    let built = start.elapsed();
+    let start = Instant::now();
+    let filled = register(input);
+    let registered = start.elapsed();
+    drop(black_box(filled));
+    (built, registered)
 }
 
-/// Registering 100,000 tools. Ten samples of one run each (each run takes
-/// up to seconds).
-fn register(c: &mut Criterion) {
+/// Registering 100,000 tools, timed by hand: a run can take seconds, and
+/// criterion needs at least ten per figure, so this takes the median of
+/// `RUNS` runs per side and prints it.
+fn register() {
     const N: usize = 100_000;
-    let mut group = c.benchmark_group("register_100k");
-    group.sample_size(10).measurement_time(Duration::from_secs(1)).warm_up_time(Duration::from_millis(1));
-    for prebuilt in [false, true] {
-        let suffix = if prebuilt { "prebuilt" } else { "build_and_register" };
-        group.bench_function(format!("toolreg_{suffix}"), |b| {
-            b.iter_custom(|iters| {
-                time_registration(iters, prebuilt, || fillers::toolreg(N), |regs| {
-                    let mut registry = FunctionRegistry::new();
-                    registry.register_all(regs).expect("fillers");
-                    registry
-                })
+    const RUNS: usize = 3;
+    fn report(label: &str, mut runs: Vec<(Duration, Duration)>) {
+        runs.sort_by_key(|(b, r)| *b + *r);
+        let (built, registered) = runs[runs.len() / 2];
+        println!(
+            "register_100k/{label:<8} build {:>9.1} ms  register {:>9.1} ms  total {:>9.1} ms  (median of {RUNS})",
+            built.as_secs_f64() * 1e3,
+            registered.as_secs_f64() * 1e3,
+            (built + registered).as_secs_f64() * 1e3,
+        );
+    }
+    let toolreg = (0..RUNS)
+        .map(|_| {
+            register_once(|| fillers::toolreg(N), |regs| {
+                let mut registry = FunctionRegistry::new();
+                registry.register_all(regs).expect("fillers");
+                registry
             })
-        });
-        group.bench_function(format!("rmcp_{suffix}"), |b| {
-            b.iter_custom(|iters| {
-                time_registration(iters, prebuilt, || fillers::rmcp(N), |routes| {
-                    let mut router = rmcp::handler::server::tool::ToolRouter::new();
-                    for route in routes {
-                        router.add_route(route);
-                    }
-                    router
-                })
+        })
+        .collect();
+    report("toolreg", toolreg);
+    let rmcp = (0..RUNS)
+        .map(|_| {
+            register_once(|| fillers::rmcp(N), |routes| {
+                let mut router = rmcp::handler::server::tool::ToolRouter::new();
+                for route in routes {
+                    router.add_route(route);
+                }
+                router
             })
-        });
-        #[cfg(feature = "rig")]
-        group.bench_function(format!("rig_{suffix}"), |b| {
-            b.iter_custom(|iters| {
-                time_registration(iters, prebuilt, || fillers::rig(N), |tools| {
+        })
+        .collect();
+    report("rmcp", rmcp);
+    #[cfg(feature = "rig")]
+    {
+        let rig = (0..RUNS)
+            .map(|_| {
+                register_once(|| fillers::rig(N), |tools| {
                     let mut set = rig_agent::tool::ToolSet::default();
                     for tool in tools {
                         set.add_dynamic_tool(tool);
@@ -281,10 +284,20 @@ fn register(c: &mut Criterion) {
                     set
                 })
             })
-        });
+            .collect();
+        report("rig", rig);
     }
-    group.finish();
 }
 
-criterion_group!(benches, execute_good, execute_bad, engine, list, register);
-criterion_main!(benches);
+/// Runs the criterion groups, then the registration timing unless a filter
+/// that does not name it was given.
+fn main() {
+    benches();
+    let filter = std::env::args().skip(1).find(|a| !a.starts_with('-'));
+    if filter.is_none_or(|f| "register_100k".contains(f.as_str())) {
+        register();
+    }
+    Criterion::default().configure_from_args().final_summary();
+}
+
+criterion_group!(benches, execute_good, execute_bad, engine, list);
