@@ -88,9 +88,10 @@ fn direct_for(case: &Case) -> (fn(Value) -> Result<Value, String>, fn(&str) -> R
             |v| direct(v, |a: ConvertArgs| convert(a.value, a.from, a.to)),
             |t| direct_text(t, |a: ConvertArgs| convert(a.value, a.from, a.to)),
         ),
-        "area" => {
-            (|v| direct(v, |a: AreaArgs| area(a.shape, a.scale)), |t| direct_text(t, |a: AreaArgs| area(a.shape, a.scale)))
-        }
+        "area" => (
+            |v| direct(v, |a: AreaArgs| area(a.shape, a.scale)),
+            |t| direct_text(t, |a: AreaArgs| area(a.shape, a.scale)),
+        ),
         "stats" => (
             |v| direct(v, |a: StatsArgs| stats(a.values, a.weights)),
             |t| direct_text(t, |a: StatsArgs| stats(a.values, a.weights)),
@@ -107,10 +108,14 @@ fn execute(c: &mut Criterion, good: bool) {
     #[cfg(feature = "rig")]
     let toolset = toolreg_peer_benches::rig_side::toolset();
     for case in cases::all() {
-        let (value, text, object) =
-            if good { (case.good(), case.good_text, case.good_object()) } else { (case.bad(), case.bad_text, case.bad_object()) };
+        let (value, text, object) = if good {
+            (case.good(), case.good_text, case.good_object())
+        } else {
+            (case.bad(), case.bad_text, case.bad_object())
+        };
         // Each side must answer as the case says before it is timed.
-        let toolreg_ok = futures_util::FutureExt::now_or_never(registry.execute(case.tool, value.clone())).expect("ready");
+        let toolreg_ok =
+            futures_util::FutureExt::now_or_never(registry.execute(case.tool, value.clone())).expect("ready");
         assert_eq!(toolreg_ok.is_ok(), good, "toolreg {}", case.shape);
         let rmcp_ok = rmcp_side::answer_text(&rt.block_on(server.call(case.tool, object.clone())));
         assert_eq!(rmcp_ok.is_ok(), good, "rmcp {}: {rmcp_ok:?}", case.shape);
@@ -129,23 +134,35 @@ fn execute(c: &mut Criterion, good: bool) {
         bench_calls(&mut group, &rt, "rmcp_object", || object.clone(), move |o| server.call(tool, o));
         // rmcp receives arguments inside the JSON-RPC request it decodes;
         // decoding the argument text to its object stands for that part.
-        bench_calls(&mut group, &rt, "rmcp_text", || (), move |()| {
-            let object = serde_json::from_str(text).unwrap_or_default();
-            server.call(tool, object)
-        });
+        bench_calls(
+            &mut group,
+            &rt,
+            "rmcp_text",
+            || (),
+            move |()| {
+                let object = serde_json::from_str(text).unwrap_or_default();
+                server.call(tool, object)
+            },
+        );
         #[cfg(feature = "rig")]
         {
             let set = &toolset;
-            let rig_ok = toolreg_peer_benches::rig_side::answer_text(&rt.block_on(async {
-                set.execute(tool, text, &mut rig_core::tool::ToolContext::default()).await
-            }));
+            let rig_ok = toolreg_peer_benches::rig_side::answer_text(
+                &rt.block_on(async { set.execute(tool, text, &mut rig_core::tool::ToolContext::default()).await }),
+            );
             assert_eq!(rig_ok.is_ok(), good, "rig {}: {rig_ok:?}", case.shape);
             // rig takes the argument text as an owned `String`, as its agent
             // loop holds it; the string is built before the clock starts.
-            bench_calls(&mut group, &rt, "rig_text", || text.to_owned(), move |t| async move {
-                let mut context = rig_core::tool::ToolContext::default();
-                set.execute(tool, t, &mut context).await
-            });
+            bench_calls(
+                &mut group,
+                &rt,
+                "rig_text",
+                || text.to_owned(),
+                move |t| async move {
+                    let mut context = rig_core::tool::ToolContext::default();
+                    set.execute(tool, t, &mut context).await
+                },
+            );
         }
         group.finish();
     }
@@ -186,10 +203,16 @@ fn engine(c: &mut Criterion) {
         bench_calls(&mut group, &rt, "toolreg_engine_value", by_value, move |call| engine.execute_call(call));
         bench_calls(&mut group, &rt, "toolreg_engine_text", by_text, move |call| engine.execute_call(call));
         bench_calls(&mut group, &rt, "rmcp_object", || object.clone(), move |o| server.call(tool, o));
-        bench_calls(&mut group, &rt, "rmcp_text", || (), move |()| {
-            let object = serde_json::from_str(text).unwrap_or_default();
-            server.call(tool, object)
-        });
+        bench_calls(
+            &mut group,
+            &rt,
+            "rmcp_text",
+            || (),
+            move |()| {
+                let object = serde_json::from_str(text).unwrap_or_default();
+                server.call(tool, object)
+            },
+        );
         group.finish();
     }
 }
@@ -252,23 +275,29 @@ fn register() {
     }
     let toolreg = (0..RUNS)
         .map(|_| {
-            register_once(|| fillers::toolreg(N), |regs| {
-                let mut registry = FunctionRegistry::new();
-                registry.register_all(regs).expect("fillers");
-                registry
-            })
+            register_once(
+                || fillers::toolreg(N),
+                |regs| {
+                    let mut registry = FunctionRegistry::new();
+                    registry.register_all(regs).expect("fillers");
+                    registry
+                },
+            )
         })
         .collect();
     report("toolreg", toolreg);
     let rmcp = (0..RUNS)
         .map(|_| {
-            register_once(|| fillers::rmcp(N), |routes| {
-                let mut router = rmcp::handler::server::tool::ToolRouter::new();
-                for route in routes {
-                    router.add_route(route);
-                }
-                router
-            })
+            register_once(
+                || fillers::rmcp(N),
+                |routes| {
+                    let mut router = rmcp::handler::server::tool::ToolRouter::new();
+                    for route in routes {
+                        router.add_route(route);
+                    }
+                    router
+                },
+            )
         })
         .collect();
     report("rmcp", rmcp);
@@ -276,13 +305,16 @@ fn register() {
     {
         let rig = (0..RUNS)
             .map(|_| {
-                register_once(|| fillers::rig(N), |tools| {
-                    let mut set = rig_agent::tool::ToolSet::default();
-                    for tool in tools {
-                        set.add_dynamic_tool(tool);
-                    }
-                    set
-                })
+                register_once(
+                    || fillers::rig(N),
+                    |tools| {
+                        let mut set = rig_agent::tool::ToolSet::default();
+                        for tool in tools {
+                            set.add_dynamic_tool(tool);
+                        }
+                        set
+                    },
+                )
             })
             .collect();
         report("rig", rig);

@@ -83,7 +83,5 @@ pub fn answer_text(result: &ToolResult) -> Result<String, String> {
 /// and registering many tools (rig's typed tools have a constant name).
 pub fn filler_tool<A: JsonSchema>(name: String) -> DynamicTool {
     let name = ToolName::new(name).unwrap_or_else(|e| panic!("filler name: {e}"));
-    DynamicTool::new(name, "Filler", schema_value::<A>(), |_args| {
-        Box::pin(async { Ok(ToolOutput::json(Value::Null)) })
-    })
+    DynamicTool::new(name, "Filler", schema_value::<A>(), |_args| Box::pin(async { Ok(ToolOutput::json(Value::Null)) }))
 }

@@ -89,7 +89,13 @@ impl RmcpServer {
         let (server_end, client_end) = tokio::io::duplex(4096);
         let running = serve_directly::<RoleServer, _, _, _, _>(RmcpTools, server_end, None);
         let peer = running.peer().clone();
-        RmcpServer { tools: RmcpTools, router: RmcpTools::tool_router(), peer, _running: running, _client_end: client_end }
+        RmcpServer {
+            tools: RmcpTools,
+            router: RmcpTools::tool_router(),
+            peer,
+            _running: running,
+            _client_end: client_end,
+        }
     }
 
     /// The router, for listing.
