@@ -75,8 +75,13 @@ fn direct_text<A: DeserializeOwned, R: Serialize>(args: &str, f: impl FnOnce(A) 
     serde_json::to_value(f(args)).map_err(|e| e.to_string())
 }
 
+/// A direct typed call from a value.
+type DirectValue = fn(Value) -> Result<Value, String>;
+/// A direct typed call from text.
+type DirectText = fn(&str) -> Result<Value, String>;
+
 /// The direct typed call for `case`'s tool, from a value and from text.
-fn direct_for(case: &Case) -> (fn(Value) -> Result<Value, String>, fn(&str) -> Result<Value, String>) {
+fn direct_for(case: &Case) -> (DirectValue, DirectText) {
     use toolreg_side::{add, area, convert, ship, stats};
     match case.tool {
         "add" => (|v| direct(v, |a: AddArgs| add(a.a, a.b)), |t| direct_text(t, |a: AddArgs| add(a.a, a.b))),
