@@ -274,11 +274,8 @@ mod tests {
             (&page["resultType"], &page["ttlMs"], &page["cacheScope"]),
             (&json!("complete"), &json!(30_000), &json!("public"))
         );
-        let result = ToolResult {
-            id: "1".into(),
-            name: "t0".into(),
-            outcome: Ok(toolreg::ToolOutput::new(json!({"a": 1}))),
-        };
+        let result =
+            ToolResult { id: "1".into(), name: "t0".into(), outcome: Ok(toolreg::ToolOutput::new(json!({"a": 1}))) };
         let old = respond(&json!(1), Revision::V2025_11_25, &result);
         assert!(old["result"].get("resultType").is_none());
         assert_eq!(old["result"]["structuredContent"], json!({"a": 1}));
