@@ -388,6 +388,17 @@ fn is_rust_integer_format(map: &Map<String, Value>) -> bool {
     )
 }
 
+/// Check that a tool's input schema can be used: its root is an object
+/// schema. The registry refuses a tool whose schema fails this with
+/// [`RegistryError::InvalidSchema`](crate::RegistryError::InvalidSchema).
+pub(crate) fn check_input_schema(schema: &Value) -> Result<(), String> {
+    match schema.get("type") {
+        Some(Value::String(t)) if t == "object" => Ok(()),
+        Some(other) => Err(format!("the input schema must have \"type\": \"object\", found {other}")),
+        None => Err("the input schema must have \"type\": \"object\"".to_owned()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -489,16 +500,5 @@ mod tests {
         assert!(!serde_accepts_more_than(
             &json!({"properties": {"tags": {"type": "object", "additionalProperties": {"type": "string"}}}})
         ));
-    }
-}
-
-/// Check that a tool's input schema can be used: its root is an object
-/// schema. The registry refuses a tool whose schema fails this with
-/// [`RegistryError::InvalidSchema`](crate::RegistryError::InvalidSchema).
-pub(crate) fn check_input_schema(schema: &Value) -> Result<(), String> {
-    match schema.get("type") {
-        Some(Value::String(t)) if t == "object" => Ok(()),
-        Some(other) => Err(format!("the input schema must have \"type\": \"object\", found {other}")),
-        None => Err("the input schema must have \"type\": \"object\"".to_owned()),
     }
 }

@@ -59,10 +59,10 @@ fn check_openai_strict(root: &Value, schema: &Value, path: &str, errors: &mut Ve
             errors.push(format!("{path}: keyword `{k}` not allowed"));
         }
     }
-    if let Some(f) = s.get("format").and_then(Value::as_str) {
-        if !FORMATS.contains(&f) {
-            errors.push(format!("{path}: format `{f}`"));
-        }
+    if let Some(f) = s.get("format").and_then(Value::as_str)
+        && !FORMATS.contains(&f)
+    {
+        errors.push(format!("{path}: format `{f}`"));
     }
     for t in types(s) {
         if !TYPES.contains(&t.as_str()) {
@@ -98,10 +98,12 @@ fn check_openai_strict(root: &Value, schema: &Value, path: &str, errors: &mut Ve
             }
         }
     }
-    if let Some(values) = s.get("enum").and_then(Value::as_array) {
-        if !types(s).is_empty() && values.iter().any(Value::is_null) && !types(s).iter().any(|t| t == "null") {
-            errors.push(format!("{path}: null in enum but not in type"));
-        }
+    if let Some(values) = s.get("enum").and_then(Value::as_array)
+        && !types(s).is_empty()
+        && values.iter().any(Value::is_null)
+        && !types(s).iter().any(|t| t == "null")
+    {
+        errors.push(format!("{path}: null in enum but not in type"));
     }
     walk(root, s, path, errors, check_openai_strict);
 }
@@ -134,20 +136,20 @@ fn check_anthropic_strict(root: &Value, schema: &Value, path: &str, errors: &mut
     if s.get("type").is_some_and(|t| !t.is_string()) {
         errors.push(format!("{path}: type must be a single string"));
     }
-    if let Some(f) = s.get("format").and_then(Value::as_str) {
-        if !FORMATS.contains(&f) {
-            errors.push(format!("{path}: format `{f}`"));
-        }
+    if let Some(f) = s.get("format").and_then(Value::as_str)
+        && !FORMATS.contains(&f)
+    {
+        errors.push(format!("{path}: format `{f}`"));
     }
-    if let Some(n) = s.get("minItems") {
-        if !(n == 0 || n == 1) {
-            errors.push(format!("{path}: minItems {n}"));
-        }
+    if let Some(n) = s.get("minItems")
+        && !(n == 0 || n == 1)
+    {
+        errors.push(format!("{path}: minItems {n}"));
     }
-    if let Some(values) = s.get("enum").and_then(Value::as_array) {
-        if values.iter().any(|v| v.is_array() || v.is_object()) {
-            errors.push(format!("{path}: non-primitive enum"));
-        }
+    if let Some(values) = s.get("enum").and_then(Value::as_array)
+        && values.iter().any(|v| v.is_array() || v.is_object())
+    {
+        errors.push(format!("{path}: non-primitive enum"));
     }
     if s.get("type").is_some_and(|t| t == "object") && s.get("additionalProperties") != Some(&Value::Bool(false)) {
         errors.push(format!("{path}: object without additionalProperties:false"));
@@ -194,10 +196,10 @@ fn check_gemini(root: &Value, schema: &Value, path: &str, errors: &mut Vec<Strin
         Some(Value::String(t)) if TYPES.contains(&t.as_str()) => {}
         Some(t) => errors.push(format!("{path}: type {t}")),
     }
-    if let Some(values) = s.get("enum").and_then(Value::as_array) {
-        if !values.iter().all(Value::is_string) {
-            errors.push(format!("{path}: enum of non-strings"));
-        }
+    if let Some(values) = s.get("enum").and_then(Value::as_array)
+        && !values.iter().all(Value::is_string)
+    {
+        errors.push(format!("{path}: enum of non-strings"));
     }
     if let Some(props) = s.get("properties").and_then(Value::as_object) {
         for k in props.keys() {

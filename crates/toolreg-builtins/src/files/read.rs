@@ -31,10 +31,10 @@ impl FileTools {
         let file = self.dir().open_with(path.for_dir(), &options).map_err(|e| {
             // Opening a socket fails with ENXIO: name what is there instead.
             #[cfg(unix)]
-            if e.raw_os_error() == Some(nix::libc::ENXIO) {
-                if let Some(meta) = self.dir().metadata(path.for_dir()).ok().filter(|m| !m.is_file()) {
-                    return FileError::NotAFile { path: path.shown.clone(), kind: kind_of(meta.file_type()) };
-                }
+            if e.raw_os_error() == Some(nix::libc::ENXIO)
+                && let Some(meta) = self.dir().metadata(path.for_dir()).ok().filter(|m| !m.is_file())
+            {
+                return FileError::NotAFile { path: path.shown.clone(), kind: kind_of(meta.file_type()) };
             }
             FileError::from_io(operation, &path.shown, &e)
         })?;

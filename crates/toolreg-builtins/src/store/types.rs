@@ -159,10 +159,10 @@ impl ListQuery {
         max_limit: u64,
     ) -> Result<Self, StoreError> {
         let prefix = prefix.into();
-        if !prefix.is_empty() {
-            if let Some(reason) = name_problem(&prefix, MAX_KEY_LEN, "prefix") {
-                return Err(StoreError::InvalidPrefix { prefix, reason });
-            }
+        if !prefix.is_empty()
+            && let Some(reason) = name_problem(&prefix, MAX_KEY_LEN, "prefix")
+        {
+            return Err(StoreError::InvalidPrefix { prefix, reason });
         }
         if limit == 0 || limit > max_limit {
             return Err(StoreError::InvalidLimit { limit, max: max_limit });

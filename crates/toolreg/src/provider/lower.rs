@@ -367,16 +367,16 @@ impl Lower {
             self.merge_into_branches(obj)?;
         }
         tuple_to_items(obj);
-        if let Some(examples) = obj.remove("examples") {
-            if let Some(first) = examples.as_array().and_then(|a| a.first()) {
-                obj.entry("example").or_insert_with(|| first.clone());
-            }
+        if let Some(examples) = obj.remove("examples")
+            && let Some(first) = examples.as_array().and_then(|a| a.first())
+        {
+            obj.entry("example").or_insert_with(|| first.clone());
         }
         // const -> enum (Anthropic keeps const).
-        if dialect != Dialect::AnthropicStrict {
-            if let Some(value) = obj.remove("const") {
-                obj.insert("enum".into(), Value::Array(vec![value]));
-            }
+        if dialect != Dialect::AnthropicStrict
+            && let Some(value) = obj.remove("const")
+        {
+            obj.insert("enum".into(), Value::Array(vec![value]));
         }
         if dialect == Dialect::AnthropicStrict {
             // As the SDK does: a primitive enum or const stands for its type.
@@ -440,14 +440,14 @@ impl Lower {
             }
             obj.insert("additionalProperties".into(), Value::Bool(false));
         }
-        if is_object && dialect == Dialect::Gemini {
-            if let Some(props) = obj.get("properties").and_then(Value::as_object) {
-                if let Some(bad) = props.keys().find(|k| !gemini_param_name(k)) {
-                    return Err(format!(
-                        "parameter name `{bad}` is not allowed; Gemini takes `^[A-Za-z_][A-Za-z0-9_]{{0,63}}$`"
-                    ));
-                }
-            }
+        if is_object
+            && dialect == Dialect::Gemini
+            && let Some(props) = obj.get("properties").and_then(Value::as_object)
+            && let Some(bad) = props.keys().find(|k| !gemini_param_name(k))
+        {
+            return Err(format!(
+                "parameter name `{bad}` is not allowed; Gemini takes `^[A-Za-z_][A-Za-z0-9_]{{0,63}}$`"
+            ));
         }
         Ok(())
     }
@@ -474,12 +474,12 @@ impl Lower {
                     obj.insert("required".into(), Value::Array(all));
                 }
                 // A `$ref` with siblings is inlined by OpenAI's SDK; keep it alone in an anyOf.
-                if obj.len() > 1 {
-                    if let Some(reference) = obj.remove("$ref") {
-                        let mut only = Map::new();
-                        only.insert("$ref".into(), reference);
-                        obj.insert("anyOf".into(), Value::Array(vec![Value::Object(only)]));
-                    }
+                if obj.len() > 1
+                    && let Some(reference) = obj.remove("$ref")
+                {
+                    let mut only = Map::new();
+                    only.insert("$ref".into(), reference);
+                    obj.insert("anyOf".into(), Value::Array(vec![Value::Object(only)]));
                 }
                 if obj.get("default").is_some_and(Value::is_null) {
                     obj.remove("default");
@@ -490,10 +490,10 @@ impl Lower {
                 if is_object {
                     obj.entry("properties").or_insert_with(|| Value::Object(Map::new()));
                 }
-                if let Some(Value::Array(all_of)) = obj.get("allOf") {
-                    if all_of.iter().any(|s| s.get("$ref").is_some()) {
-                        return Err("`allOf` with `$ref` is not supported".into());
-                    }
+                if let Some(Value::Array(all_of)) = obj.get("allOf")
+                    && all_of.iter().any(|s| s.get("$ref").is_some())
+                {
+                    return Err("`allOf` with `$ref` is not supported".into());
                 }
             }
             Dialect::Gemini => {
@@ -584,12 +584,11 @@ impl Lower {
         let before = branches.len();
         branches.retain(|b| !is_null_schema(b));
         let had_null = branches.len() != before;
-        if branches.len() == 1 {
-            if let Some(Value::Array(mut branches)) = obj.remove("anyOf") {
-                if let Value::Object(inner) = branches.remove(0) {
-                    merge_under(obj, inner);
-                }
-            }
+        if branches.len() == 1
+            && let Some(Value::Array(mut branches)) = obj.remove("anyOf")
+            && let Value::Object(inner) = branches.remove(0)
+        {
+            merge_under(obj, inner);
         }
         if had_null {
             obj.insert("nullable".into(), Value::Bool(true));
@@ -625,10 +624,10 @@ impl Lower {
         const SHARED: &[&str] = &["description", "title", "default", "nullable"];
         let mut rest = Map::new();
         for key in obj.keys().cloned().collect::<Vec<_>>() {
-            if !SHARED.contains(&key.as_str()) {
-                if let Some(v) = obj.remove(&key) {
-                    rest.insert(key, v);
-                }
+            if !SHARED.contains(&key.as_str())
+                && let Some(v) = obj.remove(&key)
+            {
+                rest.insert(key, v);
             }
         }
         let mut branches = Vec::new();
@@ -732,10 +731,10 @@ fn gemini_enum(obj: &mut Map<String, Value>) {
         return;
     }
     let Some(Value::Array(values)) = obj.remove("enum") else { return };
-    if !obj.contains_key("type") {
-        if let Some(t) = common_type(&values) {
-            obj.insert("type".into(), Value::String(t.into()));
-        }
+    if !obj.contains_key("type")
+        && let Some(t) = common_type(&values)
+    {
+        obj.insert("type".into(), Value::String(t.into()));
     }
     let shown: Vec<String> = values.iter().map(Value::to_string).collect();
     describe(obj, &[("one of".to_owned(), Value::String(shown.join(", ")))]);

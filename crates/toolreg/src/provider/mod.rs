@@ -517,10 +517,10 @@ impl CallMapping {
                     drop_absent_nulls(schema, value);
                 }
                 ToolArguments::Raw(text) => {
-                    if let Ok(mut value) = serde_json::from_str::<Value>(text) {
-                        if drop_absent_nulls(schema, &mut value) {
-                            call.arguments = ToolArguments::Json(value);
-                        }
+                    if let Ok(mut value) = serde_json::from_str::<Value>(text)
+                        && drop_absent_nulls(schema, &mut value)
+                    {
+                        call.arguments = ToolArguments::Json(value);
                     }
                 }
             }
