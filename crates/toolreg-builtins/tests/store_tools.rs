@@ -143,3 +143,28 @@ async fn registration_is_all_or_nothing() {
     assert!(err.to_string().contains("store_list"), "{err}");
     assert_eq!(registry.names().collect::<Vec<_>>(), ["store_list"]);
 }
+
+#[tokio::test]
+async fn an_over_budget_result_goes_into_the_store_and_the_model_gets_a_handle() {
+    use toolreg::engine::{OutputBudget, ToolEngine};
+    use toolreg::{ToolCall, ToolExecutor};
+
+    let (mut registry, ns) = registry_for("overflow").await;
+    let long: Vec<u32> = (0..2_000).collect();
+    let answer = long.clone();
+    registry
+        .register_sync_tool(
+            "numbers",
+            move |_: Value| Ok::<_, String>(answer.clone()),
+            ToolDeclaration::builder("numbers").build().with_safety(SafetyLevel::Safe),
+        )
+        .unwrap();
+    let engine = ToolEngine::builder(&registry).layer(OutputBudget::new(200).overflow_to(ns.clone())).build();
+    let result = engine.execute_call(ToolCall::new("call 1", "numbers", "{}")).await;
+    let seen = result.value().expect("a handle, not an error").clone();
+    assert!(result.text().len() < 2_000, "the model reads a summary, not the whole result");
+    assert_eq!(seen["stored"]["key"], "results/numbers/call_1");
+    assert_eq!(seen["summary"]["type"], "array");
+    let kept = call(&registry, "store_get", serde_json::json!({"key": "results/numbers/call_1"})).await.unwrap();
+    assert_eq!(kept["value"], serde_json::json!(long), "{kept}");
+}

@@ -221,3 +221,45 @@ impl Namespace {
         tools::registrations(self)
     }
 }
+
+/// Over-budget results go into the store: with
+/// `OutputBudget::new(n).overflow_to(namespace)`, a result longer than the
+/// budget is kept whole under `results/<tool>/<call id>` and the model reads
+/// a handle and a summary instead of a cut text; `store_get` with the handle
+/// returns all of it.
+impl toolreg::engine::Overflow for Namespace {
+    fn keep<'a>(
+        &'a self,
+        tool: &'a str,
+        call_id: Option<&'a str>,
+        value: &'a Value,
+    ) -> futures_util::future::BoxFuture<'a, Result<Value, String>> {
+        Box::pin(async move {
+            let key = overflow_key(tool, call_id);
+            let (handle, summary) = self.offload(&key, value).await.map_err(|e| e.to_string())?;
+            Ok(serde_json::json!({
+                "stored": handle,
+                "summary": summary,
+                "note": "The result was too long to show here; it is kept whole in the context store. \
+                         Read it with store_get and this handle.",
+            }))
+        })
+    }
+}
+
+/// A store key for a kept result: `results/<tool>/<call id>`, with any
+/// character the key rule does not allow written as `_`.
+fn overflow_key(tool: &str, call_id: Option<&str>) -> String {
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let id = match call_id {
+        Some(id) if !id.is_empty() => id.to_owned(),
+        _ => format!("call-{}", COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed)),
+    };
+    let clean = |s: &str| -> String {
+        s.chars()
+            .take(100)
+            .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | ':') { c } else { '_' })
+            .collect()
+    };
+    format!("results/{}/{}", clean(tool), clean(&id))
+}

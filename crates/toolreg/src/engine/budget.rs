@@ -3,6 +3,7 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
+use futures_util::future::BoxFuture;
 use serde_json::Value;
 
 use crate::engine::layer::ToolLayer;
@@ -31,8 +32,24 @@ pub fn truncate_middle(text: &str, max_chars: usize) -> Cow<'_, str> {
     Cow::Owned(format!("{}\n[... {removed} characters removed ...]\n{}", &text[..head_end], &text[tail_start..]))
 }
 
+/// Where an over-budget result can go instead of being cut: somewhere that
+/// keeps the whole value (the built-in context store does) and answers with
+/// what the model reads in its place, such as a handle and a summary.
+pub trait Overflow: Send + Sync + 'static {
+    /// Keep `value`, the whole result of a call to `tool` (with the
+    /// provider's `call_id`, if any), and return what the model reads
+    /// instead. An error falls back to cutting the text.
+    fn keep<'a>(
+        &'a self,
+        tool: &'a str,
+        call_id: Option<&'a str>,
+        value: &'a Value,
+    ) -> BoxFuture<'a, Result<Value, String>>;
+}
+
 /// A layer that cuts results longer than a budget, head and tail, with a
-/// visible marker (see [`truncate_middle`]).
+/// visible marker (see [`truncate_middle`]), or hands them to an
+/// [`Overflow`] that keeps them whole.
 ///
 /// A string result is cut as text; any other JSON result longer than the
 /// budget once written out becomes the cut text. A tool's own error message
@@ -45,15 +62,32 @@ pub fn truncate_middle(text: &str, max_chars: usize) -> Cow<'_, str> {
 /// let engine = ToolEngine::builder(&FunctionRegistry::new()).layer(OutputBudget::new(8_000)).build();
 /// # let _ = engine;
 /// ```
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone)]
 pub struct OutputBudget {
     max_chars: usize,
+    overflow: Option<Arc<dyn Overflow>>,
+}
+
+impl std::fmt::Debug for OutputBudget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OutputBudget")
+            .field("max_chars", &self.max_chars)
+            .field("overflow", &self.overflow.is_some())
+            .finish()
+    }
 }
 
 impl OutputBudget {
     /// Cut results to at most `max_chars` characters (plus the marker).
     pub fn new(max_chars: usize) -> Self {
-        OutputBudget { max_chars }
+        OutputBudget { max_chars, overflow: None }
+    }
+
+    /// Put over-budget results in `overflow` and give the model its answer
+    /// (a handle and a summary) instead of a cut text.
+    pub fn overflow_to(mut self, overflow: impl Overflow) -> Self {
+        self.overflow = Some(Arc::new(overflow));
+        self
     }
 
     /// The budget in characters.
@@ -81,22 +115,45 @@ impl OutputBudget {
 
 impl ToolLayer for OutputBudget {
     fn layer(&self, inner: Arc<dyn ErasedTool>) -> Arc<dyn ErasedTool> {
-        Arc::new(BudgetService { max: self.max_chars, inner })
+        Arc::new(BudgetService { max: self.max_chars, overflow: self.overflow.clone(), inner })
     }
 }
 
 struct BudgetService {
     max: usize,
+    overflow: Option<Arc<dyn Overflow>>,
     inner: Arc<dyn ErasedTool>,
+}
+
+/// Whether a result's text is longer than `max` characters.
+fn over_budget(max: usize, value: &Value) -> bool {
+    match value {
+        Value::String(s) => s.len() > max && s.chars().count() > max,
+        Value::Null | Value::Bool(_) | Value::Number(_) => false,
+        other => {
+            let text = other.to_string();
+            text.len() > max && text.chars().count() > max
+        }
+    }
 }
 
 impl ErasedTool for BudgetService {
     fn call(&self, cx: CallContext, args: Value) -> ToolFuture {
         let max = self.max;
+        let overflow = self.overflow.clone();
+        let (tool, call_id) = (cx.tool_name().unwrap_or_default().to_owned(), cx.call_id().map(str::to_owned));
         let future = self.inner.call(cx, args);
         ToolFuture::new(async move {
             match future.await {
-                Ok(value) => Ok(OutputBudget::cut_value(max, value)),
+                Ok(value) => {
+                    if let Some(overflow) = overflow.filter(|_| over_budget(max, &value)) {
+                        match overflow.keep(&tool, call_id.as_deref(), &value).await {
+                            Ok(answer) => return Ok(answer),
+                            Err(reason) => tracing::warn!(%tool, %reason, "over-budget result not kept; cut instead"),
+                        }
+                    }
+                    Ok(OutputBudget::cut_value(max, value))
+                }
                 Err(ToolError::Failed { message }) => {
                     Err(ToolError::Failed { message: truncate_middle(&message, max).into_owned() })
                 }

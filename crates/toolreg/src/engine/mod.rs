@@ -91,7 +91,7 @@ use crate::handler::ErasedTool;
 use crate::policy::{Approver, AuditSink, Selection, ToolSet};
 use crate::registry::FunctionRegistry;
 
-pub use budget::{OutputBudget, truncate_middle};
+pub use budget::{OutputBudget, Overflow, truncate_middle};
 pub use layer::{HookCall, HookFn, Next, ToolLayer, hook_fn};
 
 /// Limits for running calls, alone or in a batch.
