@@ -52,37 +52,37 @@ impl ArgumentLimits {
     }
 
     /// Check parsed arguments: their size as compact JSON text (string
-    /// contents counted unescaped) and their nesting, in one pass without
-    /// recursion that stops as soon as a limit is passed.
+    /// contents counted unescaped) and their nesting, in one pass that stops
+    /// as soon as a limit is passed. The walk recurses at most `max_depth`
+    /// levels (the configured limit, not the arguments' depth) and allocates
+    /// nothing.
     pub fn check_value(&self, value: &Value) -> Result<(), ToolError> {
         let mut size = 0usize;
-        // (value, depth of the value): depth counts enclosing arrays/objects.
-        let mut stack: Vec<(&Value, usize)> = vec![(value, 0)];
-        while let Some((v, depth)) = stack.pop() {
-            size += match v {
-                Value::Null => 4,
-                Value::Bool(b) => 4 + usize::from(!*b),
-                Value::Number(n) => number_len(n),
-                Value::String(s) => s.len() + 2,
-                Value::Array(items) => {
-                    if depth + 1 > self.max_depth {
-                        return Err(ToolError::ArgumentsTooDeep { limit: self.max_depth });
-                    }
-                    stack.extend(items.iter().map(|item| (item, depth + 1)));
-                    2 + items.len().saturating_sub(1)
-                }
-                Value::Object(map) => {
-                    if depth + 1 > self.max_depth {
-                        return Err(ToolError::ArgumentsTooDeep { limit: self.max_depth });
-                    }
-                    let keys: usize = map.keys().map(|k| k.len() + 3).sum();
-                    stack.extend(map.values().map(|item| (item, depth + 1)));
-                    2 + keys + map.len().saturating_sub(1)
-                }
-            };
-            if size > self.max_bytes {
-                return Err(ToolError::ArgumentsTooLarge { size, limit: self.max_bytes });
-            }
+        self.walk(value, 0, &mut size)
+    }
+
+    fn walk(&self, value: &Value, depth: usize, size: &mut usize) -> Result<(), ToolError> {
+        *size += match value {
+            Value::Null => 4,
+            Value::Bool(b) => 4 + usize::from(!*b),
+            Value::Number(n) => number_len(n),
+            Value::String(s) => s.len() + 2,
+            Value::Array(items) => 2 + items.len().saturating_sub(1),
+            Value::Object(map) => 2 + map.keys().map(|k| k.len() + 3).sum::<usize>() + map.len().saturating_sub(1),
+        };
+        if *size > self.max_bytes {
+            return Err(ToolError::ArgumentsTooLarge { size: *size, limit: self.max_bytes });
+        }
+        let children: &mut dyn Iterator<Item = &Value> = match value {
+            Value::Array(items) => &mut items.iter(),
+            Value::Object(map) => &mut map.values(),
+            _ => return Ok(()),
+        };
+        if depth + 1 > self.max_depth {
+            return Err(ToolError::ArgumentsTooDeep { limit: self.max_depth });
+        }
+        for child in children {
+            self.walk(child, depth + 1, size)?;
         }
         Ok(())
     }

@@ -158,18 +158,15 @@ pub(crate) fn to_json<R: Serialize + ?Sized>(result: &R) -> Result<Value, ToolEr
     Ok(value)
 }
 
-/// Whether a `null` appears anywhere in `value` (without recursion).
+/// Whether a `null` appears anywhere in `value`. The value was just built
+/// by `serde_json::to_value`, which recursed as deep already.
 fn contains_null(value: &Value) -> bool {
-    let mut stack = vec![value];
-    while let Some(v) = stack.pop() {
-        match v {
-            Value::Null => return true,
-            Value::Array(items) => stack.extend(items),
-            Value::Object(map) => stack.extend(map.values()),
-            _ => {}
-        }
+    match value {
+        Value::Null => true,
+        Value::Array(items) => items.iter().any(contains_null),
+        Value::Object(map) => map.values().any(contains_null),
+        _ => false,
     }
-    false
 }
 
 /// An async Rust function `Fn(CallContext, A) -> impl Future<Output = Result<R, E>>`.

@@ -91,13 +91,17 @@ pub(crate) async fn run(engine: &ToolEngine, calls: Vec<ToolCall>, cancel: Cance
     let mut lanes: IndexMap<Lane, VecDeque<(usize, ToolCall)>> = IndexMap::new();
     let workers = tokio::runtime::Handle::current().metrics().num_workers().max(1);
     let mut shares: Vec<VecDeque<(usize, ToolCall)>> = (0..workers).map(|_| VecDeque::new()).collect();
-    let mut seen_ids = HashSet::with_capacity(calls.len());
+    // One approval must never run a tool twice: a call repeating an earlier
+    // call's id is refused.
+    let repeated: Vec<bool> = {
+        let mut seen = HashSet::with_capacity(calls.len());
+        calls.iter().map(|call| !seen.insert(call.id.as_str())).collect()
+    };
     let mut dealt = 0;
 
     for (index, mut call) in calls.into_iter().enumerate() {
         labels.push((call.id.clone(), call.name.clone()));
-        // One approval must never run a tool twice: a repeated id is refused.
-        if !seen_ids.insert(call.id.clone()) {
+        if repeated[index] {
             let error = ToolError::DuplicateCallId { id: call.id.clone() };
             results[index] = Some(Finished::Result(refused(engine, call, error)));
             continue;
@@ -154,7 +158,9 @@ async fn work(shared: Shared, mut queue: VecDeque<(usize, ToolCall)>, one_at_a_t
     let registry = engine.tools().registry();
     let mut done = Vec::with_capacity(queue.len());
     let mut running = FuturesUnordered::new();
-    let mut started: HashSet<usize> = HashSet::new();
+    // The calls this worker was dealt: those neither done nor queued when the
+    // batch stops were running.
+    let dealt: Vec<usize> = queue.iter().map(|(index, _)| *index).collect();
     let mut stop_signal = std::pin::pin!(stop_signal(cancel, *deadline));
     let admit = |index: usize, call: ToolCall, permit: Option<OwnedSemaphorePermit>| {
         let control = Control { watch: None, token: Some(Arc::clone(token)), stopped: Some(&**stopped) };
@@ -183,7 +189,6 @@ async fn work(shared: Shared, mut queue: VecDeque<(usize, ToolCall)>, one_at_a_t
                 },
             };
             let Some((index, call)) = queue.pop_front() else { break };
-            started.insert(index);
             running.push(admit(index, call, permit));
         }
         if running.is_empty() && queue.is_empty() {
@@ -193,13 +198,11 @@ async fn work(shared: Shared, mut queue: VecDeque<(usize, ToolCall)>, one_at_a_t
             biased;
             stop = &mut stop_signal => break Some(stop),
             Some((index, result)) = running.next(), if !running.is_empty() => {
-                started.remove(&index);
                 done.push((index, Finished::Result(result)));
             }
             permit = async { acquiring.as_mut()?.await.ok() }, if acquiring.is_some() => {
                 acquiring = None;
                 if let Some((index, call)) = queue.pop_front() {
-                    started.insert(index);
                     running.push(admit(index, call, permit));
                 }
             }
@@ -212,7 +215,9 @@ async fn work(shared: Shared, mut queue: VecDeque<(usize, ToolCall)>, one_at_a_t
         // The calls still running are dropped; each records itself as stopped.
         let _ = stopped.set(stop);
         drop(running);
-        for index in started {
+        let mut finished: HashSet<usize> = done.iter().map(|(index, _)| *index).collect();
+        finished.extend(queue.iter().map(|(index, _)| *index));
+        for index in dealt.into_iter().filter(|index| !finished.contains(index)) {
             done.push((index, Finished::Stopped(stop)));
         }
         // Calls that never started answer the same way, and are recorded.

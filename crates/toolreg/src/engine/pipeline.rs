@@ -154,7 +154,11 @@ async fn stage_by_stage(
         // With an approval stage, the approval request's hash is recorded.
         trail.hash = arguments.hash();
     }
-    cx = cx.with_declaration(Arc::clone(decl));
+    if slot.is_some() {
+        // Hooks and tools of an engine see what they run; a bare registry
+        // call skips the reference count.
+        cx = cx.with_declaration(Arc::clone(decl));
+    }
     if let Some(token) = &control.token {
         cx = cx.with_shared_cancellation(Arc::clone(token));
     }

@@ -39,7 +39,8 @@ pub(crate) fn build(
         stack = Arc::new(TimeoutStage { inner: stack, limit });
     }
     if needs_approval {
-        stack = Arc::new(ApprovalStage { inner: stack, approver: approver.cloned(), entry: entry.clone() });
+        let hooked = !layers.is_empty();
+        stack = Arc::new(ApprovalStage { inner: stack, approver: approver.cloned(), entry: entry.clone(), hooked });
     }
     stack
 }
@@ -77,6 +78,8 @@ struct Grant {
     tool: Arc<str>,
     call_id: Option<Arc<str>>,
     hash: ArgumentsHash,
+    /// The approved arguments, kept when hooks could change them.
+    approved: Option<Value>,
     used: AtomicBool,
 }
 
@@ -85,14 +88,18 @@ struct ApprovalStage {
     inner: Stack,
     approver: Option<Arc<dyn Approver>>,
     entry: ToolEntry,
+    /// Whether hooks sit between approval and run: the grant then keeps the
+    /// approved arguments, so the run can tell whether a hook changed them.
+    hooked: bool,
 }
 
 impl ErasedTool for ApprovalStage {
     fn call(&self, mut cx: CallContext, args: Value) -> ToolFuture {
         let (inner, approver, entry) = (Arc::clone(&self.inner), self.approver.clone(), self.entry.clone());
+        let hooked = self.hooked;
         ToolFuture::new(async move {
             let mut asked = Asked::default();
-            let approved = approve(&entry, approver.as_deref(), &mut cx, args, &mut asked).await;
+            let approved = approve(&entry, approver.as_deref(), &mut cx, args, &mut asked, hooked).await;
             if let Some(record) = cx.extensions().get::<ApprovalRecord>() {
                 record.set(asked);
             }
@@ -107,6 +114,7 @@ async fn approve(
     cx: &mut CallContext,
     args: Value,
     asked: &mut Asked,
+    keep_arguments: bool,
 ) -> Result<Value, ToolError> {
     let decl = entry.declaration_arc();
     let Some(approver) = approver else {
@@ -146,6 +154,7 @@ async fn approve(
         tool: Arc::from(decl.name.as_str()),
         call_id: cx.call_id().map(Arc::from),
         hash: bound,
+        approved: keep_arguments.then(|| args.clone()),
         used: AtomicBool::new(false),
     };
     cx.extensions_mut().insert(grant);
@@ -187,20 +196,24 @@ struct RunStage {
 
 impl RunStage {
     fn admit(&self, cx: &CallContext, args: &mut Value) -> Result<(), ToolError> {
-        if self.recheck {
+        let grant = cx.extensions().get::<Grant>();
+        // Arguments are validated and hashed again only when a hook changed
+        // them: with an approval, the grant holds what was approved to compare.
+        let changed = self.recheck && grant.and_then(|g| g.approved.as_ref()).is_none_or(|approved| approved != args);
+        if changed {
             self.entry.check_arguments(args)?;
         }
         if !self.check_grant {
             return Ok(());
         }
         let tool = self.entry.declaration().name.as_str();
-        let detail = match cx.extensions().get::<Grant>() {
+        let detail = match grant {
             None => Some("the call has no approval"),
             Some(grant) if &*grant.tool != tool || grant.call_id.as_deref() != cx.call_id() => {
                 Some("the approval was given for another call")
             }
             Some(grant) if grant.used.swap(true, Ordering::AcqRel) => Some("the approval was already used"),
-            Some(grant) if self.recheck && grant.hash != ArgumentsHash::of(args) => {
+            Some(grant) if changed && grant.hash != ArgumentsHash::of(args) => {
                 Some("the arguments changed after they were approved")
             }
             Some(_) => None,
