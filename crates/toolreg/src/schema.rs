@@ -332,7 +332,11 @@ fn accepts_more(schema: &Value) -> bool {
     ];
     match schema {
         Value::Object(map) => {
-            if CONSTRAINTS.iter().any(|k| map.contains_key(*k)) || is_buffered_union(map) {
+            // A string `const` is how schemars writes an enum's unit variant,
+            // whose name serde checks like `enum`'s.
+            let string_const = map.get("const").is_some_and(Value::is_string);
+            let constrained = CONSTRAINTS.iter().any(|k| map.contains_key(*k) && !(*k == "const" && string_const));
+            if constrained || is_buffered_union(map) {
                 return true;
             }
             if (map.contains_key("minimum") || map.contains_key("maximum")) && !is_rust_integer_format(map) {
@@ -352,18 +356,45 @@ fn accepts_more(schema: &Value) -> bool {
     }
 }
 
-/// A union serde reads through its own buffer (untagged and internally
-/// tagged enums, flattened enums), where the strict deserializer cannot
-/// reach: `oneOf`, `allOf`, or an `anyOf` that is more than `Option`'s
+/// A union serde reads through its own buffer (untagged, internally and
+/// adjacently tagged enums, flattened enums), where the strict deserializer
+/// cannot reach. An externally tagged enum — serde's default, whose schema
+/// is a union of unit-variant strings and one-key objects — is read through
+/// the deserializer's own enum access and is not one; nor is `Option`'s
 /// "this or null".
 fn is_buffered_union(map: &Map<String, Value>) -> bool {
+    if map.contains_key("allOf") {
+        return true;
+    }
     let not_null = |branch: &&Value| branch.get("type").and_then(Value::as_str) != Some("null");
-    map.contains_key("oneOf")
-        || map.contains_key("allOf")
-        || map
-            .get("anyOf")
-            .and_then(Value::as_array)
-            .is_some_and(|branches| branches.iter().filter(not_null).count() > 1)
+    let branches: Vec<&Value> = ["oneOf", "anyOf"]
+        .iter()
+        .filter_map(|k| map.get(*k).and_then(Value::as_array))
+        .flatten()
+        .filter(not_null)
+        .collect();
+    branches.len() > 1 && !branches.iter().all(|branch| is_external_variant(branch))
+}
+
+/// A branch of an externally tagged enum: a unit variant's string, or an
+/// object with exactly one property, required, and nothing else allowed.
+fn is_external_variant(branch: &Value) -> bool {
+    let is_string_const = branch.get("type").and_then(Value::as_str) == Some("string")
+        && (branch.get("const").is_some_and(Value::is_string)
+            || branch.get("enum").and_then(Value::as_array).is_some_and(|e| e.iter().all(Value::is_string)));
+    if is_string_const {
+        return true;
+    }
+    let one_key = branch.get("properties").and_then(Value::as_object).filter(|p| p.len() == 1);
+    let required = branch.get("required").and_then(Value::as_array);
+    match (one_key, required) {
+        (Some(props), Some(required)) => {
+            branch.get("additionalProperties") == Some(&Value::Bool(false))
+                && required.len() == 1
+                && props.keys().next().is_some_and(|k| required[0] == *k)
+        }
+        _ => false,
+    }
 }
 
 /// schemars writes `minimum`/`maximum` for Rust integer types, whose bounds
@@ -493,6 +524,11 @@ mod tests {
         assert!(!serde_accepts_more_than(&json!({"properties": {"at": point}})));
         assert!(!serde_accepts_more_than(&json!({"properties": {"at": {"anyOf": [point, {"type": "null"}]}}})));
         assert!(!serde_accepts_more_than(&json!({"properties": {}, "$defs": {"Point": point}})));
+        // An externally tagged enum is read by the strict deserializer.
+        let unit = json!({"type": "string", "const": "Km", "description": "kilometres"});
+        let data =
+            json!({"type": "object", "properties": {"At": point}, "required": ["At"], "additionalProperties": false});
+        assert!(!serde_accepts_more_than(&json!({"properties": {"u": {"oneOf": [unit, data]}}})));
         // Unions serde buffers are checked against the schema first.
         assert!(serde_accepts_more_than(&json!({"properties": {"s": {"oneOf": [point, {"type": "string"}]}}})));
         assert!(serde_accepts_more_than(&json!({"properties": {"s": {"anyOf": [point, {"type": "string"}]}}})));
