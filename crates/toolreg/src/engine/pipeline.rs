@@ -6,6 +6,7 @@ use std::borrow::Cow;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, OnceLock};
+use std::task::Poll;
 use std::time::SystemTime;
 
 use futures_util::FutureExt;
@@ -87,34 +88,42 @@ async fn recorded(
     let outcome = {
         let Record { name, trail, .. } = &mut record;
         let found = lookup(stages, registry, name);
-        let call = guarded(name, found, arguments, cx, &control, trail);
+        // Pinned once and polled in place on both paths: moving the call into
+        // a `select!` would give this future a second slot the size of the
+        // whole call, paid by every call of a batch.
+        let mut call = std::pin::pin!(guarded(name, found, arguments, cx, &control, trail));
         match control.watch {
             None => call.await,
             Some(watch) if watch.is_cancelled() => Err(ToolError::Cancelled),
-            Some(watch) => tokio::select! {
-                biased;
-                outcome = call => outcome,
-                () = watch.cancelled() => Err(ToolError::Cancelled),
-            },
+            Some(watch) => {
+                let mut cancelled = std::pin::pin!(watch.cancelled());
+                std::future::poll_fn(|task| {
+                    if let Poll::Ready(outcome) = call.as_mut().poll(task) {
+                        return Poll::Ready(outcome);
+                    }
+                    cancelled.as_mut().poll(task).map(|()| Err(ToolError::Cancelled))
+                })
+                .await
+            }
         }
     };
     record.finish(outcome)
 }
 
-/// The stages of one call inside its one panic boundary.
-async fn guarded(
-    name: &str,
-    found: Found<'_>,
-    arguments: Arguments<'_>,
+/// The stages of one call inside its one panic boundary. A combinator, not
+/// an `async fn`, so that the call's future does not hold the arguments
+/// once more (a batch holds one such future per call).
+fn guarded<'a>(
+    name: &'a str,
+    found: Found<'a>,
+    arguments: Arguments<'a>,
     cx: CallContext,
-    control: &Control<'_>,
-    trail: &mut Trail,
-) -> Result<ToolOutput, ToolError> {
-    let call = stage_by_stage(found, arguments, cx, control, trail);
-    match AssertUnwindSafe(call).catch_unwind().await {
-        Ok(outcome) => outcome,
-        Err(panic) => Err(panicked(name, &*panic)),
-    }
+    control: &'a Control<'a>,
+    trail: &'a mut Trail,
+) -> impl Future<Output = Result<ToolOutput, ToolError>> + Send + 'a {
+    AssertUnwindSafe(stage_by_stage(found, arguments, cx, control, trail))
+        .catch_unwind()
+        .map(move |outcome| outcome.unwrap_or_else(|panic| Err(panicked(name, &*panic))))
 }
 
 async fn stage_by_stage(

@@ -50,27 +50,28 @@ impl Arguments<'_> {
 /// the text or value, anything else is validated first. A synchronous tool
 /// runs on the blocking pool when `offload` is set, so that a deadline can
 /// answer while it blocks.
-pub(crate) async fn run_direct(
-    entry: &ToolEntry,
-    cx: CallContext,
-    arguments: Arguments<'_>,
-    offload: bool,
-) -> Result<Value, ToolError> {
-    if offload && entry.tool().runs_inline() {
-        let entry = entry.clone();
-        let arguments = arguments.into_owned();
+///
+/// A plain function returning the tool's future rather than an `async fn`:
+/// the caller's future then holds only that small future, not this
+/// function's state as well (a batch holds one per call).
+pub(crate) fn run_direct(entry: &ToolEntry, cx: CallContext, arguments: Arguments<'_>, offload: bool) -> ToolFuture {
+    if !(offload && entry.tool().runs_inline()) {
+        return start(entry, cx, arguments);
+    }
+    let entry = entry.clone();
+    let arguments = arguments.into_owned();
+    ToolFuture::new(async move {
         let decl = Arc::clone(entry.declaration_arc());
         let started = tokio::task::spawn_blocking(move || start(&entry, cx, arguments).into_ready()).await;
-        return match started {
+        match started {
             Ok(Ok(result)) => result,
             Ok(Err(future)) => future.await,
             Err(error) => Err(match error.try_into_panic() {
                 Ok(panic) => panicked(&decl.name, &*panic),
                 Err(_) => ToolError::Cancelled,
             }),
-        };
-    }
-    start(entry, cx, arguments).await
+        }
+    })
 }
 
 /// Start the tool: deserialised straight from its arguments when serde is

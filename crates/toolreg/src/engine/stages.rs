@@ -231,8 +231,7 @@ impl ErasedTool for RunStage {
             return ToolFuture::ready(Err(error));
         }
         if self.offload && self.entry.tool().runs_inline() {
-            let entry = self.entry.clone();
-            return ToolFuture::new(async move { run_direct(&entry, cx, Arguments::Value(args), true).await });
+            return run_direct(&self.entry, cx, Arguments::Value(args), true);
         }
         // Validated already: straight to the tool.
         self.entry.tool().call(cx, args)
