@@ -38,11 +38,7 @@ impl fmt::Debug for ArgumentValidator {
 impl ArgumentValidator {
     /// Compile `schema`; the error says why the schema itself is unusable.
     pub(crate) fn compile(schema: &Value) -> Result<Self, String> {
-        match schema.get("type") {
-            Some(Value::String(t)) if t == "object" => {}
-            Some(other) => return Err(format!("the input schema must have \"type\": \"object\", found {other}")),
-            None => return Err("the input schema must have \"type\": \"object\"".to_owned()),
-        }
+        crate::schema::check_input_schema(schema)?;
         let validator = jsonschema::validator_for(schema).map_err(|e| format!("invalid JSON Schema: {e}"))?;
         Ok(ArgumentValidator { validator, schema: schema.clone(), has_defaults: contains_defaults(schema) })
     }

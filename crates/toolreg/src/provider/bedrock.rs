@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use super::{
     CallMapping, Declarations, NameStyle, Provider, ProviderError, SchemaMode, ToolRef, WireFormat, find, generated_id,
-    invalid, object_arguments, prepare, result_text, result_value, sealed, str_field,
+    invalid, object_arguments, prepare, result_text, sealed, str_field,
 };
 use crate::exec::{ToolCall, ToolResult};
 
@@ -87,7 +87,7 @@ impl WireFormat for Bedrock {
         let blocks: Vec<Value> = results
             .iter()
             .map(|result| {
-                let content = match result_value(result) {
+                let content = match result.value() {
                     Some(value @ Value::Object(_)) => json!([{"json": value}]),
                     _ => json!([{"text": result_text(result)}]),
                 };

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 
 use super::{
     CallMapping, Declarations, Lowering, NameStyle, Provider, ProviderError, SchemaMode, ToolRef, ToolStatus,
-    WireFormat, find, generated_id, invalid, object_arguments, prepare, result_text, result_value, sealed, str_field,
+    WireFormat, find, generated_id, invalid, object_arguments, prepare, result_text, sealed, str_field,
 };
 use crate::exec::{ToolCall, ToolResult};
 
@@ -114,7 +114,7 @@ impl WireFormat for Gemini {
         let parts: Vec<Value> = results
             .iter()
             .map(|result| {
-                let response = match result_value(result) {
+                let response = match result.value() {
                     Some(value) => json!({"output": value}),
                     None => json!({"error": result_text(result)}),
                 };

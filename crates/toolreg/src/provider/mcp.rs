@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 
 use super::{
     CallMapping, Declarations, NameStyle, Provider, ProviderError, SchemaMode, ToolRef, WireFormat, invalid,
-    object_arguments, prepare, result_text, result_value, sealed, str_field,
+    object_arguments, prepare, result_text, sealed, str_field,
 };
 use crate::declaration::SafetyLevel;
 use crate::exec::{ToolCall, ToolResult};
@@ -81,7 +81,7 @@ pub struct CallToolResult {
 impl CallToolResult {
     /// The `CallToolResult` of a result.
     pub fn new(result: &ToolResult) -> Self {
-        let structured_content = result_value(result).filter(|v| v.is_object()).cloned();
+        let structured_content = result.value().filter(|v| v.is_object()).cloned();
         CallToolResult {
             content: vec![json!({"type": "text", "text": result_text(result)})],
             structured_content,

@@ -756,11 +756,6 @@ pub(crate) fn result_text(result: &ToolResult) -> String {
     result.text().into_owned()
 }
 
-/// The value of a successful result (`None` for a failure).
-pub(crate) fn result_value(result: &ToolResult) -> Option<&Value> {
-    result.value()
-}
-
 /// The value at the first of `paths` (JSON Pointers) that exists in `body`.
 pub(crate) fn find<'v>(body: &'v Value, paths: &[&str]) -> Option<&'v Value> {
     paths.iter().find_map(|p| body.pointer(p))
