@@ -509,6 +509,47 @@ impl CallContext {
         self.extensions.insert(value);
         self
     }
+
+    /// Tell the caller how far the call has got: `progress` of `total`
+    /// (when known), with an optional message. It reaches whoever put a
+    /// [`ProgressReporter`] in the call's extensions (an MCP server sends it
+    /// to the client as `notifications/progress`); without one it does nothing.
+    pub fn report_progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
+        if let Some(reporter) = self.extensions.get::<ProgressReporter>() {
+            (reporter.report)(Progress { progress, total, message: message.map(str::to_owned) });
+        }
+    }
+}
+
+/// One progress report of a running call (see [`CallContext::report_progress`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Progress {
+    /// How far the call has got; grows with every report.
+    pub progress: f64,
+    /// The value `progress` reaches at the end, when known.
+    pub total: Option<f64>,
+    /// What is happening, in words.
+    pub message: Option<String>,
+}
+
+/// Where a call's [`Progress`] goes: put one in the call's
+/// [`Extensions`] to receive the reports of [`CallContext::report_progress`].
+#[derive(Clone)]
+pub struct ProgressReporter {
+    report: Arc<dyn Fn(Progress) + Send + Sync>,
+}
+
+impl ProgressReporter {
+    /// A reporter that hands every report to `report`.
+    pub fn new(report: impl Fn(Progress) + Send + Sync + 'static) -> Self {
+        ProgressReporter { report: Arc::new(report) }
+    }
+}
+
+impl fmt::Debug for ProgressReporter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ProgressReporter")
+    }
 }
 
 /// Anything that can answer a model's tool calls.

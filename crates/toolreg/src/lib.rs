@@ -40,7 +40,10 @@ pub mod validate;
 pub use args::ArgumentLimits;
 pub use declaration::{DeclarationBuilder, ParamType, SafetyLevel, Scope, ToolDeclaration, ToolHints};
 pub use engine::{BatchOptions, ToolEngine};
-pub use exec::{CallContext, Extensions, ToolArguments, ToolCall, ToolError, ToolExecutor, ToolOutput, ToolResult};
+pub use exec::{
+    CallContext, Extensions, Progress, ProgressReporter, ToolArguments, ToolCall, ToolError, ToolExecutor, ToolOutput,
+    ToolResult,
+};
 /// The boxed future an [`Approver`] returns (from `futures-util`).
 pub use futures_util::future::BoxFuture;
 pub use handler::{ErasedTool, ToolFuture};

@@ -731,3 +731,52 @@ async fn a_worker_waiting_for_a_permit_keeps_its_place() {
     assert!(results.iter().all(|result| !result.is_error()), "{results:?}");
     assert_eq!(*started.lock().unwrap(), ["s1", "s2", "s3", "w1"]);
 }
+
+/// What a host passes down with a call reaches the approver and the tool,
+/// and a tool's progress reports reach the reporter the host put there.
+#[tokio::test]
+async fn caller_extensions_reach_approver_tool_and_progress() {
+    #[derive(Debug, PartialEq)]
+    struct Client(&'static str);
+
+    let mut r = FunctionRegistry::new();
+    r.register(ToolRegistration::from_async_with_context(
+        "wipe",
+        |cx: CallContext, _: Value| async move {
+            cx.report_progress(1.0, Some(2.0), Some("half"));
+            cx.report_progress(2.0, Some(2.0), None);
+            Ok::<_, String>(json!(cx.extensions().get::<Client>().map(|c| c.0)))
+        },
+        decl("wipe", SafetyLevel::Dangerous),
+    ))
+    .unwrap();
+    let seen = Arc::new(Mutex::new(None));
+    let seen_by_approver = Arc::clone(&seen);
+    let engine = ToolEngine::builder(&r)
+        .approver(approver_fn("host", move |request: ApprovalRequest| {
+            *seen_by_approver.lock().unwrap() = request.extensions().get::<Client>().map(|c| c.0);
+            let decision = request.approve();
+            async move { decision }
+        }))
+        .build();
+    let reports = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&reports);
+    let mut extensions = toolreg::Extensions::default();
+    extensions.insert(Client("mcp-client-1"));
+    extensions
+        .insert(toolreg::ProgressReporter::new(move |p| sink.lock().unwrap().push((p.progress, p.total, p.message))));
+
+    let call = ToolCall::new("c1", "wipe", json!({}));
+    let result = engine.execute_call_in(call.clone(), CancellationToken::new(), &extensions).await;
+    assert_eq!(result.value(), Some(&json!("mcp-client-1")));
+    assert_eq!(*seen.lock().unwrap(), Some("mcp-client-1"));
+    assert_eq!(*reports.lock().unwrap(), vec![(1.0, Some(2.0), Some("half".to_owned())), (2.0, Some(2.0), None)]);
+
+    let results = engine
+        .execute_batch_in(vec![ToolCall::new("c2", "wipe", json!({}))], CancellationToken::new(), extensions)
+        .await;
+    assert_eq!(results[0].value(), Some(&json!("mcp-client-1")));
+    // Without extensions the tool sees none and progress goes nowhere.
+    let plain = engine.execute_call(call).await;
+    assert_eq!(plain.value(), Some(&Value::Null));
+}

@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::pipeline::{self, Control, Record};
 use super::{Stop, ToolEngine};
-use crate::exec::{ToolArguments, ToolCall, ToolError, ToolResult};
+use crate::exec::{Extensions, ToolArguments, ToolCall, ToolError, ToolResult};
 use crate::policy::canonical_json;
 
 /// Which calls must not overlap.
@@ -72,9 +72,16 @@ struct Shared {
     semaphore: Option<Arc<Semaphore>>,
     /// Why the batch stopped, once it has: read by the calls it drops.
     stopped: Arc<OnceLock<Stop>>,
+    /// The caller's typed values for every call's context.
+    extensions: Option<Arc<Extensions>>,
 }
 
-pub(crate) async fn run(engine: &ToolEngine, calls: Vec<ToolCall>, cancel: CancellationToken) -> Vec<ToolResult> {
+pub(crate) async fn run(
+    engine: &ToolEngine,
+    calls: Vec<ToolCall>,
+    cancel: CancellationToken,
+    extensions: Option<Extensions>,
+) -> Vec<ToolResult> {
     let options = engine.inner.options;
     let limit = options.max_concurrency.max(1);
     let shared = Shared {
@@ -85,6 +92,7 @@ pub(crate) async fn run(engine: &ToolEngine, calls: Vec<ToolCall>, cancel: Cance
         // No limit to enforce when the whole batch fits under it.
         semaphore: (calls.len() > limit).then(|| Arc::new(Semaphore::new(limit))),
         stopped: Arc::default(),
+        extensions: extensions.filter(|e| !e.is_empty()).map(Arc::new),
     };
     let mut results: Vec<Option<Finished>> = (0..calls.len()).map(|_| None).collect();
     let mut labels = Vec::with_capacity(calls.len());
@@ -154,7 +162,8 @@ fn refused(engine: &ToolEngine, call: ToolCall, error: ToolError) -> ToolResult 
 /// Run a worker's queue, all at once or one at a time, admitting a call
 /// only with a permit when the batch has a concurrency limit.
 async fn work(shared: Shared, mut queue: VecDeque<(usize, ToolCall)>, one_at_a_time: bool) -> Vec<(usize, Finished)> {
-    let Shared { engine, cancel, token, deadline, semaphore, stopped } = &shared;
+    let Shared { engine, cancel, token, deadline, semaphore, stopped, extensions } = &shared;
+    let extensions = extensions.as_deref();
     let registry = engine.tools().registry();
     let mut done = Vec::with_capacity(queue.len());
     let mut running = FuturesUnordered::new();
@@ -163,7 +172,7 @@ async fn work(shared: Shared, mut queue: VecDeque<(usize, ToolCall)>, one_at_a_t
     let dealt: Vec<usize> = queue.iter().map(|(index, _)| *index).collect();
     let mut stop_signal = std::pin::pin!(stop_signal(cancel, *deadline));
     let admit = |index: usize, call: ToolCall, permit: Option<OwnedSemaphorePermit>| {
-        let control = Control { watch: None, token: Some(Arc::clone(token)), stopped: Some(&**stopped) };
+        let control = Control { watch: None, token: Some(Arc::clone(token)), stopped: Some(&**stopped), extensions };
         let call = pipeline::run(&engine.inner, registry, call, control);
         async move {
             let result = call.await;

@@ -86,7 +86,7 @@ use indexmap::IndexMap;
 use tokio_util::sync::CancellationToken;
 
 use crate::declaration::SafetyLevel;
-use crate::exec::{ToolCall, ToolError, ToolExecutor, ToolResult};
+use crate::exec::{Extensions, ToolCall, ToolError, ToolExecutor, ToolResult};
 use crate::handler::ErasedTool;
 use crate::policy::{Approver, AuditSink, Selection, ToolSet};
 use crate::registry::FunctionRegistry;
@@ -305,6 +305,27 @@ impl ToolEngine {
         pipeline::run(&self.inner, self.registry(), call, control).await
     }
 
+    /// [`execute_call_with`](Self::execute_call_with), with typed values
+    /// for the call's [`CallContext::extensions`](crate::CallContext::extensions):
+    /// what a host passes down to its hooks, approver and tools (an MCP
+    /// server its client connection and progress reporter, an agent loop its
+    /// run's state).
+    pub async fn execute_call_in(
+        &self,
+        call: ToolCall,
+        cancel: CancellationToken,
+        extensions: &Extensions,
+    ) -> ToolResult {
+        let token = Arc::new(cancel);
+        let control = pipeline::Control {
+            watch: Some(&token),
+            token: Some(Arc::clone(&token)),
+            extensions: Some(extensions),
+            ..Default::default()
+        };
+        pipeline::run(&self.inner, self.registry(), call, control).await
+    }
+
     /// Run the calls of one model turn together; results come back in the
     /// order of the calls, each with its call's id.
     ///
@@ -326,7 +347,19 @@ impl ToolEngine {
     /// [`ToolError::Cancelled`] at once, and every tool sees it through
     /// [`CallContext::cancelled`](crate::CallContext::cancelled).
     pub async fn execute_batch_with(&self, calls: Vec<ToolCall>, cancel: CancellationToken) -> Vec<ToolResult> {
-        batch::run(self, calls, cancel).await
+        batch::run(self, calls, cancel, None).await
+    }
+
+    /// [`execute_batch_with`](Self::execute_batch_with), with typed values
+    /// for every call's [`CallContext::extensions`](crate::CallContext::extensions)
+    /// (see [`execute_call_in`](Self::execute_call_in)).
+    pub async fn execute_batch_in(
+        &self,
+        calls: Vec<ToolCall>,
+        cancel: CancellationToken,
+        extensions: Extensions,
+    ) -> Vec<ToolResult> {
+        batch::run(self, calls, cancel, Some(extensions)).await
     }
 
     fn registry(&self) -> &FunctionRegistry {

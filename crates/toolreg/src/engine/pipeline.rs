@@ -19,7 +19,7 @@ use super::stages::{ApprovalRecord, Asked};
 use super::{BatchOptions, Stack, Stacks, Stop};
 use crate::args;
 use crate::declaration::SafetyLevel;
-use crate::exec::{CallContext, ToolArguments, ToolCall, ToolError, ToolExecutor, ToolOutput, ToolResult};
+use crate::exec::{CallContext, Extensions, ToolArguments, ToolCall, ToolError, ToolExecutor, ToolOutput, ToolResult};
 use crate::policy::{ArgumentsHash, AuditDecision, AuditEvent, AuditSink, ToolSet};
 use crate::registry::{FunctionRegistry, ToolEntry};
 
@@ -56,6 +56,8 @@ pub(crate) struct Control<'a> {
     /// Set by a batch before it drops a call it stopped, so that the call
     /// is still recorded.
     pub(crate) stopped: Option<&'a OnceLock<Stop>>,
+    /// Typed values the caller passes down to every stage and the tool.
+    pub(crate) extensions: Option<&'a Extensions>,
 }
 
 /// Run one call through the pipeline and record it. An engine's calls run
@@ -72,7 +74,10 @@ pub(crate) fn run<'a>(
         ToolArguments::Json(value) => Arguments::Value(value),
         ToolArguments::Raw(text) => Arguments::Text(Cow::Owned(text)),
     };
-    let cx = CallContext::new(id.as_str());
+    let mut cx = CallContext::new(id.as_str());
+    if let Some(extensions) = control.extensions {
+        *cx.extensions_mut() = extensions.clone();
+    }
     let record = Record::new(stages, id, name, control.stopped);
     recorded(stages, registry, record, arguments, cx, control).instrument(span)
 }

@@ -123,7 +123,10 @@ async fn approve(
     };
     let approver_name = approver.name().into_owned();
     asked.approver = Some(approver_name.clone());
-    let request = ApprovalRequest::new(Arc::clone(decl), cx.call_id(), args);
+    let mut request = ApprovalRequest::new(Arc::clone(decl), cx.call_id(), args);
+    if !cx.extensions().is_empty() {
+        request = request.with_extensions(cx.extensions().clone());
+    }
     let mut bound = request.arguments_hash();
     asked.request_hash = Some(bound);
     let approval = match approver.decide(request.clone()).await {

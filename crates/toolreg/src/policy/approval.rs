@@ -16,6 +16,7 @@ use futures_util::future::BoxFuture;
 use serde_json::Value;
 
 use crate::declaration::ToolDeclaration;
+use crate::exec::Extensions;
 use crate::policy::ArgumentsHash;
 
 /// A call waiting for a decision: the tool, the call id and the arguments,
@@ -26,6 +27,7 @@ pub struct ApprovalRequest {
     call_id: Option<Arc<str>>,
     arguments: Value,
     hash: ArgumentsHash,
+    extensions: Extensions,
 }
 
 impl ApprovalRequest {
@@ -35,7 +37,26 @@ impl ApprovalRequest {
     /// hand is useful for testing an approver.
     pub fn new(declaration: Arc<ToolDeclaration>, call_id: Option<&str>, arguments: Value) -> Self {
         let hash = ArgumentsHash::of(&arguments);
-        ApprovalRequest { declaration, call_id: call_id.map(Arc::from), arguments, hash }
+        ApprovalRequest {
+            declaration,
+            call_id: call_id.map(Arc::from),
+            arguments,
+            hash,
+            extensions: Extensions::default(),
+        }
+    }
+
+    /// The same request, carrying the call's typed values (the approval
+    /// stage passes the call context's, so an approver can reach what the
+    /// host put there: an MCP server's client connection, say).
+    pub fn with_extensions(mut self, extensions: Extensions) -> Self {
+        self.extensions = extensions;
+        self
+    }
+
+    /// The call's typed values ([`CallContext::extensions`](crate::CallContext::extensions)).
+    pub fn extensions(&self) -> &Extensions {
+        &self.extensions
     }
 
     /// The tool's name.

@@ -1,0 +1,2 @@
+//! The `toolreg` command.
+fn main() {}

@@ -1,0 +1,320 @@
+//! The contract between the agent loop and a model: a provider-neutral,
+//! serialisable conversation, one request and one response shape, and the
+//! [`LlmClient`] trait every provider client implements.
+//!
+//! A client owns everything provider-specific: it declares the tools in its
+//! provider's wire format ([`toolreg::provider::WireFormat`]), sends the
+//! request, and parses the tool calls back with the format's name mapping,
+//! so the calls it returns carry the tools' *real* names and go straight to
+//! [`ToolEngine::execute_batch`](toolreg::ToolEngine::execute_batch).
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use toolreg::provider::ToolChoice;
+use toolreg::{BoxFuture, ToolCall, ToolDeclaration, ToolResult};
+
+/// One entry of a conversation, in no provider's format.
+///
+/// It serialises with serde, so a whole conversation can be stored (for
+/// example in the context store) and picked up in another process.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Message {
+    /// What the user (or the parent agent) said.
+    User {
+        /// The text.
+        text: String,
+    },
+    /// What the model answered: text, tool calls, or both.
+    Assistant {
+        /// The text part (may be empty).
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        text: String,
+        /// The tool calls, with the tools' real names.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<ToolCall>,
+    },
+    /// The answers to the previous assistant message's tool calls, in its order.
+    Tool {
+        /// One per call.
+        results: Vec<ToolResultMessage>,
+    },
+}
+
+impl Message {
+    /// A user message.
+    pub fn user(text: impl Into<String>) -> Self {
+        Message::User { text: text.into() }
+    }
+
+    /// An assistant message.
+    pub fn assistant(text: impl Into<String>, tool_calls: Vec<ToolCall>) -> Self {
+        Message::Assistant { text: text.into(), tool_calls }
+    }
+
+    /// The tool results of one turn.
+    pub fn tool_results(results: &[ToolResult]) -> Self {
+        Message::Tool { results: results.iter().map(ToolResultMessage::from).collect() }
+    }
+}
+
+/// A tool result as the conversation keeps it: what the model reads.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolResultMessage {
+    /// The id of the call this answers.
+    pub call_id: String,
+    /// The tool's real name.
+    pub name: String,
+    /// The text the model reads (the output, or the error's model text).
+    pub content: String,
+    /// Whether the call failed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub is_error: bool,
+}
+
+impl From<&ToolResult> for ToolResultMessage {
+    fn from(result: &ToolResult) -> Self {
+        ToolResultMessage {
+            call_id: result.id.clone(),
+            name: result.name.clone(),
+            content: result.text().into_owned(),
+            is_error: result.is_error(),
+        }
+    }
+}
+
+/// One request to a model.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct ModelRequest {
+    /// The model's name (`gpt-4.1`, `claude-sonnet-4-5`, `llama3.2`, …).
+    pub model: String,
+    /// The system prompt.
+    pub system: Option<String>,
+    /// The conversation so far.
+    pub messages: Vec<Message>,
+    /// The tools offered (shared, so a loop offering the same tools every
+    /// step does not copy them).
+    pub tools: Vec<Arc<ToolDeclaration>>,
+    /// Which tools the model may or must call.
+    pub tool_choice: ToolChoice,
+    /// A cap on the answer's tokens.
+    pub max_tokens: Option<u32>,
+    /// Sampling temperature.
+    pub temperature: Option<f32>,
+}
+
+impl ModelRequest {
+    /// A request to `model` with this conversation and no tools.
+    pub fn new(model: impl Into<String>, messages: Vec<Message>) -> Self {
+        ModelRequest { model: model.into(), messages, ..ModelRequest::default() }
+    }
+
+    /// Set the system prompt.
+    pub fn system(mut self, system: impl Into<String>) -> Self {
+        self.system = Some(system.into());
+        self
+    }
+
+    /// Offer these tools.
+    pub fn tools(mut self, tools: Vec<Arc<ToolDeclaration>>) -> Self {
+        self.tools = tools;
+        self
+    }
+
+    /// Say which tools the model may or must call.
+    pub fn tool_choice(mut self, choice: ToolChoice) -> Self {
+        self.tool_choice = choice;
+        self
+    }
+
+    /// Cap the answer's tokens.
+    pub fn max_tokens(mut self, max_tokens: u32) -> Self {
+        self.max_tokens = Some(max_tokens);
+        self
+    }
+}
+
+/// Tokens a request used, as the provider reported them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Usage {
+    /// Prompt tokens.
+    pub input_tokens: u64,
+    /// Answer tokens.
+    pub output_tokens: u64,
+}
+
+impl Usage {
+    /// Both together.
+    pub fn total(&self) -> u64 {
+        self.input_tokens.saturating_add(self.output_tokens)
+    }
+}
+
+impl std::ops::AddAssign for Usage {
+    fn add_assign(&mut self, other: Usage) {
+        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
+    }
+}
+
+/// Why the model stopped.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum FinishReason {
+    /// It finished its answer.
+    #[default]
+    Stop,
+    /// It wants its tool calls run.
+    ToolCalls,
+    /// It hit the token cap.
+    Length,
+    /// The provider filtered the answer.
+    ContentFilter,
+    /// Anything else the provider said, verbatim.
+    Other(String),
+}
+
+/// One model answer.
+#[derive(Debug, Clone, PartialEq, Default)]
+#[non_exhaustive]
+pub struct ModelResponse {
+    /// The text part (may be empty).
+    pub text: String,
+    /// The tool calls, with real names. A call whose arguments are not valid
+    /// JSON is kept with [`ToolArguments::Raw`](toolreg::ToolArguments::Raw)
+    /// text, so executing it answers with an error the model can correct.
+    pub tool_calls: Vec<ToolCall>,
+    /// Tokens used.
+    pub usage: Usage,
+    /// Why the model stopped.
+    pub finish: FinishReason,
+}
+
+impl ModelResponse {
+    /// The assistant message to append to the conversation.
+    pub fn to_message(&self) -> Message {
+        Message::assistant(self.text.clone(), self.tool_calls.clone())
+    }
+}
+
+/// Something a streaming client reports while an answer arrives.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum StreamEvent {
+    /// A piece of the answer's text.
+    TextDelta(String),
+    /// A tool call is complete (its argument deltas assembled).
+    ToolCall(ToolCall),
+    /// The request is being retried after `delay` (attempt counts from 1).
+    Retrying {
+        /// The retry's number.
+        attempt: u32,
+        /// How long the client waits first.
+        delay: Duration,
+    },
+}
+
+/// Where a client reports [`StreamEvent`]s; `&|_| {}` ignores them.
+pub type OnEvent<'a> = &'a (dyn Fn(StreamEvent) + Send + Sync);
+
+/// Why a model request failed. No variant ever carries an API key.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LlmError {
+    /// The client is not configured (no key, bad base URL, …).
+    #[error("model client not configured: {0}")]
+    Config(String),
+    /// The provider answered with an error status (after retries, for 429 and 5xx).
+    #[error("the model provider answered HTTP {status}: {message}")]
+    Status {
+        /// The HTTP status.
+        status: u16,
+        /// The provider's message, shortened.
+        message: String,
+    },
+    /// No answer in time.
+    #[error("the model request timed out after {0:?}")]
+    Timeout(Duration),
+    /// The connection failed or broke.
+    #[error("could not reach the model provider: {0}")]
+    Transport(String),
+    /// The provider answered something this client cannot read (a
+    /// truncated stream, an unexpected shape).
+    #[error("unreadable answer from the model provider: {0}")]
+    Protocol(String),
+    /// The request was cancelled.
+    #[error("the model request was cancelled")]
+    Cancelled,
+}
+
+impl LlmError {
+    /// Whether trying again may help (429, 5xx, timeouts, broken connections).
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            LlmError::Status { status, .. } => *status == 429 || *status >= 500,
+            LlmError::Timeout(_) | LlmError::Transport(_) => true,
+            _ => false,
+        }
+    }
+}
+
+/// A model: takes a request, answers with text and tool calls.
+///
+/// Dropping the returned future cancels the request. Implementations report
+/// streamed text and completed tool calls to `on_event` as they arrive (a
+/// non-streaming client reports nothing, or everything at the end).
+pub trait LlmClient: Send + Sync {
+    /// Send one request.
+    fn complete<'a>(
+        &'a self,
+        request: &'a ModelRequest,
+        on_event: OnEvent<'a>,
+    ) -> BoxFuture<'a, Result<ModelResponse, LlmError>>;
+
+    /// A short name for events and logs (`openai-chat`, `anthropic`, …).
+    fn name(&self) -> &str;
+}
+
+impl<C: LlmClient + ?Sized> LlmClient for Arc<C> {
+    fn complete<'a>(
+        &'a self,
+        request: &'a ModelRequest,
+        on_event: OnEvent<'a>,
+    ) -> BoxFuture<'a, Result<ModelResponse, LlmError>> {
+        (**self).complete(request, on_event)
+    }
+
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+}
+
+impl fmt::Display for Message {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Message::User { text } => write!(f, "user: {text}"),
+            Message::Assistant { text, tool_calls } => {
+                write!(f, "assistant: {text}")?;
+                for call in tool_calls {
+                    write!(f, " [{}({})]", call.name, call.arguments)?;
+                }
+                Ok(())
+            }
+            Message::Tool { results } => {
+                for (i, r) in results.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str("\n")?;
+                    }
+                    write!(f, "tool {}: {}", r.name, r.content)?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
