@@ -1,2 +1,209 @@
-//! The `toolreg` command.
-fn main() {}
+//! `toolreg`: list, declare and call tools, and serve them over MCP.
+//!
+//! Run `toolreg --help` for the subcommands and examples.
+
+mod cli;
+mod setup;
+
+use std::fmt;
+use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
+
+use clap::Parser;
+use serde_json::Value;
+use toolreg::policy::{Approver, TerminalApprover, approver_fn};
+use toolreg::provider::{Provider, ToolRef};
+use toolreg::{SafetyLevel, ToolCall, ToolEngine, ToolExecutor};
+use toolreg_mcp::server::{HttpOptions, McpServer, ServerOptions, bearer_token_from_env};
+
+use cli::{Cli, Command, ServeArgs};
+
+/// A failure to report: one line on stderr, a non-zero exit.
+#[derive(Debug)]
+pub struct CliError {
+    message: String,
+    code: u8,
+}
+
+impl CliError {
+    /// An error with exit code 1.
+    pub fn new(message: impl Into<String>) -> Self {
+        CliError { message: message.into(), code: 1 }
+    }
+}
+
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    // Logs go to stderr: on stdio, stdout carries the protocol.
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("TOOLREG_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,rmcp=error")),
+        )
+        .init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("toolreg: cannot start: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("toolreg: {}", error.message.lines().next().unwrap_or_default());
+            ExitCode::from(error.code)
+        }
+    }
+}
+
+async fn run(cli: Cli) -> Result<(), CliError> {
+    let tools = setup::load(&cli.tools).await?;
+    match cli.command {
+        None => serve(tools, ServeArgs::default()).await,
+        Some(Command::Serve(args)) => serve(tools, args).await,
+        Some(Command::Tools { json }) => list(&tools, json),
+        Some(Command::Schema { provider, only }) => schema(&tools, &provider, &only),
+        Some(Command::Call { name, arguments, yes }) => call(tools, &name, arguments.as_deref(), yes).await,
+    }
+}
+
+fn list(tools: &setup::Tools, json: bool) -> Result<(), CliError> {
+    let mut out = std::io::stdout().lock();
+    if json {
+        let declarations: Vec<_> = tools.registry.list().collect();
+        let text = serde_json::to_string_pretty(&declarations).map_err(|e| CliError::new(e.to_string()))?;
+        return writeln!(out, "{text}").map_err(write_error);
+    }
+    let width = tools.registry.names().map(str::len).max().unwrap_or(4).max(4);
+    writeln!(out, "{:width$}  {:9}  DESCRIPTION", "NAME", "SAFETY").map_err(write_error)?;
+    for decl in tools.registry.list() {
+        let summary = decl.description.lines().next().unwrap_or_default();
+        writeln!(out, "{:width$}  {:9}  {summary}", decl.name, decl.safety.as_str()).map_err(write_error)?;
+    }
+    Ok(())
+}
+
+fn schema(tools: &setup::Tools, provider: &str, only: &[String]) -> Result<(), CliError> {
+    let provider: Provider =
+        provider.parse().map_err(|e: toolreg::provider::UnknownProvider| CliError::new(e.to_string()))?;
+    for name in only {
+        if !tools.registry.contains(name) {
+            return Err(CliError::new(format!("unknown tool `{name}`; `toolreg tools` lists them")));
+        }
+    }
+    let refs: Vec<ToolRef<'_>> = tools
+        .registry
+        .entries()
+        .filter(|entry| only.is_empty() || only.iter().any(|n| *n == entry.declaration().name))
+        .map(ToolRef::from)
+        .collect();
+    let declared = provider.wire_format().declare_partial(&refs);
+    for (tool, reason) in declared.refused() {
+        eprintln!("toolreg: `{tool}` left out for {provider}: {reason}");
+    }
+    for (tool, reason) in declared.not_strict() {
+        eprintln!("toolreg: `{tool}` sent without strict mode: {reason}");
+    }
+    let text = serde_json::to_string_pretty(&declared.tools).map_err(|e| CliError::new(e.to_string()))?;
+    writeln!(std::io::stdout().lock(), "{text}").map_err(write_error)
+}
+
+async fn call(tools: setup::Tools, name: &str, arguments: Option<&str>, yes: bool) -> Result<(), CliError> {
+    let Some(entry) = tools.registry.get(name) else {
+        return Err(CliError::new(format!("unknown tool `{name}`; `toolreg tools` lists them")));
+    };
+    let arguments = arguments.unwrap_or("{}");
+    if serde_json::from_str::<Value>(arguments).is_err() {
+        return Err(CliError::new(format!("the arguments are not JSON: {arguments}")));
+    }
+    let dangerous = entry.declaration().safety == SafetyLevel::Dangerous;
+    let approver: Box<dyn Approver> = if yes {
+        Box::new(approver_fn("--yes", |request: toolreg::policy::ApprovalRequest| {
+            let decision = request.approve();
+            async move { decision }
+        }))
+    } else if dangerous && !std::io::stdin().is_terminal() {
+        return Err(CliError::new(format!(
+            "`{name}` is dangerous and needs approval; run it on a terminal to be asked, or pass --yes"
+        )));
+    } else {
+        Box::new(TerminalApprover::stdio())
+    };
+    let mut builder = ToolEngine::builder(&tools.registry).approver(approver);
+    if let Some(audit) = tools.audit {
+        builder = builder.audit(audit);
+    }
+    let engine = builder.build();
+    let result = engine.execute_call(ToolCall::new("cli-1", name, arguments)).await;
+    match result.outcome {
+        Ok(output) => {
+            let text = match &output.value {
+                Value::String(s) => s.clone(),
+                other => serde_json::to_string_pretty(other).unwrap_or_default(),
+            };
+            writeln!(std::io::stdout().lock(), "{text}").map_err(write_error)
+        }
+        Err(error) => Err(CliError { message: error.model_text(name), code: 2 }),
+    }
+}
+
+async fn serve(tools: setup::Tools, args: ServeArgs) -> Result<(), CliError> {
+    let options = ServerOptions::default().allow_dangerous(args.allow_dangerous);
+    let mut builder = ToolEngine::builder(&tools.registry)
+        .approver(toolreg_mcp::server::ElicitationApprover::new(options.allow_dangerous));
+    if let Some(audit) = tools.audit {
+        builder = builder.audit(audit);
+    }
+    let server = McpServer::new(builder.build(), options);
+    match args.http {
+        Some(bind) => {
+            let mut http = HttpOptions::default().bind(bind).stateless(args.stateless);
+            if let Some(token) = bearer_token_from_env() {
+                http = http.bearer_token(token);
+            }
+            for host in args.allow_hosts {
+                http = http.allow_host(host);
+            }
+            for origin in args.allow_origins {
+                http = http.allow_origin(origin);
+            }
+            let shutdown = http.shutdown.clone();
+            tokio::spawn(async move {
+                let _ = tokio::signal::ctrl_c().await;
+                shutdown.cancel();
+            });
+            let listener = tokio::net::TcpListener::bind(bind)
+                .await
+                .map_err(|e| CliError::new(format!("cannot listen on {bind}: {e}")))?;
+            let local = listener.local_addr().map_err(|e| CliError::new(e.to_string()))?;
+            eprintln!("toolreg: serving {} tools over MCP at http://{local}{}", tools.registry.len(), http.path);
+            server.serve_http_on(listener, http).await.map_err(|e| CliError::new(e.to_string()))
+        }
+        None => {
+            if std::io::stdin().is_terminal() {
+                eprintln!(
+                    "toolreg: serving {} tools over MCP on stdin/stdout. This is what an MCP client runs; \
+                     to connect one, add to its configuration:\n  \
+                     {{\"mcpServers\": {{\"toolreg\": {{\"command\": \"toolreg\", \"args\": [\"serve\", \"--root\", \"{}\"]}}}}}}\n\
+                     toolreg: or try `toolreg tools`, `toolreg call list_files '{{}}'`, `toolreg --help`. Ctrl-D or Ctrl-C stops.",
+                    tools.registry.len(),
+                    std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_default()
+                );
+            }
+            server.serve_stdio().await.map_err(|e| CliError::new(e.to_string()))
+        }
+    }
+}
+
+fn write_error(error: std::io::Error) -> CliError {
+    CliError::new(format!("cannot write the output: {error}"))
+}

@@ -1,10 +1,12 @@
 //! Model Context Protocol for toolreg.
 //!
+//! - [`server`]: serve a registry, a selection or a whole engine over MCP
+//!   (stdio and streamable HTTP), every call through the engine's policy.
+//! - [`protocol`]: JSON-RPC error codes, `tools/list` paging and protocol
+//!   revisions, for hosts that speak MCP without rmcp.
+//!
 //! The core crate renders MCP's tool and result *formats*
-//! ([`toolreg::provider::mcp`]). This crate holds the protocol around them:
-//! JSON-RPC envelopes and error codes, paging of `tools/list`, and the
-//! differences between protocol revisions ([`protocol`]). The MCP server
-//! and client build on it.
+//! ([`toolreg::provider::mcp`]); the protocol around them is rmcp's.
 //!
 //! ```
 //! use serde_json::json;
@@ -21,3 +23,6 @@
 //! ```
 
 pub mod protocol;
+pub mod server;
+
+pub use server::{McpServer, ServeError, ServerOptions};

@@ -209,6 +209,17 @@ pub struct ToolDeclaration {
     /// time, in call order. Set with `#[tool(exclusive = "path")]`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exclusive_key: Option<String>,
+    /// A short human-readable name for user interfaces (MCP's `title`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Whether calling the tool twice with the same arguments does no more
+    /// than calling it once (MCP's `idempotentHint`), when declared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotent: Option<bool>,
+    /// Whether the tool reaches outside systems — the web, other services
+    /// (MCP's `openWorldHint`), when declared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_world: Option<bool>,
 }
 
 /// MCP-style behaviour hints derived from a [`SafetyLevel`]
@@ -238,6 +249,9 @@ impl ToolDeclaration {
             categories: Vec::new(),
             scope: Scope::default(),
             exclusive_key: None,
+            title: None,
+            idempotent: None,
+            open_world: None,
         }
     }
 
@@ -302,6 +316,24 @@ impl ToolDeclaration {
     /// batch with the same value run one at a time.
     pub fn with_exclusive_key(mut self, argument: impl Into<String>) -> Self {
         self.exclusive_key = Some(argument.into());
+        self
+    }
+
+    /// Give the tool a human-readable title (shown by MCP clients).
+    pub fn with_title(mut self, title: impl Into<String>) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// Declare whether repeating a call with the same arguments has no further effect.
+    pub fn with_idempotent(mut self, idempotent: bool) -> Self {
+        self.idempotent = Some(idempotent);
+        self
+    }
+
+    /// Declare whether the tool reaches outside systems (the web, other services).
+    pub fn with_open_world(mut self, open_world: bool) -> Self {
+        self.open_world = Some(open_world);
         self
     }
 

@@ -20,7 +20,7 @@ use super::{
     CallMapping, Declarations, NameStyle, Provider, ProviderError, SchemaMode, ToolRef, WireFormat, invalid,
     object_arguments, prepare, result_text, sealed, str_field,
 };
-use crate::declaration::SafetyLevel;
+use crate::declaration::{SafetyLevel, ToolDeclaration};
 use crate::exec::{ToolCall, ToolResult};
 
 /// MCP's tool and result formats.
@@ -35,6 +35,8 @@ pub struct Mcp {
 struct McpTool<'a> {
     name: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
+    title: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     description: Option<&'a str>,
     input_schema: &'a Value,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -43,23 +45,47 @@ struct McpTool<'a> {
 }
 
 /// MCP tool annotations, from [`SafetyLevel`]: `safe` is read-only,
-/// `cautious` changes things but destroys nothing, `dangerous` may destroy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// `cautious` changes things but destroys nothing, `dangerous` may destroy;
+/// the title and the idempotent and open-world hints when the declaration
+/// says them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct ToolAnnotations {
+    /// The tool's human-readable title.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
     /// The tool does not change its environment.
     pub read_only_hint: bool,
     /// The tool may destroy or overwrite.
     pub destructive_hint: bool,
+    /// Repeating a call has no further effect.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idempotent_hint: Option<bool>,
+    /// The tool reaches outside systems.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub open_world_hint: Option<bool>,
 }
 
 impl From<SafetyLevel> for ToolAnnotations {
     fn from(safety: SafetyLevel) -> Self {
-        match safety {
-            SafetyLevel::Safe => ToolAnnotations { read_only_hint: true, destructive_hint: false },
-            SafetyLevel::Cautious => ToolAnnotations { read_only_hint: false, destructive_hint: false },
-            SafetyLevel::Dangerous => ToolAnnotations { read_only_hint: false, destructive_hint: true },
+        ToolAnnotations {
+            title: None,
+            read_only_hint: safety == SafetyLevel::Safe,
+            destructive_hint: safety == SafetyLevel::Dangerous,
+            idempotent_hint: None,
+            open_world_hint: None,
+        }
+    }
+}
+
+impl From<&ToolDeclaration> for ToolAnnotations {
+    fn from(decl: &ToolDeclaration) -> Self {
+        ToolAnnotations {
+            title: decl.title.clone(),
+            idempotent_hint: decl.idempotent,
+            open_world_hint: decl.open_world,
+            ..ToolAnnotations::from(decl.safety)
         }
     }
 }
@@ -119,10 +145,11 @@ impl WireFormat for Mcp {
                     decl.output_schema.as_ref().filter(|s| s.get("type").is_some_and(|t| t == "object"));
                 McpTool {
                     name: &p.name,
+                    title: decl.title.as_deref(),
                     description: super::description(decl),
                     input_schema: &p.schema,
                     output_schema,
-                    annotations: decl.safety.into(),
+                    annotations: ToolAnnotations::from(decl),
                 }
             })
             .collect();

@@ -171,6 +171,28 @@ impl Provider {
         }
     }
 
+    /// This provider's wire format with its default options.
+    ///
+    /// ```
+    /// use toolreg::provider::Provider;
+    ///
+    /// let provider: Provider = "openai-responses".parse()?;
+    /// assert_eq!(provider.wire_format().provider(), Provider::OpenAiResponses);
+    /// # Ok::<(), toolreg::provider::UnknownProvider>(())
+    /// ```
+    pub fn wire_format(self) -> Box<dyn WireFormat> {
+        match self {
+            Provider::OpenAiChat => Box::new(openai_chat::OpenAiChat::new()),
+            Provider::OpenAiResponses => Box::new(openai_responses::OpenAiResponses::new()),
+            Provider::Anthropic => Box::new(anthropic::Anthropic::new()),
+            Provider::Gemini => Box::new(gemini::Gemini::new()),
+            Provider::Mcp => Box::new(mcp::Mcp::new()),
+            Provider::Bedrock => Box::new(bedrock::Bedrock::new()),
+            Provider::Mistral => Box::new(mistral::Mistral::new()),
+            Provider::Ollama => Box::new(ollama::Ollama::new()),
+        }
+    }
+
     /// The rule tool names must follow for this provider.
     pub fn name_rule(self) -> NameRule {
         match self {
@@ -183,6 +205,27 @@ impl Provider {
             Provider::Gemini => NameRule::GEMINI,
             Provider::Mcp => NameRule::MCP,
         }
+    }
+}
+
+/// A provider name [`Provider::from_str`](std::str::FromStr) does not know.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "unknown provider `{0}`; known: openai (openai-chat), openai-responses, anthropic, gemini, mcp, bedrock, mistral, ollama"
+)]
+pub struct UnknownProvider(pub String);
+
+impl std::str::FromStr for Provider {
+    type Err = UnknownProvider;
+
+    /// The short name ([`Provider::as_str`]), with `-` or `_`, or `openai`
+    /// for Chat Completions; any case.
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        let key = name.trim().to_ascii_lowercase().replace('-', "_");
+        if key == "openai" {
+            return Ok(Provider::OpenAiChat);
+        }
+        Provider::ALL.into_iter().find(|p| p.as_str() == key).ok_or_else(|| UnknownProvider(name.to_owned()))
     }
 }
 

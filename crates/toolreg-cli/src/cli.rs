@@ -1,0 +1,115 @@
+//! The command line, as clap reads it.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+const EXAMPLES: &str = "\
+Examples:
+  toolreg                                  serve the built-in tools over stdio (what an MCP client runs)
+  toolreg tools                            list the tools, their safety and what they do
+  toolreg tools --json                     ... as JSON
+  toolreg schema --provider anthropic      the tool declarations as Anthropic's `tools` value
+  toolreg call read_file '{\"path\": \"README.md\", \"limit\": 5}'
+  toolreg serve --http 127.0.0.1:8080      serve over streamable HTTP at http://127.0.0.1:8080/mcp
+  toolreg serve --config servers.json      also serve every tool of the MCP servers listed there
+
+Connect an MCP client (Claude Desktop, Cursor, VS Code, ...) with:
+  {\"mcpServers\": {\"toolreg\": {\"command\": \"toolreg\", \"args\": [\"serve\", \"--root\", \"/path/to/project\"]}}}";
+
+/// One registry for every tool an LLM agent can call: the built-in tools
+/// (context store, files, shell) and any MCP server's, with one policy.
+#[derive(Debug, Parser)]
+#[command(name = "toolreg", version, about, after_help = EXAMPLES)]
+pub struct Cli {
+    /// What to do; without one, `serve` over stdio.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    /// Where the tools live.
+    #[command(flatten)]
+    pub tools: ToolsArgs,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// List the tools: name, safety, what they do.
+    #[command(after_help = "Examples:\n  toolreg tools\n  toolreg tools --json | jq '.[].name'")]
+    Tools {
+        /// Print the declarations as JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the tool declarations in a provider's wire format.
+    #[command(
+        after_help = "Examples:\n  toolreg schema --provider openai\n  toolreg schema --provider gemini --tool read_file"
+    )]
+    Schema {
+        /// openai (Chat Completions), openai-responses, anthropic, gemini, mcp, bedrock, mistral, ollama.
+        #[arg(long, short)]
+        provider: String,
+        /// Only these tools (repeatable).
+        #[arg(long = "tool")]
+        only: Vec<String>,
+    },
+    /// Call one tool through the engine and print its result; a dangerous
+    /// tool asks for approval on the terminal.
+    #[command(
+        after_help = "Examples:\n  toolreg call list_files '{}'\n  toolreg call store_set '{\"key\": \"notes\", \"value\": [1, 2]}'\n  toolreg call shell '{\"command\": \"ls\"}' --yes"
+    )]
+    Call {
+        /// The tool's name.
+        name: String,
+        /// The arguments as a JSON object (default `{}`).
+        arguments: Option<String>,
+        /// Approve a dangerous call without asking.
+        #[arg(long)]
+        yes: bool,
+    },
+    /// Serve the tools over MCP (stdio by default).
+    #[command(
+        after_help = "Examples:\n  toolreg serve\n  toolreg serve --http 127.0.0.1:8080 --audit audit.jsonl\n  TOOLREG_MCP_TOKEN=secret toolreg serve --http 0.0.0.0:8080 --allow-host example.com\n  toolreg serve --config ~/.config/claude/claude_desktop_config.json"
+    )]
+    Serve(ServeArgs),
+}
+
+/// Where the tools come from (shared by every subcommand).
+#[derive(Debug, Args)]
+pub struct ToolsArgs {
+    /// The directory the file and shell tools are confined to.
+    #[arg(long, global = true, default_value = ".")]
+    pub root: PathBuf,
+    /// The context store's SQLite file (default: ROOT/.toolreg/store.db).
+    #[arg(long, global = true)]
+    pub store: Option<PathBuf>,
+    /// An `mcpServers` JSON file: import every tool of those servers.
+    #[arg(long, global = true)]
+    pub config: Option<PathBuf>,
+    /// Leave out the shell tool.
+    #[arg(long, global = true)]
+    pub no_shell: bool,
+    /// Append an audit record of every call to this file (JSON lines).
+    #[arg(long, global = true)]
+    pub audit: Option<PathBuf>,
+}
+
+/// `toolreg serve`.
+#[derive(Debug, Args, Default)]
+pub struct ServeArgs {
+    /// Serve streamable HTTP on this address instead of stdio.
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<SocketAddr>,
+    /// Serve HTTP without sessions (for several servers behind a load balancer).
+    #[arg(long, requires = "http")]
+    pub stateless: bool,
+    /// Also accept this Host header (repeatable; loopback names are always accepted).
+    #[arg(long = "allow-host", requires = "http")]
+    pub allow_hosts: Vec<String>,
+    /// Also accept requests from this browser origin (repeatable).
+    #[arg(long = "allow-origin", requires = "http")]
+    pub allow_origins: Vec<String>,
+    /// Run dangerous tools without approval.
+    #[arg(long)]
+    pub allow_dangerous: bool,
+}

@@ -1,0 +1,365 @@
+//! Serve a registry, a selection or a whole [`ToolEngine`] over MCP.
+//!
+//! Every `tools/call` goes through the engine — selection, argument
+//! validation, approval, hooks, audit — so serving a registry over MCP gives
+//! it the same policy as calling it in process. Tool failures (bad arguments
+//! included) are results with `isError: true` and the text a model reads; an
+//! unknown tool is JSON-RPC error -32602, as the specification names it. A
+//! panicking tool is a failed result: the server keeps serving.
+//!
+//! The protocol itself (initialisation, version negotiation, cancellation,
+//! the streamable HTTP transport) is rmcp's; this module maps it onto the
+//! engine:
+//!
+//! - `notifications/cancelled` cancels the running call's token, which the
+//!   tool sees through [`CallContext::cancelled`](toolreg::CallContext::cancelled);
+//! - a tool's [`CallContext::report_progress`](toolreg::CallContext::report_progress)
+//!   becomes `notifications/progress` when the client sent a progress token;
+//! - [`McpServer::set_engine`] swaps the tools at run time and sends
+//!   `notifications/tools/list_changed` to every connected client;
+//! - dangerous tools are approved through MCP elicitation where the client
+//!   supports it ([`ElicitationApprover`]).
+//!
+//! ```no_run
+//! use toolreg::FunctionRegistry;
+//! use toolreg_mcp::server::{McpServer, ServerOptions};
+//!
+//! # async fn run(registry: FunctionRegistry) -> Result<(), toolreg_mcp::server::ServeError> {
+//! let server = McpServer::from_registry(&registry, ServerOptions::default());
+//! server.serve_stdio().await
+//! # }
+//! ```
+
+mod approval;
+mod http;
+mod stdio;
+
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+
+use rmcp::ServerHandler;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ErrorData, Implementation, ListToolsResult,
+    PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer};
+use serde_json::Value;
+use toolreg::provider::mcp::Mcp;
+use toolreg::provider::{ToolRef, WireFormat};
+use toolreg::{Extensions, FunctionRegistry, ProgressReporter, ToolCall, ToolEngine};
+
+pub use approval::ElicitationApprover;
+pub use http::{HttpOptions, bearer_token_from_env};
+pub use stdio::StdioOptions;
+
+/// Why a server could not start or stopped with an error.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServeError {
+    /// Reading or writing the transport, or binding the address, failed.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// The client did not complete the MCP handshake.
+    #[error("MCP handshake failed: {0}")]
+    Handshake(String),
+}
+
+/// How the server presents itself and treats dangerous tools.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ServerOptions {
+    /// The `serverInfo.name` sent at `initialize`.
+    pub name: String,
+    /// The `serverInfo.version`.
+    pub version: String,
+    /// Instructions for the client's model, sent at `initialize`.
+    pub instructions: Option<String>,
+    /// Tools per `tools/list` page.
+    pub page_size: usize,
+    /// Run dangerous tools without asking (the operator's `--allow-dangerous`).
+    /// Otherwise they are approved through elicitation, or refused when the
+    /// client cannot be asked.
+    pub allow_dangerous: bool,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        ServerOptions {
+            name: "toolreg".to_owned(),
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            instructions: None,
+            page_size: 100,
+            allow_dangerous: false,
+        }
+    }
+}
+
+impl ServerOptions {
+    /// Set the server's name.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// Set instructions for the client's model.
+    pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
+        self.instructions = Some(instructions.into());
+        self
+    }
+
+    /// Set the number of tools per `tools/list` page (at least one).
+    pub fn page_size(mut self, page_size: usize) -> Self {
+        self.page_size = page_size.max(1);
+        self
+    }
+
+    /// Run dangerous tools without asking.
+    pub fn allow_dangerous(mut self, allow: bool) -> Self {
+        self.allow_dangerous = allow;
+        self
+    }
+}
+
+/// An MCP server over a [`ToolEngine`]. Cloning shares it: every clone
+/// serves the same tools, and [`set_engine`](Self::set_engine) on one
+/// reaches the clients of all.
+#[derive(Clone)]
+pub struct McpServer {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    options: ServerOptions,
+    tools: RwLock<Arc<Served>>,
+    peers: Mutex<Vec<Peer<RoleServer>>>,
+}
+
+/// The engine and its `tools/list` answer, computed once per engine.
+struct Served {
+    engine: ToolEngine,
+    listed: Vec<Tool>,
+}
+
+impl Served {
+    fn new(engine: ToolEngine) -> Self {
+        let refs: Vec<ToolRef<'_>> = engine.tools().entries().map(ToolRef::from).collect();
+        let declared = Mcp::new().declare_partial(&refs);
+        for (tool, reason) in declared.refused() {
+            tracing::warn!(tool, %reason, "tool not served over MCP");
+        }
+        let listed = match declared.tools {
+            Value::Array(tools) => tools
+                .into_iter()
+                .filter_map(|tool| match serde_json::from_value::<Tool>(tool) {
+                    Ok(tool) => Some(tool),
+                    Err(error) => {
+                        tracing::warn!(%error, "tool not served over MCP: unreadable declaration");
+                        None
+                    }
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        Served { engine, listed }
+    }
+}
+
+impl std::fmt::Debug for McpServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpServer")
+            .field("options", &self.shared.options)
+            .field("tools", &self.served().listed.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpServer {
+    /// Serve this engine as it is (its selection, approver, hooks and audit).
+    ///
+    /// Dangerous tools need an approver on the engine; build it with an
+    /// [`ElicitationApprover`] to ask the MCP client.
+    pub fn new(engine: ToolEngine, options: ServerOptions) -> Self {
+        McpServer {
+            shared: Arc::new(Shared {
+                options,
+                tools: RwLock::new(Arc::new(Served::new(engine))),
+                peers: Mutex::new(Vec::new()),
+            }),
+        }
+    }
+
+    /// Serve every tool of `registry`, with dangerous tools approved through
+    /// elicitation (or allowed outright with [`ServerOptions::allow_dangerous`]).
+    pub fn from_registry(registry: &FunctionRegistry, options: ServerOptions) -> Self {
+        let engine = Self::engine_for(registry, &options);
+        McpServer::new(engine, options)
+    }
+
+    /// The engine [`from_registry`](Self::from_registry) builds: all tools,
+    /// an [`ElicitationApprover`] following `options.allow_dangerous`.
+    pub fn engine_for(registry: &FunctionRegistry, options: &ServerOptions) -> ToolEngine {
+        ToolEngine::builder(registry).approver(ElicitationApprover::new(options.allow_dangerous)).build()
+    }
+
+    /// The options the server was made with.
+    pub fn options(&self) -> &ServerOptions {
+        &self.shared.options
+    }
+
+    /// The engine now serving.
+    pub fn engine(&self) -> ToolEngine {
+        self.served().engine.clone()
+    }
+
+    /// Serve another engine from now on (calls already running finish on the
+    /// old one) and tell every connected client with
+    /// `notifications/tools/list_changed`.
+    pub async fn set_engine(&self, engine: ToolEngine) {
+        let served = Arc::new(Served::new(engine));
+        *self.shared.tools.write().unwrap_or_else(PoisonError::into_inner) = served;
+        let peers: Vec<Peer<RoleServer>> = self.shared.peers.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        let mut gone = Vec::new();
+        for (i, peer) in peers.iter().enumerate() {
+            if peer.is_transport_closed() || peer.notify_tool_list_changed().await.is_err() {
+                gone.push(i);
+            }
+        }
+        if !gone.is_empty() {
+            let mut live = self.shared.peers.lock().unwrap_or_else(PoisonError::into_inner);
+            live.retain(|peer| !peer.is_transport_closed());
+        }
+    }
+
+    /// Serve one client on this process's stdin and stdout until it
+    /// disconnects. Logs must go to stderr: stdout carries the protocol.
+    pub async fn serve_stdio(&self) -> Result<(), ServeError> {
+        let (read, write) = rmcp::transport::io::stdio_pipes();
+        self.serve_stream(read, write, StdioOptions::default()).await
+    }
+
+    /// Serve one client on any byte stream pair (a child's pipes, a socket,
+    /// an in-memory duplex in tests) until it disconnects.
+    pub async fn serve_stream<R, W>(&self, read: R, write: W, options: StdioOptions) -> Result<(), ServeError>
+    where
+        R: tokio::io::AsyncRead + Send + Unpin + 'static,
+        W: tokio::io::AsyncWrite + Send + Unpin + 'static,
+    {
+        let transport = stdio::LineTransport::new(read, write, options);
+        let running = rmcp::serve_server(self.clone(), transport)
+            .await
+            .map_err(|error| ServeError::Handshake(error.to_string()))?;
+        running.waiting().await.map_err(|error| ServeError::Handshake(error.to_string()))?;
+        Ok(())
+    }
+
+    fn served(&self) -> Arc<Served> {
+        Arc::clone(&self.shared.tools.read().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// The `tools/list` page starting at `cursor` (an offset this server
+    /// handed out).
+    fn list_page(&self, cursor: Option<&str>) -> Result<ListToolsResult, ErrorData> {
+        let served = self.served();
+        let start = match cursor {
+            None => 0,
+            Some(text) => text
+                .parse::<usize>()
+                .ok()
+                .filter(|&n| n <= served.listed.len())
+                .ok_or_else(|| ErrorData::invalid_params(format!("invalid cursor `{text}`"), None))?,
+        };
+        let end = start.saturating_add(self.shared.options.page_size).min(served.listed.len());
+        let mut page = ListToolsResult::default();
+        page.tools = served.listed[start..end].to_vec();
+        page.next_cursor = (end < served.listed.len()).then(|| end.to_string());
+        Ok(page)
+    }
+
+    async fn call(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let served = self.served();
+        let name = request.name.as_ref();
+        if !served.engine.tools().contains(name) {
+            return Err(ErrorData::invalid_params(format!("unknown tool `{name}`"), None));
+        }
+        let arguments = Value::Object(request.arguments.unwrap_or_default());
+        let mut extensions = Extensions::default();
+        if let Some(token) = context.meta.get_progress_token() {
+            let peer = context.peer.clone();
+            extensions.insert(ProgressReporter::new(move |progress| {
+                let mut param = ProgressNotificationParam::new(token.clone(), progress.progress);
+                param.total = progress.total;
+                param.message = progress.message;
+                let peer = peer.clone();
+                // Progress is best effort: a client that went away misses it.
+                tokio::spawn(async move {
+                    let _ = peer.notify_progress(param).await;
+                });
+            }));
+        }
+        extensions.insert(context.peer.clone());
+        let call = ToolCall::new(request_id_text(&context), name, arguments);
+        let result = served.engine.execute_call_in(call, context.ct.clone(), &extensions).await;
+        Ok(to_call_tool_result(&result))
+    }
+}
+
+/// The JSON-RPC id as text, the call id the engine and the audit trail see.
+fn request_id_text(context: &RequestContext<RoleServer>) -> String {
+    match serde_json::to_value(&context.id) {
+        Ok(Value::String(s)) => s,
+        Ok(other) => other.to_string(),
+        Err(_) => String::new(),
+    }
+}
+
+/// rmcp's `CallToolResult` for an engine result: the text a model reads,
+/// `structuredContent` for object results, `isError` for failures.
+fn to_call_tool_result(result: &toolreg::ToolResult) -> CallToolResult {
+    let rendered = toolreg::provider::mcp::CallToolResult::new(result);
+    let text = result.text().into_owned();
+    let mut out = if rendered.is_error {
+        CallToolResult::error(vec![rmcp::model::ContentBlock::text(text)])
+    } else {
+        CallToolResult::success(vec![rmcp::model::ContentBlock::text(text)])
+    };
+    out.structured_content = rendered.structured_content;
+    out
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        let capabilities = ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build();
+        let options = &self.shared.options;
+        let mut config = ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new(options.name.clone(), options.version.clone()));
+        if let Some(instructions) = &options.instructions {
+            config = config.with_instructions(instructions.clone());
+        }
+        config
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        self.list_page(request.as_ref().and_then(|r| r.cursor.as_deref()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        self.call(request, context).await.map(CallToolResponse::from)
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let mut peers = self.shared.peers.lock().unwrap_or_else(PoisonError::into_inner);
+        peers.retain(|peer| !peer.is_transport_closed());
+        peers.push(context.peer);
+    }
+}
