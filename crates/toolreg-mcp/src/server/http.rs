@@ -101,6 +101,12 @@ impl HttpOptions {
         self
     }
 
+    /// Refuse request bodies larger than this (413).
+    pub fn max_body_bytes(mut self, bytes: usize) -> Self {
+        self.max_body_bytes = bytes;
+        self
+    }
+
     /// Also accept this browser origin.
     pub fn allow_origin(mut self, origin: impl Into<String>) -> Self {
         self.allowed_origins.push(origin.into());

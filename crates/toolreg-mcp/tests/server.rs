@@ -1,0 +1,344 @@
+//! The MCP server, driven by rmcp's client and by raw JSON-RPC lines.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::ServiceExt;
+use rmcp::model::CallToolRequestParams;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
+use toolreg::{CallContext, FunctionRegistry, ParamType, SafetyLevel, ToolDeclaration, ToolEngine, ToolRegistration};
+use toolreg_mcp::server::{ElicitationApprover, McpServer, ServerOptions, StdioOptions};
+
+const HANG: Duration = Duration::from_secs(20);
+
+fn decl(name: &str, safety: SafetyLevel) -> ToolDeclaration {
+    ToolDeclaration::builder(name)
+        .description(format!("The {name} tool."))
+        .optional_param("n", ParamType::Integer, "a number")
+        .safety(safety)
+        .build()
+}
+
+struct Seen {
+    cancelled: AtomicBool,
+    wiped: AtomicBool,
+}
+
+fn registry(seen: &Arc<Seen>) -> FunctionRegistry {
+    let mut r = FunctionRegistry::new();
+    r.register_sync_tool(
+        "echo",
+        |args: Value| Ok::<_, String>(args),
+        decl("echo", SafetyLevel::Safe).with_title("Echo"),
+    )
+    .unwrap();
+    r.register_sync_tool("fail", |_: Value| Err::<Value, _>("disk on fire"), decl("fail", SafetyLevel::Safe)).unwrap();
+    r.register_sync_tool(
+        "boom",
+        |_: Value| -> Result<Value, String> { panic!("kaboom") },
+        decl("boom", SafetyLevel::Safe),
+    )
+    .unwrap();
+    let s = Arc::clone(seen);
+    r.register(ToolRegistration::from_async_with_context(
+        "wait",
+        move |cx: CallContext, _: Value| {
+            let s = Arc::clone(&s);
+            async move {
+                cx.report_progress(1.0, Some(3.0), Some("started"));
+                cx.cancelled().await;
+                s.cancelled.store(true, Ordering::SeqCst);
+                Ok::<_, String>(json!("stopped"))
+            }
+        },
+        decl("wait", SafetyLevel::Safe),
+    ))
+    .unwrap();
+    let s = Arc::clone(seen);
+    r.register_sync_tool(
+        "wipe",
+        move |_: Value| {
+            s.wiped.store(true, Ordering::SeqCst);
+            Ok::<_, String>(json!({"wiped": true}))
+        },
+        decl("wipe", SafetyLevel::Dangerous).with_idempotent(true),
+    )
+    .unwrap();
+    r
+}
+
+fn seen() -> Arc<Seen> {
+    Arc::new(Seen { cancelled: AtomicBool::new(false), wiped: AtomicBool::new(false) })
+}
+
+/// A client speaking raw JSON lines to a server on an in-memory pipe.
+struct Raw {
+    write: tokio::io::WriteHalf<DuplexStream>,
+    lines: Lines<BufReader<tokio::io::ReadHalf<DuplexStream>>>,
+    /// Messages read while waiting for something else.
+    other: Vec<Value>,
+}
+
+impl Raw {
+    fn start(server: McpServer, options: StdioOptions) -> Raw {
+        let (client, server_side) = tokio::io::duplex(1 << 20);
+        let (server_read, server_write) = tokio::io::split(server_side);
+        tokio::spawn(async move {
+            let _ = server.serve_stream(server_read, server_write, options).await;
+        });
+        let (read, write) = tokio::io::split(client);
+        Raw { write, lines: BufReader::new(read).lines(), other: Vec::new() }
+    }
+
+    async fn send_line(&mut self, line: &str) {
+        self.write.write_all(line.as_bytes()).await.unwrap();
+        self.write.write_all(b"\n").await.unwrap();
+    }
+
+    async fn send(&mut self, message: Value) {
+        self.send_line(&message.to_string()).await;
+    }
+
+    async fn next(&mut self) -> Value {
+        let line = tokio::time::timeout(HANG, self.lines.next_line()).await.expect("no answer in time").unwrap();
+        serde_json::from_str(&line.expect("the server closed the stream")).unwrap()
+    }
+
+    /// The answer to request `id`, keeping everything else read meanwhile.
+    async fn answer(&mut self, id: Value) -> Value {
+        if let Some(at) = self.other.iter().position(|m| m.get("id") == Some(&id) && m.get("method").is_none()) {
+            return self.other.remove(at);
+        }
+        loop {
+            let message = self.next().await;
+            if message.get("id") == Some(&id) && message.get("method").is_none() {
+                return message;
+            }
+            self.other.push(message);
+        }
+    }
+
+    async fn initialize(&mut self, capabilities: Value) -> Value {
+        self.send(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": capabilities,
+            "clientInfo": {"name": "raw", "version": "1"}}}))
+            .await;
+        let answer = self.answer(json!(0)).await;
+        self.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+        answer
+    }
+
+    async fn call(&mut self, id: i64, name: &str, arguments: Value) -> Value {
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": arguments}}))
+            .await;
+        self.answer(json!(id)).await
+    }
+}
+
+fn server(seen: &Arc<Seen>, options: ServerOptions) -> McpServer {
+    McpServer::from_registry(&registry(seen), options)
+}
+
+#[tokio::test]
+async fn rmcp_client_lists_and_calls_through_the_engine() {
+    let seen = seen();
+    let (client_io, server_io) = tokio::io::duplex(1 << 20);
+    let (r, w) = tokio::io::split(server_io);
+    let served = server(&seen, ServerOptions::default().page_size(2));
+    tokio::spawn(async move { served.serve_stream(r, w, StdioOptions::default()).await });
+    let client = ().serve(client_io).await.unwrap();
+
+    // Paged listing: five tools, two per page.
+    let tools = client.list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(names, ["echo", "fail", "boom", "wait", "wipe"]);
+    let echo = serde_json::to_value(&tools[0]).unwrap();
+    assert_eq!(echo["title"], "Echo");
+    assert_eq!(echo["annotations"]["readOnlyHint"], true);
+    let wipe = serde_json::to_value(&tools[4]).unwrap();
+    assert_eq!(wipe["annotations"]["destructiveHint"], true);
+    assert_eq!(wipe["annotations"]["idempotentHint"], true);
+    let first = client.list_tools(None).await.unwrap();
+    assert_eq!(first.tools.len(), 2);
+    assert_eq!(first.next_cursor.as_deref(), Some("2"));
+
+    let call = |name: &str, args: Value| {
+        CallToolRequestParams::new(name.to_owned()).with_arguments(args.as_object().cloned().unwrap_or_default())
+    };
+    let ok = client.call_tool(call("echo", json!({"n": 4}))).await.unwrap();
+    assert_eq!(ok.is_error, Some(false));
+    assert_eq!(ok.structured_content, Some(json!({"n": 4})));
+
+    // Bad arguments, a failing tool and a panicking tool are results the model reads.
+    let bad = client.call_tool(call("echo", json!({"n": "four"}))).await.unwrap();
+    assert_eq!(bad.is_error, Some(true));
+    let text = serde_json::to_value(&bad.content).unwrap()[0]["text"].as_str().unwrap().to_owned();
+    assert!(text.contains("`/n`") && text.contains("integer"), "{text}");
+    let failed = client.call_tool(call("fail", json!({}))).await.unwrap();
+    assert_eq!(failed.is_error, Some(true));
+    assert!(serde_json::to_string(&failed.content).unwrap().contains("disk on fire"));
+    let panicked = client.call_tool(call("boom", json!({}))).await.unwrap();
+    assert_eq!(panicked.is_error, Some(true));
+
+    // An unknown tool is the protocol error the specification names.
+    let unknown = client.call_tool(call("nope", json!({}))).await.unwrap_err();
+    assert!(unknown.to_string().contains("-32602") || unknown.to_string().contains("unknown tool"), "{unknown}");
+
+    // The server is still serving, and the dangerous tool was refused: this client cannot be asked.
+    let refused = client.call_tool(call("wipe", json!({}))).await.unwrap();
+    assert_eq!(refused.is_error, Some(true));
+    assert!(serde_json::to_string(&refused.content).unwrap().contains("--allow-dangerous"));
+    assert!(!seen.wiped.load(Ordering::SeqCst));
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn allow_dangerous_runs_dangerous_tools() {
+    let seen = seen();
+    let mut raw = Raw::start(server(&seen, ServerOptions::default().allow_dangerous(true)), StdioOptions::default());
+    raw.initialize(json!({})).await;
+    let answer = raw.call(1, "wipe", json!({})).await;
+    assert_eq!(answer["result"]["isError"], false, "{answer}");
+    assert!(seen.wiped.load(Ordering::SeqCst));
+}
+
+#[tokio::test]
+async fn dangerous_tools_are_approved_through_elicitation() {
+    for (action, content, runs) in [
+        ("accept", json!({"approve": true}), true),
+        ("accept", json!({"approve": false}), false),
+        ("decline", Value::Null, false),
+    ] {
+        let seen = seen();
+        let mut raw = Raw::start(server(&seen, ServerOptions::default()), StdioOptions::default());
+        raw.initialize(json!({"elicitation": {}})).await;
+        raw.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "wipe", "arguments": {"n": 7}}}))
+            .await;
+        // The server asks the client before it runs anything.
+        let ask = raw.next().await;
+        assert_eq!(ask["method"], "elicitation/create", "{ask}");
+        assert!(ask["params"]["message"].as_str().unwrap().contains("\"n\": 7"), "{ask}");
+        assert!(!seen.wiped.load(Ordering::SeqCst));
+        let mut reply = json!({"action": action});
+        if !content.is_null() {
+            reply["content"] = content;
+        }
+        raw.send(json!({"jsonrpc": "2.0", "id": ask["id"], "result": reply})).await;
+        let answer = raw.answer(json!(1)).await;
+        assert_eq!(answer["result"]["isError"], !runs, "{action}: {answer}");
+        assert_eq!(seen.wiped.load(Ordering::SeqCst), runs);
+    }
+}
+
+#[tokio::test]
+async fn progress_is_sent_and_cancellation_reaches_the_tool() {
+    let seen = seen();
+    let mut raw = Raw::start(server(&seen, ServerOptions::default()), StdioOptions::default());
+    raw.initialize(json!({})).await;
+    raw.send(json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+        "params": {"name": "wait", "arguments": {}, "_meta": {"progressToken": "p-1"}}}))
+        .await;
+    let progress = raw.next().await;
+    assert_eq!(progress["method"], "notifications/progress", "{progress}");
+    assert_eq!(progress["params"]["progressToken"], "p-1");
+    assert_eq!(progress["params"]["progress"], 1.0);
+    assert_eq!(progress["params"]["total"], 3.0);
+    assert_eq!(progress["params"]["message"], "started");
+
+    raw.send(
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 5, "reason": "user"}}),
+    )
+    .await;
+    let deadline = tokio::time::Instant::now() + HANG;
+    while !seen.cancelled.load(Ordering::SeqCst) {
+        assert!(tokio::time::Instant::now() < deadline, "the tool never saw the cancellation");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Still serving.
+    let answer = raw.call(6, "echo", json!({"n": 1})).await;
+    assert_eq!(answer["result"]["structuredContent"], json!({"n": 1}));
+}
+
+#[tokio::test]
+async fn list_changed_reaches_connected_clients() {
+    let seen = seen();
+    let served = server(&seen, ServerOptions::default());
+    let mut raw = Raw::start(served.clone(), StdioOptions::default());
+    raw.initialize(json!({})).await;
+    // Make sure the initialized notification was handled before swapping.
+    raw.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})).await;
+    assert_eq!(raw.answer(json!(1)).await["result"]["tools"].as_array().unwrap().len(), 5);
+
+    let mut smaller = FunctionRegistry::new();
+    smaller.register_sync_tool("only", |args: Value| Ok::<_, String>(args), decl("only", SafetyLevel::Safe)).unwrap();
+    served.set_engine(ToolEngine::builder(&smaller).approver(ElicitationApprover::new(false)).build()).await;
+    let note = raw.next().await;
+    assert_eq!(note["method"], "notifications/tools/list_changed", "{note}");
+    raw.send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})).await;
+    let tools = raw.answer(json!(2)).await;
+    assert_eq!(tools["result"]["tools"][0]["name"], "only");
+    assert_eq!(raw.call(3, "echo", json!({})).await["error"]["code"], -32602);
+}
+
+#[tokio::test]
+async fn bad_input_is_answered_and_the_server_keeps_serving() {
+    let seen = seen();
+    let mut raw = Raw::start(server(&seen, ServerOptions::default()), StdioOptions::default().max_message_bytes(4096));
+
+    // Before initialize, a tools call is refused, and the server still initialises after.
+    raw.send(json!({"jsonrpc": "2.0", "id": 90, "method": "tools/list"})).await;
+    let early = raw.answer(json!(90)).await;
+    assert!(early.get("error").is_some(), "{early}");
+    raw.initialize(json!({})).await;
+
+    raw.send_line("{not json").await;
+    let parse = raw.next().await;
+    assert_eq!(parse["error"]["code"], -32700, "{parse}");
+    assert_eq!(parse["id"], Value::Null);
+
+    raw.send_line(&format!("{{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{{\"name\":\"echo\",\"arguments\":{{\"s\":\"{}\"}}}}}}", "x".repeat(10_000)))
+        .await;
+    let large = raw.next().await;
+    assert_eq!(large["error"]["code"], -32600, "{large}");
+    assert!(large["error"]["message"].as_str().unwrap().contains("4096"));
+
+    raw.send(json!({"jsonrpc": "2.0", "id": 8, "method": "no/such/method"})).await;
+    assert_eq!(raw.answer(json!(8)).await["error"]["code"], -32601);
+
+    raw.send(json!({"jsonrpc": "2.0", "id": 9, "result_of_nothing": true})).await;
+    let invalid = raw.answer(json!(9)).await;
+    assert_eq!(invalid["error"]["code"], -32600, "{invalid}");
+
+    // Deep nesting is refused by the parser, not by a stack overflow.
+    raw.send_line(&format!("{}{}", "[".repeat(2000), "]".repeat(2000))).await;
+    assert_eq!(raw.next().await["error"]["code"], -32700);
+
+    // A flood of cancellations for requests that do not exist.
+    for id in 0..500 {
+        raw.send(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 10_000 + id}}))
+            .await;
+    }
+    let answer = raw.call(11, "echo", json!({"n": 2})).await;
+    assert_eq!(answer["result"]["structuredContent"], json!({"n": 2}));
+}
+
+#[tokio::test]
+async fn many_requests_in_flight_all_answered() {
+    let seen = seen();
+    let mut raw = Raw::start(server(&seen, ServerOptions::default()), StdioOptions::default());
+    raw.initialize(json!({})).await;
+    for id in 1..=200 {
+        raw.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "echo", "arguments": {"n": id}}}))
+            .await;
+    }
+    let answers = Arc::new(Mutex::new(Vec::new()));
+    for id in 1..=200 {
+        let answer = raw.answer(json!(id)).await;
+        answers.lock().unwrap().push(answer["result"]["structuredContent"]["n"].as_i64().unwrap());
+    }
+    let mut got = answers.lock().unwrap().clone();
+    got.sort_unstable();
+    assert_eq!(got, (1..=200).collect::<Vec<i64>>());
+}
