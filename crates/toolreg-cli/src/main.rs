@@ -59,7 +59,9 @@ fn main() -> ExitCode {
     match runtime.block_on(run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("toolreg: {}", error.message.lines().next().unwrap_or_default());
+            // One line, whatever the message: a model's error text may run over several.
+            let line: Vec<&str> = error.message.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+            eprintln!("toolreg: {}", line.join(" "));
             ExitCode::from(error.code)
         }
     }

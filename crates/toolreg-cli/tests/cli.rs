@@ -1,0 +1,169 @@
+//! The `toolreg` binary, run as a user runs it.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command as StdCommand, Stdio};
+
+use assert_cmd::Command;
+use serde_json::{Value, json};
+
+fn toolreg(root: &std::path::Path) -> Command {
+    let mut cmd = Command::cargo_bin("toolreg").unwrap();
+    cmd.current_dir(root).env_remove("TOOLREG_MCP_TOKEN").env("NO_COLOR", "1");
+    cmd
+}
+
+fn workspace() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "first line\nsecond line\n").unwrap();
+    dir
+}
+
+fn stdout(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn tools_lists_the_builtins_as_a_table_and_as_json() {
+    let dir = workspace();
+    let table = stdout(toolreg(dir.path()).arg("tools"));
+    assert!(table.starts_with("NAME"), "{table}");
+    assert!(table.lines().any(|l| l.starts_with("read_file") && l.contains("safe")), "{table}");
+    assert!(table.lines().any(|l| l.starts_with("write_file") && l.contains("dangerous")), "{table}");
+
+    let json: Value = serde_json::from_str(&stdout(toolreg(dir.path()).args(["tools", "--json"]))).unwrap();
+    let names: Vec<&str> = json.as_array().unwrap().iter().map(|d| d["name"].as_str().unwrap()).collect();
+    assert!(names.contains(&"store_set") && names.contains(&"search_files"), "{names:?}");
+    // The store lives under the root.
+    assert!(dir.path().join(".toolreg/store.db").exists());
+
+    let without_shell = stdout(toolreg(dir.path()).args(["tools", "--no-shell"]));
+    assert!(!without_shell.lines().any(|l| l.starts_with("shell ")));
+}
+
+#[test]
+fn schema_renders_each_provider_and_refuses_unknown_ones() {
+    let dir = workspace();
+    for (provider, check) in [
+        ("openai", "/0/function/name"),
+        ("openai-responses", "/0/name"),
+        ("anthropic", "/0/input_schema"),
+        ("gemini", "/0/functionDeclarations/0/name"),
+        ("mcp", "/0/inputSchema"),
+        ("bedrock", "/0/toolSpec/name"),
+    ] {
+        let out: Value =
+            serde_json::from_str(&stdout(toolreg(dir.path()).args(["schema", "--provider", provider]))).unwrap();
+        assert!(out.pointer(check).is_some(), "{provider}: {out}");
+    }
+    let only: Value =
+        serde_json::from_str(&stdout(toolreg(dir.path()).args(["schema", "-p", "anthropic", "--tool", "read_file"])))
+            .unwrap();
+    assert_eq!(only.as_array().unwrap().len(), 1);
+
+    let out = toolreg(dir.path()).args(["schema", "--provider", "cobol"]).output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("unknown provider `cobol`"), "{err}");
+}
+
+#[test]
+fn call_runs_a_tool_and_reports_errors_in_one_line() {
+    let dir = workspace();
+    let read = stdout(toolreg(dir.path()).args(["call", "read_file", r#"{"path": "notes.txt", "limit": 1}"#]));
+    assert!(read.contains("first line") && !read.contains("second line"), "{read}");
+
+    // Stored in one process, read back in another.
+    stdout(toolreg(dir.path()).args(["call", "store_set", r#"{"key": "plan", "value": [1, 2, 3]}"#]));
+    let got: Value =
+        serde_json::from_str(&stdout(toolreg(dir.path()).args(["call", "store_get", r#"{"key": "plan"}"#]))).unwrap();
+    assert_eq!(got["value"], json!([1, 2, 3]), "{got}");
+
+    for (args, expected) in [
+        (vec!["call", "nope"], "unknown tool `nope`"),
+        (vec!["call", "read_file", "{not json"], "not JSON"),
+        (vec!["call", "read_file", r#"{"path": 5}"#], "`/path`"),
+        (vec!["call", "read_file", r#"{"path": "../outside"}"#], ".."),
+    ] {
+        let out = toolreg(dir.path()).args(&args).output().unwrap();
+        assert!(!out.status.success(), "{args:?}");
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.starts_with("toolreg: ") && err.contains(expected), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn dangerous_calls_need_approval() {
+    let dir = workspace();
+    // Not a terminal and no --yes: refused before anything runs.
+    let out =
+        toolreg(dir.path()).args(["call", "write_file", r#"{"path": "new.txt", "content": "hi"}"#]).output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8(out.stderr).unwrap().contains("--yes"));
+    assert!(!dir.path().join("new.txt").exists());
+
+    stdout(toolreg(dir.path()).args(["call", "write_file", r#"{"path": "new.txt", "content": "hi"}"#, "--yes"]));
+    assert_eq!(std::fs::read_to_string(dir.path().join("new.txt")).unwrap(), "hi");
+}
+
+#[test]
+fn audit_file_records_calls() {
+    let dir = workspace();
+    let audit = dir.path().join("audit.jsonl");
+    stdout(toolreg(dir.path()).args(["call", "list_files", "{}", "--audit"]).arg(&audit));
+    let line: Value = serde_json::from_str(std::fs::read_to_string(&audit).unwrap().lines().next().unwrap()).unwrap();
+    assert_eq!(line["tool"], "list_files", "{line}");
+}
+
+#[test]
+fn help_teaches_by_example_and_bad_flags_fail() {
+    let dir = workspace();
+    let help = stdout(toolreg(dir.path()).arg("--help"));
+    assert!(help.contains("Examples:") && help.contains("mcpServers"), "{help}");
+    let out = toolreg(dir.path()).arg("--no-such-flag").output().unwrap();
+    assert!(!out.status.success());
+    let out = toolreg(dir.path()).args(["--root", "/definitely/not/here", "tools"]).output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("/definitely/not/here"), "{err}");
+}
+
+/// The default job: serve over stdio, answering an MCP client's requests.
+#[test]
+fn serves_mcp_over_stdio_by_default() {
+    let dir = workspace();
+    let mut child = StdCommand::new(assert_cmd::cargo::cargo_bin("toolreg"))
+        .current_dir(dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut send = |message: Value| writeln!(stdin, "{message}").unwrap();
+    send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}));
+    let init: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    assert_eq!(init["result"]["serverInfo"]["name"], "toolreg");
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    send(
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "read_file", "arguments": {"path": "notes.txt"}}}),
+    );
+    let call: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    assert_eq!(call["result"]["isError"], false, "{call}");
+    assert!(call["result"]["content"][0]["text"].as_str().unwrap().contains("second line"));
+    send(
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "write_file", "arguments": {"path": "x", "content": "y"}}}),
+    );
+    let refused: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    assert_eq!(refused["result"]["isError"], true, "{refused}");
+    assert!(!dir.path().join("x").exists());
+    drop(send);
+    drop(stdin); // end of input: the server exits
+    assert!(child.wait().unwrap().success());
+}
