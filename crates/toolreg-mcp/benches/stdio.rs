@@ -80,25 +80,23 @@ fn serve(role: &str) {
             }
             _ => {
                 let mut registry = toolreg::FunctionRegistry::new();
-                let decl = toolreg::ToolDeclaration::builder("add")
-                    .description("Add two integers.")
-                    .param("a", toolreg::ParamType::Integer, "The first addend.")
-                    .param("b", toolreg::ParamType::Integer, "The second addend.")
-                    .safety(toolreg::SafetyLevel::Safe)
-                    .build();
-                #[derive(serde::Deserialize, schemars::JsonSchema)]
-                struct AddArgs {
-                    a: i64,
-                    b: i64,
-                }
-                registry
-                    .register_sync_tool("add", |AddArgs { a, b }: AddArgs| Ok::<_, String>((a + b).to_string()), decl)
-                    .expect("register");
+                registry.register(add_tool::registration()).expect("register");
                 let server = toolreg_mcp::McpServer::from_registry(&registry, toolreg_mcp::ServerOptions::default());
                 let _ = server.serve_stdio().await;
             }
         }
     });
+}
+
+/// Add two integers.
+#[toolreg::tool(safety = "safe")]
+fn add(
+    /// The first addend.
+    a: i64,
+    /// The second addend.
+    b: i64,
+) -> String {
+    (a + b).to_string()
 }
 
 // ---- the client ----------------------------------------------------------
