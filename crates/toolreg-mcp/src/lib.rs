@@ -26,3 +26,9 @@ pub mod protocol;
 pub mod server;
 
 pub use server::{McpServer, ServeError, ServerOptions};
+
+/// The workspace README's Rust examples, compiled and run as doctests so they
+/// stay true (here, where both the core and the MCP server are in reach).
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;

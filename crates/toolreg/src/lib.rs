@@ -463,7 +463,3 @@ pub mod __private {
     }
 }
 
-/// The README's Rust examples, compiled and run as doctests so they stay true.
-#[cfg(doctest)]
-#[doc = include_str!("../../../README.md")]
-pub struct ReadmeDoctests;
