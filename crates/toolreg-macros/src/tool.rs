@@ -28,6 +28,9 @@ pub(crate) struct Options {
     scope: Option<LitStr>,
     categories: Vec<LitStr>,
     exclusive: Option<LitStr>,
+    title: Option<LitStr>,
+    idempotent: Option<syn::LitBool>,
+    open_world: Option<syn::LitBool>,
     krate: Option<Path>,
 }
 
@@ -41,10 +44,13 @@ impl Options {
             "scope" => self.scope = Some(meta.value()?.parse()?),
             "category" => self.categories.push(meta.value()?.parse()?),
             "exclusive" => self.exclusive = Some(meta.value()?.parse()?),
+            "title" => self.title = Some(meta.value()?.parse()?),
+            "idempotent" => self.idempotent = Some(meta.value()?.parse()?),
+            "open_world" => self.open_world = Some(meta.value()?.parse()?),
             "crate" => self.krate = Some(meta.value()?.parse()?),
             _ => {
                 return Err(meta.error(
-                    "unknown #[tool] option; expected one of: name, description, safety, category, scope, exclusive, crate",
+                    "unknown #[tool] option; expected one of: name, description, safety, category, scope, exclusive, title, idempotent, open_world, crate",
                 ));
             }
         }
@@ -148,6 +154,9 @@ pub(crate) fn expand(options: Options, function: &mut ItemFn) -> syn::Result<Tok
     };
     let categories = &options.categories;
     let exclusive = options.exclusive.iter();
+    let title = options.title.iter();
+    let idempotent = options.idempotent.iter();
+    let open_world = options.open_world.iter();
 
     // Parameters: each is one JSON argument, unless marked.
     let mut inputs: Vec<Input> = Vec::new();
@@ -394,6 +403,9 @@ pub(crate) fn expand(options: Options, function: &mut ItemFn) -> syn::Result<Tok
                     .with_scope(SCOPE)
                     #( .with_category(#categories) )*
                     #( .with_exclusive_key(#exclusive) )*
+                    #( .with_title(#title) )*
+                    #( .with_idempotent(#idempotent) )*
+                    #( .with_open_world(#open_world) )*
             }
 
             #[doc(inline)]

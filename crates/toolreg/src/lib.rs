@@ -225,7 +225,9 @@ pub use validate::ArgumentError;
 /// (`moderate` means cautious; default `dangerous`), `category = "..."`
 /// (repeatable), `scope = "core" | "agent" | "user" | "custom"` (default
 /// `custom`), `exclusive = "arg"` (calls of a batch with the same value of
-/// that argument run one at a time; see [`engine`]), and `crate = path` when
+/// that argument run one at a time; see [`engine`]), `title = "..."`,
+/// `idempotent = true | false` and `open_world = true | false` (shown to MCP
+/// clients as the tool's title and hints), and `crate = path` when
 /// toolreg is renamed. The name, safety level and scope are checked at
 /// compile time by the same `const fn`s the registry uses at run time
 /// ([`validate_name`], [`SafetyLevel::parse`], [`Scope::parse`]), so a bad
@@ -462,4 +464,3 @@ pub mod __private {
         }
     }
 }
-

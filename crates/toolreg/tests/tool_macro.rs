@@ -432,3 +432,32 @@ fn a_user_type_called_args_is_still_one_argument() {
     let out = block_on(registry.execute("count", json!({"args": {"n": 3}}))).unwrap();
     assert_eq!(out.value, json!(3));
 }
+
+/// Look up the weather at a place.
+#[tool(safety = "safe", title = "Weather now", idempotent = true, open_world = true)]
+fn weather_titled(
+    /// The place.
+    place: String,
+) -> String {
+    place
+}
+
+#[test]
+fn title_and_hints_reach_the_declaration_and_mcp() {
+    use toolreg::provider::WireFormat;
+    let decl = weather_titled_tool::declaration();
+    assert_eq!(decl.title.as_deref(), Some("Weather now"));
+    assert_eq!((decl.idempotent, decl.open_world), (Some(true), Some(true)));
+    let declared = toolreg::provider::mcp::Mcp::new().declare(&[toolreg::provider::ToolRef::from(&decl)]).unwrap();
+    let tool = &declared.tools[0];
+    assert_eq!(tool["title"], "Weather now");
+    assert_eq!(tool["annotations"]["title"], "Weather now");
+    assert_eq!(tool["annotations"]["idempotentHint"], true);
+    assert_eq!(tool["annotations"]["openWorldHint"], true);
+    assert_eq!(tool["annotations"]["readOnlyHint"], true);
+    // Not declared: not said (MCP's defaults apply).
+    let plain = toolreg::provider::mcp::Mcp::new()
+        .declare(&[toolreg::provider::ToolRef::from(&calculator_tool::declaration())])
+        .unwrap();
+    assert!(plain.tools[0]["annotations"].get("idempotentHint").is_none());
+}
