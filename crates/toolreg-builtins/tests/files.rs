@@ -263,3 +263,35 @@ async fn registered_tools_carry_safety_category_scope_and_exclusive_key() {
     assert!(err.to_string().contains("mode"), "{}", err.to_string());
     assert!(!dir.path().join("y.txt").exists());
 }
+
+/// The approver of an engine sees the diff of an edit before it happens,
+/// and a denied edit changes nothing.
+#[tokio::test]
+async fn approvers_see_the_edit_diff_before_the_write() {
+    use std::sync::{Arc, Mutex};
+    use toolreg::policy::{ApprovalRequest, approver_fn};
+
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("a.txt"), "hello\nworld\n").unwrap();
+    let mut registry = toolreg::FunctionRegistry::new();
+    toolreg_builtins::Builtins::new().files(root.path()).register(&mut registry).unwrap();
+    let shown = Arc::new(Mutex::new(None));
+    let seen = Arc::clone(&shown);
+    let engine = toolreg::ToolEngine::builder(&registry)
+        .approver(approver_fn("test", move |request: ApprovalRequest| {
+            *seen.lock().unwrap() = request.preview().map(str::to_owned);
+            let decision = request.deny("not now");
+            async move { decision }
+        }))
+        .build();
+    let call = toolreg::ToolCall::new(
+        "c1",
+        "edit_file",
+        serde_json::json!({"path": "a.txt", "edits": [{"old_string": "world", "new_string": "there"}]}),
+    );
+    let result = toolreg::ToolExecutor::execute_call(&engine, call).await;
+    assert!(result.is_error());
+    let diff = shown.lock().unwrap().clone().expect("a preview");
+    assert!(diff.contains("-world\n+there\n"), "{diff}");
+    assert_eq!(std::fs::read_to_string(root.path().join("a.txt")).unwrap(), "hello\nworld\n");
+}

@@ -48,7 +48,7 @@ pub use exec::{
 pub use futures_util::future::BoxFuture;
 pub use handler::{ErasedTool, ToolFuture};
 pub use policy::{Approver, Selection};
-pub use registry::{FunctionRegistry, RegistryError, ToolEntry, ToolRegistration, validate_name};
+pub use registry::{ApprovalPreview, FunctionRegistry, RegistryError, ToolEntry, ToolRegistration, validate_name};
 /// The cancellation token a [`CallContext`] carries (from `tokio-util`).
 pub use tokio_util::sync::CancellationToken;
 pub use validate::ArgumentError;

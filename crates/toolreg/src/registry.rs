@@ -85,7 +85,13 @@ pub struct ToolRegistration {
     /// The schema is exactly what serde enforces for the argument type, so a
     /// clean deserialisation needs no schema validation.
     serde_checked: bool,
+    preview: Option<ApprovalPreview>,
 }
+
+/// Shows an approver what a call would do before it runs (the diff of an
+/// edit, the command a shell would run). Given the validated arguments;
+/// `None` when there is nothing better to show than the arguments.
+pub type ApprovalPreview = Arc<dyn Fn(&serde_json::Value) -> Option<String> + Send + Sync>;
 
 impl fmt::Debug for ToolRegistration {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -127,7 +133,13 @@ impl ToolRegistration {
         E: Display,
     {
         let serde_checked = serde_checked::<A>(&declaration);
-        ToolRegistration { name: name.into(), declaration, tool: Arc::new(AsyncFnTool::new(func)), serde_checked }
+        ToolRegistration {
+            name: name.into(),
+            declaration,
+            tool: Arc::new(AsyncFnTool::new(func)),
+            serde_checked,
+            preview: None,
+        }
     }
 
     /// A synchronous function `Fn(Args) -> Result<R, E>`.
@@ -150,13 +162,19 @@ impl ToolRegistration {
         E: Display,
     {
         let serde_checked = serde_checked::<A>(&declaration);
-        ToolRegistration { name: name.into(), declaration, tool: Arc::new(SyncFnTool::new(func)), serde_checked }
+        ToolRegistration {
+            name: name.into(),
+            declaration,
+            tool: Arc::new(SyncFnTool::new(func)),
+            serde_checked,
+            preview: None,
+        }
     }
 
     /// A tool implemented by hand; its arguments are always checked against
     /// the declaration's schema before it runs.
     pub fn from_erased(name: impl Into<String>, tool: Arc<dyn ErasedTool>, declaration: ToolDeclaration) -> Self {
-        ToolRegistration { name: name.into(), declaration, tool, serde_checked: false }
+        ToolRegistration { name: name.into(), declaration, tool, serde_checked: false, preview: None }
     }
 
     /// The name the tool is registered under.
@@ -167,6 +185,18 @@ impl ToolRegistration {
     /// The declaration.
     pub fn declaration(&self) -> &ToolDeclaration {
         &self.declaration
+    }
+
+    /// Show approvers what a call would do (see [`ApprovalPreview`]): the
+    /// approval stage computes it from the validated arguments and hands it
+    /// to the approver with the request
+    /// ([`ApprovalRequest::preview`](crate::policy::ApprovalRequest::preview)).
+    pub fn with_approval_preview(
+        mut self,
+        preview: impl Fn(&serde_json::Value) -> Option<String> + Send + Sync + 'static,
+    ) -> Self {
+        self.preview = Some(Arc::new(preview));
+        self
     }
 
     /// Change the declaration before registering (safety, categories, ...).
@@ -195,6 +225,7 @@ pub struct ToolEntry {
     /// the life of the entry (the provider formats keep their lowered
     /// schemas here), without this module having to know its type.
     derived: Arc<OnceLock<Box<dyn Any + Send + Sync>>>,
+    preview: Option<ApprovalPreview>,
 }
 
 impl fmt::Debug for ToolEntry {
@@ -212,6 +243,12 @@ impl ToolEntry {
     /// The declaration, shared.
     pub fn declaration_arc(&self) -> &Arc<ToolDeclaration> {
         &self.declaration
+    }
+
+    /// What an approver should see for these (validated) arguments, when the
+    /// tool was registered with a preview.
+    pub fn approval_preview(&self, arguments: &serde_json::Value) -> Option<String> {
+        self.preview.as_ref().and_then(|preview| preview(arguments))
     }
 
     /// The tool itself, with its types erased.
@@ -390,7 +427,7 @@ impl FunctionRegistry {
         registration: ToolRegistration,
         allow_existing: bool,
     ) -> Result<(Arc<str>, ToolEntry), RegistryError> {
-        let ToolRegistration { name, declaration, tool, serde_checked } = registration;
+        let ToolRegistration { name, declaration, tool, serde_checked, preview } = registration;
         if name != declaration.name {
             return Err(RegistryError::NameMismatch { name, declaration_name: declaration.name });
         }
@@ -419,6 +456,7 @@ impl FunctionRegistry {
             validator: Arc::new(validator),
             serde_checked,
             derived: Arc::default(),
+            preview,
         };
         Ok((Arc::from(name), entry))
     }

@@ -151,8 +151,9 @@ impl FileTools {
     }
 
     /// The diff a `write_file` or `edit_file` call would apply, computed
-    /// without writing; `Ok(None)` for any other tool. This is what an
-    /// approver shows before a write is allowed.
+    /// without writing; `Ok(None)` for any other tool. The registrations
+    /// attach it as their approval preview, so an approver shows it before a
+    /// write is allowed.
     ///
     /// ```
     /// use toolreg_builtins::files::FileTools;
@@ -249,7 +250,7 @@ impl FileTools {
             declaration = declaration.with_exclusive_key("path");
         }
         let tools = self.clone();
-        ToolRegistration::from_async(
+        let registration = ToolRegistration::from_async(
             name,
             move |args: A| {
                 let tools = tools.clone();
@@ -260,7 +261,16 @@ impl FileTools {
                 }
             },
             declaration,
-        )
+        );
+        if safety == SafetyLevel::Safe {
+            return registration;
+        }
+        // An approver sees the diff a write would apply before it is allowed.
+        let tools = self.clone();
+        registration.with_approval_preview(move |args| match tools.preview(name, args) {
+            Ok(diff) => diff,
+            Err(error) => Some(format!("(no preview: {error})")),
+        })
     }
 }
 

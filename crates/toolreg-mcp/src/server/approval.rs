@@ -41,12 +41,17 @@ impl Approver for ElicitationApprover {
                 return request.deny(refusal(request.tool()));
             }
             let arguments = serde_json::to_string_pretty(request.arguments()).unwrap_or_default();
+            let mut message = format!(
+                "The tool `{}` may destroy data or act on the outside world. Run it with these arguments?\n{arguments}",
+                request.tool()
+            );
+            if let Some(preview) = request.preview() {
+                message.push_str("\nIt would do:\n");
+                message.push_str(preview);
+            }
             let params = json!({
                 "mode": "form",
-                "message": format!(
-                    "The tool `{}` may destroy data or act on the outside world. Run it with these arguments?\n{arguments}",
-                    request.tool()
-                ),
+                "message": message,
                 "requestedSchema": {
                     "type": "object",
                     "properties": {"approve": {"type": "boolean", "title": "Approve", "description": "Run this call"}},

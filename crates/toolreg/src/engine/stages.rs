@@ -123,7 +123,11 @@ async fn approve(
     };
     let approver_name = approver.name().into_owned();
     asked.approver = Some(approver_name.clone());
+    let preview = entry.approval_preview(&args);
     let mut request = ApprovalRequest::new(Arc::clone(decl), cx.call_id(), args);
+    if let Some(preview) = preview {
+        request = request.with_preview(preview);
+    }
     if !cx.extensions().is_empty() {
         request = request.with_extensions(cx.extensions().clone());
     }

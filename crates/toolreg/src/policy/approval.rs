@@ -28,6 +28,7 @@ pub struct ApprovalRequest {
     arguments: Value,
     hash: ArgumentsHash,
     extensions: Extensions,
+    preview: Option<String>,
 }
 
 impl ApprovalRequest {
@@ -43,6 +44,7 @@ impl ApprovalRequest {
             arguments,
             hash,
             extensions: Extensions::default(),
+            preview: None,
         }
     }
 
@@ -52,6 +54,19 @@ impl ApprovalRequest {
     pub fn with_extensions(mut self, extensions: Extensions) -> Self {
         self.extensions = extensions;
         self
+    }
+
+    /// The same request, with what the call would do in words (a diff, a
+    /// command line), for the approver to show.
+    pub fn with_preview(mut self, preview: impl Into<String>) -> Self {
+        self.preview = Some(preview.into());
+        self
+    }
+
+    /// What the call would do, when its tool gives a preview
+    /// ([`ToolRegistration::with_approval_preview`](crate::ToolRegistration::with_approval_preview)).
+    pub fn preview(&self) -> Option<&str> {
+        self.preview.as_deref()
     }
 
     /// The call's typed values ([`CallContext::extensions`](crate::CallContext::extensions)).

@@ -121,6 +121,12 @@ fn ask_io(reader: &mut impl BufRead, writer: &mut impl Write, request: &Approval
     for line in arguments.lines() {
         writeln!(writer, "  {line}")?;
     }
+    if let Some(preview) = request.preview() {
+        writeln!(writer, "  it would do:")?;
+        for line in preview.lines() {
+            writeln!(writer, "  | {line}")?;
+        }
+    }
     for _ in 0..ATTEMPTS {
         write!(writer, "Approve? [y]es / [n]o [reason] / [e]dit arguments: ")?;
         writer.flush()?;
