@@ -511,9 +511,10 @@ impl FunctionRegistry {
         self.tools.keys().map(|k| &**k)
     }
 
-    /// Copies of all declarations, in registration order.
-    pub fn get_declarations(&self) -> Vec<ToolDeclaration> {
-        self.list().cloned().collect()
+    /// All declarations, in registration order, shared with the registry
+    /// (no copies: an agent loop offers the same tools every step).
+    pub fn get_declarations(&self) -> Vec<Arc<ToolDeclaration>> {
+        self.entries().map(|entry| Arc::clone(entry.declaration_arc())).collect()
     }
 
     /// The error for a call to a name that is not registered.

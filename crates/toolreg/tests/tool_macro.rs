@@ -446,6 +446,7 @@ fn weather_titled(
 fn title_and_hints_reach_the_declaration_and_mcp() {
     use toolreg::provider::WireFormat;
     let decl = weather_titled_tool::declaration();
+    assert_eq!(weather_titled("Oslo".to_owned()), "Oslo");
     assert_eq!(decl.title.as_deref(), Some("Weather now"));
     assert_eq!((decl.idempotent, decl.open_world), (Some(true), Some(true)));
     let declared = toolreg::provider::mcp::Mcp::new().declare(&[toolreg::provider::ToolRef::from(&decl)]).unwrap();

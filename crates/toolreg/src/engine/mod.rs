@@ -285,8 +285,8 @@ impl ToolEngine {
         self.inner.tools.as_ref().unwrap_or_else(|| unreachable!("an engine always has a selection"))
     }
 
-    /// Copies of the offered declarations, in registration order.
-    pub fn get_declarations(&self) -> Vec<crate::ToolDeclaration> {
+    /// The offered declarations, in registration order, shared (no copies).
+    pub fn get_declarations(&self) -> Vec<Arc<crate::ToolDeclaration>> {
         self.tools().get_declarations()
     }
 

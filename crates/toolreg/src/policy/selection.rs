@@ -196,9 +196,9 @@ impl ToolSet {
         self.entries.iter().map(ToolEntry::declaration)
     }
 
-    /// Copies of the selected declarations, in registration order.
-    pub fn get_declarations(&self) -> Vec<ToolDeclaration> {
-        self.list().cloned().collect()
+    /// The selected declarations, in registration order, shared (no copies).
+    pub fn get_declarations(&self) -> Vec<std::sync::Arc<ToolDeclaration>> {
+        self.entries().map(|entry| std::sync::Arc::clone(entry.declaration_arc())).collect()
     }
 
     /// The selected names, in registration order.
