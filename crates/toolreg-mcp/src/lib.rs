@@ -2,6 +2,9 @@
 //!
 //! - [`server`]: serve a registry, a selection or a whole engine over MCP
 //!   (stdio and streamable HTTP), every call through the engine's policy.
+//! - [`client`]: import the tools of remote MCP servers into a registry,
+//!   namespaced and untrusted; [`config`] reads the `mcpServers` file MCP
+//!   clients use.
 //! - [`protocol`]: JSON-RPC error codes, `tools/list` paging and protocol
 //!   revisions, for hosts that speak MCP without rmcp.
 //!
@@ -22,6 +25,8 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod client;
+pub mod config;
 pub mod protocol;
 pub mod server;
 

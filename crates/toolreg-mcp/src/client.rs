@@ -1,0 +1,457 @@
+//! Import the tools of remote MCP servers into a registry.
+//!
+//! A [`RemoteServer`] connects to a server by command (a child process on
+//! stdio) or URL (streamable HTTP), lists its tools and turns each into an
+//! ordinary registration named `server__tool`, so selection, validation,
+//! approval and audit apply to it like to any local tool.
+//!
+//! Remote servers are not trusted:
+//! - a tool's safety level is the operator's floor for the server
+//!   ([`ServerConfig::safety`], cautious by default), raised to dangerous when
+//!   the server says `destructiveHint`; its annotations never lower it;
+//! - its output is data: the text (or `structuredContent`) becomes the tool's
+//!   value, and `isError: true` a failed call with the server's text;
+//! - every call has a timeout, and cancelling the call (its `CallContext`
+//!   token) sends `notifications/cancelled` to the server.
+//!
+//! A connection that drops is re-established in the background with
+//! exponential backoff; a call meanwhile fails with a clear error, and the
+//! next one after it is back succeeds. When the server sends
+//! `notifications/tools/list_changed` the tool list is read again and
+//! [`RemoteServer::changes`] ticks, so a host can rebuild its registry (the
+//! gateway in the `toolreg` binary does). A child process is killed when the
+//! last handle to its server is dropped.
+//!
+//! ```no_run
+//! use toolreg::FunctionRegistry;
+//! use toolreg_mcp::client::RemoteServer;
+//! use toolreg_mcp::config::{ServerConfig, Transport};
+//!
+//! # async fn run() -> Result<(), toolreg_mcp::client::ClientError> {
+//! let transport = Transport::Command {
+//!     command: "npx".into(),
+//!     args: vec!["-y".into(), "@modelcontextprotocol/server-everything".into()],
+//!     env: Default::default(),
+//! };
+//! let server = RemoteServer::connect("everything", ServerConfig::new(transport)).await?;
+//! let mut registry = FunctionRegistry::new();
+//! for (tool, error) in server.register_into(&mut registry) {
+//!     eprintln!("skipped {tool}: {error}");
+//! }
+//! assert!(registry.names().all(|name| name.starts_with("everything__")));
+//! # Ok(())
+//! # }
+//! ```
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest, ServerResult, Tool,
+};
+use rmcp::service::{NotificationContext, Peer, PeerRequestOptions, RoleClient, RunningService};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{ClientHandler, ServiceExt};
+use serde_json::Value;
+use tokio::sync::watch;
+use toolreg::{
+    CallContext, ErasedTool, FunctionRegistry, RegistryError, SafetyLevel, ToolDeclaration, ToolError, ToolFuture,
+    ToolRegistration,
+};
+
+use crate::config::{ServerConfig, Transport};
+
+/// Why a server could not be used.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClientError {
+    /// The server's name cannot prefix tool names.
+    #[error("invalid server name `{name}`: {reason}")]
+    InvalidName {
+        /// The name.
+        name: String,
+        /// Why.
+        reason: String,
+    },
+    /// The process could not start or the URL could not be reached.
+    #[error("cannot connect to MCP server `{server}`: {message}")]
+    Connect {
+        /// The server.
+        server: String,
+        /// Why.
+        message: String,
+    },
+    /// The server did not answer in time.
+    #[error("MCP server `{server}` did not answer within {timeout:?}")]
+    Timeout {
+        /// The server.
+        server: String,
+        /// The limit.
+        timeout: Duration,
+    },
+    /// The server answered something unusable.
+    #[error("MCP server `{server}`: {message}")]
+    Protocol {
+        /// The server.
+        server: String,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+/// How long to wait for a server to start and answer `initialize`.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+/// Backoff between reconnection attempts: doubling from the first, capped.
+const BACKOFF_FIRST: Duration = Duration::from_millis(200);
+const BACKOFF_MAX: Duration = Duration::from_secs(30);
+/// The separator between the server's name and the tool's.
+pub const SEPARATOR: &str = "__";
+
+/// A connected remote server and the tools it offers.
+#[derive(Clone)]
+pub struct RemoteServer {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    name: String,
+    config: ServerConfig,
+    /// The live connection; `None` while reconnecting.
+    connection: Mutex<Option<Arc<RunningService<RoleClient, Handler>>>>,
+    reconnecting: AtomicBool,
+    tools: Mutex<Vec<Tool>>,
+    changes: watch::Sender<u64>,
+    /// The child process of the live connection, for a command server.
+    child: Mutex<Option<u32>>,
+}
+
+impl std::fmt::Debug for RemoteServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteServer")
+            .field("name", &self.inner.name)
+            .field("tools", &self.inner.tools.lock().unwrap_or_else(PoisonError::into_inner).len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Follows the server's notifications for its [`RemoteServer`].
+#[derive(Clone)]
+struct Handler {
+    server: Weak<Inner>,
+}
+
+impl ClientHandler for Handler {
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        if let Some(inner) = self.server.upgrade() {
+            // Read the list on another task: this one delivers the answer.
+            tokio::spawn(async move {
+                let server = RemoteServer { inner };
+                if let Err(error) = server.refresh().await {
+                    tracing::warn!(%error, "re-reading a changed tool list failed");
+                }
+            });
+        }
+    }
+}
+
+impl RemoteServer {
+    /// Start or reach the server, complete the handshake and read its tools.
+    pub async fn connect(name: &str, config: ServerConfig) -> Result<RemoteServer, ClientError> {
+        if let Err(error) = toolreg::validate_name(&format!("{name}{SEPARATOR}x")) {
+            return Err(ClientError::InvalidName { name: name.to_owned(), reason: error.to_string() });
+        }
+        let inner = Arc::new(Inner {
+            name: name.to_owned(),
+            config,
+            connection: Mutex::new(None),
+            reconnecting: AtomicBool::new(false),
+            tools: Mutex::new(Vec::new()),
+            changes: watch::channel(0).0,
+            child: Mutex::new(None),
+        });
+        let server = RemoteServer { inner };
+        let connection = server.open().await?;
+        *server.inner.connection.lock().unwrap_or_else(PoisonError::into_inner) = Some(connection);
+        server.refresh().await?;
+        Ok(server)
+    }
+
+    /// The server's name (the prefix of its tools).
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// The tools as the server last listed them.
+    pub fn tools(&self) -> Vec<Tool> {
+        self.inner.tools.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Ticks when the tool list changed (after `notifications/tools/list_changed`
+    /// or a reconnection); read [`registrations`](Self::registrations) again.
+    pub fn changes(&self) -> watch::Receiver<u64> {
+        self.inner.changes.subscribe()
+    }
+
+    /// The process id of the server, when it is a child process that is connected.
+    pub fn child_pid(&self) -> Option<u32> {
+        let _ = self.connection()?;
+        *self.inner.child.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Read the tool list again (all pages).
+    pub async fn refresh(&self) -> Result<(), ClientError> {
+        let connection = self.connection().ok_or_else(|| self.reconnecting_error())?;
+        let listed = tokio::time::timeout(self.inner.config.call_timeout, connection.peer().list_all_tools())
+            .await
+            .map_err(|_| ClientError::Timeout {
+                server: self.inner.name.clone(),
+                timeout: self.inner.config.call_timeout,
+            })?
+            .map_err(|e| ClientError::Protocol { server: self.inner.name.clone(), message: e.to_string() })?;
+        *self.inner.tools.lock().unwrap_or_else(PoisonError::into_inner) = listed;
+        self.inner.changes.send_modify(|n| *n += 1);
+        Ok(())
+    }
+
+    /// The server's tools as registrations named `server__tool` (shortened
+    /// to the providers' 64-character limit with a stable hash when needed).
+    pub fn registrations(&self) -> Vec<ToolRegistration> {
+        let tools = self.tools();
+        let mut taken = HashSet::new();
+        tools
+            .iter()
+            .map(|tool| {
+                let name = local_name(&self.inner.name, &tool.name, &mut taken);
+                let declaration = self.declaration(&name, tool);
+                let remote = RemoteTool { server: self.clone(), remote: tool.name.to_string() };
+                ToolRegistration::from_erased(name, Arc::new(remote), declaration)
+            })
+            .collect()
+    }
+
+    /// Register every tool the registry accepts; the ones it refuses (a
+    /// hostile schema, a clash with a local name) are left out and returned
+    /// with why.
+    pub fn register_into(&self, registry: &mut FunctionRegistry) -> Vec<(String, RegistryError)> {
+        let mut refused = Vec::new();
+        for registration in self.registrations() {
+            let name = registration.name().to_owned();
+            if let Err(error) = registry.register(registration) {
+                tracing::warn!(server = %self.inner.name, tool = %name, %error, "remote tool not imported");
+                refused.push((name, error));
+            }
+        }
+        refused
+    }
+
+    fn declaration(&self, name: &str, tool: &Tool) -> ToolDeclaration {
+        let schema = Value::Object((*tool.input_schema).clone());
+        let description = tool.description.as_deref().unwrap_or_default();
+        let mut declaration = ToolDeclaration::new(name, description, schema);
+        let destructive = tool.annotations.as_ref().and_then(|a| a.destructive_hint) == Some(true);
+        let floor = self.inner.config.safety;
+        declaration.safety = if destructive { SafetyLevel::Dangerous } else { floor };
+        if let Some(output) = &tool.output_schema {
+            declaration = declaration.with_output_schema(Value::Object((**output).clone()));
+        }
+        let title = tool.title.clone().or_else(|| tool.annotations.as_ref().and_then(|a| a.title.clone()));
+        if let Some(title) = title {
+            declaration = declaration.with_title(title);
+        }
+        declaration.with_category("mcp").with_category(self.inner.name.clone())
+    }
+
+    fn connection(&self) -> Option<Arc<RunningService<RoleClient, Handler>>> {
+        self.inner.connection.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    fn reconnecting_error(&self) -> ClientError {
+        ClientError::Connect {
+            server: self.inner.name.clone(),
+            message: "the connection was lost; reconnecting, try again shortly".to_owned(),
+        }
+    }
+
+    /// Start the process or reach the URL and complete the handshake.
+    async fn open(&self) -> Result<Arc<RunningService<RoleClient, Handler>>, ClientError> {
+        let name = &self.inner.name;
+        let connect_error = |message: String| ClientError::Connect { server: name.clone(), message };
+        let handler = Handler { server: Arc::downgrade(&self.inner) };
+        let started = match &self.inner.config.transport {
+            Transport::Command { command, args, env } => {
+                let mut cmd = tokio::process::Command::new(command);
+                cmd.args(args).envs(env);
+                let (transport, _stderr) = TokioChildProcess::builder(cmd)
+                    .stderr(std::process::Stdio::inherit())
+                    .spawn()
+                    .map_err(|e| connect_error(format!("cannot start `{command}`: {e}")))?;
+                *self.inner.child.lock().unwrap_or_else(PoisonError::into_inner) = transport.id();
+                tokio::time::timeout(CONNECT_TIMEOUT, handler.serve(transport)).await
+            }
+            Transport::Url { url, headers } => {
+                let mut custom = std::collections::HashMap::new();
+                let mut auth = None;
+                for (key, value) in headers {
+                    if key.eq_ignore_ascii_case("authorization") {
+                        auth = Some(value.strip_prefix("Bearer ").unwrap_or(value).to_owned());
+                        continue;
+                    }
+                    let key = http::HeaderName::try_from(key.as_str())
+                        .map_err(|e| connect_error(format!("header `{key}`: {e}")))?;
+                    let value = http::HeaderValue::try_from(value.as_str())
+                        .map_err(|e| connect_error(format!("header `{key}`: {e}")))?;
+                    custom.insert(key, value);
+                }
+                let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(custom);
+                if let Some(token) = auth {
+                    config = config.auth_header(token);
+                }
+                let transport = StreamableHttpClientTransport::from_config(config);
+                tokio::time::timeout(CONNECT_TIMEOUT, handler.serve(transport)).await
+            }
+        };
+        match started {
+            Err(_) => Err(ClientError::Timeout { server: name.clone(), timeout: CONNECT_TIMEOUT }),
+            Ok(Err(error)) => Err(connect_error(error.to_string())),
+            Ok(Ok(running)) => Ok(Arc::new(running)),
+        }
+    }
+
+    /// The connection is gone: drop it and reconnect in the background,
+    /// backing off, unless that is under way already.
+    fn lost(&self) {
+        *self.inner.connection.lock().unwrap_or_else(PoisonError::into_inner) = None;
+        if self.inner.reconnecting.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let weak = Arc::downgrade(&self.inner);
+        tokio::spawn(async move {
+            let mut delay = BACKOFF_FIRST;
+            loop {
+                tokio::time::sleep(delay).await;
+                let Some(inner) = weak.upgrade() else { return };
+                let server = RemoteServer { inner };
+                match server.open().await {
+                    Ok(connection) => {
+                        *server.inner.connection.lock().unwrap_or_else(PoisonError::into_inner) = Some(connection);
+                        server.inner.reconnecting.store(false, Ordering::SeqCst);
+                        if let Err(error) = server.refresh().await {
+                            tracing::warn!(server = %server.inner.name, %error, "listing tools after reconnecting failed");
+                        }
+                        tracing::info!(server = %server.inner.name, "reconnected");
+                        return;
+                    }
+                    Err(error) => {
+                        tracing::warn!(server = %server.inner.name, %error, retry_in = ?delay, "reconnecting failed");
+                        delay = (delay * 2).min(BACKOFF_MAX);
+                    }
+                }
+            }
+        });
+    }
+
+    /// Call one tool by its remote name.
+    async fn call(&self, remote: &str, cx: &CallContext, arguments: Value) -> Result<Value, ToolError> {
+        let connection = self.connection().ok_or_else(|| ToolError::failed(self.reconnecting_error().to_string()))?;
+        if connection.is_closed() {
+            self.lost();
+            return Err(ToolError::failed(self.reconnecting_error().to_string()));
+        }
+        let arguments = match arguments {
+            Value::Object(map) => map,
+            Value::Null => Default::default(),
+            other => return Err(ToolError::failed(format!("arguments must be an object, got {other}"))),
+        };
+        let params = CallToolRequestParams::new(remote.to_owned()).with_arguments(arguments);
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let timeout = self.inner.config.call_timeout;
+        let mut options = PeerRequestOptions::no_options();
+        options.timeout = Some(timeout);
+        let peer: &Peer<RoleClient> = connection.peer();
+        let handle = match peer.send_cancellable_request(request, options).await {
+            Ok(handle) => handle,
+            Err(error) => {
+                self.lost();
+                return Err(ToolError::failed(format!("MCP server `{}`: {error}", self.inner.name)));
+            }
+        };
+        let id = handle.id.clone();
+        let answer = tokio::select! {
+            answer = handle.await_response() => answer,
+            () = cx.cancelled() => {
+                let param = CancelledNotificationParam::new(Some(id), Some("cancelled by the caller".to_owned()));
+                let _ = peer.notify_cancelled(param).await;
+                return Err(ToolError::Cancelled);
+            }
+        };
+        match answer {
+            Ok(ServerResult::CallToolResult(result)) => {
+                let text: Vec<String> =
+                    result.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect();
+                if result.is_error == Some(true) {
+                    let message = if text.is_empty() { "the remote tool failed".to_owned() } else { text.join("\n") };
+                    return Err(ToolError::failed(message));
+                }
+                Ok(match result.structured_content {
+                    Some(value) => value,
+                    None => Value::String(text.join("\n")),
+                })
+            }
+            Ok(other) => Err(ToolError::failed(format!(
+                "MCP server `{}` answered tools/call with something else: {}",
+                self.inner.name,
+                serde_json::to_string(&other).unwrap_or_default()
+            ))),
+            Err(rmcp::ServiceError::Timeout { timeout }) => Err(ToolError::Timeout { limit: timeout }),
+            Err(rmcp::ServiceError::McpError(error)) => {
+                Err(ToolError::failed(format!("MCP server `{}`: {}", self.inner.name, error.message)))
+            }
+            Err(error) => {
+                if connection.is_closed() {
+                    self.lost();
+                }
+                Err(ToolError::failed(format!("MCP server `{}`: {error}", self.inner.name)))
+            }
+        }
+    }
+}
+
+/// One imported tool: a `tools/call` to its server.
+struct RemoteTool {
+    server: RemoteServer,
+    remote: String,
+}
+
+impl ErasedTool for RemoteTool {
+    fn call(&self, cx: CallContext, args: Value) -> ToolFuture {
+        let server = self.server.clone();
+        let remote = self.remote.clone();
+        ToolFuture::new(async move { server.call(&remote, &cx, args).await })
+    }
+}
+
+/// `server__tool`, sanitised to `[A-Za-z0-9_-]` and at most 64 characters;
+/// a name that had to change gets a short hash of the original, so two
+/// remote names never collapse into one.
+pub fn local_name(server: &str, tool: &str, taken: &mut HashSet<String>) -> String {
+    let clean: String =
+        tool.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect();
+    let mut name = format!("{server}{SEPARATOR}{clean}");
+    let changed = clean != tool;
+    if changed || name.len() > toolreg::registry::MAX_NAME_LEN || taken.contains(&name) {
+        let hash = fnv(tool.as_bytes());
+        let suffix = format!("_{:08x}", hash as u32);
+        let keep = toolreg::registry::MAX_NAME_LEN - suffix.len();
+        name.truncate(keep.min(name.len()));
+        name.push_str(&suffix);
+    }
+    taken.insert(name.clone());
+    name
+}
+
+fn fnv(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &b| (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+}

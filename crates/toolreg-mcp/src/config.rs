@@ -1,0 +1,189 @@
+//! The `mcpServers` configuration MCP clients already use (Claude Desktop,
+//! Cursor, VS Code, …), so a user can point toolreg at the file they have.
+//!
+//! ```json
+//! {
+//!   "mcpServers": {
+//!     "files": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"]},
+//!     "search": {"url": "https://example.com/mcp", "headers": {"Authorization": "Bearer …"}},
+//!     "deploy": {"command": "deploy-mcp", "env": {"REGION": "eu"}, "safety": "dangerous", "timeoutMs": 120000}
+//!   }
+//! }
+//! ```
+//!
+//! Beside the usual keys, toolreg reads `safety` (the least safety level of
+//! the server's tools: `safe`, `cautious` — the default — or `dangerous`;
+//! a tool's own annotations can raise it, never lower it), `timeoutMs` (per
+//! call) and `disabled`.
+//!
+//! ```
+//! use toolreg_mcp::config::{McpConfig, Transport};
+//!
+//! let config = McpConfig::from_json(r#"{"mcpServers": {"echo": {"command": "echo-server", "args": ["--quiet"]}}}"#)?;
+//! let (name, server) = config.servers.iter().next().unwrap();
+//! assert_eq!(name, "echo");
+//! assert!(matches!(&server.transport, Transport::Command { command, .. } if command == "echo-server"));
+//! # Ok::<(), toolreg_mcp::config::ConfigError>(())
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+use toolreg::SafetyLevel;
+
+/// Why a configuration could not be read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read {path}: {message}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        message: String,
+    },
+    /// The text is not a valid configuration.
+    #[error("invalid MCP server configuration: {0}")]
+    Invalid(String),
+}
+
+/// A whole configuration: servers by name, in name order.
+#[derive(Debug, Clone, Default)]
+pub struct McpConfig {
+    /// The servers to import (disabled ones left out).
+    pub servers: BTreeMap<String, ServerConfig>,
+}
+
+/// How to reach one server, and how far to trust it.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ServerConfig {
+    /// A command to start, or a URL.
+    pub transport: Transport,
+    /// The least safety level of its tools (default `Cautious`).
+    pub safety: SafetyLevel,
+    /// Longest a call may take.
+    pub call_timeout: Duration,
+}
+
+impl ServerConfig {
+    /// A server with default trust (cautious) and timeout (60 s).
+    pub fn new(transport: Transport) -> Self {
+        ServerConfig { transport, safety: SafetyLevel::Cautious, call_timeout: Duration::from_secs(60) }
+    }
+
+    /// Set the least safety level of its tools.
+    pub fn safety(mut self, safety: SafetyLevel) -> Self {
+        self.safety = safety;
+        self
+    }
+
+    /// Set the per-call timeout.
+    pub fn call_timeout(mut self, timeout: Duration) -> Self {
+        self.call_timeout = timeout;
+        self
+    }
+}
+
+/// Where a server is.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Transport {
+    /// A child process speaking MCP on its stdin and stdout.
+    Command {
+        /// The program.
+        command: String,
+        /// Its arguments.
+        args: Vec<String>,
+        /// Extra environment variables.
+        env: BTreeMap<String, String>,
+    },
+    /// A streamable HTTP endpoint.
+    Url {
+        /// The endpoint's URL.
+        url: String,
+        /// Extra request headers (`Authorization`, …).
+        headers: BTreeMap<String, String>,
+    },
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawConfig {
+    mcp_servers: BTreeMap<String, RawServer>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RawServer {
+    command: Option<String>,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    url: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    /// Some clients write the transport's name; it is implied by the keys.
+    #[serde(default, rename = "type")]
+    _kind: Option<String>,
+    safety: Option<String>,
+    timeout_ms: Option<u64>,
+    #[serde(default)]
+    disabled: bool,
+}
+
+impl McpConfig {
+    /// Read a configuration file.
+    pub fn from_file(path: impl AsRef<Path>) -> Result<Self, ConfigError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ConfigError::Read { path: path.to_path_buf(), message: e.to_string() })?;
+        Self::from_json(&text)
+    }
+
+    /// Read a configuration from its JSON text.
+    pub fn from_json(text: &str) -> Result<Self, ConfigError> {
+        let raw: RawConfig = serde_json::from_str(text).map_err(|e| ConfigError::Invalid(e.to_string()))?;
+        let mut servers = BTreeMap::new();
+        for (name, server) in raw.mcp_servers {
+            if server.disabled {
+                continue;
+            }
+            if name.is_empty() {
+                return Err(ConfigError::Invalid("a server has an empty name".to_owned()));
+            }
+            let transport = match (server.command, server.url) {
+                (Some(command), None) if !command.trim().is_empty() => {
+                    Transport::Command { command, args: server.args, env: server.env }
+                }
+                (None, Some(url)) if url.starts_with("http://") || url.starts_with("https://") => {
+                    Transport::Url { url, headers: server.headers }
+                }
+                (None, Some(url)) => {
+                    return Err(ConfigError::Invalid(format!("server `{name}`: `{url}` is not an http(s) URL")));
+                }
+                (Some(_), Some(_)) => {
+                    return Err(ConfigError::Invalid(format!("server `{name}` has both `command` and `url`")));
+                }
+                _ => return Err(ConfigError::Invalid(format!("server `{name}` needs a `command` or a `url`"))),
+            };
+            let safety = match server.safety.as_deref() {
+                None => SafetyLevel::Cautious,
+                Some(text) => SafetyLevel::parse(text).ok_or_else(|| {
+                    ConfigError::Invalid(format!("server `{name}`: safety `{text}` is not safe, cautious or dangerous"))
+                })?,
+            };
+            let call_timeout = match server.timeout_ms {
+                None => Duration::from_secs(60),
+                Some(0) => return Err(ConfigError::Invalid(format!("server `{name}`: timeoutMs must be positive"))),
+                Some(ms) => Duration::from_millis(ms),
+            };
+            servers.insert(name, ServerConfig { transport, safety, call_timeout });
+        }
+        Ok(McpConfig { servers })
+    }
+}

@@ -1,0 +1,87 @@
+"""A small MCP server on stdio (standard library only) that misbehaves on request.
+
+Tools: echo (read-only), wipe (destructive), "odd name/with.dots", fail (isError),
+die (exits mid-call), garbage (writes a line that is not JSON, then answers),
+hang (never answers), slow (answers only if not cancelled: never), change (adds a
+tool and sends notifications/tools/list_changed), cancelled (the ids cancelled so far).
+"""
+import json
+import os
+import sys
+
+TOOLS = [
+    {"name": "echo", "description": "Echo the arguments.", "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}},
+     "annotations": {"readOnlyHint": True, "destructiveHint": False}},
+    {"name": "wipe", "description": "Wipe everything.", "inputSchema": {"type": "object"}, "annotations": {"destructiveHint": True}},
+    {"name": "odd name/with.dots", "description": "A name no provider accepts.", "inputSchema": {"type": "object"}},
+    {"name": "fail", "description": "Always fails.", "inputSchema": {"type": "object"}},
+    {"name": "die", "description": "Exits mid-call.", "inputSchema": {"type": "object"}},
+    {"name": "garbage", "description": "Writes garbage first.", "inputSchema": {"type": "object"}},
+    {"name": "hang", "description": "Never answers.", "inputSchema": {"type": "object"}},
+    {"name": "change", "description": "Adds a tool.", "inputSchema": {"type": "object"}},
+    {"name": "cancelled", "description": "Ids cancelled so far.", "inputSchema": {"type": "object"}},
+]
+cancelled = []
+
+
+def send(message):
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+
+def result(id, value):
+    send({"jsonrpc": "2.0", "id": id, "result": value})
+
+
+def text(id, body, is_error=False, structured=None):
+    value = {"content": [{"type": "text", "text": body}], "isError": is_error}
+    if structured is not None:
+        value["structuredContent"] = structured
+    result(id, value)
+
+
+for line in sys.stdin:
+    line = line.strip()
+    if not line:
+        continue
+    message = json.loads(line)
+    method = message.get("method")
+    id = message.get("id")
+    params = message.get("params") or {}
+    if method == "initialize":
+        result(id, {"protocolVersion": params.get("protocolVersion", "2025-06-18"),
+                    "capabilities": {"tools": {"listChanged": True}},
+                    "serverInfo": {"name": "fake", "version": "1"}})
+    elif method == "notifications/cancelled":
+        cancelled.append(params.get("requestId"))
+    elif method == "tools/list":
+        result(id, {"tools": TOOLS})
+    elif method == "ping":
+        result(id, {})
+    elif method == "tools/call":
+        name = params.get("name")
+        args = params.get("arguments") or {}
+        if name == "echo":
+            text(id, json.dumps(args), structured=args)
+        elif name == "wipe" or name == "odd name/with.dots":
+            text(id, "done " + name)
+        elif name == "fail":
+            text(id, "the disk is on fire", is_error=True)
+        elif name == "die":
+            os._exit(3)
+        elif name == "garbage":
+            sys.stdout.write("this is not json\n")
+            sys.stdout.flush()
+            text(id, "after garbage")
+        elif name in ("hang", "slow"):
+            pass
+        elif name == "change":
+            TOOLS.append({"name": "added", "description": "Added at run time.", "inputSchema": {"type": "object"}})
+            send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+            text(id, "changed")
+        elif name == "cancelled":
+            text(id, json.dumps(cancelled))
+        else:
+            send({"jsonrpc": "2.0", "id": id, "error": {"code": -32602, "message": "unknown tool " + str(name)}})
+    elif id is not None:
+        send({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "no method " + str(method)}})
