@@ -8,6 +8,7 @@ mod setup;
 use std::fmt;
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::Parser;
 use serde_json::Value;
@@ -158,14 +159,35 @@ async fn call(tools: setup::Tools, name: &str, arguments: Option<&str>, yes: boo
     }
 }
 
+/// The engine every served call goes through: one policy for the built-ins
+/// and every imported server (approval through elicitation, the audit file).
+fn serving_engine(registry: &toolreg::FunctionRegistry, tools: &setup::Tools, allow_dangerous: bool) -> ToolEngine {
+    let mut builder =
+        ToolEngine::builder(registry).approver(toolreg_mcp::server::ElicitationApprover::new(allow_dangerous));
+    if let Some(audit) = &tools.audit {
+        builder = builder.audit(Arc::clone(audit));
+    }
+    builder.build()
+}
+
 async fn serve(tools: setup::Tools, args: ServeArgs) -> Result<(), CliError> {
     let options = ServerOptions::default().allow_dangerous(args.allow_dangerous);
-    let mut builder = ToolEngine::builder(&tools.registry)
-        .approver(toolreg_mcp::server::ElicitationApprover::new(options.allow_dangerous));
-    if let Some(audit) = tools.audit {
-        builder = builder.audit(audit);
+    let server = McpServer::new(serving_engine(&tools.registry, &tools, args.allow_dangerous), options);
+    // The gateway: when an imported server's tools change, serve the new set
+    // and tell the clients.
+    let tools = Arc::new(tools);
+    for remote in &tools.remotes {
+        let mut changes = remote.changes();
+        changes.borrow_and_update();
+        let (server, tools) = (server.clone(), Arc::clone(&tools));
+        let allow = args.allow_dangerous;
+        tokio::spawn(async move {
+            while changes.changed().await.is_ok() {
+                let registry = tools.rebuild();
+                server.set_engine(serving_engine(&registry, &tools, allow)).await;
+            }
+        });
     }
-    let server = McpServer::new(builder.build(), options);
     match args.http {
         Some(bind) => {
             let mut http = HttpOptions::default().bind(bind).stateless(args.stateless);

@@ -10,14 +10,34 @@ use toolreg_builtins::Builtins;
 use toolreg_builtins::store::SqliteStore;
 
 use crate::CliError;
+use toolreg_mcp::client::RemoteServer;
+use toolreg_mcp::config::McpConfig;
+
 use crate::cli::ToolsArgs;
 
 /// The registry and what must stay alive while it serves.
 pub struct Tools {
-    /// Every tool.
+    /// Every tool: the built-ins, then each remote server's.
     pub registry: FunctionRegistry,
     /// Where audit records go, when asked.
     pub audit: Option<Arc<dyn AuditSink>>,
+    /// The built-in tools alone, to rebuild from when a remote's list changes.
+    builtins: FunctionRegistry,
+    /// The connected remote servers (their connections live as long as these).
+    pub remotes: Vec<RemoteServer>,
+}
+
+impl Tools {
+    /// The registry again, with every remote server's current tools.
+    pub fn rebuild(&self) -> FunctionRegistry {
+        let mut registry = self.builtins.clone();
+        for remote in &self.remotes {
+            for (tool, error) in remote.register_into(&mut registry) {
+                eprintln!("toolreg: `{tool}` from MCP server `{}` left out: {error}", remote.name());
+            }
+        }
+        registry
+    }
 }
 
 /// Build the registry the arguments describe.
@@ -49,7 +69,19 @@ pub async fn load(args: &ToolsArgs) -> Result<Tools, CliError> {
         None => None,
         Some(path) => Some(open_audit(path)?),
     };
-    Ok(Tools { registry, audit })
+    let mut remotes = Vec::new();
+    if let Some(path) = &args.config {
+        let config = McpConfig::from_file(path).map_err(|e| CliError::new(e.to_string()))?;
+        for (name, server) in config.servers {
+            let remote = RemoteServer::connect(&name, server).await.map_err(|e| CliError::new(e.to_string()))?;
+            remotes.push(remote);
+        }
+    }
+    let mut tools = Tools { builtins: registry.clone(), registry, audit, remotes };
+    if !tools.remotes.is_empty() {
+        tools.registry = tools.rebuild();
+    }
+    Ok(tools)
 }
 
 fn open_audit(path: &PathBuf) -> Result<Arc<dyn AuditSink>, CliError> {

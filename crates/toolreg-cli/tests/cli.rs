@@ -167,3 +167,38 @@ fn serves_mcp_over_stdio_by_default() {
     drop(stdin); // end of input: the server exits
     assert!(child.wait().unwrap().success());
 }
+
+/// The gateway: a second `toolreg serve` imported from an `mcpServers` file,
+/// its tools listed, declared and called through this one's engine.
+#[test]
+fn imports_the_servers_of_an_mcp_servers_file() {
+    let outer = workspace();
+    let inner = workspace();
+    std::fs::write(inner.path().join("inner.txt"), "from the inner server\n").unwrap();
+    let config = outer.path().join("servers.json");
+    let bin = assert_cmd::cargo::cargo_bin("toolreg");
+    std::fs::write(
+        &config,
+        json!({"mcpServers": {"inner": {"command": bin, "args": ["serve", "--no-shell", "--root", inner.path()]}}})
+            .to_string(),
+    )
+    .unwrap();
+
+    let table = stdout(toolreg(outer.path()).args(["tools", "--config"]).arg(&config));
+    assert!(table.lines().any(|l| l.starts_with("inner__read_file ")), "{table}");
+    // Imported tools are never trusted more than cautious, whatever the remote says.
+    assert!(table.lines().any(|l| l.starts_with("inner__read_file ") && l.contains("cautious")), "{table}");
+    assert!(table.lines().any(|l| l.starts_with("inner__write_file ") && l.contains("dangerous")), "{table}");
+
+    let read = stdout(
+        toolreg(outer.path())
+            .args(["call", "inner__read_file", r#"{"path": "inner.txt"}"#, "--yes", "--config"])
+            .arg(&config),
+    );
+    assert!(read.contains("from the inner server"), "{read}");
+
+    let bad =
+        toolreg(outer.path()).args(["tools", "--config"]).arg(outer.path().join("missing.json")).output().unwrap();
+    assert!(!bad.status.success());
+    assert!(String::from_utf8(bad.stderr).unwrap().contains("missing.json"));
+}

@@ -252,3 +252,73 @@ async fn a_command_that_does_not_exist_is_a_clear_error() {
     let bad_name = RemoteServer::connect("has space", fake()).await.unwrap_err().to_string();
     assert!(bad_name.contains("invalid server name"), "{bad_name}");
 }
+
+mod rmcp_side {
+    use rmcp::handler::server::router::tool::ToolRouter;
+    use rmcp::handler::server::wrapper::Parameters;
+    use rmcp::model::{ServerCapabilities, ServerConfig};
+    use rmcp::{ServerHandler, tool, tool_handler, tool_router};
+
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    pub struct Shout {
+        /// What to shout.
+        pub text: String,
+    }
+
+    #[derive(Clone)]
+    pub struct Loud {
+        tool_router: ToolRouter<Loud>,
+    }
+
+    #[tool_router]
+    impl Loud {
+        pub fn new() -> Self {
+            Loud { tool_router: Self::tool_router() }
+        }
+
+        #[tool(description = "Shout the text.", annotations(read_only_hint = true))]
+        fn shout(&self, Parameters(Shout { text }): Parameters<Shout>) -> String {
+            text.to_uppercase()
+        }
+
+        #[tool(description = "Delete the text.", annotations(destructive_hint = true))]
+        fn erase(&self, Parameters(Shout { text }): Parameters<Shout>) -> String {
+            format!("erased {}", text.len())
+        }
+    }
+
+    #[tool_handler(router = self.tool_router)]
+    impl ServerHandler for Loud {
+        fn get_info(&self) -> ServerConfig {
+            ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        }
+    }
+}
+
+/// rmcp's own server, imported: its tools behave as ours, and its
+/// annotations raise safety but never lower it.
+#[tokio::test]
+async fn imports_an_rmcp_server() {
+    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+    use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+
+    let service = StreamableHttpService::new(
+        || Ok(rmcp_side::Loud::new()),
+        std::sync::Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default(),
+    );
+    let router = axum::Router::new().route_service("/mcp", service);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, router).await });
+
+    let config = ServerConfig::new(Transport::Url { url: format!("http://{addr}/mcp"), headers: BTreeMap::new() });
+    let server = RemoteServer::connect("loud", config).await.unwrap();
+    let registry = import(&server).await;
+    assert_eq!(registry.get("loud__shout").unwrap().declaration().safety, SafetyLevel::Cautious);
+    assert_eq!(registry.get("loud__erase").unwrap().declaration().safety, SafetyLevel::Dangerous);
+    let shout = call(&registry, "loud__shout", json!({"text": "hi"})).await;
+    assert_eq!(shout.value(), Some(&json!("HI")));
+    let missing = call(&registry, "loud__shout", json!({})).await;
+    assert!(missing.text().contains("text"), "{}", missing.text());
+}
