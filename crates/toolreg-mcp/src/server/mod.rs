@@ -18,7 +18,12 @@
 //! - [`McpServer::set_engine`] swaps the tools at run time and sends
 //!   `notifications/tools/list_changed` to every connected client;
 //! - dangerous tools are approved through MCP elicitation where the client
-//!   supports it ([`ElicitationApprover`]).
+//!   supports it ([`ElicitationApprover`]);
+//! - a tool reaches the client itself through its context:
+//!   `cx.extensions().get::<rmcp::service::Peer<RoleServer>>()` is the
+//!   connection the call came on (to send log messages, ask the user through
+//!   elicitation, or request sampling), and [`McpServer::log_level`] is the
+//!   level the client asked for with `logging/setLevel`.
 //!
 //! ```no_run
 //! use toolreg::FunctionRegistry;
@@ -29,6 +34,10 @@
 //! server.serve_stdio().await
 //! # }
 //! ```
+
+// rmcp marks MCP logging deprecated (a protocol draft drops it); every
+// revision this server speaks has it, and clients use it.
+#![allow(deprecated)]
 
 mod approval;
 mod http;
@@ -131,6 +140,8 @@ struct Shared {
     options: ServerOptions,
     tools: RwLock<Arc<Served>>,
     peers: Mutex<Vec<Peer<RoleServer>>>,
+    /// The level the client asked for with `logging/setLevel`.
+    log_level: Mutex<Option<rmcp::model::LoggingLevel>>,
 }
 
 /// The engine and its `tools/list` answer, computed once per engine.
@@ -183,6 +194,7 @@ impl McpServer {
                 options,
                 tools: RwLock::new(Arc::new(Served::new(engine))),
                 peers: Mutex::new(Vec::new()),
+                log_level: Mutex::new(None),
             }),
         }
     }
@@ -249,6 +261,12 @@ impl McpServer {
             .map_err(|error| ServeError::Handshake(error.to_string()))?;
         running.waiting().await.map_err(|error| ServeError::Handshake(error.to_string()))?;
         Ok(())
+    }
+
+    /// The log level the client last asked for with `logging/setLevel`
+    /// (`None`: it has not asked; send what matters).
+    pub fn log_level(&self) -> Option<rmcp::model::LoggingLevel> {
+        *self.shared.log_level.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn served(&self) -> Arc<Served> {
@@ -331,7 +349,8 @@ fn to_call_tool_result(result: &toolreg::ToolResult) -> CallToolResult {
 
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
-        let capabilities = ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build();
+        let capabilities =
+            ServerCapabilities::builder().enable_logging().enable_tools().enable_tool_list_changed().build();
         let options = &self.shared.options;
         let mut config = ServerConfig::new(capabilities)
             .with_server_info(Implementation::new(options.name.clone(), options.version.clone()));
@@ -355,6 +374,15 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         self.call(request, context).await.map(CallToolResponse::from)
+    }
+
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        *self.shared.log_level.lock().unwrap_or_else(PoisonError::into_inner) = Some(request.level);
+        Ok(())
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {

@@ -1,0 +1,158 @@
+//! The tools the official MCP conformance suite calls, written as toolreg
+//! tools and served by toolreg's MCP server over streamable HTTP:
+//!
+//! ```sh
+//! cargo run -p toolreg-mcp --example conformance -- 127.0.0.1:3001
+//! npx @modelcontextprotocol/conformance server --url http://127.0.0.1:3001/mcp
+//! ```
+//!
+//! It also shows how a tool reaches the MCP client that called it: the
+//! connection is in the call's context (`cx.extensions()`), to send log
+//! messages, ask the user (elicitation) or ask the client's model (sampling).
+
+// The suite tests MCP logging and sampling, which rmcp marks deprecated
+// (a protocol draft drops them); every revision it tests has them.
+#![allow(deprecated)]
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use rmcp::model::{CreateMessageRequestParams, ElicitRequestParams, LoggingMessageNotificationParam};
+use rmcp::service::{Peer, RoleServer};
+use serde_json::{Value, json};
+use toolreg::{CallContext, FunctionRegistry, tool};
+use toolreg_mcp::server::{HttpOptions, McpServer, ServerOptions};
+
+fn peer(cx: &CallContext) -> Result<Peer<RoleServer>, String> {
+    cx.extensions().get::<Peer<RoleServer>>().cloned().ok_or_else(|| "not called over MCP".to_owned())
+}
+
+/// Returns a simple text.
+#[tool(safety = "safe")]
+fn test_simple_text() -> String {
+    "This is a simple text response for testing.".to_owned()
+}
+
+/// Always fails, to test error results.
+#[tool(safety = "safe")]
+fn test_error_handling() -> Result<String, String> {
+    Err("This tool intentionally returns an error for testing".to_owned())
+}
+
+/// Reports progress three times.
+#[tool(safety = "safe")]
+async fn test_tool_with_progress(#[context] cx: CallContext) -> String {
+    for step in [0.0, 50.0, 100.0] {
+        cx.report_progress(step, Some(100.0), Some(&format!("step {step}")));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    "Progress complete".to_owned()
+}
+
+/// Sends three log messages to the client.
+#[tool(safety = "safe")]
+async fn test_tool_with_logging(#[context] cx: CallContext) -> Result<String, String> {
+    let peer = peer(&cx)?;
+    for message in ["Tool execution started", "Tool processing data", "Tool execution completed"] {
+        let param: LoggingMessageNotificationParam =
+            serde_json::from_value(json!({"level": "info", "logger": "conformance", "data": message}))
+                .map_err(|e| e.to_string())?;
+        peer.notify_logging_message(param).await.map_err(|e| e.to_string())?;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    Ok("Logging complete".to_owned())
+}
+
+async fn elicit(cx: &CallContext, params: Value) -> Result<String, String> {
+    let params: ElicitRequestParams = serde_json::from_value(params).map_err(|e| e.to_string())?;
+    let answer = peer(cx)?.create_elicitation(params).await.map_err(|e| e.to_string())?;
+    Ok(serde_json::to_string(&answer).unwrap_or_default())
+}
+
+/// Asks the user for some information.
+#[tool(safety = "safe")]
+async fn test_elicitation(#[context] cx: CallContext, message: String) -> Result<String, String> {
+    elicit(
+        &cx,
+        json!({"mode": "form", "message": message, "requestedSchema": {"type": "object", "properties": {
+            "username": {"type": "string", "description": "User's response"},
+            "email": {"type": "string", "description": "User's email address"}
+        }, "required": ["username", "email"]}}),
+    )
+    .await
+}
+
+/// Asks the user with default values for every primitive type.
+#[tool(safety = "safe")]
+async fn test_elicitation_sep1034_defaults(#[context] cx: CallContext) -> Result<String, String> {
+    elicit(
+        &cx,
+        json!({"mode": "form", "message": "Please review and update the form fields with defaults", "requestedSchema": {
+            "type": "object", "properties": {
+                "name": {"type": "string", "description": "User name", "default": "John Doe"},
+                "age": {"type": "integer", "description": "User age", "default": 30},
+                "score": {"type": "number", "description": "User score", "default": 95.5},
+                "status": {"type": "string", "description": "User status", "enum": ["active", "inactive", "pending"], "default": "active"},
+                "verified": {"type": "boolean", "description": "Verification status", "default": true}
+            }, "required": []}}),
+    )
+    .await
+}
+
+/// Asks the user with every kind of enum field.
+#[tool(safety = "safe")]
+async fn test_elicitation_sep1330_enums(#[context] cx: CallContext) -> Result<String, String> {
+    elicit(
+        &cx,
+        json!({"mode": "form", "message": "Please select options", "requestedSchema": {
+            "type": "object", "properties": {
+                "untitledSingle": {"type": "string", "description": "Pick one", "enum": ["option1", "option2", "option3"]},
+                "titledSingle": {"type": "string", "description": "Pick one", "oneOf": [
+                    {"const": "value1", "title": "First Option"}, {"const": "value2", "title": "Second Option"},
+                    {"const": "value3", "title": "Third Option"}]},
+                "legacyEnum": {"type": "string", "description": "Pick one", "enum": ["opt1", "opt2", "opt3"],
+                    "enumNames": ["Option One", "Option Two", "Option Three"]},
+                "untitledMulti": {"type": "array", "description": "Pick some", "minItems": 1, "maxItems": 3,
+                    "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
+                "titledMulti": {"type": "array", "description": "Pick some", "minItems": 1, "maxItems": 3,
+                    "items": {"anyOf": [{"const": "value1", "title": "First Choice"},
+                        {"const": "value2", "title": "Second Choice"}, {"const": "value3", "title": "Third Choice"}]}}
+            }, "required": []}}),
+    )
+    .await
+}
+
+/// Asks the client's model to answer a prompt.
+#[tool(safety = "safe")]
+async fn test_sampling(#[context] cx: CallContext, prompt: String) -> Result<String, String> {
+    let params: CreateMessageRequestParams = serde_json::from_value(json!({
+        "messages": [{"role": "user", "content": {"type": "text", "text": prompt}}],
+        "maxTokens": 100
+    }))
+    .map_err(|e| e.to_string())?;
+    let answer = peer(&cx)?.create_message(params).await.map_err(|e| e.to_string())?;
+    Ok(format!("LLM response: {}", serde_json::to_string(&answer.message.content).unwrap_or_default()))
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let bind: SocketAddr = std::env::args().nth(1).unwrap_or_else(|| "127.0.0.1:3001".to_owned()).parse()?;
+    let mut registry = FunctionRegistry::new();
+    toolreg::register_tools!(
+        registry,
+        [
+            test_simple_text_tool,
+            test_error_handling_tool,
+            test_tool_with_progress_tool,
+            test_tool_with_logging_tool,
+            test_elicitation_tool,
+            test_elicitation_sep1034_defaults_tool,
+            test_elicitation_sep1330_enums_tool,
+            test_sampling_tool,
+        ]
+    )?;
+    let server = McpServer::from_registry(&registry, ServerOptions::default().name("toolreg-conformance"));
+    eprintln!("conformance server at http://{bind}/mcp");
+    server.serve_http(HttpOptions::default().bind(bind)).await?;
+    Ok(())
+}
