@@ -140,6 +140,9 @@ struct Shared {
     options: ServerOptions,
     tools: RwLock<Arc<Served>>,
     peers: Mutex<Vec<Peer<RoleServer>>>,
+    /// Open `subscriptions/listen` streams (2026-07-28 clients hear of tool
+    /// list changes on these, not as unsolicited notifications).
+    listeners: Mutex<Vec<rmcp::service::SubscriptionSink>>,
     /// The level the client asked for with `logging/setLevel`.
     log_level: Mutex<Option<rmcp::model::LoggingLevel>>,
 }
@@ -195,6 +198,7 @@ impl McpServer {
                 tools: RwLock::new(Arc::new(Served::new(engine))),
                 peers: Mutex::new(Vec::new()),
                 log_level: Mutex::new(None),
+                listeners: Mutex::new(Vec::new()),
             }),
         }
     }
@@ -238,6 +242,12 @@ impl McpServer {
         if !gone.is_empty() {
             let mut live = self.shared.peers.lock().unwrap_or_else(PoisonError::into_inner);
             live.retain(|peer| !peer.is_transport_closed());
+        }
+        let listeners: Vec<rmcp::service::SubscriptionSink> =
+            self.shared.listeners.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        for sink in listeners {
+            // A stream that closed is removed by its `listen` when it ends.
+            let _ = sink.notify_tool_list_changed().await;
         }
     }
 
@@ -382,6 +392,24 @@ impl ServerHandler for McpServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         *self.shared.log_level.lock().unwrap_or_else(PoisonError::into_inner) = Some(request.level);
+        Ok(())
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &rmcp::model::SubscriptionFilter,
+    ) -> Option<rmcp::model::SubscriptionFilter> {
+        // rmcp keeps only what was asked for and what `get_info` advertises:
+        // here, tool list changes.
+        Some(requested.clone())
+    }
+
+    async fn listen(&self, context: rmcp::service::SubscriptionContext) -> Result<(), ErrorData> {
+        let sink = context.sink().clone();
+        self.shared.listeners.lock().unwrap_or_else(PoisonError::into_inner).push(sink.clone());
+        context.cancelled().await;
+        let mut listeners = self.shared.listeners.lock().unwrap_or_else(PoisonError::into_inner);
+        listeners.retain(|other| other.id() != sink.id());
         Ok(())
     }
 

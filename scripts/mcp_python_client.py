@@ -1,0 +1,201 @@
+"""Drive `toolreg serve` with the official MCP Python SDK's client.
+
+Usage: mcp_python_client.py TOOLREG_BINARY
+
+Runs the same checks over stdio and over streamable HTTP (with sessions and
+without, and with a bearer token), each printing one line; exits non-zero on
+the first failure with the reason.
+"""
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+import anyio
+import httpx2 as httpx
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+
+BIN = sys.argv[1]
+
+
+def check(condition, what, detail=""):
+    if not condition:
+        print(f"FAIL  {what}: {detail}")
+        sys.exit(1)
+    print(f"ok    {what}")
+
+
+def text_of(result):
+    return "".join(getattr(block, "text", "") for block in result.content)
+
+
+def sleeping(marker):
+    out = subprocess.run(["pgrep", "-f", f"sleep {marker}"], capture_output=True, text=True)
+    return [pid for pid in out.stdout.split() if pid]
+
+
+async def exercise(label, make_client, root, dangerous_allowed):
+    key = "".join(c if c.isalnum() else "-" for c in label) + "-plan"
+    async with make_client() as client:
+        tools = await client.list_tools()
+        by_name = {tool.name: tool for tool in tools.tools}
+        check({"read_file", "write_file", "store_set", "store_get"} <= set(by_name), f"{label}: tools/list", sorted(by_name))
+        read = by_name["read_file"]
+        check(read.input_schema.get("type") == "object" and "path" in read.input_schema.get("properties", {}),
+              f"{label}: read_file inputSchema", read.input_schema)
+        check(read.annotations and read.annotations.read_only_hint is True, f"{label}: read_file readOnlyHint", read.annotations)
+        write = by_name["write_file"]
+        check(write.annotations and write.annotations.destructive_hint is True, f"{label}: write_file destructiveHint",
+              write.annotations)
+
+        stored = await client.call_tool("store_set", {"key": key, "value": {"steps": [1, 2, 3]}})
+        check(not stored.is_error, f"{label}: store_set", text_of(stored))
+        got = await client.call_tool("store_get", {"key": key})
+        check(not got.is_error and json.loads(text_of(got))["value"] == {"steps": [1, 2, 3]}, f"{label}: store_get round trip",
+              text_of(got))
+
+        read_result = await client.call_tool("read_file", {"path": "hello.txt"})
+        check(not read_result.is_error and "hello from the root" in text_of(read_result), f"{label}: read_file",
+              text_of(read_result))
+
+        bad = await client.call_tool("read_file", {"path": 42})
+        check(bad.is_error and "/path" in text_of(bad), f"{label}: bad arguments are an isError result", text_of(bad))
+        outside = await client.call_tool("read_file", {"path": "../../etc/passwd"})
+        check(outside.is_error, f"{label}: path traversal refused", text_of(outside))
+
+        try:
+            await client.call_tool("no_such_tool", {})
+            check(False, f"{label}: unknown tool", "no error raised")
+        except MCPError as error:
+            check(error.code == -32602, f"{label}: unknown tool is error -32602", error)
+
+        written = await client.call_tool("write_file", {"path": "new.txt", "content": "x"})
+        if dangerous_allowed:
+            check(not written.is_error and os.path.exists(os.path.join(root, "new.txt")), f"{label}: --allow-dangerous runs write_file",
+                  text_of(written))
+        else:
+            check(written.is_error and "approval" in text_of(written) and not os.path.exists(os.path.join(root, "new.txt")),
+                  f"{label}: dangerous tool refused without approval", text_of(written))
+
+        if dangerous_allowed:
+            marker = f"{30 + (os.getpid() % 1000) / 1000:.3f}"
+            started = time.monotonic()
+            with anyio.move_on_after(1.5):
+                await client.call_tool("shell", {"command": f"sleep {marker}"})
+            check(time.monotonic() - started < 10, f"{label}: the cancelled call returned", time.monotonic() - started)
+            pong = await client.call_tool("store_get", {"key": key})
+            check(not pong.is_error, f"{label}: serving after a cancellation", text_of(pong))
+            deadline = time.monotonic() + 10
+            while sleeping(marker) and time.monotonic() < deadline:
+                await anyio.sleep(0.1)
+            check(not sleeping(marker), f"{label}: cancellation killed the shell command", sleeping(marker))
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_http(root, *extra, env=None):
+    port = free_port()
+    proc = subprocess.Popen([BIN, "serve", "--root", root, "--http", f"127.0.0.1:{port}", *extra],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return proc, f"http://127.0.0.1:{port}/mcp"
+        except OSError:
+            time.sleep(0.05)
+    proc.kill()
+    sys.exit(f"FAIL  toolreg serve --http did not start on port {port}")
+
+
+async def main():
+    with tempfile.TemporaryDirectory() as root:
+        with open(os.path.join(root, "hello.txt"), "w") as f:
+            f.write("hello from the root\n")
+
+        def stdio(*extra):
+            params = StdioServerParameters(command=BIN, args=["serve", "--root", root, *extra])
+            return lambda: Client(params)
+
+        await exercise("stdio", stdio(), root, dangerous_allowed=False)
+        await exercise("stdio --allow-dangerous", stdio("--allow-dangerous"), root, dangerous_allowed=True)
+        os.remove(os.path.join(root, "new.txt"))
+
+        for label, extra in [("http", ()), ("http --stateless", ("--stateless",))]:
+            proc, url = start_http(root, *extra)
+            try:
+                await exercise(label, lambda: Client(url), root, dangerous_allowed=False)
+            finally:
+                proc.kill()
+                proc.wait()
+
+        # The gateway: a remote server's tool list changes; the client hears of it.
+        fake = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "crates", "toolreg-mcp", "tests",
+                            "servers", "fake_server.py")
+        config = os.path.join(root, "servers.json")
+        with open(config, "w") as f:
+            json.dump({"mcpServers": {"fake": {"command": sys.executable, "args": ["-u", fake]}}}, f)
+        heard = []
+
+        async def on_message(message):
+            if "ToolListChanged" in type(getattr(message, "root", message)).__name__ or "list_changed" in repr(message):
+                heard.append(message)
+
+        params = StdioServerParameters(command=BIN, args=["serve", "--no-shell", "--root", root, "--config", config])
+        # mode="legacy": the initialize handshake, where list_changed is sent unasked
+        # (2026-07-28 connections deliver it on a subscriptions/listen stream instead).
+        async with Client(params, message_handler=on_message, mode="legacy") as client:
+            names = {tool.name for tool in (await client.list_tools()).tools}
+            check("fake__echo" in names and "read_file" in names, "gateway: built-ins and imported tools in one list",
+                  sorted(names))
+            changed = await client.call_tool("fake__change", {})
+            check(not changed.is_error, "gateway: an imported tool runs", text_of(changed))
+            deadline = time.monotonic() + 10
+            while not heard and time.monotonic() < deadline:
+                await anyio.sleep(0.05)
+            check(heard, "gateway: notifications/tools/list_changed reaches the client")
+            names = {tool.name for tool in (await client.list_tools()).tools}
+            check("fake__added" in names, "gateway: the new tool is listed", sorted(names))
+
+        # A 2026-07-28 connection hears of the change on a subscriptions/listen stream.
+        async with Client(params) as client:
+            events = []
+            with anyio.move_on_after(10):
+                async with client.listen(tools_list_changed=True) as subscription:
+                    await client.call_tool("fake__change", {})
+                    async for event in subscription:
+                        events.append(event)
+                        break
+            check(events and "ToolsListChanged" in type(events[0]).__name__,
+                  f"gateway ({client.protocol_version}): tools list change on subscriptions/listen", events)
+
+        env = dict(os.environ, TOOLREG_MCP_TOKEN="s3cret-token")
+        proc, url = start_http(root, env=env)
+        try:
+            async with httpx.AsyncClient() as http:
+                response = await http.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                                           headers={"accept": "application/json, text/event-stream"})
+                check(response.status_code == 401, "http: a request without the bearer token is 401", response.status_code)
+            headers = {"Authorization": "Bearer s3cret-token"}
+            async with httpx.AsyncClient(headers=headers) as http:
+                async with Client(streamable_http_client(url, http_client=http)) as client:
+                    tools = await client.list_tools()
+                    check(len(tools.tools) > 0, "http: with the bearer token the tools are listed", len(tools.tools))
+        finally:
+            proc.kill()
+            proc.wait()
+    print("MCP Python SDK client: every check passed")
+
+
+asyncio.run(main())
