@@ -1,0 +1,207 @@
+//! Anthropic Messages.
+
+use serde_json::{Value, json};
+use toolreg::provider::anthropic::Anthropic;
+use toolreg::provider::{CallMapping, WireFormat};
+use toolreg::{ToolArguments, ToolCall};
+
+use super::openai_chat::{choice, declare, finish_reason};
+use super::{ClientConfig, Http, arguments_value, scrub_error, sse};
+use crate::model::{LlmClient, LlmError, Message, ModelRequest, ModelResponse, OnEvent, StreamEvent, Usage};
+
+/// The Messages API (`POST {base}/messages`).
+#[derive(Debug, Clone)]
+pub struct AnthropicClient {
+    http: Http,
+}
+
+/// `max_tokens` is required by the API; this is sent when the request sets none.
+const DEFAULT_MAX_TOKENS: u32 = 4096;
+
+impl AnthropicClient {
+    /// A client with this configuration (base URL `https://api.anthropic.com/v1`).
+    pub fn new(config: ClientConfig) -> Self {
+        AnthropicClient { http: Http::new(config) }
+    }
+
+    /// From `ANTHROPIC_API_KEY` (required) and `ANTHROPIC_BASE_URL`.
+    pub fn from_env() -> Result<Self, LlmError> {
+        let config = ClientConfig::from_env("ANTHROPIC_BASE_URL", "https://api.anthropic.com/v1", "ANTHROPIC_API_KEY");
+        if !config.has_api_key() {
+            return Err(LlmError::Config("ANTHROPIC_API_KEY is not set".into()));
+        }
+        Ok(Self::new(config))
+    }
+}
+
+fn messages(request: &ModelRequest, mapping: &CallMapping) -> Vec<Value> {
+    let mut out: Vec<Value> = Vec::with_capacity(request.messages.len());
+    for message in &request.messages {
+        match message {
+            Message::User { text } => out.push(json!({"role": "user", "content": [{"type": "text", "text": text}]})),
+            Message::Assistant { text, tool_calls } => {
+                let mut blocks = Vec::new();
+                if !text.is_empty() {
+                    blocks.push(json!({"type": "text", "text": text}));
+                }
+                for call in tool_calls {
+                    blocks.push(json!({"type": "tool_use", "id": call.id, "name": mapping.provider_name(&call.name),
+                        "input": arguments_value(&call.arguments)}));
+                }
+                out.push(json!({"role": "assistant", "content": blocks}));
+            }
+            Message::Tool { results } => {
+                let blocks: Vec<Value> = results
+                    .iter()
+                    .map(|r| json!({"type": "tool_result", "tool_use_id": r.call_id, "content": r.content, "is_error": r.is_error}))
+                    .collect();
+                out.push(json!({"role": "user", "content": blocks}));
+            }
+        }
+    }
+    out
+}
+
+impl AnthropicClient {
+    async fn complete_inner(&self, request: &ModelRequest, on_event: OnEvent<'_>) -> Result<ModelResponse, LlmError> {
+        let format = Anthropic::new();
+        let declared = declare(&format, request);
+        let mut body = json!({
+            "model": request.model,
+            "max_tokens": request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+            "messages": messages(request, &declared.mapping),
+        });
+        if let Some(system) = &request.system {
+            body["system"] = system.clone().into();
+        }
+        if !request.tools.is_empty() {
+            body["tools"] = declared.tools.clone();
+        }
+        if let Some(choice) = choice(&format, request, &declared.mapping) {
+            body["tool_choice"] = choice;
+        }
+        if let Some(t) = request.temperature {
+            body["temperature"] = json!(t);
+        }
+        let url = format!("{}/messages", self.http.config.base_url);
+        let mut headers = vec![("anthropic-version", "2023-06-01".to_owned())];
+        if let Some(key) = self.http.key() {
+            headers.push(("x-api-key", key.to_owned()));
+        }
+
+        if !self.http.config.stream {
+            let answer = self.http.post(&url, &headers, &body, on_event, None).await?;
+            let text: String = answer
+                .get("content")
+                .and_then(Value::as_array)
+                .map(|blocks| {
+                    blocks.iter().filter(|b| b["type"] == "text").filter_map(|b| b["text"].as_str()).collect()
+                })
+                .unwrap_or_default();
+            let tool_calls =
+                format.parse_calls(&answer, &declared.mapping).map_err(|e| LlmError::Protocol(e.to_string()))?;
+            let n = |p: &str| answer.pointer(p).and_then(Value::as_u64).unwrap_or(0);
+            let usage = Usage { input_tokens: n("/usage/input_tokens"), output_tokens: n("/usage/output_tokens") };
+            let finish = finish_reason(answer.get("stop_reason").and_then(Value::as_str));
+            return Ok(ModelResponse { text, tool_calls, usage, finish });
+        }
+
+        body["stream"] = true.into();
+        let mut text = String::new();
+        // Tool-use blocks by content index: id, name, input JSON text.
+        let mut blocks: Vec<Option<(String, String, String)>> = Vec::new();
+        let mut usage = Usage::default();
+        let mut stop = None;
+        let mut on_sse = |event: sse::Event| -> Result<bool, LlmError> {
+            if event.data.is_empty() {
+                return Ok(false);
+            }
+            let data: Value = serde_json::from_str(&event.data)
+                .map_err(|e| LlmError::Protocol(format!("a stream event is not JSON: {e}")))?;
+            let index = data.get("index").and_then(Value::as_u64).unwrap_or(0) as usize;
+            if index > 1024 {
+                return Err(LlmError::Protocol("a content block index over 1024".into()));
+            }
+            match data.get("type").and_then(Value::as_str).unwrap_or_default() {
+                "message_start" => {
+                    usage.input_tokens =
+                        data.pointer("/message/usage/input_tokens").and_then(Value::as_u64).unwrap_or(0);
+                }
+                "content_block_start" => {
+                    let block = &data["content_block"];
+                    if block["type"] == "tool_use" {
+                        while blocks.len() <= index {
+                            blocks.push(None);
+                        }
+                        let id = block["id"].as_str().unwrap_or_default().to_owned();
+                        let name = block["name"].as_str().unwrap_or_default().to_owned();
+                        blocks[index] = Some((id, name, String::new()));
+                    }
+                }
+                "content_block_delta" => match data.pointer("/delta/type").and_then(Value::as_str) {
+                    Some("text_delta") => {
+                        let delta = data.pointer("/delta/text").and_then(Value::as_str).unwrap_or_default();
+                        text.push_str(delta);
+                        on_event(StreamEvent::TextDelta(delta.to_owned()));
+                    }
+                    Some("input_json_delta") => {
+                        if let Some(Some(block)) = blocks.get_mut(index) {
+                            block.2.push_str(
+                                data.pointer("/delta/partial_json").and_then(Value::as_str).unwrap_or_default(),
+                            );
+                        }
+                    }
+                    _ => {}
+                },
+                "message_delta" => {
+                    if let Some(reason) = data.pointer("/delta/stop_reason").and_then(Value::as_str) {
+                        stop = Some(reason.to_owned());
+                    }
+                    if let Some(out) = data.pointer("/usage/output_tokens").and_then(Value::as_u64) {
+                        usage.output_tokens = out;
+                    }
+                }
+                "message_stop" => return Ok(true),
+                "error" => {
+                    let message = data.pointer("/error/message").and_then(Value::as_str).unwrap_or("stream error");
+                    return Err(LlmError::Protocol(message.to_owned()));
+                }
+                _ => {}
+            }
+            Ok(false)
+        };
+        self.http.post(&url, &headers, &body, on_event, Some(&mut on_sse)).await?;
+        let mut tool_calls = Vec::new();
+        for (id, name, input) in blocks.into_iter().flatten() {
+            let real = declared.mapping.real_name(&name).to_owned();
+            let arguments = if input.trim().is_empty() {
+                ToolArguments::Json(json!({}))
+            } else {
+                match serde_json::from_str::<Value>(&input) {
+                    Ok(value) => ToolArguments::Json(value),
+                    Err(_) => ToolArguments::Raw(input),
+                }
+            };
+            let call = ToolCall::new(id, real, arguments);
+            on_event(StreamEvent::ToolCall(call.clone()));
+            tool_calls.push(call);
+        }
+        Ok(ModelResponse { text, tool_calls, usage, finish: finish_reason(stop.as_deref()) })
+    }
+}
+
+impl LlmClient for AnthropicClient {
+    fn complete<'a>(
+        &'a self,
+        request: &'a ModelRequest,
+        on_event: OnEvent<'a>,
+    ) -> toolreg::BoxFuture<'a, Result<ModelResponse, LlmError>> {
+        Box::pin(
+            async move { self.complete_inner(request, on_event).await.map_err(|e| scrub_error(e, self.http.key())) },
+        )
+    }
+
+    fn name(&self) -> &str {
+        "anthropic"
+    }
+}

@@ -1,0 +1,198 @@
+//! Gemini `generateContent`.
+
+use serde_json::{Value, json};
+use toolreg::provider::gemini::Gemini;
+use toolreg::provider::{CallMapping, WireFormat};
+
+use super::openai_chat::{choice, declare, finish_reason};
+use super::{ClientConfig, Http, arguments_value, scrub_error, sse};
+use crate::model::{LlmClient, LlmError, Message, ModelRequest, ModelResponse, OnEvent, StreamEvent, Usage};
+
+/// Gemini (`POST {base}/models/{model}:generateContent`, or
+/// `:streamGenerateContent?alt=sse` when streaming).
+#[derive(Debug, Clone)]
+pub struct GeminiClient {
+    http: Http,
+}
+
+impl GeminiClient {
+    /// A client with this configuration (base URL
+    /// `https://generativelanguage.googleapis.com/v1beta`).
+    pub fn new(config: ClientConfig) -> Self {
+        GeminiClient { http: Http::new(config) }
+    }
+
+    /// From `GEMINI_API_KEY` (required) and `GEMINI_BASE_URL`.
+    pub fn from_env() -> Result<Self, LlmError> {
+        let config = ClientConfig::from_env(
+            "GEMINI_BASE_URL",
+            "https://generativelanguage.googleapis.com/v1beta",
+            "GEMINI_API_KEY",
+        );
+        if !config.has_api_key() {
+            return Err(LlmError::Config("GEMINI_API_KEY is not set".into()));
+        }
+        Ok(Self::new(config))
+    }
+}
+
+fn contents(request: &ModelRequest, mapping: &CallMapping) -> Vec<Value> {
+    let mut out = Vec::with_capacity(request.messages.len());
+    for message in &request.messages {
+        match message {
+            Message::User { text } => out.push(json!({"role": "user", "parts": [{"text": text}]})),
+            Message::Assistant { text, tool_calls } => {
+                let mut parts = Vec::new();
+                if !text.is_empty() {
+                    parts.push(json!({"text": text}));
+                }
+                for call in tool_calls {
+                    let mut function_call =
+                        json!({"name": mapping.provider_name(&call.name), "args": arguments_value(&call.arguments)});
+                    if !generated(&call.id) {
+                        function_call["id"] = call.id.clone().into();
+                    }
+                    parts.push(json!({"functionCall": function_call}));
+                }
+                out.push(json!({"role": "model", "parts": parts}));
+            }
+            Message::Tool { results } => {
+                let parts: Vec<Value> = results
+                    .iter()
+                    .map(|r| {
+                        let key = if r.is_error { "error" } else { "content" };
+                        let mut response =
+                            json!({"name": mapping.provider_name(&r.name), "response": {key: r.content}});
+                        if !generated(&r.call_id) {
+                            response["id"] = r.call_id.clone().into();
+                        }
+                        json!({"functionResponse": response})
+                    })
+                    .collect();
+                out.push(json!({"role": "user", "parts": parts}));
+            }
+        }
+    }
+    out
+}
+
+/// Whether toolreg made this id up (Gemini sent none): it is not sent back.
+/// The mapping of the request that made it is gone by the next request, so
+/// the id's own shape says it (`gemini_call_{index}_{hash}`).
+fn generated(id: &str) -> bool {
+    id.strip_prefix("gemini_call_").is_some_and(|rest| {
+        rest.split_once('_').is_some_and(|(i, h)| i.bytes().all(|b| b.is_ascii_digit()) && h.len() == 12)
+    })
+}
+
+fn usage(body: &Value) -> Option<Usage> {
+    let meta = body.get("usageMetadata")?;
+    let n = |k: &str| meta.get(k).and_then(Value::as_u64).unwrap_or(0);
+    Some(Usage { input_tokens: n("promptTokenCount"), output_tokens: n("candidatesTokenCount") })
+}
+
+fn text_of(body: &Value) -> String {
+    body.pointer("/candidates/0/content/parts")
+        .and_then(Value::as_array)
+        .map(|parts| parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect())
+        .unwrap_or_default()
+}
+
+impl GeminiClient {
+    async fn complete_inner(&self, request: &ModelRequest, on_event: OnEvent<'_>) -> Result<ModelResponse, LlmError> {
+        let format = Gemini::new();
+        let declared = declare(&format, request);
+        let mut body = json!({"contents": contents(request, &declared.mapping)});
+        if let Some(system) = &request.system {
+            body["systemInstruction"] = json!({"parts": [{"text": system}]});
+        }
+        if !request.tools.is_empty() {
+            body["tools"] = declared.tools.clone();
+        }
+        if let Some(choice) = choice(&format, request, &declared.mapping) {
+            body["toolConfig"] = choice;
+        }
+        let mut generation = serde_json::Map::new();
+        if let Some(max) = request.max_tokens {
+            generation.insert("maxOutputTokens".into(), max.into());
+        }
+        if let Some(t) = request.temperature {
+            generation.insert("temperature".into(), json!(t));
+        }
+        if !generation.is_empty() {
+            body["generationConfig"] = Value::Object(generation);
+        }
+        let mut headers = Vec::new();
+        if let Some(key) = self.http.key() {
+            headers.push(("x-goog-api-key", key.to_owned()));
+        }
+        let base = &self.http.config.base_url;
+
+        if !self.http.config.stream {
+            let url = format!("{base}/models/{}:generateContent", request.model);
+            let answer = self.http.post(&url, &headers, &body, on_event, None).await?;
+            let tool_calls =
+                format.parse_calls(&answer, &declared.mapping).map_err(|e| LlmError::Protocol(e.to_string()))?;
+            let finish = finish_reason(answer.pointer("/candidates/0/finishReason").and_then(Value::as_str));
+            return Ok(ModelResponse {
+                text: text_of(&answer),
+                tool_calls,
+                usage: usage(&answer).unwrap_or_default(),
+                finish,
+            });
+        }
+
+        let url = format!("{base}/models/{}:streamGenerateContent?alt=sse", request.model);
+        let mut text = String::new();
+        let mut call_parts: Vec<Value> = Vec::new();
+        let mut used = Usage::default();
+        let mut finish = None;
+        let mut on_sse = |event: sse::Event| -> Result<bool, LlmError> {
+            if event.data.trim().is_empty() {
+                return Ok(false);
+            }
+            let chunk: Value = serde_json::from_str(&event.data)
+                .map_err(|e| LlmError::Protocol(format!("a stream chunk is not JSON: {e}")))?;
+            let delta = text_of(&chunk);
+            if !delta.is_empty() {
+                text.push_str(&delta);
+                on_event(StreamEvent::TextDelta(delta));
+            }
+            if let Some(parts) = chunk.pointer("/candidates/0/content/parts").and_then(Value::as_array) {
+                call_parts.extend(parts.iter().filter(|p| p.get("functionCall").is_some()).cloned());
+            }
+            if let Some(u) = usage(&chunk) {
+                used = u;
+            }
+            if let Some(reason) = chunk.pointer("/candidates/0/finishReason").and_then(Value::as_str) {
+                finish = Some(reason.to_owned());
+                return Ok(true);
+            }
+            Ok(false)
+        };
+        self.http.post(&url, &headers, &body, on_event, Some(&mut on_sse)).await?;
+        let synthetic = json!({"candidates": [{"content": {"role": "model", "parts": call_parts}}]});
+        let tool_calls =
+            format.parse_calls(&synthetic, &declared.mapping).map_err(|e| LlmError::Protocol(e.to_string()))?;
+        for call in &tool_calls {
+            on_event(StreamEvent::ToolCall(call.clone()));
+        }
+        Ok(ModelResponse { text, tool_calls, usage: used, finish: finish_reason(finish.as_deref()) })
+    }
+}
+
+impl LlmClient for GeminiClient {
+    fn complete<'a>(
+        &'a self,
+        request: &'a ModelRequest,
+        on_event: OnEvent<'a>,
+    ) -> toolreg::BoxFuture<'a, Result<ModelResponse, LlmError>> {
+        Box::pin(
+            async move { self.complete_inner(request, on_event).await.map_err(|e| scrub_error(e, self.http.key())) },
+        )
+    }
+
+    fn name(&self) -> &str {
+        "gemini"
+    }
+}

@@ -1,0 +1,223 @@
+//! OpenAI-compatible Chat Completions.
+
+use serde_json::{Map, Value, json};
+use toolreg::provider::openai_chat::OpenAiChat;
+use toolreg::provider::{CallMapping, Declarations, ToolChoice, ToolRef, WireFormat};
+
+use super::{ClientConfig, Http, arguments_text, scrub_error, sse};
+use crate::model::{
+    FinishReason, LlmClient, LlmError, Message, ModelRequest, ModelResponse, OnEvent, StreamEvent, Usage,
+};
+
+/// Chat Completions (`POST {base}/chat/completions`): OpenAI and every
+/// server that copies it — Ollama, vLLM, llama.cpp, LM Studio, OpenRouter,
+/// Mistral, Groq.
+#[derive(Debug, Clone)]
+pub struct OpenAiChatClient {
+    http: Http,
+}
+
+impl OpenAiChatClient {
+    /// A client with this configuration.
+    pub fn new(config: ClientConfig) -> Self {
+        OpenAiChatClient { http: Http::new(config) }
+    }
+
+    /// From `OPENAI_BASE_URL` (default `https://api.openai.com/v1`) and
+    /// `OPENAI_API_KEY` (required for the default URL only).
+    pub fn from_env() -> Result<Self, LlmError> {
+        let config = ClientConfig::from_env("OPENAI_BASE_URL", "https://api.openai.com/v1", "OPENAI_API_KEY");
+        if !config.has_api_key() && config.base_url.contains("api.openai.com") {
+            return Err(LlmError::Config("OPENAI_API_KEY is not set".into()));
+        }
+        Ok(Self::new(config))
+    }
+}
+
+impl std::fmt::Debug for Http {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Http").field("config", &self.config).finish_non_exhaustive()
+    }
+}
+
+/// The tools in a provider's format, with the name mapping to read calls back.
+pub(crate) fn declare(format: &dyn WireFormat, request: &ModelRequest) -> Declarations {
+    let refs: Vec<ToolRef<'_>> = request.tools.iter().map(ToolRef::from).collect();
+    let declared = format.declare_partial(&refs);
+    for (tool, reason) in declared.refused() {
+        tracing::warn!(tool, %reason, "tool not offered to the model");
+    }
+    declared
+}
+
+/// The `tool_choice` value, when one must be sent.
+pub(crate) fn choice(format: &dyn WireFormat, request: &ModelRequest, mapping: &CallMapping) -> Option<Value> {
+    if request.tools.is_empty() || request.tool_choice == ToolChoice::Auto {
+        return None;
+    }
+    format.tool_choice(&request.tool_choice, mapping).ok()
+}
+
+fn messages(request: &ModelRequest, mapping: &CallMapping) -> Vec<Value> {
+    let mut out = Vec::with_capacity(request.messages.len() + 1);
+    if let Some(system) = &request.system {
+        out.push(json!({"role": "system", "content": system}));
+    }
+    for message in &request.messages {
+        match message {
+            Message::User { text } => out.push(json!({"role": "user", "content": text})),
+            Message::Assistant { text, tool_calls } => {
+                let mut m = Map::new();
+                m.insert("role".into(), "assistant".into());
+                m.insert("content".into(), if text.is_empty() { Value::Null } else { text.clone().into() });
+                if !tool_calls.is_empty() {
+                    let calls: Vec<Value> = tool_calls
+                        .iter()
+                        .map(|c| {
+                            json!({"id": c.id, "type": "function", "function": {
+                                "name": mapping.provider_name(&c.name), "arguments": arguments_text(&c.arguments)}})
+                        })
+                        .collect();
+                    m.insert("tool_calls".into(), calls.into());
+                }
+                out.push(Value::Object(m));
+            }
+            Message::Tool { results } => {
+                for r in results {
+                    out.push(json!({"role": "tool", "tool_call_id": r.call_id, "content": r.content}));
+                }
+            }
+        }
+    }
+    out
+}
+
+pub(crate) fn finish_reason(reason: Option<&str>) -> FinishReason {
+    match reason {
+        None | Some("stop") | Some("end_turn") | Some("STOP") => FinishReason::Stop,
+        Some("tool_calls") | Some("function_call") | Some("tool_use") => FinishReason::ToolCalls,
+        Some("length") | Some("max_tokens") | Some("MAX_TOKENS") => FinishReason::Length,
+        Some("content_filter") | Some("SAFETY") => FinishReason::ContentFilter,
+        Some(other) => FinishReason::Other(other.to_owned()),
+    }
+}
+
+fn usage(body: &Value) -> Usage {
+    let n = |p: &str| body.pointer(p).and_then(Value::as_u64).unwrap_or(0);
+    Usage { input_tokens: n("/usage/prompt_tokens"), output_tokens: n("/usage/completion_tokens") }
+}
+
+impl OpenAiChatClient {
+    async fn complete_inner(&self, request: &ModelRequest, on_event: OnEvent<'_>) -> Result<ModelResponse, LlmError> {
+        let format = OpenAiChat::new();
+        let declared = declare(&format, request);
+        let mut body = json!({"model": request.model, "messages": messages(request, &declared.mapping)});
+        if !request.tools.is_empty() {
+            body["tools"] = declared.tools.clone();
+        }
+        if let Some(choice) = choice(&format, request, &declared.mapping) {
+            body["tool_choice"] = choice;
+        }
+        if let Some(max) = request.max_tokens {
+            body["max_tokens"] = max.into();
+        }
+        if let Some(t) = request.temperature {
+            body["temperature"] = json!(t);
+        }
+        let url = format!("{}/chat/completions", self.http.config.base_url);
+        let headers: Vec<(&str, String)> =
+            self.http.key().map(|k| vec![("authorization", format!("Bearer {k}"))]).unwrap_or_default();
+
+        if !self.http.config.stream {
+            let answer = self.http.post(&url, &headers, &body, on_event, None).await?;
+            let message = answer
+                .pointer("/choices/0/message")
+                .ok_or_else(|| LlmError::Protocol("the answer has no `choices[0].message`".into()))?;
+            let text = message.get("content").and_then(Value::as_str).unwrap_or_default().to_owned();
+            let tool_calls =
+                format.parse_calls(&answer, &declared.mapping).map_err(|e| LlmError::Protocol(e.to_string()))?;
+            let finish = finish_reason(answer.pointer("/choices/0/finish_reason").and_then(Value::as_str));
+            return Ok(ModelResponse { text, tool_calls, usage: usage(&answer), finish });
+        }
+
+        body["stream"] = true.into();
+        body["stream_options"] = json!({"include_usage": true});
+        let mut text = String::new();
+        // Tool calls by their index in the stream: id, name, argument text.
+        let mut calls: Vec<(String, String, String)> = Vec::new();
+        let mut finish = None;
+        let mut used = Usage::default();
+        let mut on_sse = |event: sse::Event| -> Result<bool, LlmError> {
+            if event.data.trim() == "[DONE]" {
+                return Ok(true);
+            }
+            let chunk: Value = serde_json::from_str(&event.data)
+                .map_err(|e| LlmError::Protocol(format!("a stream chunk is not JSON: {e}")))?;
+            if chunk.get("usage").is_some_and(Value::is_object) {
+                used = usage(&chunk);
+            }
+            let Some(choice) = chunk.pointer("/choices/0") else { return Ok(false) };
+            if let Some(delta) = choice.pointer("/delta/content").and_then(Value::as_str)
+                && !delta.is_empty()
+            {
+                text.push_str(delta);
+                on_event(StreamEvent::TextDelta(delta.to_owned()));
+            }
+            if let Some(deltas) = choice.pointer("/delta/tool_calls").and_then(Value::as_array) {
+                for delta in deltas {
+                    let index = delta.get("index").and_then(Value::as_u64).unwrap_or(calls.len() as u64) as usize;
+                    if index > 1024 {
+                        return Err(LlmError::Protocol("a tool call index over 1024".into()));
+                    }
+                    while calls.len() <= index {
+                        calls.push(Default::default());
+                    }
+                    let call = &mut calls[index];
+                    if let Some(id) = delta.get("id").and_then(Value::as_str) {
+                        call.0 = id.to_owned();
+                    }
+                    if let Some(name) = delta.pointer("/function/name").and_then(Value::as_str) {
+                        call.1.push_str(name);
+                    }
+                    if let Some(args) = delta.pointer("/function/arguments").and_then(Value::as_str) {
+                        call.2.push_str(args);
+                    }
+                }
+            }
+            if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+                finish = Some(reason.to_owned());
+            }
+            Ok(false)
+        };
+        self.http.post(&url, &headers, &body, on_event, Some(&mut on_sse)).await?;
+        let assembled: Vec<Value> = calls
+            .iter()
+            .map(
+                |(id, name, args)| json!({"id": id, "type": "function", "function": {"name": name, "arguments": args}}),
+            )
+            .collect();
+        let synthetic = json!({"choices": [{"message": {"role": "assistant", "tool_calls": assembled}}]});
+        let tool_calls =
+            format.parse_calls(&synthetic, &declared.mapping).map_err(|e| LlmError::Protocol(e.to_string()))?;
+        for call in &tool_calls {
+            on_event(StreamEvent::ToolCall(call.clone()));
+        }
+        Ok(ModelResponse { text, tool_calls, usage: used, finish: finish_reason(finish.as_deref()) })
+    }
+}
+
+impl LlmClient for OpenAiChatClient {
+    fn complete<'a>(
+        &'a self,
+        request: &'a ModelRequest,
+        on_event: OnEvent<'a>,
+    ) -> toolreg::BoxFuture<'a, Result<ModelResponse, LlmError>> {
+        Box::pin(
+            async move { self.complete_inner(request, on_event).await.map_err(|e| scrub_error(e, self.http.key())) },
+        )
+    }
+
+    fn name(&self) -> &str {
+        "openai-chat"
+    }
+}

@@ -1,0 +1,170 @@
+//! OpenAI Responses.
+
+use serde_json::{Value, json};
+use toolreg::provider::openai_responses::OpenAiResponses;
+use toolreg::provider::{CallMapping, WireFormat};
+
+use super::openai_chat::{choice, declare};
+use super::{ClientConfig, Http, arguments_text, scrub_error, sse};
+use crate::model::{
+    FinishReason, LlmClient, LlmError, Message, ModelRequest, ModelResponse, OnEvent, StreamEvent, Usage,
+};
+
+/// The Responses API (`POST {base}/responses`), stateless: the whole
+/// conversation is sent each time (`store: false`).
+#[derive(Debug, Clone)]
+pub struct OpenAiResponsesClient {
+    http: Http,
+}
+
+impl OpenAiResponsesClient {
+    /// A client with this configuration.
+    pub fn new(config: ClientConfig) -> Self {
+        OpenAiResponsesClient { http: Http::new(config) }
+    }
+
+    /// From `OPENAI_BASE_URL` (default `https://api.openai.com/v1`) and
+    /// `OPENAI_API_KEY` (required for the default URL only).
+    pub fn from_env() -> Result<Self, LlmError> {
+        let config = ClientConfig::from_env("OPENAI_BASE_URL", "https://api.openai.com/v1", "OPENAI_API_KEY");
+        if !config.has_api_key() && config.base_url.contains("api.openai.com") {
+            return Err(LlmError::Config("OPENAI_API_KEY is not set".into()));
+        }
+        Ok(Self::new(config))
+    }
+}
+
+fn input(request: &ModelRequest, mapping: &CallMapping) -> Vec<Value> {
+    let mut out = Vec::with_capacity(request.messages.len());
+    for message in &request.messages {
+        match message {
+            Message::User { text } => out.push(json!({"role": "user", "content": text})),
+            Message::Assistant { text, tool_calls } => {
+                if !text.is_empty() {
+                    out.push(json!({"role": "assistant", "content": text}));
+                }
+                for call in tool_calls {
+                    out.push(json!({"type": "function_call", "call_id": call.id,
+                        "name": mapping.provider_name(&call.name), "arguments": arguments_text(&call.arguments)}));
+                }
+            }
+            Message::Tool { results } => {
+                for r in results {
+                    out.push(json!({"type": "function_call_output", "call_id": r.call_id, "output": r.content}));
+                }
+            }
+        }
+    }
+    out
+}
+
+fn read(answer: &Value, format: &OpenAiResponses, mapping: &CallMapping) -> Result<ModelResponse, LlmError> {
+    let mut text = String::new();
+    for item in answer.get("output").and_then(Value::as_array).into_iter().flatten() {
+        if item["type"] == "message" {
+            for part in item.get("content").and_then(Value::as_array).into_iter().flatten() {
+                if let Some(t) = part.get("text").and_then(Value::as_str) {
+                    text.push_str(t);
+                }
+            }
+        }
+    }
+    let tool_calls = format.parse_calls(answer, mapping).map_err(|e| LlmError::Protocol(e.to_string()))?;
+    let n = |p: &str| answer.pointer(p).and_then(Value::as_u64).unwrap_or(0);
+    let usage = Usage { input_tokens: n("/usage/input_tokens"), output_tokens: n("/usage/output_tokens") };
+    let finish = if !tool_calls.is_empty() {
+        FinishReason::ToolCalls
+    } else {
+        match answer.pointer("/incomplete_details/reason").and_then(Value::as_str) {
+            Some("max_output_tokens") => FinishReason::Length,
+            Some("content_filter") => FinishReason::ContentFilter,
+            Some(other) => FinishReason::Other(other.to_owned()),
+            None => FinishReason::Stop,
+        }
+    };
+    Ok(ModelResponse { text, tool_calls, usage, finish })
+}
+
+impl OpenAiResponsesClient {
+    async fn complete_inner(&self, request: &ModelRequest, on_event: OnEvent<'_>) -> Result<ModelResponse, LlmError> {
+        let format = OpenAiResponses::new();
+        let declared = declare(&format, request);
+        let mut body = json!({"model": request.model, "input": input(request, &declared.mapping), "store": false});
+        if let Some(system) = &request.system {
+            body["instructions"] = system.clone().into();
+        }
+        if !request.tools.is_empty() {
+            body["tools"] = declared.tools.clone();
+        }
+        if let Some(choice) = choice(&format, request, &declared.mapping) {
+            body["tool_choice"] = choice;
+        }
+        if let Some(max) = request.max_tokens {
+            body["max_output_tokens"] = max.into();
+        }
+        if let Some(t) = request.temperature {
+            body["temperature"] = json!(t);
+        }
+        let url = format!("{}/responses", self.http.config.base_url);
+        let headers: Vec<(&str, String)> =
+            self.http.key().map(|k| vec![("authorization", format!("Bearer {k}"))]).unwrap_or_default();
+
+        if !self.http.config.stream {
+            let answer = self.http.post(&url, &headers, &body, on_event, None).await?;
+            return read(&answer, &format, &declared.mapping);
+        }
+        body["stream"] = true.into();
+        let mut completed: Option<Value> = None;
+        let mut on_sse = |event: sse::Event| -> Result<bool, LlmError> {
+            if event.data.trim().is_empty() {
+                return Ok(false);
+            }
+            let data: Value = serde_json::from_str(&event.data)
+                .map_err(|e| LlmError::Protocol(format!("a stream event is not JSON: {e}")))?;
+            match data.get("type").and_then(Value::as_str).unwrap_or_default() {
+                "response.output_text.delta" => {
+                    if let Some(delta) = data.get("delta").and_then(Value::as_str) {
+                        on_event(StreamEvent::TextDelta(delta.to_owned()));
+                    }
+                }
+                "response.completed" | "response.incomplete" => {
+                    completed = Some(data.get("response").cloned().unwrap_or(Value::Null));
+                    return Ok(true);
+                }
+                "response.failed" | "error" => {
+                    let message = data
+                        .pointer("/response/error/message")
+                        .or_else(|| data.get("message"))
+                        .and_then(Value::as_str)
+                        .unwrap_or("the response failed");
+                    return Err(LlmError::Protocol(message.to_owned()));
+                }
+                _ => {}
+            }
+            Ok(false)
+        };
+        self.http.post(&url, &headers, &body, on_event, Some(&mut on_sse)).await?;
+        let answer = completed.ok_or_else(|| LlmError::Protocol("truncated stream: no response.completed".into()))?;
+        let response = read(&answer, &format, &declared.mapping)?;
+        for call in &response.tool_calls {
+            on_event(StreamEvent::ToolCall(call.clone()));
+        }
+        Ok(response)
+    }
+}
+
+impl LlmClient for OpenAiResponsesClient {
+    fn complete<'a>(
+        &'a self,
+        request: &'a ModelRequest,
+        on_event: OnEvent<'a>,
+    ) -> toolreg::BoxFuture<'a, Result<ModelResponse, LlmError>> {
+        Box::pin(
+            async move { self.complete_inner(request, on_event).await.map_err(|e| scrub_error(e, self.http.key())) },
+        )
+    }
+
+    fn name(&self) -> &str {
+        "openai-responses"
+    }
+}
