@@ -223,7 +223,10 @@ async fn spawn(cx: &CallContext, args: SpawnArgs, store: Option<Namespace>) -> R
     let child = run.agent.sub_agent(args.tools.as_deref(), run.remaining).map_err(|e| e.to_string())?;
     // The child's token is a child of the parent's: cancelling the parent reaches it.
     match Box::pin(child.run_with(vec![Message::user(task)], run.cancel.child_token())).await {
-        Ok(Outcome::Finished(done)) => Ok(done.answer),
+        Ok(Outcome::Finished(done)) => {
+            run.charge(done.usage);
+            Ok(done.answer)
+        }
         Ok(Outcome::Suspended(_)) => {
             Err("the sub-agent needs an approval from outside, which a sub-agent cannot wait for".to_owned())
         }

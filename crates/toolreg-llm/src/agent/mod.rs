@@ -478,6 +478,8 @@ pub struct RunState {
     pub remaining: Budget,
     /// Set by `return_result` (or any tool that ends the run with a value).
     pub finish: Arc<OnceLock<Value>>,
+    /// Tokens sub-agents of this step spent: counted against the run.
+    pub spent_by_children: Arc<Mutex<Usage>>,
 }
 
 /// What a run may still spend; a sub-agent gets at most this.
@@ -495,6 +497,11 @@ impl RunState {
     /// End the run with this value once the current calls are done.
     pub fn finish_with(&self, value: Value) -> bool {
         self.finish.set(value).is_ok()
+    }
+
+    /// Count a sub-agent's tokens against this run.
+    pub fn charge(&self, usage: Usage) {
+        *self.spent_by_children.lock().unwrap_or_else(PoisonError::into_inner) += usage;
     }
 }
 
@@ -712,6 +719,7 @@ impl Agent {
                 deadline: limits.max_time.map(|t| state.started + t),
             },
             finish: Arc::default(),
+            spent_by_children: Arc::default(),
         }
     }
 
@@ -800,6 +808,7 @@ impl Agent {
                 .execute_batch_in(local, cancel.child_token(), extensions(&run))
                 .instrument(tracing::info_span!("tool_calls", step))
                 .await;
+            state.usage += std::mem::take(&mut *run.spent_by_children.lock().unwrap_or_else(PoisonError::into_inner));
             let waiting: Vec<PendingApproval> =
                 std::mem::take(&mut *suspender.pending.lock().unwrap_or_else(PoisonError::into_inner));
             let mut done = Vec::with_capacity(results.len());

@@ -1,0 +1,346 @@
+//! The agent loop against a scripted model: multi-step runs, malformed
+//! calls, limits, approvals, suspension resumed in a fresh process,
+//! sub-agents, cancellation.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+use toolreg::policy::{ApprovalRequest, approver_fn};
+use toolreg::{CallContext, FunctionRegistry, ToolCall, tool};
+use toolreg_llm::agent::functions::{AgentTools, TaskResult};
+use toolreg_llm::agent::{Agent, AgentError, AgentEvent, Limits, Outcome, Resolution, Suspended};
+use toolreg_llm::scripted::{ScriptedClient, calls_response, text_response};
+use toolreg_llm::{LlmError, Message, ModelResponse};
+
+/// Add two numbers.
+#[tool(safety = "safe")]
+fn add(a: f64, b: f64) -> f64 {
+    a + b
+}
+
+static WIPED: AtomicUsize = AtomicUsize::new(0);
+
+/// Delete everything under a path.
+#[tool(safety = "dangerous")]
+fn wipe(path: String) -> String {
+    WIPED.fetch_add(1, Ordering::SeqCst);
+    format!("wiped {path}")
+}
+
+/// Wait until cancelled.
+#[tool(safety = "safe")]
+async fn wait(#[context] cx: CallContext) -> String {
+    cx.cancelled().await;
+    "stopped".to_owned()
+}
+
+fn registry() -> FunctionRegistry {
+    let mut r = FunctionRegistry::new();
+    toolreg::register_tools!(r, [add_tool, wipe_tool, wait_tool]).unwrap();
+    AgentTools::new().register(&mut r).unwrap();
+    r
+}
+
+fn finished(outcome: Outcome) -> toolreg_llm::agent::Finished {
+    match outcome {
+        Outcome::Finished(done) => done,
+        Outcome::Suspended(s) => panic!("suspended: {s:?}"),
+    }
+}
+
+fn tool_results(messages: &[Message]) -> Vec<(String, String, bool)> {
+    messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::Tool { results } => {
+                Some(results.iter().map(|r| (r.call_id.clone(), r.content.clone(), r.is_error)))
+            }
+            _ => None,
+        })
+        .flatten()
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn multi_step_parallel_calls_and_a_corrected_malformed_call() {
+    let model = ScriptedClient::new()
+        .then_calls(vec![
+            ToolCall::new("c1", "add", r#"{"a": 1, "b": 2}"#),
+            ToolCall::new("c2", "add", r#"{"a": 10, "b": "#), // malformed JSON
+        ])
+        .then_call("c3", "add", json!({"a": 10, "b": 20}))
+        .then_text("3 and 30");
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&events);
+    let agent = Agent::builder(model.clone(), "m", &registry())
+        .system("Be brief.")
+        .on_event(move |e| seen.lock().unwrap().push(e.clone()))
+        .build();
+    let done = finished(agent.run("add things").await.unwrap());
+    assert_eq!(done.answer, "3 and 30");
+    assert_eq!(done.steps, 3);
+    assert_eq!(done.usage.total(), 45);
+    let results = tool_results(&done.transcript);
+    assert_eq!(results[0], ("c1".into(), "3.0".into(), false));
+    assert_eq!(results[1].0, "c2");
+    assert!(results[1].2 && results[1].1.contains("JSON"), "{:?}", results[1]);
+    assert_eq!(results[2], ("c3".into(), "30.0".into(), false));
+
+    // The model saw the system prompt, the tools and the growing conversation.
+    let requests = model.requests();
+    assert_eq!(requests[0].system.as_deref(), Some("Be brief."));
+    assert!(requests[0].tools.iter().any(|t| t.name == "add"));
+    assert_eq!(requests[2].messages.len(), 5);
+
+    let events = events.lock().unwrap();
+    assert_eq!(events.iter().filter(|e| matches!(e, AgentEvent::ModelRequest { .. })).count(), 3);
+    assert_eq!(events.iter().filter(|e| matches!(e, AgentEvent::ToolResult(_))).count(), 3);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn each_limit_is_a_typed_error_with_the_transcript() {
+    let forever =
+        || ScriptedClient::from_fn(|_| Ok(calls_response(vec![ToolCall::new("x", "add", json!({"a": 1, "b": 1}))])));
+    let agent = Agent::builder(forever(), "m", &registry()).limits(Limits::default().max_steps(3)).build();
+    match agent.run("loop").await {
+        Err(AgentError::StepLimit { limit: 3, transcript }) => assert_eq!(transcript.len(), 7),
+        other => panic!("{other:?}"),
+    }
+    let agent = Agent::builder(forever(), "m", &registry()).limits(Limits::default().max_tokens(40)).build();
+    match agent.run("loop").await {
+        Err(AgentError::TokenLimit { limit: 40, used, transcript }) => {
+            assert!(used >= 40);
+            assert!(!transcript.is_empty());
+        }
+        other => panic!("{other:?}"),
+    }
+    let slow = ScriptedClient::from_fn(|_| Ok(calls_response(vec![ToolCall::new("w", "wait", json!({}))])));
+    let agent =
+        Agent::builder(slow, "m", &registry()).limits(Limits::default().max_time(Duration::from_millis(300))).build();
+    let started = std::time::Instant::now();
+    let error = tokio::time::timeout(Duration::from_secs(20), async {
+        let cancel = CancellationToken::new();
+        let stop = cancel.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(800)).await;
+            stop.cancel();
+        });
+        agent.run_with(vec![Message::user("wait")], cancel).await
+    })
+    .await
+    .unwrap();
+    assert!(matches!(error, Err(AgentError::TimeLimit { .. }) | Err(AgentError::Cancelled { .. })), "{error:?}");
+    assert!(started.elapsed() < Duration::from_secs(10));
+
+    let failing = ScriptedClient::new().then(Err(LlmError::Status { status: 500, message: "down".into() }));
+    let agent = Agent::builder(failing, "m", &registry()).build();
+    assert!(matches!(agent.run("x").await, Err(AgentError::Model { .. })));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cancellation_stops_the_running_tools() {
+    let model = ScriptedClient::new()
+        .then_calls(vec![ToolCall::new("w1", "wait", json!({})), ToolCall::new("w2", "wait", json!({}))]);
+    let agent = Agent::builder(model, "m", &registry()).build();
+    let cancel = CancellationToken::new();
+    let stop = cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        stop.cancel();
+    });
+    let result =
+        tokio::time::timeout(Duration::from_secs(20), agent.run_with(vec![Message::user("wait")], cancel)).await;
+    assert!(matches!(result, Ok(Err(AgentError::Cancelled { .. }))), "{result:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn live_approvals_run_or_refuse_dangerous_calls() {
+    let before = WIPED.load(Ordering::SeqCst);
+    for approve in [true, false] {
+        let model = ScriptedClient::new().then_call("d1", "wipe", json!({"path": "/tmp/x"})).then_text("done");
+        let agent = Agent::builder(model, "m", &registry())
+            .approver(approver_fn("test", move |r: ApprovalRequest| {
+                let d = if approve { r.approve() } else { r.deny("no") };
+                async move { d }
+            }))
+            .build();
+        let done = finished(agent.run("wipe").await.unwrap());
+        let results = tool_results(&done.transcript);
+        assert_eq!(results[0].2, !approve, "{results:?}");
+    }
+    assert_eq!(WIPED.load(Ordering::SeqCst) - before, 1);
+}
+
+/// A dangerous call with nobody to ask suspends the run; the suspension
+/// survives JSON and a fresh process, and an approval binds to the exact
+/// call id and arguments.
+#[tokio::test(flavor = "multi_thread")]
+async fn suspension_serialises_and_resumes_in_a_fresh_process() {
+    if let Ok(path) = std::env::var("TOOLREG_RESUME_FROM") {
+        // The child: resume from the file with the decisions written beside it.
+        let suspended: Suspended = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let resolutions: Vec<Resolution> =
+            serde_json::from_str(&std::fs::read_to_string(format!("{path}.decisions")).unwrap()).unwrap();
+        let agent = Agent::builder(ScriptedClient::new().then_text("all done"), "m", &registry()).build();
+        let outcome = agent.resume(suspended, resolutions, CancellationToken::new()).await.unwrap();
+        let done = finished(outcome);
+        std::fs::write(format!("{path}.out"), serde_json::to_string(&tool_results(&done.transcript)).unwrap()).unwrap();
+        return;
+    }
+    let model = ScriptedClient::new().then_calls(vec![
+        ToolCall::new("s1", "add", json!({"a": 1, "b": 1})),
+        ToolCall::new("s2", "wipe", json!({"path": "/data"})),
+    ]);
+    let agent = Agent::builder(model, "m", &registry()).build();
+    let Outcome::Suspended(suspended) = agent.run("clean up").await.unwrap() else { panic!("not suspended") };
+    assert_eq!(suspended.approvals.len(), 1);
+    assert_eq!(suspended.approvals[0].call_id, "s2");
+    assert_eq!(suspended.done.len(), 1, "the safe call already ran");
+    let pending = suspended.approvals[0].clone();
+
+    let dir = tempfile::tempdir().unwrap();
+    let run_child = |suspended: &Suspended, resolutions: Vec<Resolution>, name: &str| -> Vec<(String, String, bool)> {
+        let path = dir.path().join(name);
+        std::fs::write(&path, serde_json::to_string(suspended).unwrap()).unwrap();
+        std::fs::write(format!("{}.decisions", path.display()), serde_json::to_string(&resolutions).unwrap()).unwrap();
+        let status = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "suspension_serialises_and_resumes_in_a_fresh_process", "--nocapture"])
+            .env("TOOLREG_RESUME_FROM", &path)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        serde_json::from_str(&std::fs::read_to_string(format!("{}.out", path.display())).unwrap()).unwrap()
+    };
+
+    // Approved as shown: the call runs, in another process.
+    let results = run_child(&suspended, vec![pending.approve()], "approved.json");
+    assert_eq!(results[0], ("s1".into(), "2.0".into(), false));
+    assert_eq!(results[1], ("s2".into(), "wiped /data".into(), false));
+
+    // Someone changed the arguments after the approval: refused.
+    let mut tampered = suspended.clone();
+    tampered.calls[1] = ToolCall::new("s2", "wipe", json!({"path": "/"}));
+    let results = run_child(&tampered, vec![pending.approve()], "tampered.json");
+    assert!(results[1].2 && results[1].1.contains("other arguments"), "{results:?}");
+
+    // Denied: the model reads why.
+    let results = run_child(&suspended, vec![pending.deny("not on Fridays")], "denied.json");
+    assert!(results[1].2 && results[1].1.contains("not on Fridays"), "{results:?}");
+
+    // Without a decision, resuming is refused.
+    let missing = agent.resume(suspended, vec![], CancellationToken::new()).await;
+    assert!(matches!(missing, Err(AgentError::Resume(_))));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn external_tools_suspend_for_the_hosts_answer() {
+    let model = ScriptedClient::new().then_call("e1", "add", json!({"a": 1, "b": 2})).then_text("the host said 99");
+    let agent = Agent::builder(model, "m", &registry()).external(["add"]).build();
+    let Outcome::Suspended(suspended) = agent.run("x").await.unwrap() else { panic!("not suspended") };
+    assert_eq!(suspended.external[0].id, "e1");
+    let resumed =
+        agent.resume(suspended, vec![Resolution::answer("e1", Ok(json!(99)))], CancellationToken::new()).await;
+    let done = finished(resumed.unwrap());
+    assert_eq!(done.answer, "the host said 99");
+    assert_eq!(tool_results(&done.transcript)[0], ("e1".into(), "99".into(), false));
+}
+
+/// A model that acts as parent and sub-agents by looking at the task.
+fn family_model() -> ScriptedClient {
+    ScriptedClient::from_fn(|request| {
+        let task = match request.messages.first() {
+            Some(Message::User { text }) => text.clone(),
+            _ => String::new(),
+        };
+        let last_is_result = matches!(request.messages.last(), Some(Message::Tool { .. }));
+        if task.starts_with("parent") {
+            if last_is_result {
+                let Some(Message::Tool { results }) = request.messages.last() else { unreachable!() };
+                return Ok(text_response(results[0].content.clone()));
+            }
+            return Ok(calls_response(vec![ToolCall::new(
+                "p1",
+                "spawn_many",
+                json!({"tasks": [
+                    {"task": "child 1"}, {"task": "child fail"}, {"task": "child 3", "tools": ["add", "return_result"]}
+                ]}),
+            )]));
+        }
+        if task.starts_with("child fail") {
+            return Err(LlmError::Status { status: 500, message: "boom".into() });
+        }
+        if task.starts_with("child") {
+            if last_is_result {
+                return Ok(text_response("unreachable: return_result ends the run"));
+            }
+            let n: i64 = task.rsplit(' ').next().unwrap().parse().unwrap();
+            return Ok(calls_response(vec![ToolCall::new("r", "return_result", json!({"value": n * 10}))]));
+        }
+        if task.starts_with("deep") {
+            return Ok(calls_response(vec![ToolCall::new("d", "spawn_agent", json!({"task": "deep"}))]));
+        }
+        Ok(ModelResponse::default())
+    })
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn spawn_many_keeps_order_and_survives_a_failing_child() {
+    let agent = Agent::builder(family_model(), "m", &registry()).build();
+    let done = finished(agent.run("parent").await.unwrap());
+    let results: Vec<TaskResult> = serde_json::from_str(&done.answer).unwrap();
+    assert_eq!(results[0], TaskResult::Ok("10".into()));
+    assert!(matches!(&results[1], TaskResult::Error(e) if e.contains("boom")), "{results:?}");
+    assert_eq!(results[2], TaskResult::Ok("30".into()));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sub_agents_are_depth_limited_and_never_see_user_tools() {
+    use toolreg_llm::agent::Budget;
+    let budget = Budget { steps: 3, tokens: Some(100), deadline: None };
+    let agent = Agent::builder(family_model(), "m", &registry()).limits(Limits::default().max_depth(1)).build();
+    let sub = agent.sub_agent(None, budget).unwrap();
+    assert_eq!((sub.depth(), sub.limits().max_steps, sub.limits().max_tokens), (1, 3, Some(100)));
+    assert!(matches!(sub.sub_agent(None, budget), Err(AgentError::DepthLimit { limit: 1 })));
+
+    // In a run: the refusal is a result the model reads.
+    let agent =
+        Agent::builder(family_model(), "m", &registry()).limits(Limits::default().max_depth(0).max_steps(1)).build();
+    let Err(AgentError::StepLimit { transcript, .. }) = agent.run("deep").await else {
+        panic!("expected the step limit")
+    };
+    assert!(tool_results(&transcript)[0].1.contains("nest 0 deep"), "{transcript:?}");
+
+    // A user-scope tool is offered to the top level only.
+    let mut registry = registry();
+    registry.register(ask_me_tool::registration()).unwrap();
+    let model = family_model();
+    let agent = Agent::builder(model.clone(), "m", &registry).build();
+    finished(agent.run("parent").await.unwrap());
+    for request in model.requests() {
+        let Some(Message::User { text }) = request.messages.first() else { continue };
+        let offers_user_tool = request.tools.iter().any(|t| t.name == "ask_me");
+        assert_eq!(offers_user_tool, text.starts_with("parent"), "{text}");
+        if text.starts_with("child 3") {
+            let names: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
+            assert_eq!(names, ["add", "return_result"]);
+        }
+    }
+}
+
+/// Ask the user something.
+#[tool(safety = "safe", scope = "user")]
+fn ask_me(question: String) -> String {
+    question
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn agent_functions_refuse_outside_a_run() {
+    let registry = registry();
+    let result =
+        toolreg::ToolExecutor::execute_call(&registry, ToolCall::new("x", "return_result", json!({"value": 1}))).await;
+    assert!(result.text().contains("only inside an agent run"), "{}", result.text());
+    let _: Value = json!(null);
+}
