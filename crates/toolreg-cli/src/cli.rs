@@ -67,6 +67,12 @@ pub enum Command {
         #[arg(long)]
         yes: bool,
     },
+    /// Run an agent on a task with the tools, on the terminal: approvals and
+    /// questions are asked here, steps and tool calls shown as they happen.
+    #[command(
+        after_help = "Examples:\n  OPENAI_API_KEY=sk-... toolreg run \"List the Rust files and count their lines\"\n  toolreg run \"Summarise README.md\" --base-url http://localhost:11434/v1 --model llama3.2\n  ANTHROPIC_API_KEY=... toolreg run \"Fix the typo in notes.txt\" --provider anthropic --model claude-sonnet-4-5"
+    )]
+    Run(RunArgs),
     /// Serve the tools over MCP (stdio by default).
     #[command(
         after_help = "Examples:\n  toolreg serve\n  toolreg serve --http 127.0.0.1:8080 --audit audit.jsonl\n  TOOLREG_MCP_TOKEN=secret toolreg serve --http 0.0.0.0:8080 --allow-host example.com\n  toolreg serve --config ~/.config/claude/claude_desktop_config.json"
@@ -112,4 +118,26 @@ pub struct ServeArgs {
     /// Run dangerous tools without approval.
     #[arg(long)]
     pub allow_dangerous: bool,
+}
+
+/// `toolreg run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The task.
+    pub task: String,
+    /// The model (default: `TOOLREG_MODEL`, or one per provider).
+    #[arg(long, short)]
+    pub model: Option<String>,
+    /// An OpenAI-compatible server's base URL (Ollama: http://localhost:11434/v1); default `OPENAI_BASE_URL`.
+    #[arg(long)]
+    pub base_url: Option<String>,
+    /// openai (Chat Completions, the default), openai-responses, anthropic or gemini.
+    #[arg(long, default_value = "openai")]
+    pub provider: String,
+    /// Most model requests.
+    #[arg(long, default_value_t = 20)]
+    pub max_steps: usize,
+    /// Approve every dangerous call without asking.
+    #[arg(long)]
+    pub yes: bool,
 }

@@ -3,6 +3,7 @@
 //! Run `toolreg --help` for the subcommands and examples.
 
 mod cli;
+mod run;
 mod setup;
 
 use std::fmt;
@@ -18,6 +19,8 @@ use toolreg::{SafetyLevel, ToolCall, ToolEngine, ToolExecutor};
 use toolreg_mcp::server::{HttpOptions, McpServer, ServerOptions, bearer_token_from_env};
 
 use cli::{Cli, Command, ServeArgs};
+
+pub(crate) use setup::Tools;
 
 /// A failure to report: one line on stderr, a non-zero exit.
 #[derive(Debug)]
@@ -76,6 +79,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         Some(Command::Tools { json }) => list(&tools, json),
         Some(Command::Schema { provider, only }) => schema(&tools, &provider, &only),
         Some(Command::Call { name, arguments, yes }) => call(tools, &name, arguments.as_deref(), yes).await,
+        Some(Command::Run(args)) => run::run(tools, args).await,
     }
 }
 

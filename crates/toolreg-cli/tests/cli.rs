@@ -202,3 +202,48 @@ fn imports_the_servers_of_an_mcp_servers_file() {
     assert!(!bad.status.success());
     assert!(String::from_utf8(bad.stderr).unwrap().contains("missing.json"));
 }
+
+/// `toolreg run` against a local server speaking OpenAI's protocol: the
+/// agent lists the files, then answers; progress goes to stderr.
+#[tokio::test(flavor = "multi_thread")]
+async fn run_drives_an_agent_against_an_openai_compatible_server() {
+    use wiremock::matchers::path;
+    use wiremock::{Mock, MockServer, Request, ResponseTemplate};
+
+    let server = MockServer::start().await;
+    Mock::given(path("/chat/completions"))
+        .respond_with(|request: &Request| {
+            let body: Value = serde_json::from_slice(&request.body).unwrap();
+            let answered = body["messages"].as_array().unwrap().iter().any(|m| m["role"] == "tool");
+            // Streamed, as the client asks.
+            let chunk = if answered {
+                json!({"choices": [{"index": 0, "delta": {"content": "There is one file: notes.txt."}, "finish_reason": "stop"}]})
+            } else {
+                json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "c1", "type": "function",
+                    "function": {"name": "list_files", "arguments": "{}"}}]}, "finish_reason": "tool_calls"}]})
+            };
+            ResponseTemplate::new(200)
+                .insert_header("content-type", "text/event-stream")
+                .set_body_string(format!("data: {chunk}\n\ndata: [DONE]\n\n"))
+        })
+        .mount(&server)
+        .await;
+    let dir = workspace();
+    let mut cmd = toolreg(dir.path());
+    cmd.args(["run", "What files are here?", "--model", "local", "--no-shell", "--base-url", &server.uri()])
+        .env_remove("OPENAI_API_KEY");
+    let out = tokio::task::spawn_blocking(move || cmd.output().unwrap()).await.unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "There is one file: notes.txt.");
+    assert!(stderr.contains("step 1") && stderr.contains("list_files"), "{stderr}");
+
+    // No key for the real API: one clear line.
+    let mut cmd = toolreg(dir.path());
+    cmd.args(["run", "hi"]).env_remove("OPENAI_API_KEY").env_remove("OPENAI_BASE_URL");
+    let out = cmd.output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("OPENAI_API_KEY"), "{err}");
+}
