@@ -163,7 +163,6 @@ fn serves_mcp_over_stdio_by_default() {
     let refused: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
     assert_eq!(refused["result"]["isError"], true, "{refused}");
     assert!(!dir.path().join("x").exists());
-    drop(send);
     drop(stdin); // end of input: the server exits
     assert!(child.wait().unwrap().success());
 }

@@ -296,8 +296,7 @@ impl McpServer {
                 .ok_or_else(|| ErrorData::invalid_params(format!("invalid cursor `{text}`"), None))?,
         };
         let end = start.saturating_add(self.shared.options.page_size).min(served.listed.len());
-        let mut page = ListToolsResult::default();
-        page.tools = served.listed[start..end].to_vec();
+        let mut page = ListToolsResult::with_all_items(served.listed[start..end].to_vec());
         page.next_cursor = (end < served.listed.len()).then(|| end.to_string());
         Ok(page)
     }
