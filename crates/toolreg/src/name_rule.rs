@@ -7,7 +7,8 @@
 
 use std::fmt;
 
-use crate::registry::MAX_NAME_LEN;
+/// The longest tool name toolreg accepts (OpenAI's and Bedrock's limit).
+pub const MAX_NAME_LEN: usize = 64;
 
 /// Why a text cannot be a tool name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -58,8 +58,7 @@ pub enum RegistryError {
     },
 }
 
-/// The longest tool name toolreg accepts (OpenAI's and Bedrock's limit).
-pub const MAX_NAME_LEN: usize = 64;
+pub use crate::name_rule::MAX_NAME_LEN;
 
 /// Check a tool name against the rule every provider accepts:
 /// 1 to 64 characters from `[A-Za-z0-9_-]`.

@@ -28,6 +28,7 @@
 //!     a + b
 //! }
 //!
+//! # fn main() {
 //! # tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap().block_on(async {
 //! let mut registry = FunctionRegistry::new();
 //! registry.register(add_tool::registration()).unwrap();
@@ -40,6 +41,7 @@
 //!     Outcome::Suspended(_) => unreachable!(),
 //! }
 //! # });
+//! # }
 //! ```
 
 pub mod functions;

@@ -6,8 +6,8 @@ use toolreg::provider::{CallMapping, WireFormat};
 use toolreg::{ToolArguments, ToolCall};
 
 use super::openai_chat::{choice, declare, finish_reason};
-use super::{ClientConfig, Http, arguments_value, scrub_error, sse};
-use crate::model::{LlmClient, LlmError, Message, ModelRequest, ModelResponse, OnEvent, StreamEvent, Usage};
+use super::{ClientConfig, Http, arguments_value, sse};
+use crate::model::{LlmError, Message, ModelRequest, ModelResponse, OnEvent, StreamEvent, Usage};
 
 /// The Messages API (`POST {base}/messages`).
 #[derive(Debug, Clone)]
@@ -190,18 +190,4 @@ impl AnthropicClient {
     }
 }
 
-impl LlmClient for AnthropicClient {
-    fn complete<'a>(
-        &'a self,
-        request: &'a ModelRequest,
-        on_event: OnEvent<'a>,
-    ) -> toolreg::BoxFuture<'a, Result<ModelResponse, LlmError>> {
-        Box::pin(
-            async move { self.complete_inner(request, on_event).await.map_err(|e| scrub_error(e, self.http.key())) },
-        )
-    }
-
-    fn name(&self) -> &str {
-        "anthropic"
-    }
-}
+super::llm_client!(AnthropicClient, "anthropic");

@@ -5,8 +5,8 @@ use toolreg::provider::gemini::Gemini;
 use toolreg::provider::{CallMapping, WireFormat};
 
 use super::openai_chat::{choice, declare, finish_reason};
-use super::{ClientConfig, Http, arguments_value, scrub_error, sse};
-use crate::model::{LlmClient, LlmError, Message, ModelRequest, ModelResponse, OnEvent, StreamEvent, Usage};
+use super::{ClientConfig, Http, arguments_value, sse};
+use crate::model::{LlmError, Message, ModelRequest, ModelResponse, OnEvent, StreamEvent, Usage};
 
 /// Gemini (`POST {base}/models/{model}:generateContent`, or
 /// `:streamGenerateContent?alt=sse` when streaming).
@@ -174,25 +174,9 @@ impl GeminiClient {
         let synthetic = json!({"candidates": [{"content": {"role": "model", "parts": call_parts}}]});
         let tool_calls =
             format.parse_calls(&synthetic, &declared.mapping).map_err(|e| LlmError::Protocol(e.to_string()))?;
-        for call in &tool_calls {
-            on_event(StreamEvent::ToolCall(call.clone()));
-        }
+        super::announce(&tool_calls, on_event);
         Ok(ModelResponse { text, tool_calls, usage: used, finish: finish_reason(finish.as_deref()) })
     }
 }
 
-impl LlmClient for GeminiClient {
-    fn complete<'a>(
-        &'a self,
-        request: &'a ModelRequest,
-        on_event: OnEvent<'a>,
-    ) -> toolreg::BoxFuture<'a, Result<ModelResponse, LlmError>> {
-        Box::pin(
-            async move { self.complete_inner(request, on_event).await.map_err(|e| scrub_error(e, self.http.key())) },
-        )
-    }
-
-    fn name(&self) -> &str {
-        "gemini"
-    }
-}
+super::llm_client!(GeminiClient, "gemini");

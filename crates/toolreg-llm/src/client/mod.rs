@@ -379,6 +379,53 @@ pub(crate) fn scrub_error(error: LlmError, key: Option<&str>) -> LlmError {
     }
 }
 
+/// `impl LlmClient` for a client with an `http` field and a
+/// `complete_inner`: errors leave with the key scrubbed out.
+macro_rules! llm_client {
+    ($client:ty, $name:literal) => {
+        impl $crate::model::LlmClient for $client {
+            fn complete<'a>(
+                &'a self,
+                request: &'a $crate::model::ModelRequest,
+                on_event: $crate::model::OnEvent<'a>,
+            ) -> toolreg::BoxFuture<'a, Result<$crate::model::ModelResponse, $crate::model::LlmError>> {
+                Box::pin(async move {
+                    self.complete_inner(request, on_event).await.map_err(|e| super::scrub_error(e, self.http.key()))
+                })
+            }
+
+            fn name(&self) -> &str {
+                $name
+            }
+        }
+    };
+}
+pub(crate) use llm_client;
+
+/// Report the calls of a streamed answer once they are complete.
+pub(crate) fn announce(calls: &[toolreg::ToolCall], on_event: OnEvent<'_>) {
+    for call in calls {
+        on_event(StreamEvent::ToolCall(call.clone()));
+    }
+}
+
+/// OpenAI's configuration from the environment: `OPENAI_BASE_URL` (default
+/// the OpenAI API) and `OPENAI_API_KEY`, required for the OpenAI API only.
+pub(crate) fn openai_config() -> Result<ClientConfig, LlmError> {
+    let config = ClientConfig::from_env("OPENAI_BASE_URL", "https://api.openai.com/v1", "OPENAI_API_KEY");
+    if !config.has_api_key() && config.base_url.contains("api.openai.com") {
+        return Err(LlmError::Config("OPENAI_API_KEY is not set".into()));
+    }
+    Ok(config)
+}
+
+impl Http {
+    /// `Authorization: Bearer <key>`, when there is a key.
+    pub(crate) fn bearer(&self) -> Vec<(&'static str, String)> {
+        self.key().map(|k| vec![("authorization", format!("Bearer {k}"))]).unwrap_or_default()
+    }
+}
+
 /// A tool's JSON arguments as the text to send back in history.
 pub(crate) fn arguments_text(arguments: &toolreg::ToolArguments) -> String {
     arguments.to_string()

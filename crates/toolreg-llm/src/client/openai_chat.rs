@@ -4,10 +4,8 @@ use serde_json::{Map, Value, json};
 use toolreg::provider::openai_chat::OpenAiChat;
 use toolreg::provider::{CallMapping, Declarations, ToolChoice, ToolRef, WireFormat};
 
-use super::{ClientConfig, Http, arguments_text, scrub_error, sse};
-use crate::model::{
-    FinishReason, LlmClient, LlmError, Message, ModelRequest, ModelResponse, OnEvent, StreamEvent, Usage,
-};
+use super::{ClientConfig, Http, arguments_text, sse};
+use crate::model::{FinishReason, LlmError, Message, ModelRequest, ModelResponse, OnEvent, StreamEvent, Usage};
 
 /// Chat Completions (`POST {base}/chat/completions`): OpenAI and every
 /// server that copies it — Ollama, vLLM, llama.cpp, LM Studio, OpenRouter,
@@ -26,11 +24,7 @@ impl OpenAiChatClient {
     /// From `OPENAI_BASE_URL` (default `https://api.openai.com/v1`) and
     /// `OPENAI_API_KEY` (required for the default URL only).
     pub fn from_env() -> Result<Self, LlmError> {
-        let config = ClientConfig::from_env("OPENAI_BASE_URL", "https://api.openai.com/v1", "OPENAI_API_KEY");
-        if !config.has_api_key() && config.base_url.contains("api.openai.com") {
-            return Err(LlmError::Config("OPENAI_API_KEY is not set".into()));
-        }
-        Ok(Self::new(config))
+        Ok(Self::new(super::openai_config()?))
     }
 }
 
@@ -125,8 +119,7 @@ impl OpenAiChatClient {
             body["temperature"] = json!(t);
         }
         let url = format!("{}/chat/completions", self.http.config.base_url);
-        let headers: Vec<(&str, String)> =
-            self.http.key().map(|k| vec![("authorization", format!("Bearer {k}"))]).unwrap_or_default();
+        let headers = self.http.bearer();
 
         if !self.http.config.stream {
             let answer = self.http.post(&url, &headers, &body, on_event, None).await?;
@@ -199,25 +192,9 @@ impl OpenAiChatClient {
         let synthetic = json!({"choices": [{"message": {"role": "assistant", "tool_calls": assembled}}]});
         let tool_calls =
             format.parse_calls(&synthetic, &declared.mapping).map_err(|e| LlmError::Protocol(e.to_string()))?;
-        for call in &tool_calls {
-            on_event(StreamEvent::ToolCall(call.clone()));
-        }
+        super::announce(&tool_calls, on_event);
         Ok(ModelResponse { text, tool_calls, usage: used, finish: finish_reason(finish.as_deref()) })
     }
 }
 
-impl LlmClient for OpenAiChatClient {
-    fn complete<'a>(
-        &'a self,
-        request: &'a ModelRequest,
-        on_event: OnEvent<'a>,
-    ) -> toolreg::BoxFuture<'a, Result<ModelResponse, LlmError>> {
-        Box::pin(
-            async move { self.complete_inner(request, on_event).await.map_err(|e| scrub_error(e, self.http.key())) },
-        )
-    }
-
-    fn name(&self) -> &str {
-        "openai-chat"
-    }
-}
+super::llm_client!(OpenAiChatClient, "openai-chat");

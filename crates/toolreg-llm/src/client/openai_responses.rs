@@ -5,10 +5,8 @@ use toolreg::provider::openai_responses::OpenAiResponses;
 use toolreg::provider::{CallMapping, WireFormat};
 
 use super::openai_chat::{choice, declare};
-use super::{ClientConfig, Http, arguments_text, scrub_error, sse};
-use crate::model::{
-    FinishReason, LlmClient, LlmError, Message, ModelRequest, ModelResponse, OnEvent, StreamEvent, Usage,
-};
+use super::{ClientConfig, Http, arguments_text, sse};
+use crate::model::{FinishReason, LlmError, Message, ModelRequest, ModelResponse, OnEvent, StreamEvent, Usage};
 
 /// The Responses API (`POST {base}/responses`), stateless: the whole
 /// conversation is sent each time (`store: false`).
@@ -26,11 +24,7 @@ impl OpenAiResponsesClient {
     /// From `OPENAI_BASE_URL` (default `https://api.openai.com/v1`) and
     /// `OPENAI_API_KEY` (required for the default URL only).
     pub fn from_env() -> Result<Self, LlmError> {
-        let config = ClientConfig::from_env("OPENAI_BASE_URL", "https://api.openai.com/v1", "OPENAI_API_KEY");
-        if !config.has_api_key() && config.base_url.contains("api.openai.com") {
-            return Err(LlmError::Config("OPENAI_API_KEY is not set".into()));
-        }
-        Ok(Self::new(config))
+        Ok(Self::new(super::openai_config()?))
     }
 }
 
@@ -106,8 +100,7 @@ impl OpenAiResponsesClient {
             body["temperature"] = json!(t);
         }
         let url = format!("{}/responses", self.http.config.base_url);
-        let headers: Vec<(&str, String)> =
-            self.http.key().map(|k| vec![("authorization", format!("Bearer {k}"))]).unwrap_or_default();
+        let headers = self.http.bearer();
 
         if !self.http.config.stream {
             let answer = self.http.post(&url, &headers, &body, on_event, None).await?;
@@ -146,25 +139,9 @@ impl OpenAiResponsesClient {
         self.http.post(&url, &headers, &body, on_event, Some(&mut on_sse)).await?;
         let answer = completed.ok_or_else(|| LlmError::Protocol("truncated stream: no response.completed".into()))?;
         let response = read(&answer, &format, &declared.mapping)?;
-        for call in &response.tool_calls {
-            on_event(StreamEvent::ToolCall(call.clone()));
-        }
+        super::announce(&response.tool_calls, on_event);
         Ok(response)
     }
 }
 
-impl LlmClient for OpenAiResponsesClient {
-    fn complete<'a>(
-        &'a self,
-        request: &'a ModelRequest,
-        on_event: OnEvent<'a>,
-    ) -> toolreg::BoxFuture<'a, Result<ModelResponse, LlmError>> {
-        Box::pin(
-            async move { self.complete_inner(request, on_event).await.map_err(|e| scrub_error(e, self.http.key())) },
-        )
-    }
-
-    fn name(&self) -> &str {
-        "openai-responses"
-    }
-}
+super::llm_client!(OpenAiResponsesClient, "openai-responses");
