@@ -19,6 +19,9 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+/// Answers waiting to be written before the server stops reading more.
+const OUTPUT_QUEUE: usize = 1024;
+
 /// Limits of the stdio transport.
 #[derive(Debug, Clone, Copy)]
 #[non_exhaustive]
@@ -49,13 +52,15 @@ pub(crate) struct LineTransport<R> {
     max: usize,
     /// Skipping the rest of an oversized line.
     discarding: bool,
-    out: Option<mpsc::UnboundedSender<Vec<u8>>>,
+    out: Option<mpsc::Sender<Vec<u8>>>,
     writer: Option<JoinHandle<io::Result<()>>>,
 }
 
 impl<R: AsyncRead + Send + Unpin> LineTransport<R> {
     pub(crate) fn new<W: AsyncWrite + Send + Unpin + 'static>(read: R, write: W, options: StdioOptions) -> Self {
-        let (out, queue) = mpsc::unbounded_channel();
+        // Bounded: a client that stops reading slows the server down instead
+        // of making it hold every answer in memory.
+        let (out, queue) = mpsc::channel(OUTPUT_QUEUE);
         LineTransport {
             read: BufReader::with_capacity(64 * 1024, read),
             line: Vec::new(),
@@ -66,11 +71,16 @@ impl<R: AsyncRead + Send + Unpin> LineTransport<R> {
         }
     }
 
-    fn answer(&self, message: Value) {
-        if let Some(out) = &self.out {
-            let mut bytes = message.to_string().into_bytes();
-            bytes.push(b'\n');
-            let _ = out.send(bytes);
+    /// Answer a line that was not a message. The future holds only the
+    /// sender, so `receive` stays `Send` whatever the reader is.
+    fn answer(&self, message: Value) -> impl Future<Output = ()> + Send + 'static {
+        let out = self.out.clone();
+        async move {
+            if let Some(out) = out {
+                let mut bytes = message.to_string().into_bytes();
+                bytes.push(b'\n');
+                let _ = out.send(bytes).await;
+            }
         }
     }
 
@@ -103,7 +113,8 @@ impl<R: AsyncRead + Send + Unpin> LineTransport<R> {
                 if self.discarding {
                     self.discarding = false;
                     let max = self.max;
-                    self.answer(error(Value::Null, -32600, format!("message too large: the limit is {max} bytes")));
+                    self.answer(error(Value::Null, -32600, format!("message too large: the limit is {max} bytes")))
+                        .await;
                     continue;
                 }
                 return Ok(true);
@@ -121,7 +132,7 @@ fn error(id: Value, code: i64, message: String) -> Value {
 }
 
 /// Write every queued message; batch what is ready into one flush.
-async fn write_all<W: AsyncWrite + Unpin>(write: W, mut queue: mpsc::UnboundedReceiver<Vec<u8>>) -> io::Result<()> {
+async fn write_all<W: AsyncWrite + Unpin>(write: W, mut queue: mpsc::Receiver<Vec<u8>>) -> io::Result<()> {
     let mut write = tokio::io::BufWriter::with_capacity(64 * 1024, write);
     while let Some(first) = queue.recv().await {
         write.write_all(&first).await?;
@@ -141,15 +152,14 @@ impl<R: AsyncRead + Send + Unpin> Transport<RoleServer> for LineTransport<R> {
         &mut self,
         item: TxJsonRpcMessage<RoleServer>,
     ) -> impl Future<Output = Result<(), io::Error>> + Send + 'static {
-        let sent = match (&self.out, serde_json::to_vec(&item)) {
-            (Some(out), Ok(mut bytes)) => {
-                bytes.push(b'\n');
-                out.send(bytes).map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "the output is closed"))
-            }
-            (None, _) => Err(io::Error::new(io::ErrorKind::NotConnected, "the transport is closed")),
-            (_, Err(error)) => Err(io::Error::new(io::ErrorKind::InvalidData, error)),
-        };
-        std::future::ready(sent)
+        let out = self.out.clone();
+        let bytes = serde_json::to_vec(&item);
+        async move {
+            let out = out.ok_or_else(|| io::Error::new(io::ErrorKind::NotConnected, "the transport is closed"))?;
+            let mut bytes = bytes.map_err(|error| io::Error::new(io::ErrorKind::InvalidData, error))?;
+            bytes.push(b'\n');
+            out.send(bytes).await.map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "the output is closed"))
+        }
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
@@ -190,7 +200,7 @@ impl<R: AsyncRead + Send + Unpin> Transport<RoleServer> for LineTransport<R> {
                     self.line.clear();
                     if let Some(reply) = reply {
                         tracing::debug!(error = %parse, "unreadable MCP message answered");
-                        self.answer(reply);
+                        self.answer(reply).await;
                     }
                 }
             }
