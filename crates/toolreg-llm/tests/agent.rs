@@ -344,3 +344,20 @@ async fn agent_functions_refuse_outside_a_run() {
     assert!(result.text().contains("only inside an agent run"), "{}", result.text());
     let _: Value = json!(null);
 }
+
+/// Read the agent's own notes.
+#[tool(safety = "safe")]
+fn my_notes() -> String {
+    "only mine".to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_agent_layers_its_own_functions_over_a_shared_registry() {
+    let shared = registry();
+    let model = ScriptedClient::new().then_call("n1", "my_notes", json!({})).then_text("ok");
+    let agent = Agent::builder(model.clone(), "m", &shared).register(my_notes_tool::registration()).unwrap().build();
+    let done = finished(agent.run("notes").await.unwrap());
+    assert_eq!(tool_results(&done.transcript)[0].1, "only mine");
+    assert!(model.requests()[0].tools.iter().any(|t| t.name == "my_notes"));
+    assert!(!shared.contains("my_notes"), "the shared registry is unchanged");
+}

@@ -15,7 +15,9 @@
 //!   [`Outcome::Suspended`]: a [`Suspended`] value that serialises with the
 //!   whole conversation and the pending calls, and resumes later, in any
 //!   process, with [`Agent::resume`]. A recorded approval binds exactly as a
-//!   live one does: same call id, same arguments hash.
+//!   live one does: same call id, same arguments hash. To suspend on
+//!   `ask_user` when no one is at a terminal, mark it external
+//!   ([`AgentBuilder::external`]) and resume with the user's answer.
 //!
 //! ```
 //! use toolreg::FunctionRegistry;
@@ -56,7 +58,8 @@ use tokio_util::sync::CancellationToken;
 use toolreg::engine::BatchOptions;
 use toolreg::policy::{ApprovalRequest, Approver, AuditSink, Decision as EngineDecision, Selection};
 use toolreg::{
-    BoxFuture, Extensions, FunctionRegistry, ToolCall, ToolDeclaration, ToolEngine, ToolError, ToolOutput, ToolResult,
+    BoxFuture, Extensions, FunctionRegistry, RegistryError, ToolCall, ToolDeclaration, ToolEngine, ToolError,
+    ToolOutput, ToolRegistration, ToolResult,
 };
 use toolreg_builtins::user::FinalAnswer;
 use tracing::Instrument;
@@ -353,6 +356,14 @@ impl AgentBuilder {
     pub fn system(mut self, system: impl Into<String>) -> Self {
         self.system = Some(system.into());
         self
+    }
+
+    /// Add a function for this agent only, over the shared registry it was
+    /// built from (which does not change: the agent holds its own view,
+    /// sharing every tool with it).
+    pub fn register(mut self, registration: ToolRegistration) -> Result<Self, RegistryError> {
+        self.registry.register(registration)?;
+        Ok(self)
     }
 
     /// Which of the registry's tools the model is offered (default: all).
