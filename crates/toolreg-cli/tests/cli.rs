@@ -246,3 +246,11 @@ async fn run_drives_an_agent_against_an_openai_compatible_server() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("OPENAI_API_KEY"), "{err}");
 }
+
+/// A client that closes its input before saying anything: a clean exit.
+#[test]
+fn input_closed_before_initialize_is_a_clean_exit() {
+    let dir = workspace();
+    let out = toolreg(dir.path()).write_stdin("").output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}

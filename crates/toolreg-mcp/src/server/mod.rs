@@ -266,9 +266,12 @@ impl McpServer {
         W: tokio::io::AsyncWrite + Send + Unpin + 'static,
     {
         let transport = stdio::LineTransport::new(read, write, options);
-        let running = rmcp::serve_server(self.clone(), transport)
-            .await
-            .map_err(|error| ServeError::Handshake(error.to_string()))?;
+        let running = match rmcp::serve_server(self.clone(), transport).await {
+            Ok(running) => running,
+            // The client left before saying anything: nothing to serve, no error.
+            Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
+            Err(error) => return Err(ServeError::Handshake(error.to_string())),
+        };
         running.waiting().await.map_err(|error| ServeError::Handshake(error.to_string()))?;
         Ok(())
     }
