@@ -284,7 +284,22 @@ impl Http {
                 let mut parser = sse::Parser::default();
                 let mut stream = response;
                 let mut finished = false;
-                while let Some(chunk) = stream.chunk().await.map_err(|e| (transport_error(&e), None))? {
+                let mut started = false;
+                loop {
+                    let chunk = match stream.chunk().await {
+                        Ok(Some(chunk)) => chunk,
+                        Ok(None) => break,
+                        // Part of the answer was already reported: trying again
+                        // would report it twice, so a broken stream is final.
+                        Err(e) if started => {
+                            return Err((
+                                LlmError::Protocol(format!("the stream broke off: {}", transport_error(&e))),
+                                None,
+                            ));
+                        }
+                        Err(e) => return Err((transport_error(&e), None)),
+                    };
+                    started = true;
                     for event in parser.push(&chunk) {
                         if on_sse(event).map_err(|e| (e, None))? {
                             finished = true;
