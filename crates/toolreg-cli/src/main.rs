@@ -195,8 +195,13 @@ async fn serve(tools: setup::Tools, args: ServeArgs) -> Result<(), CliError> {
     match args.http {
         Some(bind) => {
             let mut http = HttpOptions::default().bind(bind).stateless(args.stateless);
-            if let Some(token) = bearer_token_from_env() {
-                http = http.bearer_token(token);
+            match bearer_token_from_env() {
+                Some(token) => http = http.bearer_token(token),
+                None if !bind.ip().is_loopback() => eprintln!(
+                    "toolreg: warning: serving on {bind} without a bearer token: anyone who can reach it can call the \
+                     tools; set TOOLREG_MCP_TOKEN"
+                ),
+                None => {}
             }
             for host in args.allow_hosts {
                 http = http.allow_host(host);
