@@ -233,13 +233,15 @@ impl McpServer {
         let served = Arc::new(Served::new(engine));
         *self.shared.tools.write().unwrap_or_else(PoisonError::into_inner) = served;
         let peers: Vec<Peer<RoleServer>> = self.shared.peers.lock().unwrap_or_else(PoisonError::into_inner).clone();
-        let mut gone = Vec::new();
-        for (i, peer) in peers.iter().enumerate() {
+        let mut any_closed = false;
+        for peer in &peers {
+            // Clients on 2026-07-28 connections hear of it on their
+            // `subscriptions/listen` streams instead (below).
             if peer.is_transport_closed() || peer.notify_tool_list_changed().await.is_err() {
-                gone.push(i);
+                any_closed |= peer.is_transport_closed();
             }
         }
-        if !gone.is_empty() {
+        if any_closed {
             let mut live = self.shared.peers.lock().unwrap_or_else(PoisonError::into_inner);
             live.retain(|peer| !peer.is_transport_closed());
         }
