@@ -500,7 +500,7 @@ impl UserTools {
 
     /// `ask_user`, `notify_user` and `final_answer`, in [`Scope::User`].
     pub fn registrations(&self) -> Vec<ToolRegistration> {
-        fn declare<A: JsonSchema>(name: &str, description: &str, safety: SafetyLevel) -> ToolDeclaration {
+        fn declare<A: JsonSchema + 'static>(name: &str, description: &str, safety: SafetyLevel) -> ToolDeclaration {
             ToolDeclaration::for_args::<A>(name, description)
                 .with_safety(safety)
                 .with_category(CATEGORY)

@@ -255,12 +255,15 @@ impl ToolDeclaration {
         }
     }
 
-    /// A declaration whose input schema is generated from `Args` with schemars.
-    pub fn for_args<Args: schemars::JsonSchema + ?Sized>(
+    /// A declaration whose input schema is generated from `Args` with
+    /// schemars (once per type: declarations of one type share the work).
+    pub fn for_args<Args: schemars::JsonSchema + ?Sized + 'static>(
         name: impl Into<String>,
         description: impl Into<String>,
     ) -> Self {
-        Self::new(name, description, schema::schema_for::<Args>())
+        let mut decl = Self::new(name, description, Value::Null);
+        decl.input_schema = schema::cached_schema::<Args>().declared.clone();
+        decl
     }
 
     /// Start a declaration parameter by parameter.

@@ -101,8 +101,9 @@ impl fmt::Debug for ToolRegistration {
     }
 }
 
-fn serde_checked<A: schemars::JsonSchema>(declaration: &ToolDeclaration) -> bool {
-    declaration.input_schema == schema::schema_for::<A>() && !schema::serde_accepts_more_than(&declaration.input_schema)
+fn serde_checked<A: schemars::JsonSchema + 'static>(declaration: &ToolDeclaration) -> bool {
+    let cached = schema::cached_schema::<A>();
+    !cached.serde_accepts_more && declaration.input_schema == cached.schema
 }
 
 impl ToolRegistration {

@@ -10,7 +10,9 @@
 //! "`$ref` bomb", where each definition refers twice to the next) is left
 //! as it is by [`clean`] and refused by [`check_bounds`].
 
+use std::any::TypeId;
 use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, LazyLock, PoisonError, RwLock};
 
 use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
@@ -40,6 +42,37 @@ pub fn schema_for<T: JsonSchema + ?Sized>() -> Value {
     let mut value = generator.into_root_schema_for::<T>().to_value();
     clean(&mut value);
     value
+}
+
+/// The schema of a type, generated once per type and shared: registering
+/// many tools with one argument type (or one type twice: once for the
+/// declaration, once to see whether serde is the whole check) costs one
+/// generation. What the cache holds is bounded by the number of argument
+/// types in the program.
+pub(crate) fn cached_schema<T: JsonSchema + ?Sized + 'static>() -> Arc<CachedSchema> {
+    static CACHE: LazyLock<RwLock<HashMap<TypeId, Arc<CachedSchema>>>> = LazyLock::new(Default::default);
+    let id = TypeId::of::<T>();
+    if let Some(found) = CACHE.read().unwrap_or_else(PoisonError::into_inner).get(&id) {
+        return Arc::clone(found);
+    }
+    let schema = schema_for::<T>();
+    let serde_accepts_more = serde_accepts_more_than(&schema);
+    // What `ToolDeclaration::new` makes of it (a second clean inlines one
+    // more level of a recursive type), so declarations stay as they were.
+    let mut declared = schema.clone();
+    clean(&mut declared);
+    let entry = Arc::new(CachedSchema { schema, declared, serde_accepts_more });
+    Arc::clone(CACHE.write().unwrap_or_else(PoisonError::into_inner).entry(id).or_insert(entry))
+}
+
+/// A type's generated schema, and whether serde takes more than it says.
+#[derive(Debug)]
+pub(crate) struct CachedSchema {
+    /// As [`schema_for`] makes it.
+    pub(crate) schema: Value,
+    /// As a declaration holds it.
+    pub(crate) declared: Value,
+    pub(crate) serde_accepts_more: bool,
 }
 
 /// Make a schema readable by every provider, in place: drop `$schema` and the

@@ -93,7 +93,7 @@ fn gemini_as_json_schema(mut schema: Value) -> Value {
     schema
 }
 
-fn check<T: Serialize + JsonSchema>(value: &T) -> Result<(), TestCaseError> {
+fn check<T: Serialize + JsonSchema + 'static>(value: &T) -> Result<(), TestCaseError> {
     let canonical = ToolDeclaration::for_args::<T>("t", "").input_schema;
     let value = serde_json::to_value(value).unwrap();
     let accepted = jsonschema::validator_for(&canonical).unwrap();

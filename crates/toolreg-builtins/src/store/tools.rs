@@ -83,7 +83,7 @@ pub struct DeleteOutcome {
     pub deleted_versions: u64,
 }
 
-fn declaration<Args: JsonSchema>(name: &str, description: &str, safety: SafetyLevel) -> ToolDeclaration {
+fn declaration<Args: JsonSchema + 'static>(name: &str, description: &str, safety: SafetyLevel) -> ToolDeclaration {
     let declaration = ToolDeclaration::for_args::<Args>(name, description)
         .with_safety(safety)
         .with_category("store")

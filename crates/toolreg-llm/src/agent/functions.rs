@@ -181,7 +181,7 @@ impl AgentTools {
     }
 }
 
-fn declaration<A: JsonSchema>(name: &str, description: &str, safety: SafetyLevel) -> ToolDeclaration {
+fn declaration<A: JsonSchema + 'static>(name: &str, description: &str, safety: SafetyLevel) -> ToolDeclaration {
     ToolDeclaration::for_args::<A>(name, description)
         .with_safety(safety)
         .with_scope(Scope::Agent)

@@ -179,7 +179,7 @@ pub struct MoveTo {
 
 /// Every corpus tool: (declaration, a valid argument object).
 pub fn corpus() -> Vec<(ToolDeclaration, Value)> {
-    fn decl<T: JsonSchema>(name: &str, description: &str) -> ToolDeclaration {
+    fn decl<T: JsonSchema + 'static>(name: &str, description: &str) -> ToolDeclaration {
         ToolDeclaration::for_args::<T>(name, description).with_safety(SafetyLevel::Safe)
     }
     fn args<T: Serialize>(value: T) -> Value {
