@@ -342,3 +342,51 @@ async fn many_requests_in_flight_all_answered() {
     got.sort_unstable();
     assert_eq!(got, (1..=200).collect::<Vec<i64>>());
 }
+
+#[tokio::test]
+async fn requests_past_the_in_flight_limit_are_answered_busy_and_a_cancellation_frees_a_place() {
+    let seen = seen();
+    let mut raw = Raw::start(server(&seen, ServerOptions::default()), StdioOptions::default().max_in_flight(2));
+    raw.initialize(json!({})).await;
+    for id in [1, 2] {
+        raw.send(
+            json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "wait", "arguments": {},
+            "_meta": {"progressToken": id}}}),
+        )
+        .await;
+    }
+    // Both calls started (each reports progress) before the third is sent.
+    let mut started = 0;
+    while started < 2 {
+        if raw.next().await["method"] == "notifications/progress" {
+            started += 1;
+        }
+    }
+    let busy = raw.call(3, "echo", json!({"n": 3})).await;
+    assert_eq!(busy["error"]["code"], -32000, "{busy}");
+    assert!(busy["error"]["message"].as_str().unwrap().contains("2 requests are in flight"), "{busy}");
+
+    // The server stays whole: a cancelled call frees its place.
+    raw.send(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}})).await;
+    let mut answer = Value::Null;
+    for id in 4..40 {
+        answer = raw.call(id, "echo", json!({"n": id})).await;
+        if answer.get("result").is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(answer["result"]["structuredContent"]["n"].is_i64(), "{answer}");
+}
+
+#[tokio::test]
+async fn a_call_whose_id_cannot_bind_an_approval_is_refused() {
+    let seen = seen();
+    let mut raw = Raw::start(server(&seen, ServerOptions::default().allow_dangerous(true)), StdioOptions::default());
+    raw.initialize(json!({})).await;
+    raw.send(json!({"jsonrpc": "2.0", "id": "", "method": "tools/call", "params": {"name": "wipe", "arguments": {}}}))
+        .await;
+    let refused = raw.answer(json!("")).await;
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    assert!(!seen.wiped.load(Ordering::SeqCst));
+}

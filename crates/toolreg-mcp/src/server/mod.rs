@@ -332,19 +332,24 @@ impl McpServer {
             }));
         }
         extensions.insert(context.peer.clone());
-        let call = ToolCall::new(request_id_text(&context), name, arguments);
+        // Approvals and the audit trail are bound to the call id: a request
+        // whose id cannot be written down is refused, never run under "".
+        let id = call_id(&context.id)
+            .ok_or_else(|| ErrorData::invalid_request("the request id cannot be used as a call id", None))?;
+        let call = ToolCall::new(id, name, arguments);
         let result = served.engine.execute_call_in(call, context.ct.clone(), &extensions).await;
         Ok(to_call_tool_result(&result))
     }
 }
 
-/// The JSON-RPC id as text, the call id the engine and the audit trail see.
-fn request_id_text(context: &RequestContext<RoleServer>) -> String {
-    match serde_json::to_value(&context.id) {
-        Ok(Value::String(s)) => s,
-        Ok(other) => other.to_string(),
-        Err(_) => String::new(),
-    }
+/// The JSON-RPC id as text, the call id the engine and the audit trail see;
+/// `None` for an id that cannot be rendered or renders empty.
+fn call_id(id: &impl serde::Serialize) -> Option<String> {
+    let text = match serde_json::to_value(id).ok()? {
+        Value::String(s) => s,
+        other => other.to_string(),
+    };
+    (!text.is_empty()).then_some(text)
 }
 
 /// rmcp's `CallToolResult` for an engine result: the text a model reads,
@@ -421,5 +426,28 @@ impl ServerHandler for McpServer {
         let mut peers = self.shared.peers.lock().unwrap_or_else(PoisonError::into_inner);
         peers.retain(|peer| !peer.is_transport_closed());
         peers.push(context.peer);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::call_id;
+    use rmcp::model::RequestId;
+
+    /// An id whose rendering fails, as a future id type's might.
+    struct Unrenderable;
+
+    impl serde::Serialize for Unrenderable {
+        fn serialize<S: serde::Serializer>(&self, _: S) -> Result<S::Ok, S::Error> {
+            Err(serde::ser::Error::custom("no"))
+        }
+    }
+
+    #[test]
+    fn an_id_that_cannot_be_a_call_id_is_refused() {
+        assert_eq!(call_id(&RequestId::Number(7)).as_deref(), Some("7"));
+        assert_eq!(call_id(&RequestId::String("call-7".into())).as_deref(), Some("call-7"));
+        assert_eq!(call_id(&RequestId::String("".into())), None);
+        assert_eq!(call_id(&Unrenderable), None);
     }
 }

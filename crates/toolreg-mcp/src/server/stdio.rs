@@ -8,32 +8,58 @@
 //! also writes through one task that batches whatever responses are ready
 //! into one write and one flush, which is what keeps many requests in
 //! flight cheap.
+//!
+//! Memory is bounded for a client that sends faster than it reads, or never
+//! reads at all. rmcp runs every request in a task of its own and hands each
+//! answer to [`Transport::send`] without waiting for the one before, so the
+//! bound has to come from here, in two parts:
+//! - at most [`StdioOptions::max_in_flight`] requests are being worked on;
+//!   one past that is answered at once with a "server busy" error (-32000)
+//!   instead of being started. Pausing the reader instead would deadlock a
+//!   server whose calls wait for the client's answer to an elicitation;
+//! - answers waiting to be written hold at most
+//!   [`StdioOptions::max_output_bytes`]; past that, `send` waits, and the
+//!   reader waits with it when it has something to answer.
+//!
+//! So the answers held at any time are those of the requests in flight, and
+//! no more than that.
 
+use std::collections::HashSet;
 use std::future::Future;
 use std::io;
+use std::sync::{Arc, Mutex, PoisonError};
 
+use rmcp::model::{JsonRpcMessage, RequestId};
 use rmcp::service::{RoleServer, RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::sync::mpsc;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::JoinHandle;
 
-/// Answers waiting to be written before the server stops reading more.
-const OUTPUT_QUEUE: usize = 1024;
+/// The JSON-RPC code of the answer to a request past the in-flight limit.
+pub const SERVER_BUSY: i64 = -32000;
 
 /// Limits of the stdio transport.
 #[derive(Debug, Clone, Copy)]
 #[non_exhaustive]
 pub struct StdioOptions {
-    /// The longest message read, in bytes; a longer line is answered with an
-    /// error and skipped.
+    /// The longest message read, in bytes (4 MiB); a longer line is answered
+    /// with an error and skipped.
     pub max_message_bytes: usize,
+    /// Requests worked on at once (256); one more is answered with a
+    /// [`SERVER_BUSY`] error and not started. Together with
+    /// `max_output_bytes` this bounds the answers the server holds.
+    pub max_in_flight: usize,
+    /// Bytes of answers waiting to be written (8 MiB); past that, answers
+    /// wait to be queued until the client reads. One answer larger than this
+    /// is written alone.
+    pub max_output_bytes: usize,
 }
 
 impl Default for StdioOptions {
     fn default() -> Self {
-        StdioOptions { max_message_bytes: 4 * 1024 * 1024 }
+        StdioOptions { max_message_bytes: 4 * 1024 * 1024, max_in_flight: 256, max_output_bytes: 8 * 1024 * 1024 }
     }
 }
 
@@ -42,6 +68,41 @@ impl StdioOptions {
     pub fn max_message_bytes(mut self, bytes: usize) -> Self {
         self.max_message_bytes = bytes.max(1);
         self
+    }
+
+    /// Set how many requests are worked on at once.
+    pub fn max_in_flight(mut self, requests: usize) -> Self {
+        self.max_in_flight = requests.max(1);
+        self
+    }
+
+    /// Set how many bytes of answers may wait to be written.
+    pub fn max_output_bytes(mut self, bytes: usize) -> Self {
+        self.max_output_bytes = bytes.clamp(1, Semaphore::MAX_PERMITS);
+        self
+    }
+}
+
+/// One message for the writer, holding its share of the output budget
+/// until it is written.
+type Queued = (Vec<u8>, OwnedSemaphorePermit);
+
+/// The output queue: a channel whose capacity is counted in bytes.
+#[derive(Clone)]
+struct Output {
+    tx: mpsc::UnboundedSender<Queued>,
+    budget: Arc<Semaphore>,
+    max: usize,
+}
+
+impl Output {
+    async fn send(&self, bytes: Vec<u8>) -> io::Result<()> {
+        let closed = || io::Error::new(io::ErrorKind::BrokenPipe, "the output is closed");
+        // A message larger than the whole budget takes all of it: it waits
+        // for the queue to empty and is then written alone.
+        let cost = u32::try_from(bytes.len().clamp(1, self.max)).unwrap_or(u32::MAX);
+        let permit = Arc::clone(&self.budget).acquire_many_owned(cost).await.map_err(|_| closed())?;
+        self.tx.send((bytes, permit)).map_err(|_| closed())
     }
 }
 
@@ -52,20 +113,27 @@ pub(crate) struct LineTransport<R> {
     max: usize,
     /// Skipping the rest of an oversized line.
     discarding: bool,
-    out: Option<mpsc::Sender<Vec<u8>>>,
+    /// The ids of requests read and not yet answered (or cancelled).
+    in_flight: Arc<Mutex<HashSet<RequestId>>>,
+    max_in_flight: usize,
+    out: Option<Output>,
     writer: Option<JoinHandle<io::Result<()>>>,
 }
 
 impl<R: AsyncRead + Send + Unpin> LineTransport<R> {
     pub(crate) fn new<W: AsyncWrite + Send + Unpin + 'static>(read: R, write: W, options: StdioOptions) -> Self {
-        // Bounded: a client that stops reading slows the server down instead
-        // of making it hold every answer in memory.
-        let (out, queue) = mpsc::channel(OUTPUT_QUEUE);
+        // Bounded in bytes: a client that stops reading slows the server
+        // down instead of making it hold every answer in memory.
+        let (tx, queue) = mpsc::unbounded_channel();
+        let max = options.max_output_bytes.clamp(1, Semaphore::MAX_PERMITS);
+        let out = Output { tx, budget: Arc::new(Semaphore::new(max)), max };
         LineTransport {
             read: BufReader::with_capacity(64 * 1024, read),
             line: Vec::new(),
             max: options.max_message_bytes,
             discarding: false,
+            in_flight: Arc::default(),
+            max_in_flight: options.max_in_flight.max(1),
             out: Some(out),
             writer: Some(tokio::spawn(write_all(write, queue))),
         }
@@ -82,6 +150,37 @@ impl<R: AsyncRead + Send + Unpin> LineTransport<R> {
                 let _ = out.send(bytes).await;
             }
         }
+    }
+
+    /// Count a request in, or answer why it is not started. A cancellation
+    /// frees its request's place: rmcp writes no answer for it.
+    fn admit(&self, message: &RxJsonRpcMessage<RoleServer>) -> Option<Value> {
+        let mut in_flight = self.in_flight.lock().unwrap_or_else(PoisonError::into_inner);
+        match message {
+            JsonRpcMessage::Request(request) => {
+                if in_flight.len() >= self.max_in_flight && !in_flight.contains(&request.id) {
+                    let id = serde_json::to_value(&request.id).unwrap_or(Value::Null);
+                    let max = self.max_in_flight;
+                    return Some(error(
+                        id,
+                        SERVER_BUSY,
+                        format!(
+                            "server busy: {max} requests are in flight, the limit; send this one again when one is answered"
+                        ),
+                    ));
+                }
+                in_flight.insert(request.id.clone());
+            }
+            JsonRpcMessage::Notification(notification) => {
+                if let rmcp::model::ClientNotification::CancelledNotification(cancelled) = &notification.notification
+                    && let Some(id) = &cancelled.params.request_id
+                {
+                    in_flight.remove(id);
+                }
+            }
+            _ => {}
+        }
+        None
     }
 
     /// Read one line into `self.line`, never holding more than `max` bytes.
@@ -131,12 +230,14 @@ fn error(id: Value, code: i64, message: String) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
 }
 
-/// Write every queued message; batch what is ready into one flush.
-async fn write_all<W: AsyncWrite + Unpin>(write: W, mut queue: mpsc::Receiver<Vec<u8>>) -> io::Result<()> {
+/// Write every queued message; batch what is ready into one flush. A
+/// message's share of the output budget is released once it is written.
+async fn write_all<W: AsyncWrite + Unpin>(write: W, mut queue: mpsc::UnboundedReceiver<Queued>) -> io::Result<()> {
     let mut write = tokio::io::BufWriter::with_capacity(64 * 1024, write);
-    while let Some(first) = queue.recv().await {
+    while let Some((first, _permit)) = queue.recv().await {
         write.write_all(&first).await?;
-        while let Ok(next) = queue.try_recv() {
+        drop(first);
+        while let Ok((next, _permit)) = queue.try_recv() {
             write.write_all(&next).await?;
         }
         write.flush().await?;
@@ -152,13 +253,21 @@ impl<R: AsyncRead + Send + Unpin> Transport<RoleServer> for LineTransport<R> {
         &mut self,
         item: TxJsonRpcMessage<RoleServer>,
     ) -> impl Future<Output = Result<(), io::Error>> + Send + 'static {
+        let answered = match &item {
+            JsonRpcMessage::Response(response) => Some(&response.id),
+            JsonRpcMessage::Error(error) => error.id.as_ref(),
+            _ => None,
+        };
+        if let Some(id) = answered {
+            self.in_flight.lock().unwrap_or_else(PoisonError::into_inner).remove(id);
+        }
         let out = self.out.clone();
         let bytes = serde_json::to_vec(&item);
         async move {
             let out = out.ok_or_else(|| io::Error::new(io::ErrorKind::NotConnected, "the transport is closed"))?;
             let mut bytes = bytes.map_err(|error| io::Error::new(io::ErrorKind::InvalidData, error))?;
             bytes.push(b'\n');
-            out.send(bytes).await.map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "the output is closed"))
+            out.send(bytes).await
         }
     }
 
@@ -182,6 +291,10 @@ impl<R: AsyncRead + Send + Unpin> Transport<RoleServer> for LineTransport<R> {
             match parsed {
                 Ok(message) => {
                     self.line.clear();
+                    if let Some(busy) = self.admit(&message) {
+                        self.answer(busy).await;
+                        continue;
+                    }
                     return Some(message);
                 }
                 Err(parse) => {
