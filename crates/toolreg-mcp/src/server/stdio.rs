@@ -253,21 +253,29 @@ impl<R: AsyncRead + Send + Unpin> Transport<RoleServer> for LineTransport<R> {
         &mut self,
         item: TxJsonRpcMessage<RoleServer>,
     ) -> impl Future<Output = Result<(), io::Error>> + Send + 'static {
+        // A request stays in flight until its answer is queued: rmcp hands
+        // answers over without waiting, so one waiting here still holds memory.
         let answered = match &item {
-            JsonRpcMessage::Response(response) => Some(&response.id),
-            JsonRpcMessage::Error(error) => error.id.as_ref(),
+            JsonRpcMessage::Response(response) => Some(response.id.clone()),
+            JsonRpcMessage::Error(error) => error.id.clone(),
             _ => None,
         };
-        if let Some(id) = answered {
-            self.in_flight.lock().unwrap_or_else(PoisonError::into_inner).remove(id);
-        }
+        let in_flight = Arc::clone(&self.in_flight);
         let out = self.out.clone();
         let bytes = serde_json::to_vec(&item);
+        drop(item);
         async move {
-            let out = out.ok_or_else(|| io::Error::new(io::ErrorKind::NotConnected, "the transport is closed"))?;
-            let mut bytes = bytes.map_err(|error| io::Error::new(io::ErrorKind::InvalidData, error))?;
-            bytes.push(b'\n');
-            out.send(bytes).await
+            let sent = async {
+                let out = out.ok_or_else(|| io::Error::new(io::ErrorKind::NotConnected, "the transport is closed"))?;
+                let mut bytes = bytes.map_err(|error| io::Error::new(io::ErrorKind::InvalidData, error))?;
+                bytes.push(b'\n');
+                out.send(bytes).await
+            }
+            .await;
+            if let Some(id) = answered {
+                in_flight.lock().unwrap_or_else(PoisonError::into_inner).remove(&id);
+            }
+            sent
         }
     }
 
