@@ -498,6 +498,12 @@ pub struct ListResult {
     pub files: Vec<String>,
     /// Whether the cap cut the list.
     pub truncated: bool,
+    /// Ignore patterns not applied because the walk's budget was spent
+    /// (4,000 patterns with 4,000 wildcards in all, each at most 512 bytes;
+    /// more would make every listing slow): files they would have hidden
+    /// may be listed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub ignore_patterns_skipped: usize,
 }
 
 /// Arguments of `search_files`.
@@ -552,6 +558,14 @@ pub struct SearchResult {
     pub files_searched: usize,
     /// Files skipped as binary or too large.
     pub files_skipped: usize,
+    /// Ignore patterns not applied because the walk's budget was spent (see
+    /// [`ListResult::ignore_patterns_skipped`]).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub ignore_patterns_skipped: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 #[cfg(test)]
