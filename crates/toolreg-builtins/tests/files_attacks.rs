@@ -306,7 +306,11 @@ async fn shell_writes_outside_the_root_are_refused_when_confined() {
         let result = shell.run(&ShellArgs::new(command.clone()), std::future::pending()).await.unwrap();
         assert_ne!(result.exit_code, Some(0), "`{command}` succeeded");
         assert!(
-            result.stderr.contains("Permission denied") || result.stderr.contains("Operation not permitted"),
+            // Landlock refuses with EACCES or EPERM; the read-only mounts
+            // of the command's namespace with EROFS, checked first.
+            ["Permission denied", "Operation not permitted", "Read-only file system"]
+                .iter()
+                .any(|refusal| result.stderr.contains(refusal)),
             "`{command}`: {}",
             result.stderr
         );
