@@ -411,14 +411,14 @@ async fn spawn(options: Arc<ShellOptions>, command: String) -> Result<(Child, Co
         let off = Confined { confined: false, isolated: false, text: "none: confinement is off".to_owned() };
         let (tx, rx) = tokio::sync::oneshot::channel();
         on_fresh_thread(move || {
-            let _ = tx.send(plain_command(&options, &command).spawn().map(|child| (child, off)));
+            hand_over(tx, plain_command(&options, &command).spawn().map(|child| (child, off)));
         })?;
         return rx.await.unwrap_or_else(|_| Err(thread_ended())).map_err(spawn_error);
     }
     let (tx, rx) = tokio::sync::oneshot::channel();
     let (first, first_command) = (Arc::clone(&options), command.clone());
     on_fresh_thread(move || {
-        let _ = tx.send(spawn_isolated(&first, &first_command));
+        hand_over(tx, spawn_isolated(&first, &first_command));
     })?;
     let why_not = match rx.await.unwrap_or_else(|_| Err(Isolation::Refused(spawn_error(thread_ended())))) {
         Ok(spawned) => return Ok(spawned),
@@ -437,9 +437,22 @@ async fn spawn(options: Arc<ShellOptions>, command: String) -> Result<(Child, Co
             "; no namespaces of its own ({why_not}): other processes' /proc entries are readable and \
              metadata outside the root (mode, owner, times) can be changed"
         ));
-        let _ = tx.send(plain_command(&options, &command).spawn().map(|child| (child, confined)));
+        hand_over(tx, plain_command(&options, &command).spawn().map(|child| (child, confined)));
     })?;
     rx.await.unwrap_or_else(|_| Err(thread_ended())).map_err(spawn_error)
+}
+
+/// Send the spawned command to the call; if the call is gone (its future
+/// dropped while the command was being spawned), kill the command's group
+/// and reap it here, so it never runs unattended.
+fn hand_over<E>(tx: tokio::sync::oneshot::Sender<Result<(Child, Confined), E>>, spawned: Result<(Child, Confined), E>) {
+    if let Err(Ok((mut child, _))) = tx.send(spawned) {
+        if let Ok(pid) = i32::try_from(child.id()) {
+            let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
 }
 
 fn thread_ended() -> std::io::Error {

@@ -286,3 +286,18 @@ async fn output_held_open_by_an_escaped_process_is_kept() {
     assert_eq!(out.stdout, "before\n");
     assert_eq!(out.exit_code, Some(0));
 }
+
+#[tokio::test]
+async fn a_call_dropped_while_its_command_is_spawned_leaves_nothing_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let tool = shell(dir.path());
+    let args = ShellArgs::new("sleep 300.106");
+    for _ in 0..5 {
+        // Dropped at once: the spawning thread finishes on its own and finds
+        // nobody to hand the command to.
+        let run = tool.run(&args, pending());
+        assert!(tokio::time::timeout(Duration::from_micros(1), run).await.is_err());
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(gone_marked("300.106").await, "a command outlived its dropped call");
+}
