@@ -647,6 +647,11 @@ fn remount(point: &Path, read_only: bool) -> nix::Result<()> {
             flags |= set;
         }
     }
+    // Neither flag means strict atime; say so, or the kernel picks relatime
+    // (which a container's locked mount refuses).
+    if !kept.intersects(FsFlags::ST_RELATIME | FsFlags::ST_NOATIME) {
+        flags |= MsFlags::MS_STRICTATIME;
+    }
     if read_only {
         flags |= MsFlags::MS_RDONLY;
     }
@@ -781,4 +786,16 @@ async fn drain(task: tokio::task::JoinHandle<()>, capture: Capture) -> (String, 
     }
     text.push_str(&String::from_utf8_lossy(captured.tail.make_contiguous()));
     (text, dropped)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mount_points_are_unescaped_as_mountinfo_writes_them() {
+        assert_eq!(unescape_mount_path("/a\\040b\\011c\\134d"), Path::new("/a b\tc\\d"));
+        // A backslash not followed by three octal digits is kept as it is.
+        assert_eq!(unescape_mount_path("/x\\9y\\04"), Path::new("/x\\9y\\04"));
+    }
 }
