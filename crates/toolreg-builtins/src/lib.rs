@@ -9,9 +9,11 @@
 //!   outside the context window and handed on by reference; SQLite by default.
 //! - [`files`]: `read_file`, `write_file`, `edit_file`, `list_files`,
 //!   `search_files`, confined to a root directory through a cap-std handle.
-//! - [`shell`] (Linux): `shell`, a command in the root with a timeout, its
-//!   whole process group killed on timeout or cancellation, writes confined to
-//!   the root by Landlock where the kernel has it.
+//! - [`shell`] (Linux): `shell`, a command in the root with a timeout; in a
+//!   PID and mount namespace of its own where the process may make them (its
+//!   own `/proc`, everything outside the root read-only, everything it
+//!   started killed with it), and with writes confined to the root by
+//!   Landlock where the kernel has it.
 //! - [`user`]: `ask_user`, `notify_user`, `final_answer`, the human user as a
 //!   function behind a [`user::UserChannel`].
 //!

@@ -4,16 +4,35 @@
 //! environment (plus an allow-list), standard input closed, and its output
 //! captured head and tail within a cap. When it times out or the call is
 //! cancelled — or the call's future is dropped — the whole process group is
-//! killed, so a background grandchild cannot outlive the call. After a normal
-//! exit the group is killed too, before the command is reaped, so nothing it
-//! left behind keeps running and its process-group id cannot have been reused.
+//! killed. After a normal exit the group is killed too, before the command is
+//! reaped, so its process-group id cannot have been reused.
 //!
-//! On Linux the command runs under [Landlock] where the kernel supports it:
-//! it may read and execute anything, but write only beneath the root (and
-//! `/dev/null`). Landlock restricts the calling thread and its future
-//! children, so the command is spawned from a fresh thread that restricts
-//! itself first and then ends; the process's other threads are untouched.
-//! The result says whether the confinement was in force.
+//! On Linux, unless confinement is [`Confinement::Off`], the command is
+//! confined in two layers:
+//!
+//! - **Namespaces** (needs `CAP_SYS_ADMIN`, as root or in a container's
+//!   root): the command is PID 1 of a PID namespace of its own, so when it
+//!   ends or is killed the kernel kills everything it started, even a
+//!   daemon that left the group with `setsid`. It sees a `/proc` of its own
+//!   namespace only: the toolreg process's environment and memory
+//!   (`/proc/<pid>/environ`, `/proc/<pid>/mem`) are out of its reach. In a
+//!   mount namespace of its own, every mount outside the root is read-only,
+//!   so outside the root nothing can be written, created or removed, and no
+//!   file can have its mode, owner or times changed (`chmod`, `chown`,
+//!   `touch`). As an init, the command ignores signals it sends itself
+//!   (`kill $$`), as under `unshare --pid --fork`.
+//! - **[Landlock]** where the kernel supports it: the command may read and
+//!   execute anything but write only beneath the root (and `/dev/null`), and
+//!   may not mount or unmount, so it cannot uncover the host's `/proc` or
+//!   make a mount writable again.
+//!
+//! Both are set up by a fresh thread that then spawns the command and ends,
+//! so no other thread of the process is touched. The result's `isolated`,
+//! `confined` and `confinement` fields say what was in force and why not.
+//! Where the namespaces cannot be made (not root), [`Confinement::BestEffort`]
+//! runs the command under Landlock alone and says so; there, a daemon that
+//! left the group with `setsid` can outlive the call. Output it still holds
+//! open is waited for two seconds, and what was read until then is returned.
 //!
 //! ```no_run
 //! use toolreg_builtins::shell::{ShellArgs, ShellOptions, ShellTool};
@@ -57,17 +76,20 @@ const FALLBACK_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 /// process that left the group with `setsid` can hold them).
 const DRAIN_GRACE: Duration = Duration::from_secs(2);
 
-/// Whether to run commands under Landlock.
+/// Whether to confine commands: namespaces of their own and Landlock (see
+/// the [module docs](self)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum Confinement {
-    /// Use Landlock where the kernel supports it; run unconfined where it
-    /// does not, and say so in the result.
+    /// Use what the kernel and the process's privileges allow; what is
+    /// missing is said in the result.
     #[default]
     BestEffort,
-    /// Refuse to run a command unless Landlock is in force.
+    /// Refuse to run a command unless both the namespaces and Landlock are
+    /// in force ([`ShellError::Unconfined`]).
     Required,
-    /// Do not use Landlock.
+    /// Neither: the command runs with the host's `/proc` and mounts, and
+    /// only its process group is killed.
     Off,
 }
 
@@ -85,7 +107,7 @@ pub struct ShellOptions {
     pub env_set: Vec<(String, String)>,
     /// Bytes kept of each stream (64 KiB): the first half and the last half.
     pub max_output_bytes: usize,
-    /// Whether to use Landlock.
+    /// Whether to confine commands (namespaces and Landlock).
     pub confinement: Confinement,
 }
 
@@ -126,7 +148,7 @@ impl ShellOptions {
         self
     }
 
-    /// Set whether to use Landlock.
+    /// Set whether to confine commands.
     pub fn confinement(mut self, confinement: Confinement) -> Self {
         self.confinement = confinement;
         self
@@ -179,7 +201,11 @@ pub struct ShellResult {
     pub duration_ms: u64,
     /// Whether Landlock confined the command's writes to the root.
     pub confined: bool,
-    /// The confinement in words (which mechanism, or why there was none).
+    /// Whether the command ran in namespaces of its own: its own PID
+    /// namespace and `/proc`, every mount outside the root read-only.
+    #[serde(default)]
+    pub isolated: bool,
+    /// The confinement in words (which mechanisms, or why there was none).
     pub confinement: String,
 }
 
@@ -204,8 +230,8 @@ pub enum ShellError {
         /// Why.
         reason: String,
     },
-    /// Landlock is required and not in force.
-    #[error("Landlock confinement is required but not in force: {reason}; the command was not run")]
+    /// Confinement is required and not (wholly) in force.
+    #[error("confinement is required but not in force: {reason}; the command was not run")]
     Unconfined {
         /// Why.
         reason: String,
@@ -299,8 +325,9 @@ impl ShellTool {
         let stdout = child.stdout.take().map(tokio::process::ChildStdout::from_std);
         let stderr = child.stderr.take().map(tokio::process::ChildStderr::from_std);
         let mut guard = GroupGuard { pgid: pid, child: Some(child) };
-        let stdout = tokio::spawn(capture(stdout.and_then(Result::ok), half));
-        let stderr = tokio::spawn(capture(stderr.and_then(Result::ok), half));
+        let (stdout_capture, stderr_capture) = (Capture::default(), Capture::default());
+        let stdout = tokio::spawn(capture(stdout.and_then(Result::ok), half, Arc::clone(&stdout_capture)));
+        let stderr = tokio::spawn(capture(stderr.and_then(Result::ok), half, Arc::clone(&stderr_capture)));
 
         // Wait for the exit without reaping, so the group id stays ours
         // until the group has been killed.
@@ -322,8 +349,8 @@ impl ShellTool {
             let _ = exited.await;
         }
         let status = guard.reap();
-        let (stdout, stdout_dropped_bytes) = drain(stdout).await;
-        let (stderr, stderr_dropped_bytes) = drain(stderr).await;
+        let (stdout, stdout_dropped_bytes) = drain(stdout, stdout_capture).await;
+        let (stderr, stderr_dropped_bytes) = drain(stderr, stderr_capture).await;
         match end {
             End::TimedOut => Err(ShellError::TimedOut { after: timeout, stdout, stderr }),
             End::Cancelled => Err(ShellError::Cancelled),
@@ -336,6 +363,7 @@ impl ShellTool {
                 stderr_dropped_bytes,
                 duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
                 confined: confinement.confined,
+                isolated: confinement.isolated,
                 confinement: confinement.text,
             }),
         }
@@ -368,35 +396,81 @@ impl Drop for GroupGuard {
 
 /// Whether the command ran confined, and how, in words.
 struct Confined {
+    /// Landlock was in force.
     confined: bool,
+    /// The command ran in namespaces of its own (see [`isolate`]).
+    isolated: bool,
     text: String,
 }
 
-/// Spawn the command from a fresh thread that first restricts itself with
-/// Landlock (so only the command inherits the restriction) and then ends.
+/// Spawn the command: in namespaces of its own and under Landlock where the
+/// kernel and our privileges allow, else (with `BestEffort`) under Landlock
+/// alone, saying why.
 async fn spawn(options: Arc<ShellOptions>, command: String) -> Result<(Child, Confined), ShellError> {
+    if options.confinement == Confinement::Off {
+        let off = Confined { confined: false, isolated: false, text: "none: confinement is off".to_owned() };
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        on_fresh_thread(move || {
+            hand_over(tx, plain_command(&options, &command).spawn().map(|child| (child, off)));
+        })?;
+        return rx.await.unwrap_or_else(|_| Err(thread_ended())).map_err(spawn_error);
+    }
     let (tx, rx) = tokio::sync::oneshot::channel();
-    std::thread::Builder::new()
-        .name("toolreg-shell-spawn".into())
-        .spawn(move || {
-            let _ = tx.send(spawn_here(&options, &command));
-        })
-        .map_err(|e| ShellError::Spawn { message: e.to_string() })?;
-    rx.await.unwrap_or_else(|_| Err(ShellError::Spawn { message: "the spawning thread ended early".to_owned() }))
+    let (first, first_command) = (Arc::clone(&options), command.clone());
+    on_fresh_thread(move || {
+        hand_over(tx, spawn_isolated(&first, &first_command));
+    })?;
+    let why_not = match rx.await.unwrap_or_else(|_| Err(Isolation::Refused(spawn_error(thread_ended())))) {
+        Ok(spawned) => return Ok(spawned),
+        Err(Isolation::Refused(error)) => return Err(error),
+        Err(Isolation::Unavailable(why)) => why,
+    };
+    if options.confinement == Confinement::Required {
+        return Err(ShellError::Unconfined { reason: format!("no namespaces of its own: {why_not}") });
+    }
+    // The isolated attempt started nothing (its thread's PID namespace is
+    // spent either way): start again on a fresh thread, with Landlock only.
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    on_fresh_thread(move || {
+        let mut confined = restrict_thread(&options.root);
+        confined.text.push_str(&format!(
+            "; no namespaces of its own ({why_not}): other processes' /proc entries are readable and \
+             metadata outside the root (mode, owner, times) can be changed"
+        ));
+        hand_over(tx, plain_command(&options, &command).spawn().map(|child| (child, confined)));
+    })?;
+    rx.await.unwrap_or_else(|_| Err(thread_ended())).map_err(spawn_error)
 }
 
-fn spawn_here(options: &ShellOptions, command: &str) -> Result<(Child, Confined), ShellError> {
-    let confinement = match options.confinement {
-        Confinement::Off => Confined { confined: false, text: "none: confinement is off".to_owned() },
-        Confinement::BestEffort => restrict_thread(&options.root),
-        Confinement::Required => {
-            let confined = restrict_thread(&options.root);
-            if !confined.confined {
-                return Err(ShellError::Unconfined { reason: confined.text });
-            }
-            confined
+/// Send the spawned command to the call; if the call is gone (its future
+/// dropped while the command was being spawned), kill the command's group
+/// and reap it here, so it never runs unattended.
+fn hand_over<E>(tx: tokio::sync::oneshot::Sender<Result<(Child, Confined), E>>, spawned: Result<(Child, Confined), E>) {
+    if let Err(Ok((mut child, _))) = tx.send(spawned) {
+        if let Ok(pid) = i32::try_from(child.id()) {
+            let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
         }
-    };
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}
+
+fn thread_ended() -> std::io::Error {
+    std::io::Error::other("the spawning thread ended early")
+}
+
+fn spawn_error(e: std::io::Error) -> ShellError {
+    ShellError::Spawn { message: e.to_string() }
+}
+
+/// Run `f` on a thread of its own, which ends with it: whatever `f` does to
+/// its thread (Landlock, namespaces) touches no other thread of the process.
+fn on_fresh_thread(f: impl FnOnce() + Send + 'static) -> Result<(), ShellError> {
+    std::thread::Builder::new().name("toolreg-shell-spawn".into()).spawn(f).map(drop).map_err(spawn_error)
+}
+
+/// `/bin/sh -c <command>` in the root with the configured environment.
+fn plain_command(options: &ShellOptions, command: &str) -> Command {
     let mut cmd = Command::new("/bin/sh");
     cmd.arg("-c")
         .arg(command)
@@ -418,8 +492,194 @@ fn spawn_here(options: &ShellOptions, command: &str) -> Result<(Child, Confined)
     for (name, value) in &options.env_set {
         cmd.env(name, value);
     }
-    let child = cmd.spawn().map_err(|e| ShellError::Spawn { message: e.to_string() })?;
-    Ok((child, confinement))
+    cmd
+}
+
+/// Why the isolated spawn did not give a running command.
+enum Isolation {
+    /// The namespaces could not be set up; nothing was started.
+    Unavailable(String),
+    /// The command must not or could not run at all.
+    Refused(ShellError),
+}
+
+/// The script the command's first process runs: it waits until its own
+/// `/proc` is mounted (a line on standard input), then replaces itself with
+/// the command, keeping PID 1 and closing standard input.
+const GATE: &str = "read -r gate || exit 125; exec /bin/sh -c \"$0\" </dev/null";
+
+/// Spawn the command, on this (fresh) thread, in a PID and a mount namespace
+/// of its own, with everything outside the root read-only, its own `/proc`,
+/// and Landlock on top.
+///
+/// The command's first process is PID 1 of its namespace: when it ends, or
+/// is killed, the kernel kills every process left in the namespace, even one
+/// that left the process group with `setsid`. Its `/proc` shows only its own
+/// namespace's processes, so nothing of the host's (its environment, its
+/// memory) can be read through it. Landlock forbids `mount` and `umount`, so
+/// the command cannot uncover the host's `/proc` or make a mount writable.
+///
+/// A `/proc` for the new namespace can only be mounted once its first
+/// process exists, and the command must be Landlocked before it is spawned,
+/// while a Landlocked thread may not mount. So a helper thread, made before
+/// this one changes at all, enters the command's mount namespace and mounts
+/// it while the first process waits at [`GATE`].
+fn spawn_isolated(options: &ShellOptions, command: &str) -> Result<(Child, Confined), Isolation> {
+    use nix::sched::{CloneFlags, unshare};
+
+    // Made first: once this thread has a PID namespace for its children it
+    // can no longer start threads, and once it is Landlocked neither it nor
+    // its threads may mount.
+    let (pid_tx, pid_rx) = std::sync::mpsc::channel::<u32>();
+    let mounter = std::thread::Builder::new()
+        .name("toolreg-shell-proc".into())
+        .spawn(move || -> Result<(), String> {
+            let Ok(pid) = pid_rx.recv() else { return Ok(()) };
+            mount_own_proc(pid)
+        })
+        .map_err(|e| Isolation::Unavailable(format!("starting the mount helper: {e}")))?;
+    let give_up = |mounter: std::thread::JoinHandle<Result<(), String>>, pid_tx, why| {
+        drop(pid_tx);
+        let _ = mounter.join();
+        why
+    };
+
+    if let Err(e) = unshare(CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWPID) {
+        let why = format!("creating the namespaces (needs CAP_SYS_ADMIN): {}", e.desc());
+        return Err(give_up(mounter, pid_tx, Isolation::Unavailable(why)));
+    }
+    if let Err(why) = read_only_outside(&options.root) {
+        return Err(give_up(mounter, pid_tx, Isolation::Unavailable(why)));
+    }
+
+    let landlock = restrict_thread(&options.root);
+    if options.confinement == Confinement::Required && !landlock.confined {
+        let refused = ShellError::Unconfined { reason: landlock.text };
+        return Err(give_up(mounter, pid_tx, Isolation::Refused(refused)));
+    }
+    let mut cmd = plain_command(options, GATE);
+    cmd.arg(command).stdin(Stdio::piped());
+    let mut child = match cmd.spawn() {
+        Ok(child) => child,
+        Err(e) => return Err(give_up(mounter, pid_tx, Isolation::Refused(spawn_error(e)))),
+    };
+    let _ = pid_tx.send(child.id());
+    let mounted = mounter.join().unwrap_or_else(|_| Err("the mount helper panicked".to_owned()));
+    let opened = mounted.and_then(|()| {
+        let mut gate = child.stdin.take().ok_or("the gate pipe is missing")?;
+        std::io::Write::write_all(&mut gate, b"go\n").map_err(|e| format!("opening the gate: {e}"))
+    });
+    if let Err(why) = opened {
+        // The command has not run: its first process still waits at the gate.
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(Isolation::Unavailable(why));
+    }
+    let text = format!(
+        "{}; namespaces: its own PID namespace and /proc, everything outside the root read-only",
+        landlock.text
+    );
+    Ok((child, Confined { confined: landlock.confined, isolated: true, text }))
+}
+
+/// From the helper thread: enter the mount namespace of the command's first
+/// process (`pid`) and mount a `/proc` of its PID namespace over `/proc`.
+fn mount_own_proc(pid: u32) -> Result<(), String> {
+    use nix::mount::{MsFlags, mount};
+    use nix::sched::{CloneFlags, setns, unshare};
+
+    let namespace = std::fs::File::open(format!("/proc/{pid}/ns/mnt"))
+        .map_err(|e| format!("opening the command's mount namespace: {e}"))?;
+    // A thread sharing its filesystem context with others may not change its
+    // mount namespace; this thread ends right after.
+    unshare(CloneFlags::CLONE_FS).map_err(|e| format!("unsharing the helper's filesystem context: {}", e.desc()))?;
+    setns(&namespace, CloneFlags::CLONE_NEWNS)
+        .map_err(|e| format!("entering the command's mount namespace: {}", e.desc()))?;
+    let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
+    let data = format!("pidns=/proc/{pid}/ns/pid");
+    mount(Some("proc"), "/proc", Some("proc"), flags, Some(data.as_str()))
+        .map_err(|e| format!("mounting its own /proc (the kernel may lack proc's pidns option): {}", e.desc()))
+}
+
+/// In this thread's new mount namespace, make every mount read-only except
+/// the root and what is mounted beneath it, so that no file outside the root
+/// can be written, created, removed, or have its mode, owner or times
+/// changed. Nothing propagates back to the host's mounts.
+fn read_only_outside(root: &Path) -> Result<(), String> {
+    use nix::mount::{MsFlags, mount};
+
+    let none: Option<&str> = None;
+    mount(none, "/", none, MsFlags::MS_REC | MsFlags::MS_PRIVATE, none)
+        .map_err(|e| format!("making the mounts private: {}", e.desc()))?;
+    // This thread's view, not the process's: it has its own mount namespace now.
+    let table =
+        std::fs::read_to_string("/proc/thread-self/mountinfo").map_err(|e| format!("reading the mount table: {e}"))?;
+    for line in table.lines() {
+        let Some(point) = line.split(' ').nth(4).map(unescape_mount_path) else { continue };
+        // The root stays writable; /proc is covered by the command's own.
+        if point.starts_with(root) || point.starts_with("/proc") {
+            continue;
+        }
+        remount(&point, true).map_err(|e| format!("making {} read-only: {}", point.display(), e.desc()))?;
+    }
+    mount(Some(root), root, none, MsFlags::MS_BIND | MsFlags::MS_REC, none)
+        .map_err(|e| format!("binding the root: {}", e.desc()))?;
+    remount(root, false).map_err(|e| format!("making the root writable: {}", e.desc()))
+}
+
+/// Remount the mount at `point` read-only or writable, keeping its other
+/// restrictions (nosuid, nodev, noexec, atime) as they are.
+fn remount(point: &Path, read_only: bool) -> nix::Result<()> {
+    use nix::mount::{MsFlags, mount};
+    use nix::sys::statvfs::{FsFlags, statvfs};
+
+    let kept = statvfs(point)?.flags();
+    let mut flags = MsFlags::MS_BIND | MsFlags::MS_REMOUNT;
+    for (has, set) in [
+        (FsFlags::ST_NOSUID, MsFlags::MS_NOSUID),
+        (FsFlags::ST_NODEV, MsFlags::MS_NODEV),
+        (FsFlags::ST_NOEXEC, MsFlags::MS_NOEXEC),
+        (FsFlags::ST_NOATIME, MsFlags::MS_NOATIME),
+        (FsFlags::ST_NODIRATIME, MsFlags::MS_NODIRATIME),
+        (FsFlags::ST_RELATIME, MsFlags::MS_RELATIME),
+    ] {
+        if kept.contains(has) {
+            flags |= set;
+        }
+    }
+    // Neither flag means strict atime; say so, or the kernel picks relatime
+    // (which a container's locked mount refuses).
+    if !kept.intersects(FsFlags::ST_RELATIME | FsFlags::ST_NOATIME) {
+        flags |= MsFlags::MS_STRICTATIME;
+    }
+    if read_only {
+        flags |= MsFlags::MS_RDONLY;
+    }
+    let none: Option<&str> = None;
+    mount(none, point, none, flags, none)
+}
+
+/// A mount point as `mountinfo` writes it, with its octal escapes (`\040`
+/// for a space) undone.
+fn unescape_mount_path(field: &str) -> PathBuf {
+    use std::os::unix::ffi::OsStringExt;
+    let bytes = field.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let octal = bytes.get(i + 1..i + 4).filter(|d| d.iter().all(|b| (b'0'..=b'7').contains(b)));
+        match (bytes[i], octal) {
+            (b'\\', Some(d)) => {
+                out.push(d.iter().fold(0u8, |n, b| n.wrapping_mul(8).wrapping_add(b - b'0')));
+                i += 4;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    PathBuf::from(std::ffi::OsString::from_vec(out))
 }
 
 fn restrict_thread(root: &Path) -> Confined {
@@ -437,11 +697,14 @@ fn restrict_thread(root: &Path) -> Confined {
         .and_then(|ruleset| ruleset.restrict_self());
     match status {
         Ok(status) => match status.ruleset {
-            RulesetStatus::FullyEnforced => {
-                Confined { confined: true, text: "landlock: writes confined to the root (fully enforced)".to_owned() }
-            }
+            RulesetStatus::FullyEnforced => Confined {
+                confined: true,
+                isolated: false,
+                text: "landlock: writes confined to the root (fully enforced)".to_owned(),
+            },
             RulesetStatus::PartiallyEnforced => Confined {
                 confined: true,
+                isolated: false,
                 text: "landlock: writes confined to the root (partially enforced: this kernel's Landlock \
                        lacks some newer rights)"
                     .to_owned(),
@@ -452,29 +715,42 @@ fn restrict_thread(root: &Path) -> Confined {
                     LandlockStatus::NotImplemented => "this kernel does not support Landlock",
                     _ => "this kernel does not enforce the Landlock rules",
                 };
-                Confined { confined: false, text: format!("none: {why}") }
+                Confined { confined: false, isolated: false, text: format!("none: {why}") }
             }
         },
-        Err(e) => Confined { confined: false, text: format!("none: Landlock could not be set up: {e}") },
+        Err(e) => {
+            Confined { confined: false, isolated: false, text: format!("none: Landlock could not be set up: {e}") }
+        }
     }
 }
 
 /// The first `half` bytes and the last `half` bytes of a stream, and its length.
+#[derive(Default)]
 struct Captured {
     head: Vec<u8>,
     tail: VecDeque<u8>,
     total: u64,
 }
 
-async fn capture(stream: Option<impl AsyncRead + Unpin>, half: usize) -> Captured {
-    let mut out = Captured { head: Vec::new(), tail: VecDeque::new(), total: 0 };
-    let Some(mut stream) = stream else { return out };
+/// A capture in progress, shared with [`drain`] so that what was read is kept
+/// even when the stream never ends (a process outside the command's reach
+/// holds the pipe open).
+type Capture = Arc<std::sync::Mutex<Captured>>;
+
+fn lock(capture: &Capture) -> std::sync::MutexGuard<'_, Captured> {
+    // Only byte copies run under this lock; a poisoned capture is still whole.
+    capture.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+async fn capture(stream: Option<impl AsyncRead + Unpin>, half: usize, into: Capture) {
+    let Some(mut stream) = stream else { return };
     let mut buf = vec![0u8; 16 * 1024];
     loop {
         let n = match stream.read(&mut buf).await {
             Ok(0) | Err(_) => break,
             Ok(n) => n,
         };
+        let mut out = lock(&into);
         out.total += n as u64;
         let mut chunk = &buf[..n];
         let room = half.saturating_sub(out.head.len());
@@ -492,19 +768,16 @@ async fn capture(stream: Option<impl AsyncRead + Unpin>, half: usize) -> Capture
             out.tail.extend(chunk);
         }
     }
-    out
 }
 
-/// Wait briefly for a capture to finish and render it, with the bytes dropped.
-async fn drain(task: tokio::task::JoinHandle<Captured>) -> (String, u64) {
+/// Wait briefly for a capture to finish, then render what it read, with the
+/// bytes dropped; a stream still open after the grace keeps its bytes so far.
+async fn drain(task: tokio::task::JoinHandle<()>, capture: Capture) -> (String, u64) {
     let abort = task.abort_handle();
-    let mut captured = match tokio::time::timeout(DRAIN_GRACE, task).await {
-        Ok(Ok(captured)) => captured,
-        _ => {
-            abort.abort();
-            return (String::new(), 0);
-        }
-    };
+    if tokio::time::timeout(DRAIN_GRACE, task).await.is_err() {
+        abort.abort();
+    }
+    let mut captured = std::mem::take(&mut *lock(&capture));
     let kept = captured.head.len() + captured.tail.len();
     let dropped = captured.total - kept as u64;
     let mut text = String::from_utf8_lossy(&captured.head).into_owned();
@@ -513,4 +786,16 @@ async fn drain(task: tokio::task::JoinHandle<Captured>) -> (String, u64) {
     }
     text.push_str(&String::from_utf8_lossy(captured.tail.make_contiguous()));
     (text, dropped)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mount_points_are_unescaped_as_mountinfo_writes_them() {
+        assert_eq!(unescape_mount_path("/a\\040b\\011c\\134d"), Path::new("/a b\tc\\d"));
+        // A backslash not followed by three octal digits is kept as it is.
+        assert_eq!(unescape_mount_path("/x\\9y\\04"), Path::new("/x\\9y\\04"));
+    }
 }

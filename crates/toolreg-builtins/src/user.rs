@@ -749,15 +749,21 @@ impl<W: Write + Send + 'static> TerminalChannel<W> {
 
     async fn ask_lines(&self, question: Question) -> Result<String, UserError> {
         let mut lines = self.lines.lock().await;
-        if lines.is_none() {
+        let first = lines.is_none();
+        if first {
             *lines = Some(self.start()?);
         }
         let Some(rx) = lines.as_mut() else {
             return Err(UserError::Closed { reason: "the terminal's input has ended".to_owned() });
         };
         let mut closed = false;
-        while let Ok(stale) = rx.try_recv() {
-            closed |= stale.is_err();
+        // Lines read since the last question are stale. Before the first
+        // there is no last question: whatever the new reading thread has
+        // already read answers this one (it may be quick with piped input).
+        if !first {
+            while let Ok(stale) = rx.try_recv() {
+                closed |= stale.is_err();
+            }
         }
         let mut prompt = format!("\n? {}\n", question.question);
         for (i, choice) in question.choices.iter().enumerate() {

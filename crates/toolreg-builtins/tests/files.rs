@@ -295,3 +295,59 @@ async fn approvers_see_the_edit_diff_before_the_write() {
     assert!(diff.contains("-world\n+there\n"), "{diff}");
     assert_eq!(std::fs::read_to_string(root.path().join("a.txt")).unwrap(), "hello\nworld\n");
 }
+
+/// Lines ending in `\r\n`, a last line without a newline, and an empty line
+/// read the same as before lines were read in bounded pieces.
+#[test]
+fn line_endings_and_cut_lines_read_in_bounded_pieces() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut options = FileOptions::default();
+    options.max_line_bytes = 4;
+    let files = FileTools::with_options(dir.path(), options).unwrap();
+    std::fs::write(dir.path().join("f.txt"), "abcd\r\n\r\nabcdef\r\nxy").unwrap();
+    let read = files.read(&ReadArgs::new("f.txt")).unwrap();
+    assert_eq!(read.content, "     1\tabcd\n     2\t\n     3\tabcd … [line cut: 2 more bytes]\n     4\txy\n");
+    assert_eq!((read.cut_lines.as_slice(), read.total_lines), ([3].as_slice(), Some(4)));
+    let read = files.read(&ReadArgs::new("f.txt").offset(3)).unwrap();
+    assert_eq!(read.start_line, 3);
+}
+
+/// A legal name of 255 bytes can be written: the temporary file beside it
+/// does not borrow its name.
+#[test]
+fn write_accepts_the_longest_legal_name() {
+    let (dir, files) = setup();
+    let name = "n".repeat(255);
+    files.write(&WriteArgs::new(name.as_str(), "x")).unwrap();
+    assert_eq!(std::fs::read_to_string(dir.path().join(&name)).unwrap(), "x");
+    files.write(&WriteArgs::new(name.as_str(), "y")).unwrap();
+    assert_eq!(std::fs::read_to_string(dir.path().join(&name)).unwrap(), "y");
+}
+
+/// Edits of one file that arrive at the same time, as an MCP server runs
+/// them, are all in the file when they all report success.
+#[test]
+fn concurrent_edits_of_one_file_are_all_kept() {
+    let (dir, files) = setup();
+    let n = 24;
+    let text: String = (0..n).map(|i| format!("slot{i}\n")).collect();
+    std::fs::write(dir.path().join("shared.txt"), &text).unwrap();
+    let start = std::sync::Arc::new(std::sync::Barrier::new(n));
+    let threads: Vec<_> = (0..n)
+        .map(|i| {
+            let (files, start) = (files.clone(), std::sync::Arc::clone(&start));
+            std::thread::spawn(move || {
+                start.wait();
+                // Two spellings of one file share its lock.
+                let path = if i % 2 == 0 { "shared.txt" } else { "./shared.txt" };
+                files.edit(&EditArgs::new(path, [Edit::new(format!("slot{i}\n"), format!("done{i}\n"))]))
+            })
+        })
+        .collect();
+    for thread in threads {
+        thread.join().unwrap().unwrap();
+    }
+    let after = std::fs::read_to_string(dir.path().join("shared.txt")).unwrap();
+    let missing: Vec<usize> = (0..n).filter(|i| !after.contains(&format!("done{i}\n"))).collect();
+    assert!(missing.is_empty(), "edits lost: {missing:?}");
+}

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use serde_json::{Value, json};
 use toolreg::FunctionRegistry;
 use toolreg_builtins::Builtins;
-use toolreg_builtins::files::{FileError, FileTools, ReadArgs, WriteArgs};
+use toolreg_builtins::files::{FileError, FileTools, ListArgs, ReadArgs, SearchArgs, WriteArgs};
 use toolreg_builtins::shell::{ShellArgs, ShellOptions, ShellTool};
 
 const SECRET: &str = "SECRET-OUTSIDE-THE-ROOT";
@@ -306,7 +306,11 @@ async fn shell_writes_outside_the_root_are_refused_when_confined() {
         let result = shell.run(&ShellArgs::new(command.clone()), std::future::pending()).await.unwrap();
         assert_ne!(result.exit_code, Some(0), "`{command}` succeeded");
         assert!(
-            result.stderr.contains("Permission denied") || result.stderr.contains("Operation not permitted"),
+            // Landlock refuses with EACCES or EPERM; the read-only mounts
+            // of the command's namespace with EROFS, checked first.
+            ["Permission denied", "Operation not permitted", "Read-only file system"]
+                .iter()
+                .any(|refusal| result.stderr.contains(refusal)),
             "`{command}`: {}",
             result.stderr
         );
@@ -317,4 +321,33 @@ async fn shell_writes_outside_the_root_are_refused_when_confined() {
     // Inside the root, writing works.
     let ok = shell.run(&ShellArgs::new("echo fine > inside.txt && cat inside.txt"), std::future::pending()).await;
     assert_eq!(ok.unwrap().stdout, "fine\n");
+}
+
+/// An ignore file of thousands of wildcard-heavy patterns costs a bounded
+/// budget, not seconds per file; what it skipped is said, and patterns
+/// within the budget still apply.
+#[test]
+fn hostile_ignore_files_cost_a_bounded_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let hostile: String = (0..11_000).map(|i| format!("**/{}/**/{}{i}\n", "*a".repeat(20), "b*".repeat(20))).collect();
+    std::fs::write(dir.path().join(".gitignore"), format!("secret.txt\n{hostile}")).unwrap();
+    for sub in ["a", "b", "c"] {
+        std::fs::create_dir(dir.path().join(sub)).unwrap();
+        std::fs::write(dir.path().join(sub).join(".gitignore"), &hostile).unwrap();
+        std::fs::write(dir.path().join(sub).join("keep.txt"), "needle\n").unwrap();
+    }
+    std::fs::write(dir.path().join("secret.txt"), "needle\n").unwrap();
+    let files = FileTools::open(dir.path()).unwrap();
+
+    let started = std::time::Instant::now();
+    let listed = files.list(&ListArgs::new()).unwrap();
+    let found = files.search(&SearchArgs::new("needle")).unwrap();
+    let took = started.elapsed();
+
+    assert_eq!(listed.files, ["a/keep.txt", "b/keep.txt", "c/keep.txt"]);
+    assert_eq!(found.matches.len(), 3, "{:?}", found.matches);
+    assert!(listed.ignore_patterns_skipped > 40_000, "{}", listed.ignore_patterns_skipped);
+    assert_eq!(found.ignore_patterns_skipped, listed.ignore_patterns_skipped);
+    // Unbounded, this took about 9 s per hostile file in a debug build.
+    assert!(took < std::time::Duration::from_secs(5), "took {took:?}");
 }

@@ -130,6 +130,22 @@ async fn summarize_describes_shape_size_and_preview() {
 }
 
 #[tokio::test]
+async fn an_over_long_name_is_cut_in_its_error() {
+    let store = memory().await;
+    let ns = store.namespace("run-1").unwrap();
+    let huge = "k".repeat(1 << 20);
+    let err = ns.set(&huge, &json!(1)).await.unwrap_err();
+    assert!(matches!(err, StoreError::InvalidKey { .. }));
+    let text = err.to_string();
+    assert!(text.len() < 500, "{} bytes", text.len());
+    assert!(text.contains(&format!("{} bytes in all", 1 << 20)), "{text}");
+    let err = store.namespace(&huge).unwrap_err().to_string();
+    assert!(err.len() < 500, "{} bytes", err.len());
+    let err = ns.list(&huge, 10, None).await.unwrap_err().to_string();
+    assert!(err.len() < 500, "{} bytes", err.len());
+}
+
+#[tokio::test]
 async fn bad_keys_and_namespaces_are_refused_and_change_nothing() {
     let store = memory().await;
     let ns = store.namespace("run-1").unwrap();

@@ -60,7 +60,10 @@ pub struct FileOptions {
     /// Most bytes of numbered text one `read_file` returns (256 KiB); the
     /// result then says where to continue.
     pub max_read_bytes: usize,
-    /// Longest line shown whole (2,000 bytes); longer lines are cut with a marker.
+    /// Longest line shown whole (2,000 bytes); longer lines are cut with a
+    /// marker saying how many bytes were left out. It is also all `read_file`
+    /// holds of a line: the rest is read and counted, not kept, so a line of
+    /// any length costs this much memory.
     pub max_line_bytes: usize,
     /// Largest content `write_file` accepts (8 MiB).
     pub max_write_bytes: usize,
@@ -255,9 +258,18 @@ impl FileTools {
             move |args: A| {
                 let tools = tools.clone();
                 async move {
-                    tokio::task::spawn_blocking(move || run(&tools, args)).await.unwrap_or_else(|e| {
-                        Err(FileError::Io { operation: name, path: String::new(), message: e.to_string() })
-                    })
+                    match tokio::task::spawn_blocking(move || run(&tools, args)).await {
+                        Ok(result) => result,
+                        // Carry the panic on into the call's future, where the
+                        // engine turns it into `ToolError::Panicked` as it
+                        // does for every tool's panic.
+                        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+                        Err(_) => Err(FileError::Io {
+                            operation: name,
+                            path: String::new(),
+                            message: "the runtime shut down before the call finished".to_owned(),
+                        }),
+                    }
                 }
             },
             declaration,
@@ -486,6 +498,12 @@ pub struct ListResult {
     pub files: Vec<String>,
     /// Whether the cap cut the list.
     pub truncated: bool,
+    /// Ignore patterns not applied because the walk's budget was spent
+    /// (4,000 patterns with 4,000 wildcards in all, each at most 512 bytes;
+    /// more would make every listing slow): files they would have hidden
+    /// may be listed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub ignore_patterns_skipped: usize,
 }
 
 /// Arguments of `search_files`.
@@ -540,4 +558,38 @@ pub struct SearchResult {
     pub files_searched: usize,
     /// Files skipped as binary or too large.
     pub files_skipped: usize,
+    /// Ignore patterns not applied because the walk's budget was spent (see
+    /// [`ListResult::ignore_patterns_skipped`]).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub ignore_patterns_skipped: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A panic on the blocking pool reaches the engine as a panic, like any
+    /// other tool's, not as an I/O error with no path.
+    #[tokio::test]
+    async fn a_panic_in_a_file_tool_is_reported_as_a_panic() {
+        let root = tempfile::tempdir().unwrap();
+        let tools = FileTools::open(root.path()).unwrap();
+        let mut registry = toolreg::FunctionRegistry::new();
+        registry
+            .register(tools.registration::<ReadArgs, ReadResult>("boom", "Panics.", SafetyLevel::Safe, |_, _| {
+                panic!("disk on fire")
+            }))
+            .unwrap();
+        let engine = toolreg::ToolEngine::builder(&registry).build();
+        let call = toolreg::ToolCall::new("c1", "boom", serde_json::json!({"path": "a.txt"}));
+        let result = toolreg::ToolExecutor::execute_call(&engine, call).await;
+        match result.outcome {
+            Err(toolreg::ToolError::Panicked { message }) => assert_eq!(message, "disk on fire"),
+            other => panic!("expected a panic, got {other:?}"),
+        }
+    }
 }

@@ -79,11 +79,13 @@ impl FileTools {
         let mut number = 0usize;
         let mut stopped = false;
         loop {
-            line.clear();
-            let n = reader.read_until(b'\n', &mut line).map_err(|e| FileError::from_io("reading", &path.shown, &e))?;
-            if n == 0 {
+            // Lines before `offset` are skipped without keeping a byte.
+            let keep = if number + 1 < offset { 0 } else { options.max_line_bytes };
+            let Some(length) =
+                next_line(&mut reader, keep, &mut line).map_err(|e| FileError::from_io("reading", &path.shown, &e))?
+            else {
                 break;
-            }
+            };
             number += 1;
             if number < offset {
                 continue;
@@ -92,9 +94,8 @@ impl FileTools {
                 stopped = true;
                 break;
             }
-            let text = strip_newline(&line);
             let before = out.content.len();
-            push_numbered(&mut out, number, text, options.max_line_bytes);
+            push_numbered(&mut out, number, &line, length, options.max_line_bytes);
             if out.content.len() > options.max_read_bytes && out.start_line != 0 {
                 out.content.truncate(before);
                 stopped = true;
@@ -121,14 +122,59 @@ impl FileTools {
     }
 }
 
-fn strip_newline(line: &[u8]) -> &[u8] {
-    let line = line.strip_suffix(b"\n").unwrap_or(line);
-    line.strip_suffix(b"\r").unwrap_or(line)
+/// Read the next line, keeping at most `keep` bytes of it in `line` (without
+/// its `\n` or `\r\n`), and return its whole length, or `None` at the end.
+///
+/// The rest of a longer line is read and counted but not kept, so a line of
+/// any length costs `keep` bytes of memory, not its length.
+fn next_line(reader: &mut impl BufRead, keep: usize, line: &mut Vec<u8>) -> std::io::Result<Option<u64>> {
+    line.clear();
+    let mut length = 0u64;
+    let mut last = None;
+    let mut read_any = false;
+    loop {
+        let buf = reader.fill_buf()?;
+        if buf.is_empty() {
+            if !read_any {
+                return Ok(None);
+            }
+            break;
+        }
+        read_any = true;
+        let (chunk, ended) = match buf.iter().position(|&b| b == b'\n') {
+            Some(at) => (&buf[..at], true),
+            None => (buf, false),
+        };
+        let room = keep.saturating_sub(line.len());
+        line.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        if let Some(&b) = chunk.last() {
+            last = Some(b);
+        }
+        length += chunk.len() as u64;
+        let used = chunk.len() + usize::from(ended);
+        reader.consume(used);
+        if ended {
+            break;
+        }
+    }
+    if last == Some(b'\r') {
+        length -= 1;
+        if line.len() as u64 > length {
+            line.pop();
+        }
+    }
+    Ok(Some(length))
 }
 
-fn push_numbered(out: &mut ReadResult, number: usize, bytes: &[u8], max_line: usize) {
+/// Append line `number`, of which `bytes` are the first bytes (all of them
+/// when `length` is within `max_line`) and `length` its whole length.
+fn push_numbered(out: &mut ReadResult, number: usize, bytes: &[u8], length: u64, max_line: usize) {
     use std::fmt::Write;
-    let (shown, cut) = if bytes.len() > max_line { (&bytes[..max_line], bytes.len() - max_line) } else { (bytes, 0) };
+    let (shown, cut) = if length > max_line as u64 {
+        (&bytes[..bytes.len().min(max_line)], length - max_line as u64)
+    } else {
+        (bytes, 0)
+    };
     let text = match std::str::from_utf8(shown) {
         Ok(text) => std::borrow::Cow::Borrowed(text),
         Err(e) if cut > 0 && e.error_len().is_none() => {

@@ -21,6 +21,17 @@ use super::{FileError, FileTools, ListArgs, ListResult, SearchArgs, SearchResult
 
 /// Largest ignore file read (1 MiB).
 const MAX_IGNORE_FILE: u64 = 1024 * 1024;
+/// Most ignore patterns one listing or search applies, over every ignore
+/// file it reads. Each pattern is compiled to a regular expression, at a
+/// cost that grows with its wildcards, so a file of many thousands of
+/// patterns would make a walk slow without bound (seconds per file);
+/// patterns past this budget, or past [`MAX_IGNORE_WILDCARDS`], are not
+/// applied (and counted in the result), which lists more files, never fewer.
+pub(crate) const MAX_IGNORE_PATTERNS: usize = 4_000;
+/// Most wildcards (`*`, `?`, `[`) in the ignore patterns one walk applies.
+pub(crate) const MAX_IGNORE_WILDCARDS: usize = 4_000;
+/// Longest ignore pattern applied, in bytes; longer ones are skipped the same way.
+pub(crate) const MAX_IGNORE_PATTERN_BYTES: usize = 512;
 /// Longest matching line shown in a search result, in bytes.
 const MAX_MATCH_TEXT: usize = 300;
 /// Largest compiled regular expression.
@@ -32,8 +43,11 @@ struct Found {
     is_symlink: bool,
 }
 
-/// The ignore rules of one directory, with that directory's path from the walk's start.
+/// The ignore rules of one directory, with that directory's path from the
+/// walk's start, and those of the directories above it: shared, not copied,
+/// by every directory below.
 struct Rules {
+    parent: Option<Arc<Rules>>,
     dir: PathBuf,
     gitignore: Gitignore,
 }
@@ -43,7 +57,7 @@ struct Frame {
     /// Path from the walk's start.
     rel: PathBuf,
     depth: usize,
-    rules: Arc<Vec<Rules>>,
+    rules: Option<Arc<Rules>>,
 }
 
 impl FileTools {
@@ -54,7 +68,7 @@ impl FileTools {
         let pattern = compile_glob(args.pattern.as_deref())?;
         let mut files = Vec::new();
         let mut truncated = false;
-        self.walk(&start, args.include_hidden, pattern.as_ref(), &mut |found| {
+        let ignore_patterns_skipped = self.walk(&start, args.include_hidden, pattern.as_ref(), &mut |found| {
             if files.len() == cap {
                 truncated = true;
                 return false;
@@ -66,7 +80,7 @@ impl FileTools {
             files.push(shown);
             true
         })?;
-        Ok(ListResult { files, truncated })
+        Ok(ListResult { files, truncated, ignore_patterns_skipped })
     }
 
     /// Search file contents: see [`SearchArgs`].
@@ -79,7 +93,13 @@ impl FileTools {
             .map_err(|e| FileError::InvalidRegex { message: e.to_string() })?;
         let start = RelPath::parse(args.path.as_deref().unwrap_or(""), true)?;
         let glob = compile_glob(args.glob.as_deref())?;
-        let mut result = SearchResult { matches: Vec::new(), truncated: false, files_searched: 0, files_skipped: 0 };
+        let mut result = SearchResult {
+            matches: Vec::new(),
+            truncated: false,
+            files_searched: 0,
+            files_skipped: 0,
+            ignore_patterns_skipped: 0,
+        };
 
         // A single file is searched directly.
         let is_file = !start.rel.as_os_str().is_empty()
@@ -88,7 +108,7 @@ impl FileTools {
             self.search_file(&start.rel, &regex, cap, &mut result);
             return Ok(result);
         }
-        self.walk(&start, false, glob.as_ref(), &mut |found| {
+        result.ignore_patterns_skipped = self.walk(&start, false, glob.as_ref(), &mut |found| {
             if found.is_symlink {
                 return true;
             }
@@ -139,20 +159,22 @@ impl FileTools {
     }
 
     /// Visit the files under `start` in name order, depth first, calling
-    /// `visit` until it returns false.
+    /// `visit` until it returns false; returns the ignore patterns skipped
+    /// (see [`MAX_IGNORE_PATTERNS`]).
     fn walk(
         &self,
         start: &RelPath,
         include_hidden: bool,
         pattern: Option<&Override>,
         visit: &mut dyn FnMut(Found) -> bool,
-    ) -> Result<(), FileError> {
+    ) -> Result<usize, FileError> {
         let options = self.options();
         let root = self.dir().open_dir(start.for_dir()).map_err(|e| FileError::from_io("listing", &start.shown, &e))?;
-        let mut stack = vec![Frame { dir: root, rel: PathBuf::new(), depth: 0, rules: Arc::new(Vec::new()) }];
+        let mut stack = vec![Frame { dir: root, rel: PathBuf::new(), depth: 0, rules: None }];
+        let mut budget = IgnoreBudget { patterns: MAX_IGNORE_PATTERNS, wildcards: MAX_IGNORE_WILDCARDS, skipped: 0 };
         let mut visited = 0usize;
         while let Some(frame) = stack.pop() {
-            let rules = with_ignore_files(&frame);
+            let rules = with_ignore_files(&frame, &mut budget);
             let Ok(entries) = frame.dir.entries() else { continue };
             let mut names: Vec<(std::ffi::OsString, cap_std::fs::FileType)> = entries
                 .filter_map(Result::ok)
@@ -163,7 +185,7 @@ impl FileTools {
             for (name, file_type) in names {
                 visited += 1;
                 if visited > options.max_walk_entries {
-                    return Ok(());
+                    return Ok(budget.skipped);
                 }
                 let hidden = name.as_encoded_bytes().first() == Some(&b'.');
                 if name == ".git" || (hidden && !include_hidden) {
@@ -171,7 +193,7 @@ impl FileTools {
                 }
                 let rel = frame.rel.join(&name);
                 let is_dir = file_type.is_dir();
-                if ignored(&rules, &rel, is_dir) {
+                if ignored(rules.as_deref(), &rel, is_dir) {
                     continue;
                 }
                 if is_dir {
@@ -187,7 +209,7 @@ impl FileTools {
                     continue;
                 }
                 if !visit(Found { from_root: start.rel.join(&rel), is_symlink: file_type.is_symlink() }) {
-                    return Ok(());
+                    return Ok(budget.skipped);
                 }
             }
             // Pushed in reverse so the stack pops them in name order.
@@ -195,16 +217,23 @@ impl FileTools {
                 // One name, opened from the parent's handle: a directory
                 // swapped for a link pointing out is refused here.
                 if let Ok(dir) = frame.dir.open_dir(&name) {
-                    stack.push(Frame { dir, rel, depth: frame.depth + 1, rules: Arc::clone(&rules) });
+                    stack.push(Frame { dir, rel, depth: frame.depth + 1, rules: rules.clone() });
                 }
             }
         }
-        Ok(())
+        Ok(budget.skipped)
     }
 }
 
+/// How many more ignore patterns a walk applies, and how many it skipped.
+struct IgnoreBudget {
+    patterns: usize,
+    wildcards: usize,
+    skipped: usize,
+}
+
 /// The frame's rules plus those of its own `.gitignore` and `.ignore`, if any.
-fn with_ignore_files(frame: &Frame) -> Arc<Vec<Rules>> {
+fn with_ignore_files(frame: &Frame, budget: &mut IgnoreBudget) -> Option<Arc<Rules>> {
     let mut builder = GitignoreBuilder::new(".");
     let mut found = false;
     for name in [".gitignore", ".ignore"] {
@@ -214,26 +243,35 @@ fn with_ignore_files(frame: &Frame) -> Arc<Vec<Rules>> {
             continue;
         }
         for line in BufReader::new(file).lines().map_while(Result::ok) {
+            let trimmed = line.trim();
+            if trimmed.is_empty() || trimmed.starts_with('#') {
+                continue;
+            }
+            let wildcards = line.bytes().filter(|b| matches!(b, b'*' | b'?' | b'[')).count();
+            if budget.patterns == 0 || wildcards > budget.wildcards || line.len() > MAX_IGNORE_PATTERN_BYTES {
+                budget.skipped += 1;
+                continue;
+            }
+            budget.patterns -= 1;
+            budget.wildcards -= wildcards;
             // A bad line is skipped, as git skips it.
             let _ = builder.add_line(None, &line);
             found = true;
         }
     }
     if !found {
-        return Arc::clone(&frame.rules);
+        return frame.rules.clone();
     }
     let Ok(gitignore) = builder.build() else {
-        return Arc::clone(&frame.rules);
+        return frame.rules.clone();
     };
-    let mut rules: Vec<Rules> = Vec::with_capacity(frame.rules.len() + 1);
-    rules.extend(frame.rules.iter().map(|r| Rules { dir: r.dir.clone(), gitignore: r.gitignore.clone() }));
-    rules.push(Rules { dir: frame.rel.clone(), gitignore });
-    Arc::new(rules)
+    Some(Arc::new(Rules { parent: frame.rules.clone(), dir: frame.rel.clone(), gitignore }))
 }
 
 /// Whether the deepest rule that has an opinion on `rel` ignores it.
-fn ignored(rules: &[Rules], rel: &Path, is_dir: bool) -> bool {
-    for rule in rules.iter().rev() {
+fn ignored(mut rules: Option<&Rules>, rel: &Path, is_dir: bool) -> bool {
+    while let Some(rule) = rules {
+        rules = rule.parent.as_deref();
         let Ok(inner) = rel.strip_prefix(&rule.dir) else { continue };
         let matched = rule.gitignore.matched(inner, is_dir);
         if matched.is_ignore() {

@@ -3,6 +3,7 @@
 use std::io::{self, Write};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Condvar, Mutex, PoisonError};
 use std::time::Duration;
 
 use cap_std::fs::{Dir, OpenOptions, Permissions};
@@ -24,6 +25,56 @@ const DIFF_DEADLINE: Duration = Duration::from_secs(2);
 /// Distinguishes the temporary files of concurrent writes in one process.
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
+/// The files being written in this process, so that writes to one file run
+/// one at a time. The engine keeps the calls of one batch on one `path` in
+/// order; this also covers calls that arrive apart, as an MCP server runs
+/// them, and every `FileTools` on the same directory.
+static WRITING: WriteLocks = WriteLocks { busy: Mutex::new(Vec::new()), freed: Condvar::new() };
+
+/// Which file a lock is for: the parent directory's device and inode and the
+/// name in it, so that two spellings of one path (through a link to a
+/// directory, say) share one lock.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum LockKey {
+    Inode(u64, u64, std::ffi::OsString),
+    Path(std::path::PathBuf),
+}
+
+/// The keys locked now; a lock waits on `freed` until its key is absent.
+/// Only files being written are listed, so it stays as small as the number
+/// of writes in progress.
+struct WriteLocks {
+    busy: Mutex<Vec<LockKey>>,
+    freed: Condvar,
+}
+
+/// Holds one file's lock until dropped.
+struct WriteLock {
+    key: LockKey,
+}
+
+impl WriteLocks {
+    fn lock(&self, key: LockKey) -> WriteLock {
+        // No code runs under this mutex that can panic, but a poisoned
+        // list is still a correct list.
+        let mut busy = self.busy.lock().unwrap_or_else(PoisonError::into_inner);
+        while busy.contains(&key) {
+            busy = self.freed.wait(busy).unwrap_or_else(PoisonError::into_inner);
+        }
+        busy.push(key.clone());
+        WriteLock { key }
+    }
+}
+
+impl Drop for WriteLock {
+    fn drop(&mut self) {
+        let mut busy = WRITING.busy.lock().unwrap_or_else(PoisonError::into_inner);
+        busy.retain(|k| *k != self.key);
+        drop(busy);
+        WRITING.freed.notify_all();
+    }
+}
+
 /// Where a write lands: the parent directory's handle and the file's name in it.
 struct Target {
     parent: Dir,
@@ -41,6 +92,9 @@ impl FileTools {
             return Err(FileError::ContentTooLarge { size: args.content.len(), limit });
         }
         let target = self.target(&path, args.create_parents)?;
+        let _writing = WRITING.lock(target.key(&path));
+        // What is at the name now, seen under the lock.
+        let target = self.target(&path, false)?;
         let created = target.existing.is_none();
         replace(&target, args.content.as_bytes(), &path)?;
         Ok(WriteResult { path: display(&path.rel), bytes: args.content.len(), created })
@@ -66,6 +120,11 @@ impl FileTools {
     /// and the file is replaced atomically, or nothing changes.
     pub fn edit(&self, args: &EditArgs) -> Result<EditResult, FileError> {
         let path = RelPath::parse(&args.path, false)?;
+        let target = self.target(&path, false)?;
+        // Read, change and replace under the file's lock: two edits that
+        // read the same old text would otherwise each write it back with
+        // only their own change, and one would be lost.
+        let _writing = WRITING.lock(target.key(&path));
         let (new, result) = self.plan_edit(&path, args)?;
         let target = self.target(&path, false)?;
         replace(&target, new.as_bytes(), &path)?;
@@ -178,13 +237,24 @@ impl FileTools {
     }
 }
 
+impl Target {
+    fn key(&self, path: &RelPath) -> LockKey {
+        #[cfg(unix)]
+        if let Ok(meta) = self.parent.dir_metadata() {
+            use cap_std::fs::MetadataExt;
+            return LockKey::Inode(meta.dev(), meta.ino(), self.name.clone());
+        }
+        LockKey::Path(path.rel.clone())
+    }
+}
+
 /// Write `content` to a new temporary file beside the target, flush it to
 /// disk, then rename it over the target: readers see the old file or the new
 /// one, never a mix, and a failed write leaves the old file as it was.
 fn replace(target: &Target, content: &[u8], path: &RelPath) -> Result<(), FileError> {
-    let mut temp = std::ffi::OsString::from(".");
-    temp.push(&target.name);
-    temp.push(format!(".{}-{}.tmp", std::process::id(), TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)));
+    // A name of its own, not derived from the target's: a target name may
+    // already be as long as a file name can be (255 bytes).
+    let temp = format!(".toolreg-{}-{}.tmp", std::process::id(), TEMP_COUNTER.fetch_add(1, Ordering::Relaxed));
     let mut options = OpenOptions::new();
     options.write(true).create_new(true);
     let io_error = |e: io::Error| FileError::from_io("writing", &path.shown, &e);

@@ -12,7 +12,8 @@ pub enum StoreError {
     /// The key breaks the key rule (see [`crate::store::Key`]).
     #[error("invalid key `{key}`: {reason}")]
     InvalidKey {
-        /// The key as given.
+        /// The key as given, cut to its first 64 bytes and its length when
+        /// it is over the length limit.
         key: String,
         /// Which part of the rule it breaks.
         reason: String,

@@ -20,6 +20,26 @@ fn allowed(c: char) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '/' | ':')
 }
 
+/// Bytes of a rejected name quoted in its error: the error repeats what was
+/// given, and what was given may be megabytes long.
+const SHOWN_NAME_BYTES: usize = 64;
+
+/// A rejected name as its error quotes it: whole when it is within `max`
+/// bytes, else its first [`SHOWN_NAME_BYTES`] bytes and its length.
+fn shown(mut name: String, max: usize) -> String {
+    if name.len() <= max {
+        return name;
+    }
+    let len = name.len();
+    let mut end = SHOWN_NAME_BYTES;
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    name.truncate(end);
+    name.push_str(&format!("… ({len} bytes in all)"));
+    name
+}
+
 /// Checks a name against the shared rule; `None` when it passes.
 fn name_problem(name: &str, max: usize, what: &str) -> Option<String> {
     if name.is_empty() {
@@ -50,7 +70,7 @@ impl Key {
     pub fn new(key: impl Into<String>) -> Result<Self, StoreError> {
         let key = key.into();
         match name_problem(&key, MAX_KEY_LEN, "key") {
-            Some(reason) => Err(StoreError::InvalidKey { key, reason }),
+            Some(reason) => Err(StoreError::InvalidKey { key: shown(key, MAX_KEY_LEN), reason }),
             None => Ok(Key(key)),
         }
     }
@@ -77,7 +97,9 @@ impl NamespaceName {
     pub fn new(name: impl Into<String>) -> Result<Self, StoreError> {
         let namespace = name.into();
         match name_problem(&namespace, MAX_NAMESPACE_LEN, "namespace") {
-            Some(reason) => Err(StoreError::InvalidNamespace { namespace, reason }),
+            Some(reason) => {
+                Err(StoreError::InvalidNamespace { namespace: shown(namespace, MAX_NAMESPACE_LEN), reason })
+            }
             None => Ok(NamespaceName(namespace)),
         }
     }
@@ -162,14 +184,14 @@ impl ListQuery {
         if !prefix.is_empty()
             && let Some(reason) = name_problem(&prefix, MAX_KEY_LEN, "prefix")
         {
-            return Err(StoreError::InvalidPrefix { prefix, reason });
+            return Err(StoreError::InvalidPrefix { prefix: shown(prefix, MAX_KEY_LEN), reason });
         }
         if limit == 0 || limit > max_limit {
             return Err(StoreError::InvalidLimit { limit, max: max_limit });
         }
         if let Some(cursor) = &cursor {
             if let Some(reason) = name_problem(cursor, MAX_KEY_LEN, "cursor") {
-                return Err(StoreError::InvalidCursor { cursor: cursor.clone(), reason });
+                return Err(StoreError::InvalidCursor { cursor: shown(cursor.clone(), MAX_KEY_LEN), reason });
             }
             if !cursor.starts_with(&prefix) {
                 let reason = format!("it does not belong to a listing of prefix `{prefix}`");
