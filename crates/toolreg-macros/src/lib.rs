@@ -8,9 +8,10 @@
 //! `#[tool(crate = path)]` or `#[toolreg(crate = path)]`).
 //!
 //! The macros decide nothing by type names: which parameter is what is said
-//! by attributes (`#[context]`, `#[args]`), and everything else is left to
-//! traits the generated code names, so that the compiler, not this crate,
-//! answers and reports on each parameter.
+//! by attributes (`#[context]`, `#[args]`, `#[arg]`) or, for a lone
+//! parameter, by its type's schema where the registration is built; and
+//! everything else is left to traits the generated code names, so that the
+//! compiler, not this crate, answers and reports on each parameter.
 
 use proc_macro::TokenStream;
 use syn::{DeriveInput, ItemFn, parse_macro_input};

@@ -1,11 +1,19 @@
 //! `#[tool]`: the expansion.
 //!
-//! The rule for parameters, in full:
+//! The rule for parameters, in full (the user-facing text is on
+//! `toolreg::tool`):
 //! - a parameter without an attribute is one JSON argument, named after the
 //!   parameter; its doc comment, `#[serde]` and `#[schemars]` attributes move
 //!   to the field of the generated `Args` struct, and its type must be
 //!   `Deserialize + JsonSchema` (checked through `__private::ToolArgument`,
 //!   on that parameter);
+//! - except a lone one: when the function has exactly one such parameter,
+//!   with no attribute at all, whether it is the whole argument object is
+//!   decided from its type's schema (`__private::is_argument_object`: an
+//!   object with properties, that is, a struct with named fields), where the
+//!   registration and declaration are built. This crate cannot see the
+//!   type's definition, so it emits both forms and the schema picks one;
+//! - `#[arg]` keeps a parameter one named argument whatever its type;
 //! - `#[context]` marks a parameter taken from the call's `CallContext`
 //!   (through `__private::FromCallContext`);
 //! - `#[args]` marks the one parameter that is the whole argument object
@@ -63,6 +71,8 @@ struct Param {
     ident: Ident,
     ty: Type,
     attrs: Vec<Attribute>,
+    /// Marked `#[arg]`: one named argument even when it is the only one.
+    marked: bool,
 }
 
 /// What one parameter of the tool function is passed, in order.
@@ -75,11 +85,12 @@ enum Input {
     Arg,
 }
 
-/// A parameter attribute: `#[context]` or `#[args]`.
+/// A parameter attribute: `#[context]`, `#[args]` or `#[arg]`.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Marker {
     Context,
     Args,
+    Arg,
 }
 
 struct Errors(Option<syn::Error>);
@@ -174,7 +185,7 @@ pub(crate) fn expand(options: Options, function: &mut ItemFn) -> syn::Result<Tok
             FnArg::Typed(typed) => typed,
         };
         let marker = take_marker(&mut typed.attrs, &mut errors);
-        if marker.is_some()
+        if matches!(marker, Some((Marker::Context | Marker::Args, _)))
             && let Some(attr) = typed.attrs.iter().find(|a| is_argument_attr(a))
         {
             errors.push(syn::Error::new(
@@ -195,7 +206,7 @@ pub(crate) fn expand(options: Options, function: &mut ItemFn) -> syn::Result<Tok
                 whole = Some((*typed.ty).clone());
                 inputs.push(Input::Args);
             }
-            None => {
+            None | Some((Marker::Arg, _)) => {
                 if let Err(e) = check_owned(&typed.ty) {
                     errors.push(e);
                 }
@@ -214,7 +225,8 @@ pub(crate) fn expand(options: Options, function: &mut ItemFn) -> syn::Result<Tok
                 let (moved, kept): (Vec<Attribute>, Vec<Attribute>) = typed.attrs.drain(..).partition(is_argument_attr);
                 typed.attrs = kept;
                 inputs.push(Input::Arg);
-                params.push(Param { ident, ty: (*typed.ty).clone(), attrs: moved });
+                let marked = marker.is_some();
+                params.push(Param { ident, ty: (*typed.ty).clone(), attrs: moved, marked });
             }
         }
     }
@@ -250,6 +262,13 @@ pub(crate) fn expand(options: Options, function: &mut ItemFn) -> syn::Result<Tok
     let serde_crate = format!("{krate_str}::__private::serde");
     let schemars_crate = format!("{krate_str}::__private::schemars");
 
+    // A lone parameter without any attribute: its type's schema decides
+    // whether it is the whole argument object (see the module docs).
+    let lone = match (&whole, params.as_slice()) {
+        (None, [only]) if !only.marked && only.attrs.is_empty() => Some(&only.ty),
+        _ => None,
+    };
+
     let (args_struct, args_ty) = match &whole {
         Some(ty) => {
             // The bound is checked where the type is written, once.
@@ -272,7 +291,7 @@ pub(crate) fn expand(options: Options, function: &mut ItemFn) -> syn::Result<Tok
             // parameter's type, which is how the `CallContext` mistake gets
             // its own message.
             let fields = params.iter().map(|p| {
-                let Param { ident, ty, attrs } = p;
+                let Param { ident, ty, attrs, .. } = p;
                 let ty = quote_spanned!(ty.span()=> <#ty as #krate::__private::ToolArgument>::Type);
                 quote!(#(#attrs)* #nested_vis #ident: #ty,)
             });
@@ -287,6 +306,20 @@ pub(crate) fn expand(options: Options, function: &mut ItemFn) -> syn::Result<Tok
             let values = params.iter().map(|p| {
                 let Param { ident, ty, .. } = p;
                 quote!(<#ty as #krate::__private::ToolArgument>::into_param(self.#ident))
+            });
+            // The lone parameter's type, named here where it means what it
+            // means beside the function, for the whole-object form.
+            let lone_items = lone.map(|ty| {
+                quote! {
+                    /// The lone parameter's type, as the arguments struct holds it.
+                    pub(super) type __Lone = <#ty as #krate::__private::ToolArgument>::Type;
+
+                    /// The parameter's value from the whole argument object.
+                    #[inline]
+                    pub(super) fn lone_params(value: __Lone) -> (#ty,) {
+                        (<#ty as #krate::__private::ToolArgument>::into_param(value),)
+                    }
+                }
             });
             let args_struct = quote! {
                 #[doc(hidden)]
@@ -313,6 +346,8 @@ pub(crate) fn expand(options: Options, function: &mut ItemFn) -> syn::Result<Tok
                             (#(#values,)*)
                         }
                     }
+
+                    #lone_items
                 }
 
                 #[doc(inline)]
@@ -337,31 +372,60 @@ pub(crate) fn expand(options: Options, function: &mut ItemFn) -> syn::Result<Tok
             }
         })
         .collect();
-    let unpack = if whole.is_none() { quote!(let params = args.into_params();) } else { quote!() };
     let call = quote!(super::#fn_ident(#(#call_args),*));
     let call = if is_async { quote!(#call.await) } else { call };
-    let body = quote! {
-        #[allow(unused_imports)]
-        use #krate::__private::{IsPlain as _, IsResult as _};
-        let _ = &cx;
-        #unpack
-        let out = #call;
-        (&#krate::__private::ReturnKind::of(&out)).kind().wrap(out)
-    };
-    let constructor = if is_async {
-        quote! {
-            #krate::ToolRegistration::from_async_with_context(
-                NAME,
-                |cx: #krate::CallContext, args: #args_ty| async move { #body },
-                declaration(),
-            )
+    // The registration for arguments of type `args_ty`, unpacked into the
+    // parameters by `unpack`.
+    let constructor = |args_ty: &TokenStream2, unpack: &TokenStream2| {
+        let body = quote! {
+            #[allow(unused_imports)]
+            use #krate::__private::{IsPlain as _, IsResult as _};
+            let _ = &cx;
+            #unpack
+            let out = #call;
+            (&#krate::__private::ReturnKind::of(&out)).kind().wrap(out)
+        };
+        if is_async {
+            quote! {
+                #krate::ToolRegistration::from_async_with_context(
+                    NAME,
+                    |cx: #krate::CallContext, args: #args_ty| async move { #body },
+                    declaration(),
+                )
+            }
+        } else {
+            quote! {
+                #krate::ToolRegistration::from_sync_with_context(
+                    NAME,
+                    |cx: #krate::CallContext, args: #args_ty| { #body },
+                    declaration(),
+                )
+            }
         }
-    } else {
-        quote! {
-            #krate::ToolRegistration::from_sync_with_context(
-                NAME,
-                |cx: #krate::CallContext, args: #args_ty| { #body },
-                declaration(),
+    };
+    let unpack = if whole.is_none() { quote!(let params = args.into_params();) } else { quote!() };
+    let named = constructor(&args_ty, &unpack);
+    let (whole_object, registration, declared) = match lone {
+        None => (quote!(), named, quote!(#krate::ToolDeclaration::for_args::<#args_ty>(NAME, DESCRIPTION))),
+        Some(_) => {
+            let lone_ty = quote!(__arguments::__Lone);
+            let as_whole = constructor(&lone_ty, &quote!(let params = __arguments::lone_params(args);));
+            (
+                quote! {
+                    /// Whether the lone parameter is the whole argument object:
+                    /// its type's schema is an object with properties.
+                    fn __whole_object() -> bool {
+                        #krate::__private::is_argument_object::<#lone_ty>()
+                    }
+                },
+                quote!(if __whole_object() { #as_whole } else { #named }),
+                quote! {
+                    if __whole_object() {
+                        #krate::ToolDeclaration::for_args::<#lone_ty>(NAME, DESCRIPTION)
+                    } else {
+                        #krate::ToolDeclaration::for_args::<#args_ty>(NAME, DESCRIPTION)
+                    }
+                },
             )
         }
     };
@@ -398,7 +462,7 @@ pub(crate) fn expand(options: Options, function: &mut ItemFn) -> syn::Result<Tok
 
             /// The tool's declaration: name, description, input schema and classification.
             #item_vis fn declaration() -> #krate::ToolDeclaration {
-                #krate::ToolDeclaration::for_args::<#args_ty>(NAME, DESCRIPTION)
+                (#declared)
                     .with_safety(SAFETY)
                     .with_scope(SCOPE)
                     #( .with_category(#categories) )*
@@ -411,15 +475,17 @@ pub(crate) fn expand(options: Options, function: &mut ItemFn) -> syn::Result<Tok
             #[doc(inline)]
             #item_vis use super::#fn_ident as execute;
 
+            #whole_object
+
             /// The function and its declaration, ready for `FunctionRegistry::register`.
             #item_vis fn registration() -> #krate::ToolRegistration {
-                #constructor
+                #registration
             }
         }
     })
 }
 
-/// Take the `#[context]` or `#[args]` attribute off a parameter.
+/// Take the `#[context]`, `#[args]` or `#[arg]` attribute off a parameter.
 fn take_marker(attrs: &mut Vec<Attribute>, errors: &mut Errors) -> Option<(Marker, Span)> {
     let mut found: Option<(Marker, Span)> = None;
     attrs.retain(|attr| {
@@ -427,13 +493,18 @@ fn take_marker(attrs: &mut Vec<Attribute>, errors: &mut Errors) -> Option<(Marke
             Marker::Context
         } else if attr.path().is_ident("args") {
             Marker::Args
+        } else if attr.path().is_ident("arg") {
+            Marker::Arg
         } else {
             return true;
         };
         if !matches!(attr.meta, syn::Meta::Path(_)) {
-            errors.push(syn::Error::new(attr.span(), "`#[context]` and `#[args]` take no options"));
+            errors.push(syn::Error::new(attr.span(), "`#[context]`, `#[args]` and `#[arg]` take no options"));
         } else if found.is_some() {
-            errors.push(syn::Error::new(attr.span(), "a parameter is `#[context]` or `#[args]`, not both"));
+            errors.push(syn::Error::new(
+                attr.span(),
+                "a parameter is one of `#[context]`, `#[args]` or `#[arg]`, not several",
+            ));
         } else {
             found = Some((marker, attr.span()));
         }
@@ -447,7 +518,9 @@ fn take_marker(attrs: &mut Vec<Attribute>, errors: &mut Errors) -> Option<(Marke
 pub(crate) fn strip_parameter_attrs(function: &mut ItemFn) {
     for input in function.sig.inputs.iter_mut() {
         if let FnArg::Typed(typed) = input {
-            typed.attrs.retain(|a| !is_argument_attr(a) && !a.path().is_ident("context") && !a.path().is_ident("args"));
+            typed
+                .attrs
+                .retain(|a| !is_argument_attr(a) && !["context", "args", "arg"].iter().any(|m| a.path().is_ident(m)));
         }
     }
 }

@@ -182,7 +182,9 @@ pub enum ToolError {
         /// The tool's error, as its `Display` wrote it.
         message: String,
     },
-    /// The tool (or a hook, or the approver) panicked; the panic was contained.
+    /// The tool panicked; the panic was contained. (A panic in a hook is
+    /// [`HookFailed`](Self::HookFailed), in the approver
+    /// [`ApprovalFailed`](Self::ApprovalFailed).)
     #[error("the tool panicked: {message}")]
     Panicked {
         /// The panic payload, when it was a string.
@@ -214,6 +216,16 @@ pub enum ToolError {
     /// The call needs approval and no approver is configured (fail closed).
     #[error("the tool needs approval and no approver is available, so it was not run")]
     ApprovalRequired,
+    /// The approver failed (it panicked) before it decided, so the call was
+    /// refused and the tool never ran (fail closed).
+    #[error("approver `{approver}` failed, so the call was refused and not run: {message}")]
+    ApprovalFailed {
+        /// Which approver failed.
+        approver: String,
+        /// What went wrong (the panic's message), for the host; the model
+        /// reads only that the approval failed.
+        message: String,
+    },
     /// The approval given does not cover this call: it was issued for another
     /// call or other arguments (a replayed decision), it was already used, or
     /// the arguments changed after it was given.
@@ -228,7 +240,7 @@ pub enum ToolError {
         /// Every problem found, each with its JSON path.
         errors: Vec<ArgumentError>,
     },
-    /// A hook refused the call.
+    /// A hook refused the call, or failed (panicked) while it ran.
     #[error("hook `{hook}` refused the call: {message}")]
     HookFailed {
         /// The hook's name.
@@ -258,6 +270,9 @@ impl ToolError {
             }
             ToolError::Denied { reason, .. } => {
                 format!("Error: the call to `{tool}` was denied and did not run. Reason: {reason}")
+            }
+            ToolError::ApprovalFailed { .. } => {
+                format!("Error: the call to `{tool}` was refused and did not run: its approval could not be obtained.")
             }
             other => format!("Error: `{tool}`: {other}"),
         }
@@ -295,6 +310,7 @@ impl ToolError {
             ToolError::Cancelled => "cancelled",
             ToolError::Denied { .. } => "denied",
             ToolError::ApprovalRequired => "approval_required",
+            ToolError::ApprovalFailed { .. } => "approval_failed",
             ToolError::ApprovalMismatch { .. } => "approval_mismatch",
             ToolError::InvalidEdit { .. } => "invalid_edit",
             ToolError::HookFailed { .. } => "hook_failed",

@@ -63,14 +63,13 @@ pub use validate::ArgumentError;
 /// `registration()` and, unless an `#[args]` parameter is the argument
 /// object, the `Args` struct it writes.
 ///
-/// # Parameters: one rule
+/// # Parameters: the rule
 ///
-/// **Every parameter is one JSON argument, named after the parameter.** The
-/// input schema is an object with one property per parameter; `Option<T>`
-/// parameters are optional, a parameter's doc comment is its description,
-/// and `#[serde(..)]` / `#[schemars(..)]` attributes on a parameter apply to
-/// its property. A parameter's type says nothing about its role: a single
-/// parameter `id: OrderId` is the argument `id`, whatever `OrderId` is.
+/// **Every parameter is one JSON argument, named after the parameter** —
+/// with one exception, the lone struct below. The input schema is an object
+/// with one property per parameter; `Option<T>` parameters are optional, a
+/// parameter's doc comment is its description, and `#[serde(..)]` /
+/// `#[schemars(..)]` attributes on a parameter apply to its property.
 ///
 /// ```
 /// use serde::Deserialize;
@@ -104,16 +103,91 @@ pub use validate::ArgumentError;
 /// # }
 /// ```
 ///
+/// **The lone struct.** When the function has exactly one parameter that
+/// is not `#[context]`, carries no attribute (no `#[arg]`, doc comment,
+/// `#[serde]` or `#[schemars]`), and its type's schema is an object with
+/// properties — a struct with named fields — that struct *is* the argument
+/// object: its fields are the arguments, and the declaration is its schema
+/// (`schema_for!(CalculatorArgs)`). This is the form of the seed's example:
+///
+/// ```
+/// use serde::{Deserialize, Serialize};
+/// use serde_json::json;
+/// use toolreg::tool;
+///
+/// #[derive(Deserialize, schemars::JsonSchema)]
+/// struct CalculatorArgs {
+///     /// `add`, `sub`, `mul` or `div`.
+///     op: String,
+///     a: f64,
+///     b: f64,
+/// }
+///
+/// #[derive(Serialize)]
+/// struct CalculatorResult {
+///     value: f64,
+/// }
+///
+/// #[tool(description = "Perform basic arithmetic operations")]
+/// async fn calculator(args: CalculatorArgs) -> Result<CalculatorResult, String> {
+///     match args.op.as_str() {
+///         "add" => Ok(CalculatorResult { value: args.a + args.b }),
+///         other => Err(format!("unknown operation {other}")),
+///     }
+/// }
+///
+/// # fn main() {
+/// let schema = calculator_tool::declaration().input_schema;
+/// assert_eq!(schema["required"], json!(["op", "a", "b"]));
+/// // The model calls it as `{"op": "add", "a": 2, "b": 3}`.
+/// # }
+/// ```
+///
+/// The decision is made from the type's schema
+/// ([`schema::is_argument_object`]), never from its name, once per type when
+/// the declaration and registration are built. Any other lone type is one
+/// named argument, as before: a `String`, a `Vec<T>`, a map, a newtype or
+/// other tuple struct, a unit struct, an enum, and `Option<Struct>` (an
+/// optional argument: the whole argument object cannot be absent).
+///
+/// To keep a lone struct as one named argument, mark it `#[arg]` (or give
+/// it a doc comment, which describes one argument):
+///
+/// ```
+/// use serde::Deserialize;
+/// use serde_json::json;
+/// use toolreg::tool;
+///
+/// #[derive(Deserialize, schemars::JsonSchema)]
+/// struct Point {
+///     x: f64,
+///     y: f64,
+/// }
+///
+/// /// The distance of a point from the origin.
+/// #[tool(safety = "safe")]
+/// fn norm(#[arg] point: Point) -> f64 {
+///     point.x.hypot(point.y)
+/// }
+///
+/// # fn main() {
+/// // The arguments are `{"point": {"x": 3, "y": 4}}`.
+/// assert_eq!(norm_tool::declaration().input_schema["required"], json!(["point"]));
+/// # }
+/// ```
+///
 /// An enum, a list or any other type is one argument the same way (an enum
 /// as the whole argument object cannot be expressed for every provider; see
 /// below).
 ///
 /// # The whole argument object: `#[args]`
 ///
-/// To take a struct you already have as the whole argument object, mark its
-/// parameter `#[args]` and derive [`ToolArgs`] on the struct. The struct's
-/// fields are then the arguments; no other parameter may be a JSON argument.
-/// The parameter may be a pattern.
+/// To say at compile time that a struct is the whole argument object (the
+/// lone struct above is decided from its schema), mark its parameter
+/// `#[args]` and derive [`ToolArgs`] on the struct, which refuses any type
+/// whose JSON is not an object. The struct's fields are then the arguments;
+/// no other parameter may be a JSON argument (`#[context]` parameters may
+/// sit beside it). The parameter may be a pattern.
 ///
 /// ```
 /// use serde::Deserialize;
@@ -380,6 +454,12 @@ pub mod __private {
         fn from_call_context(cx: &'a CallContext) -> Self {
             cx
         }
+    }
+
+    /// Whether a lone parameter of type `T` is the whole argument object:
+    /// [`crate::schema::is_argument_object`].
+    pub fn is_argument_object<T: schemars::JsonSchema + 'static>() -> bool {
+        crate::schema::is_argument_object::<T>()
     }
 
     /// Drops the root `description` of the arguments struct `#[tool]`

@@ -13,7 +13,7 @@ use crate::args::ArgumentLimits;
 use crate::declaration::ToolDeclaration;
 use crate::exec::{CallContext, ToolError};
 use crate::handler::{AsyncFnTool, ErasedTool, SyncFnTool};
-use crate::schema;
+use crate::schema::{self, CachedSchema};
 use crate::validate::ArgumentValidator;
 
 /// Why a registration (or removal) was refused. The registry is unchanged.
@@ -81,9 +81,10 @@ pub struct ToolRegistration {
     name: String,
     declaration: ToolDeclaration,
     tool: Arc<dyn ErasedTool>,
-    /// The schema is exactly what serde enforces for the argument type, so a
-    /// clean deserialisation needs no schema validation.
-    serde_checked: bool,
+    /// Set when the schema is exactly what serde enforces for the argument
+    /// type, so a clean deserialisation needs no schema validation: the
+    /// type's cached schema, whose validator all its tools share.
+    serde_checked: Option<Arc<CachedSchema>>,
     preview: Option<ApprovalPreview>,
 }
 
@@ -101,9 +102,9 @@ impl fmt::Debug for ToolRegistration {
     }
 }
 
-fn serde_checked<A: schemars::JsonSchema + 'static>(declaration: &ToolDeclaration) -> bool {
+fn serde_checked<A: schemars::JsonSchema + 'static>(declaration: &ToolDeclaration) -> Option<Arc<CachedSchema>> {
     let cached = schema::cached_schema::<A>();
-    !cached.serde_accepts_more && declaration.input_schema == cached.schema
+    (!cached.serde_accepts_more && declaration.input_schema == cached.schema).then_some(cached)
 }
 
 impl ToolRegistration {
@@ -174,7 +175,7 @@ impl ToolRegistration {
     /// A tool implemented by hand; its arguments are always checked against
     /// the declaration's schema before it runs.
     pub fn from_erased(name: impl Into<String>, tool: Arc<dyn ErasedTool>, declaration: ToolDeclaration) -> Self {
-        ToolRegistration { name: name.into(), declaration, tool, serde_checked: false, preview: None }
+        ToolRegistration { name: name.into(), declaration, tool, serde_checked: None, preview: None }
     }
 
     /// The name the tool is registered under.
@@ -205,7 +206,7 @@ impl ToolRegistration {
         let before = self.declaration.input_schema.clone();
         self.declaration = f(self.declaration);
         if self.declaration.input_schema != before {
-            self.serde_checked = false;
+            self.serde_checked = None;
         }
         self
     }
@@ -217,9 +218,10 @@ impl ToolRegistration {
 pub struct ToolEntry {
     declaration: Arc<ToolDeclaration>,
     tool: Arc<dyn ErasedTool>,
-    /// Compiled on first use: registering many tools stays cheap, and a tool
-    /// whose arguments serde checks may never need it.
-    validator: Arc<OnceLock<ArgumentValidator>>,
+    /// Compiled at registration, so a schema that cannot check arguments is
+    /// refused there; shared by every tool of one argument type, so
+    /// registering many tools of a few types stays cheap.
+    validator: Arc<ArgumentValidator>,
     serde_checked: bool,
     /// Data a higher layer derives from the declaration once and keeps for
     /// the life of the entry (the provider formats keep their lowered
@@ -262,19 +264,11 @@ impl ToolEntry {
         self.serde_checked
     }
 
-    fn validator(&self) -> &ArgumentValidator {
-        self.validator.get_or_init(|| {
-            // Registration checked that the schema compiles.
-            ArgumentValidator::compile(&self.declaration.input_schema)
-                .unwrap_or_else(|_| ArgumentValidator::accept_all())
-        })
-    }
-
     /// Check `args` against the input schema, filling defaults: every
     /// problem at once, as [`ToolError::InvalidArguments`].
     pub fn check_arguments(&self, args: &mut serde_json::Value) -> Result<(), ToolError> {
         crate::args::normalise_root(args)?;
-        let validator = self.validator();
+        let validator = &self.validator;
         validator.fill_defaults(args);
         if validator.is_valid(args) {
             Ok(())
@@ -443,18 +437,21 @@ impl FunctionRegistry {
         if let Some(output) = &declaration.output_schema {
             schema::check_bounds(output).map_err(invalid)?;
         }
-        // A schema derived from the argument type is known to compile: its
-        // validator is built when first needed. Any other schema is compiled
-        // now, so a bad one is refused here.
-        let validator = OnceLock::new();
-        if !serde_checked {
-            let _ = validator.set(ArgumentValidator::compile(&declaration.input_schema).map_err(invalid)?);
+        // Every schema is compiled now, so one that cannot check arguments
+        // is refused here rather than waved through at call time (a typed
+        // tool's schema can be hand-written: `impl JsonSchema`,
+        // `#[schemars(schema_with)]`). A schema derived from the argument
+        // type is compiled once per type and shared.
+        let validator = match &serde_checked {
+            Some(cached) => cached.validator(),
+            None => ArgumentValidator::compile(&declaration.input_schema).map(Arc::new),
         }
+        .map_err(invalid)?;
         let entry = ToolEntry {
             declaration: Arc::new(declaration),
             tool,
-            validator: Arc::new(validator),
-            serde_checked,
+            validator,
+            serde_checked: serde_checked.is_some(),
             derived: Arc::default(),
             preview,
         };

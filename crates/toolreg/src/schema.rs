@@ -12,11 +12,13 @@
 
 use std::any::TypeId;
 use std::collections::{BTreeSet, HashMap};
-use std::sync::{Arc, LazyLock, PoisonError, RwLock};
+use std::sync::{Arc, LazyLock, OnceLock, PoisonError, RwLock};
 
 use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
 use serde_json::{Map, Value};
+
+use crate::validate::ArgumentValidator;
 
 /// The JSON Schema of `T`, generated with schemars and [`clean`]ed.
 ///
@@ -61,7 +63,9 @@ pub(crate) fn cached_schema<T: JsonSchema + ?Sized + 'static>() -> Arc<CachedSch
     // more level of a recursive type), so declarations stay as they were.
     let mut declared = schema.clone();
     clean(&mut declared);
-    let entry = Arc::new(CachedSchema { schema, declared, serde_accepts_more });
+    let argument_object = is_object_with_properties(&schema);
+    let entry =
+        Arc::new(CachedSchema { schema, declared, serde_accepts_more, argument_object, validator: OnceLock::new() });
     Arc::clone(CACHE.write().unwrap_or_else(PoisonError::into_inner).entry(id).or_insert(entry))
 }
 
@@ -73,6 +77,58 @@ pub(crate) struct CachedSchema {
     /// As a declaration holds it.
     pub(crate) declared: Value,
     pub(crate) serde_accepts_more: bool,
+    /// See [`is_argument_object`].
+    pub(crate) argument_object: bool,
+    /// The schema's validator, compiled when a tool with this argument
+    /// type is first registered, and shared by every such tool.
+    validator: OnceLock<Result<Arc<ArgumentValidator>, String>>,
+}
+
+impl CachedSchema {
+    /// The validator of [`schema`](Self::schema), or why the schema
+    /// cannot be compiled; compiled once per type.
+    pub(crate) fn validator(&self) -> Result<Arc<ArgumentValidator>, String> {
+        self.validator.get_or_init(|| ArgumentValidator::compile(&self.schema).map(Arc::new)).clone()
+    }
+}
+
+/// Whether `T`'s schema is an object with named properties (`"type":
+/// "object"` and a `properties` map): what a struct with named fields
+/// generates, and what every provider takes as a tool's whole argument
+/// object.
+///
+/// This is how `#[tool]` decides a function's lone parameter (see
+/// [`tool`](crate::tool), "Parameters"): such a type is the whole argument
+/// object, any other (a string, a list, a map, a newtype, a tuple or unit
+/// struct, an enum, an `Option`) is one named argument. It reads the schema,
+/// never the type's name, and is computed once per type.
+///
+/// ```
+/// use std::collections::HashMap;
+///
+/// #[derive(schemars::JsonSchema)]
+/// struct Query { text: String, limit: Option<u32> }
+/// #[derive(schemars::JsonSchema)]
+/// struct Id(u64);
+/// #[derive(schemars::JsonSchema)]
+/// enum Mode { Fast, Thorough }
+///
+/// use toolreg::schema::is_argument_object;
+/// assert!(is_argument_object::<Query>());
+/// assert!(!is_argument_object::<Option<Query>>());
+/// assert!(!is_argument_object::<Id>());
+/// assert!(!is_argument_object::<Mode>());
+/// assert!(!is_argument_object::<String>());
+/// assert!(!is_argument_object::<Vec<Query>>());
+/// assert!(!is_argument_object::<HashMap<String, u32>>());
+/// ```
+pub fn is_argument_object<T: JsonSchema + ?Sized + 'static>() -> bool {
+    cached_schema::<T>().argument_object
+}
+
+fn is_object_with_properties(schema: &Value) -> bool {
+    schema.get("type").and_then(Value::as_str) == Some("object")
+        && schema.get("properties").is_some_and(Value::is_object)
 }
 
 /// Make a schema readable by every provider, in place: drop `$schema` and the

@@ -43,14 +43,6 @@ impl ArgumentValidator {
         Ok(ArgumentValidator { validator, schema: schema.clone(), has_defaults: contains_defaults(schema) })
     }
 
-    /// A validator that accepts every argument object (used only where serde
-    /// is the check and the schema could not be compiled).
-    pub(crate) fn accept_all() -> Self {
-        let schema = Value::Bool(true);
-        let validator = jsonschema::validator_for(&schema).unwrap_or_else(|_| unreachable!("`true` is a valid schema"));
-        ArgumentValidator { validator, schema, has_defaults: false }
-    }
-
     /// Fill absent properties that have a `default`, in nested objects too.
     pub(crate) fn fill_defaults(&self, args: &mut Value) {
         if self.has_defaults {

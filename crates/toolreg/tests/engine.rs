@@ -459,8 +459,14 @@ async fn failing_and_panicking_hooks_fail_only_their_call() {
         other => panic!("expected HookFailed, got {other:?}"),
     }
     assert!(results[0].text().contains("hook `guard` refused the call"), "{}", results[0].text());
-    // One panic boundary per call: a panicking hook fails its call like a panicking tool.
-    assert!(matches!(&results[1].outcome, Err(ToolError::Panicked { message }) if message.contains("hook bug")));
+    // One panic boundary per call: a panicking hook fails its call, and says it was the hook.
+    match &results[1].outcome {
+        Err(ToolError::HookFailed { hook, message }) => {
+            assert_eq!(hook, "guard");
+            assert_eq!(message, "the hook panicked: hook bug");
+        }
+        other => panic!("expected HookFailed, got {other:?}"),
+    }
     assert!(!results[2].is_error());
     assert_eq!(log.lock().unwrap().len(), 1);
 }
@@ -779,4 +785,89 @@ async fn caller_extensions_reach_approver_tool_and_progress() {
     // Without extensions the tool sees none and progress goes nowhere.
     let plain = engine.execute_call(call).await;
     assert_eq!(plain.value(), Some(&Value::Null));
+}
+
+/// A layer written by hand (not `hook_fn`) that panics before the tool runs.
+struct Exploding;
+
+impl toolreg::engine::ToolLayer for Exploding {
+    fn layer(&self, inner: Arc<dyn toolreg::ErasedTool>) -> Arc<dyn toolreg::ErasedTool> {
+        struct Wrapped(Arc<dyn toolreg::ErasedTool>);
+        impl toolreg::ErasedTool for Wrapped {
+            fn call(&self, cx: CallContext, args: Value) -> toolreg::ToolFuture {
+                if args["path"] == "explode" {
+                    panic!("layer bug");
+                }
+                self.0.call(cx, args)
+            }
+        }
+        Arc::new(Wrapped(inner))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panic_is_reported_where_it_started() {
+    let log = log();
+    let mut registry = registry(&log);
+    registry
+        .register_async_tool(
+            "async_boom",
+            |_: Value| async {
+                tokio::task::yield_now().await;
+                if true {
+                    panic!("async kaboom");
+                }
+                Ok::<_, String>("never")
+            },
+            decl("async_boom", SafetyLevel::Dangerous),
+        )
+        .unwrap();
+    let audit = Arc::new(toolreg::policy::MemorySink::new());
+    // The approver fails on `rm`, in its future, and approves the rest.
+    let approver = approver_fn("flaky", |request: ApprovalRequest| async move {
+        tokio::task::yield_now().await;
+        if request.tool() == "rm" {
+            panic!("approver down");
+        }
+        request.approve()
+    });
+    let engine = ToolEngine::builder(&registry)
+        .approver(approver)
+        .layer(hook_fn(|call, next| async move { next.run(call).await }).named("pass"))
+        .layer(Exploding)
+        .audit(Arc::clone(&audit))
+        .build();
+
+    // The approver panicked: the call is refused (fail closed) and the tool never ran.
+    let r = engine.execute_call(ToolCall::new("a", "rm", r#"{"path": "x"}"#)).await;
+    match &r.outcome {
+        Err(ToolError::ApprovalFailed { approver, message }) => {
+            assert_eq!((approver.as_str(), message.as_str()), ("flaky", "approver down"));
+        }
+        other => panic!("expected ApprovalFailed, got {other:?}"),
+    }
+    assert!(!r.text().contains("panicked"), "{}", r.text());
+    assert!(r.text().contains("refused and did not run"), "{}", r.text());
+    assert!(!log.lock().unwrap().iter().any(|l| l.starts_with("run rm")));
+    assert_eq!(audit.events().last().unwrap().outcome, "approval_failed");
+
+    // The tool panicked under an approval and two layers: the tool's panic,
+    // synchronous or in its future.
+    let r = engine.execute_call(ToolCall::new("b", "boom", "{}")).await;
+    assert_eq!(r.outcome, Err(ToolError::Panicked { message: "kaboom".into() }));
+    let r = engine.execute_call(ToolCall::new("c", "async_boom", "{}")).await;
+    assert_eq!(r.outcome, Err(ToolError::Panicked { message: "async kaboom".into() }));
+
+    // A layer written by hand panicked: named after its type.
+    let r = engine.execute_call(ToolCall::new("d", "echo", r#"{"path": "explode"}"#)).await;
+    match &r.outcome {
+        Err(ToolError::HookFailed { hook, message }) => {
+            assert_eq!(hook, "Exploding");
+            assert_eq!(message, "the hook panicked: layer bug");
+        }
+        other => panic!("expected HookFailed, got {other:?}"),
+    }
+    // And a good call after all that is untouched.
+    let r = engine.execute_call(ToolCall::new("e", "echo", r#"{"path": "fine"}"#)).await;
+    assert!(!r.is_error(), "{r:?}");
 }

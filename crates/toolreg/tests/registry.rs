@@ -91,6 +91,47 @@ fn unusable_schemas_are_refused_at_registration() {
     assert!(registry.is_empty());
 }
 
+/// Arguments whose schema is written by hand, wrongly: serde reads the
+/// struct, but the schema names a type JSON Schema does not have.
+#[derive(Debug, Deserialize)]
+struct Misdescribed {
+    x: String,
+}
+
+impl schemars::JsonSchema for Misdescribed {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Misdescribed".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({"type": "object", "properties": {"x": {"type": "strng"}}, "required": ["x"]})
+    }
+}
+
+#[test]
+fn a_typed_tool_whose_schema_does_not_compile_is_refused_not_waved_through() {
+    // The schema is exactly what serde enforces, as far as its keywords go,
+    // so the tool is "serde-checked"; its validator still must compile, or
+    // every stage that validates (an engine's hooks and approvals) would
+    // accept anything.
+    let decl = ToolDeclaration::for_args::<Misdescribed>("odd", "d");
+    let tool = |m: Misdescribed| Ok::<_, String>(m.x);
+    let mut registry = FunctionRegistry::new();
+    let err = registry.register(ToolRegistration::from_sync("odd", tool, decl.clone())).unwrap_err();
+    match &err {
+        RegistryError::InvalidSchema { name, reason } => {
+            assert_eq!(name, "odd");
+            assert!(reason.starts_with("invalid JSON Schema"), "{reason}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(registry.is_empty());
+    // The same, once more (the type's compiled result is cached), and async.
+    let err = registry.register(ToolRegistration::from_async("odd", move |m| async move { tool(m) }, decl));
+    assert!(matches!(err, Err(RegistryError::InvalidSchema { .. })), "{err:?}");
+    assert!(registry.is_empty());
+}
+
 #[test]
 fn lists_in_registration_order_and_removes() {
     let mut registry = registry();

@@ -1,5 +1,6 @@
 //! `#[tool]` end to end: generated modules, schemas, sync and async calls,
-//! the parameter rule (one argument per parameter, `#[args]`, `#[context]`),
+//! the parameter rule (one argument per parameter, the lone struct, `#[arg]`,
+//! `#[args]`, `#[context]`),
 //! return types, options, and `register_tools!`.
 
 use serde::{Deserialize, Serialize};
@@ -416,21 +417,203 @@ mod user_named_args {
         pub n: u32,
     }
 
-    /// Count, taking a user type called `Args` as one argument.
+    /// Count, taking a user type called `Args` as its whole argument object.
     #[tool(safety = "safe")]
     pub fn count(args: Args) -> u32 {
+        args.n
+    }
+
+    /// Count, taking a user type called `Args` as one argument.
+    #[tool(safety = "safe")]
+    pub fn count_named(#[arg] args: Args) -> u32 {
         args.n
     }
 }
 
 #[test]
-fn a_user_type_called_args_is_still_one_argument() {
+fn a_user_type_called_args_means_the_user_type() {
     let schema = user_named_args::count_tool::declaration().input_schema;
+    assert_eq!(schema["required"], json!(["n"]));
+    let schema = user_named_args::count_named_tool::declaration().input_schema;
     assert_eq!(schema["required"], json!(["args"]));
     let mut registry = FunctionRegistry::new();
     registry.register(user_named_args::count_tool::registration()).unwrap();
-    let out = block_on(registry.execute("count", json!({"args": {"n": 3}}))).unwrap();
-    assert_eq!(out.value, json!(3));
+    registry.register(user_named_args::count_named_tool::registration()).unwrap();
+    assert_eq!(block_on(registry.execute("count", json!({"n": 3}))).unwrap().value, json!(3));
+    assert_eq!(block_on(registry.execute("count_named", json!({"args": {"n": 4}}))).unwrap().value, json!(4));
+}
+
+/// Seed 002's example, verbatim but for the body: the struct *is* the
+/// argument object, and the declaration is `schema_for!(CalculatorArgs)`.
+mod seed_002 {
+    use serde::{Deserialize, Serialize};
+    use toolreg::tool;
+
+    #[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
+    pub struct CalculatorArgs {
+        /// `add`, `subtract`, `multiply` or `divide`.
+        pub operation: String,
+        pub a: f64,
+        pub b: f64,
+    }
+
+    #[derive(Debug, Serialize)]
+    pub struct CalculatorResult {
+        pub result: f64,
+    }
+
+    #[tool(description = "Perform basic arithmetic operations")]
+    pub async fn calculator(args: CalculatorArgs) -> Result<CalculatorResult, String> {
+        let result = match args.operation.as_str() {
+            "add" => args.a + args.b,
+            "subtract" => args.a - args.b,
+            "multiply" => args.a * args.b,
+            "divide" if args.b == 0.0 => return Err("division by zero".into()),
+            "divide" => args.a / args.b,
+            other => return Err(format!("unknown operation `{other}`")),
+        };
+        Ok(CalculatorResult { result })
+    }
+
+    /// The same, synchronous, with the call's context beside the struct.
+    #[tool(safety = "safe")]
+    pub fn calculator_sync(#[context] cx: &toolreg::CallContext, args: CalculatorArgs) -> String {
+        format!("{} {} for {}", args.operation, args.a + args.b, cx.call_id().unwrap_or("-"))
+    }
+}
+
+#[test]
+fn seed_002_a_lone_struct_is_the_whole_argument_object() {
+    use seed_002::*;
+    let declaration = calculator_tool::declaration();
+    assert_eq!(declaration.input_schema, toolreg::schema::schema_for::<CalculatorArgs>());
+    assert_eq!(declaration.input_schema["required"], json!(["operation", "a", "b"]));
+    assert_eq!(declaration.description, "Perform basic arithmetic operations");
+
+    let mut registry = FunctionRegistry::new();
+    registry.register(calculator_tool::registration()).unwrap();
+    registry.register(calculator_sync_tool::registration()).unwrap();
+    // A call shaped as the declaration says, as value and as text.
+    let out = block_on(registry.execute("calculator", json!({"operation": "add", "a": 2, "b": 3}))).unwrap();
+    assert_eq!(out.value, json!({"result": 5.0}));
+    let out = block_on(registry.execute_json("calculator", r#"{"operation": "divide", "a": 1, "b": 4}"#)).unwrap();
+    assert_eq!(out.value, json!({"result": 0.25}));
+    let err = block_on(registry.execute("calculator", json!({"operation": "divide", "a": 1, "b": 0}))).unwrap_err();
+    assert_eq!(err, ToolError::Failed { message: "division by zero".into() });
+    // The old wrapped shape is what is refused now.
+    let err = block_on(registry.execute("calculator", json!({"args": {"operation": "add", "a": 2, "b": 3}})));
+    assert!(matches!(err, Err(ToolError::InvalidArguments { .. })), "{err:?}");
+
+    let schema = &registry.get("calculator_sync").unwrap().declaration().input_schema;
+    assert_eq!(schema["required"], json!(["operation", "a", "b"]));
+    let cx = CallContext::new("call_7");
+    let out = block_on(registry.execute_with("calculator_sync", json!({"operation": "add", "a": 2, "b": 3}), cx));
+    assert_eq!(out.unwrap().value, json!("add 5 for call_7"));
+}
+
+/// Lone parameters whose schema is not an object with properties stay one
+/// named argument; so does a lone struct marked `#[arg]` or documented.
+mod lone_named {
+    use std::collections::HashMap;
+
+    use serde::Deserialize;
+    use toolreg::tool;
+
+    #[derive(Debug, Deserialize, schemars::JsonSchema)]
+    pub struct Point {
+        pub x: f64,
+        pub y: f64,
+    }
+
+    #[derive(Debug, Deserialize, schemars::JsonSchema)]
+    pub struct Pair(pub f64, pub f64);
+
+    #[derive(Debug, Deserialize, schemars::JsonSchema)]
+    pub struct Nothing;
+
+    /// Text.
+    #[tool(safety = "safe")]
+    pub fn text(s: String) -> usize {
+        s.len()
+    }
+
+    /// A list of structs.
+    #[tool(safety = "safe")]
+    pub fn points(list: Vec<Point>) -> usize {
+        list.len()
+    }
+
+    /// A map.
+    #[tool(safety = "safe")]
+    pub fn map(counts: HashMap<String, u32>) -> u32 {
+        counts.values().sum()
+    }
+
+    /// An optional struct.
+    #[tool(safety = "safe")]
+    pub fn maybe_point(at: Option<Point>) -> bool {
+        at.is_some()
+    }
+
+    /// A tuple struct.
+    #[tool(safety = "safe")]
+    pub fn pair(p: Pair) -> f64 {
+        p.0 + p.1
+    }
+
+    /// A unit struct.
+    #[tool(safety = "safe")]
+    pub fn unit(n: Nothing) -> bool {
+        let Nothing = n;
+        true
+    }
+
+    /// A struct kept as one argument by `#[arg]`.
+    #[tool(safety = "safe")]
+    pub fn marked(#[arg] point: Point) -> f64 {
+        point.x
+    }
+
+    /// A struct kept as one argument by its description.
+    #[tool(safety = "safe")]
+    pub fn documented(
+        /// Where.
+        point: Point,
+    ) -> f64 {
+        point.y
+    }
+}
+
+#[test]
+fn other_lone_parameters_stay_one_named_argument() {
+    use lone_named::*;
+    let cases = [
+        (text_tool::registration(), "s", json!({"s": "abc"}), json!(3)),
+        (points_tool::registration(), "list", json!({"list": [{"x": 1, "y": 2}]}), json!(1)),
+        (map_tool::registration(), "counts", json!({"counts": {"a": 1, "b": 2}}), json!(3)),
+        (pair_tool::registration(), "p", json!({"p": [1, 2]}), json!(3.0)),
+        (unit_tool::registration(), "n", json!({"n": null}), json!(true)),
+        (marked_tool::registration(), "point", json!({"point": {"x": 1, "y": 2}}), json!(1.0)),
+        (documented_tool::registration(), "point", json!({"point": {"x": 1, "y": 2}}), json!(2.0)),
+    ];
+    let mut registry = FunctionRegistry::new();
+    for (registration, arg, call, expected) in cases {
+        let name = registration.name().to_owned();
+        let schema = registration.declaration().input_schema.clone();
+        assert_eq!(schema["required"], json!([arg]), "{name}: {schema}");
+        registry.register(registration).unwrap();
+        assert_eq!(block_on(registry.execute(&name, call)).unwrap().value, expected, "{name}");
+    }
+    assert_eq!(
+        registry.get("documented").unwrap().declaration().input_schema["properties"]["point"]["description"],
+        "Where."
+    );
+    // `Option<Point>`: an optional named argument, not the whole object.
+    registry.register(maybe_point_tool::registration()).unwrap();
+    let schema = &registry.get("maybe_point").unwrap().declaration().input_schema;
+    assert!(schema["properties"].get("at").is_some() && schema.get("required").is_none(), "{schema}");
+    assert_eq!(block_on(registry.execute("maybe_point", json!({}))).unwrap().value, json!(false));
+    assert_eq!(block_on(registry.execute("maybe_point", json!({"at": {"x": 1, "y": 2}}))).unwrap().value, json!(true));
 }
 
 /// Look up the weather at a place.

@@ -1,6 +1,7 @@
 //! Hooks and layers around a tool call: [`ToolLayer`], [`hook_fn`],
 //! [`HookCall`], [`Next`].
 
+use std::borrow::Cow;
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
@@ -23,11 +24,24 @@ use crate::handler::{ErasedTool, ToolFuture};
 pub trait ToolLayer: Send + Sync + 'static {
     /// Wrap `inner`.
     fn layer(&self, inner: Arc<dyn ErasedTool>) -> Arc<dyn ErasedTool>;
+
+    /// The name a failure of this layer is reported under
+    /// ([`ToolError::HookFailed`]'s `hook`, when the layer panics); the
+    /// default is the type's name without its path.
+    fn name(&self) -> Cow<'_, str> {
+        let full = std::any::type_name::<Self>();
+        let base = full.split('<').next().unwrap_or(full);
+        Cow::Borrowed(base.rsplit("::").next().unwrap_or(base))
+    }
 }
 
 impl<L: ToolLayer + ?Sized> ToolLayer for Arc<L> {
     fn layer(&self, inner: Arc<dyn ErasedTool>) -> Arc<dyn ErasedTool> {
         (**self).layer(inner)
+    }
+
+    fn name(&self) -> Cow<'_, str> {
+        (**self).name()
     }
 }
 
@@ -101,7 +115,9 @@ impl<F> HookFn<F> {
 /// Before the call, the hook can rewrite `call.arguments` or refuse with
 /// [`HookCall::refuse`]; it runs the rest with `next.run(call).await`; after,
 /// it can transform or replace the result. A hook that panics fails its call
-/// with [`ToolError::Panicked`]; other calls are unaffected.
+/// with [`ToolError::HookFailed`] (its message says the hook panicked); other
+/// calls are unaffected, and a panic in the tool under it is still the
+/// tool's ([`ToolError::Panicked`]).
 ///
 /// ```
 /// use toolreg::engine::hook_fn;
@@ -135,6 +151,10 @@ where
 {
     fn layer(&self, inner: Arc<dyn ErasedTool>) -> Arc<dyn ErasedTool> {
         Arc::new(HookService { name: Arc::clone(&self.name), f: Arc::clone(&self.f), inner })
+    }
+
+    fn name(&self) -> Cow<'_, str> {
+        Cow::Borrowed(&self.name)
     }
 }
 

@@ -23,8 +23,11 @@
 //!
 //! Arguments are checked against the limits once, validated once (again only
 //! if a hook or an approver's edit changed them), hashed once (again only if
-//! changed), and a call has one panic boundary: a panic in the tool, a hook
-//! or the approver ends that call with [`ToolError::Panicked`].
+//! changed), and a call has one panic boundary, whose result says where the
+//! panic started: in the tool, [`ToolError::Panicked`]; in a hook or layer,
+//! [`ToolError::HookFailed`] (named after it, see [`ToolLayer::name`]); in
+//! the approver, [`ToolError::ApprovalFailed`], the call refused (fail
+//! closed) and the tool never run.
 //! [`ToolEngine::execute_batch`] runs the calls of one model turn together
 //! (see [`BatchOptions`]).
 //!
@@ -75,6 +78,7 @@ mod budget;
 mod layer;
 mod pipeline;
 mod run;
+mod site;
 mod stages;
 
 use std::fmt;

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::site::{self, Site};
 use crate::args;
 use crate::exec::{CallContext, ToolError};
 use crate::handler::ToolFuture;
@@ -67,7 +68,8 @@ pub(crate) fn run_direct(entry: &ToolEntry, cx: CallContext, arguments: Argument
             Ok(Ok(result)) => result,
             Ok(Err(future)) => future.await,
             Err(error) => Err(match error.try_into_panic() {
-                Ok(panic) => panicked(&decl.name, &*panic),
+                // Joined from the blocking pool, where only the tool ran.
+                Ok(panic) => panicked_at(&decl.name, Some(Site::Tool), &*panic),
                 Err(_) => ToolError::Cancelled,
             }),
         }
@@ -101,8 +103,14 @@ fn start(entry: &ToolEntry, cx: CallContext, arguments: Arguments<'_>) -> ToolFu
     }
 }
 
-/// The error for a contained panic, logged.
+/// The error for a panic caught at the call's panic boundary, logged: it
+/// says where the panic started (see [`site`](super::site)).
 pub(crate) fn panicked(tool: &str, payload: &(dyn std::any::Any + Send)) -> ToolError {
+    panicked_at(tool, site::take(), payload)
+}
+
+/// The error for a panic that started at `site`, logged.
+pub(crate) fn panicked_at(tool: &str, site: Option<Site>, payload: &(dyn std::any::Any + Send)) -> ToolError {
     let message = if let Some(s) = payload.downcast_ref::<&str>() {
         (*s).to_owned()
     } else if let Some(s) = payload.downcast_ref::<String>() {
@@ -110,6 +118,12 @@ pub(crate) fn panicked(tool: &str, payload: &(dyn std::any::Any + Send)) -> Tool
     } else {
         "panic with a non-string payload".to_owned()
     };
-    tracing::error!(tool = %tool, %message, "a tool call panicked");
-    ToolError::Panicked { message }
+    match &site {
+        Some(Site::Approval(approver)) => {
+            tracing::error!(tool = %tool, %approver, %message, "an approver panicked; the call was refused");
+        }
+        Some(Site::Hook(hook)) => tracing::error!(tool = %tool, %hook, %message, "a hook panicked"),
+        Some(Site::Tool) | None => tracing::error!(tool = %tool, %message, "a tool call panicked"),
+    }
+    site::error(site, message)
 }

@@ -9,6 +9,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::run::{Arguments, run_direct};
+use super::site::{self, AtSite, Marked, Site};
 use super::{BatchOptions, Stack, ToolLayer};
 use crate::exec::{CallContext, ToolError};
 use crate::handler::{ErasedTool, ToolFuture};
@@ -33,14 +34,24 @@ pub(crate) fn build(
     };
     let mut stack: Stack = Arc::new(run);
     for layer in layers.iter().rev() {
-        stack = layer.layer(stack);
+        // Each layer runs under its own site, so that a panic in it is
+        // reported as the layer's, not the tool's.
+        let site = Site::Hook(Arc::from(layer.name()));
+        stack = Arc::new(Marked { site, inner: layer.layer(stack) });
     }
     if let Some(limit) = options.call_timeout {
         stack = Arc::new(TimeoutStage { inner: stack, limit });
     }
     if needs_approval {
         let hooked = !layers.is_empty();
-        stack = Arc::new(ApprovalStage { inner: stack, approver: approver.cloned(), entry: entry.clone(), hooked });
+        let name = approver.map_or(Arc::from(""), |a| Arc::from(a.name()));
+        stack = Arc::new(ApprovalStage {
+            inner: stack,
+            approver: approver.cloned(),
+            site: Site::Approval(name),
+            entry: entry.clone(),
+            hooked,
+        });
     }
     stack
 }
@@ -87,6 +98,9 @@ struct Grant {
 struct ApprovalStage {
     inner: Stack,
     approver: Option<Arc<dyn Approver>>,
+    /// Where a panic of the approver (or of the preview it is shown) is
+    /// reported: the call is refused, never run.
+    site: Site,
     entry: ToolEntry,
     /// Whether hooks sit between approval and run: the grant then keeps the
     /// approved arguments, so the run can tell whether a hook changed them.
@@ -96,10 +110,11 @@ struct ApprovalStage {
 impl ErasedTool for ApprovalStage {
     fn call(&self, mut cx: CallContext, args: Value) -> ToolFuture {
         let (inner, approver, entry) = (Arc::clone(&self.inner), self.approver.clone(), self.entry.clone());
-        let hooked = self.hooked;
+        let (hooked, site) = (self.hooked, self.site.clone());
         ToolFuture::new(async move {
             let mut asked = Asked::default();
-            let approved = approve(&entry, approver.as_deref(), &mut cx, args, &mut asked, hooked).await;
+            let approving = approve(&entry, approver.as_deref(), &mut cx, args, &mut asked, hooked);
+            let approved = AtSite::new(site, approving).await;
             if let Some(record) = cx.extensions().get::<ApprovalRecord>() {
                 record.set(asked);
             }
@@ -240,7 +255,7 @@ impl ErasedTool for RunStage {
         if self.offload && self.entry.tool().runs_inline() {
             return run_direct(&self.entry, cx, Arguments::Value(args), true);
         }
-        // Validated already: straight to the tool.
-        self.entry.tool().call(cx, args)
+        // Validated already: straight to the tool, under its own site.
+        site::mark(&Site::Tool, || self.entry.tool().call(cx, args))
     }
 }
