@@ -50,7 +50,7 @@ fn main() -> ExitCode {
         .with_ansi(std::io::stderr().is_terminal())
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("TOOLREG_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,rmcp=error")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,rmcp=off")),
         )
         .init();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
