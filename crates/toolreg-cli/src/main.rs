@@ -96,6 +96,19 @@ fn list(tools: &setup::Tools, json: bool) -> Result<(), CliError> {
         let summary = decl.description.lines().next().unwrap_or_default();
         writeln!(out, "{:width$}  {:9}  {summary}", decl.name, decl.safety.as_str()).map_err(write_error)?;
     }
+    // Tools an imported server lists but the gateway cannot call: say so
+    // here rather than let a user wonder where they went.
+    let left_out: Vec<(String, String, String)> = tools
+        .remotes
+        .iter()
+        .flat_map(|remote| remote.left_out().into_iter().map(|(tool, why)| (remote.name().to_owned(), tool, why)))
+        .collect();
+    if !left_out.is_empty() {
+        writeln!(out, "\nLeft out (listed by their MCP server, but not offered):").map_err(write_error)?;
+        for (server, tool, why) in left_out {
+            writeln!(out, "  {server}: `{tool}`: {why}").map_err(write_error)?;
+        }
+    }
     Ok(())
 }
 
@@ -181,12 +194,14 @@ async fn serve(tools: setup::Tools, args: ServeArgs) -> Result<(), CliError> {
     // and tell the clients.
     let tools = Arc::new(tools);
     for remote in &tools.remotes {
+        report_left_out(remote);
         let mut changes = remote.changes();
         changes.borrow_and_update();
-        let (server, tools) = (server.clone(), Arc::clone(&tools));
+        let (server, tools, remote) = (server.clone(), Arc::clone(&tools), remote.clone());
         let allow = args.allow_dangerous;
         tokio::spawn(async move {
             while changes.changed().await.is_ok() {
+                report_left_out(&remote);
                 let registry = tools.rebuild();
                 server.set_engine(serving_engine(&registry, &tools, allow)).await;
             }
@@ -234,6 +249,13 @@ async fn serve(tools: setup::Tools, args: ServeArgs) -> Result<(), CliError> {
             }
             server.serve_stdio().await.map_err(|e| CliError::new(e.to_string()))
         }
+    }
+}
+
+/// One line per tool a server lists that the gateway does not offer.
+fn report_left_out(remote: &toolreg_mcp::client::RemoteServer) {
+    for (tool, why) in remote.left_out() {
+        eprintln!("toolreg: warning: `{tool}` from MCP server `{}` left out: {why}", remote.name());
     }
 }
 

@@ -52,6 +52,9 @@ fn a_server_that_is_down_is_reported_in_one_line_and_the_rest_served() {
     let table = String::from_utf8(out.stdout).unwrap();
     assert!(table.lines().any(|l| l.starts_with("fake__echo ")), "{table}");
     assert!(table.lines().any(|l| l.starts_with("read_file ")), "{table}");
+    // A tool that only runs as an MCP task is not offered, and the table says so.
+    assert!(!table.lines().any(|l| l.starts_with("fake__research")), "{table}");
+    assert!(table.contains("Left out") && table.contains("fake: `research`: it runs only as an MCP task"), "{table}");
     assert_eq!(
         stderr,
         format!(
@@ -153,9 +156,11 @@ fn serve_announces_a_server_that_comes_up_later() {
         .env_remove("TOOLREG_LOG")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let log = std::thread::spawn(move || std::io::read_to_string(stderr).unwrap_or_default());
     let mut stdin = child.stdin.take().unwrap();
     let stdout = child.stdout.take().unwrap();
     let (lines_tx, lines) = mpsc::channel();
@@ -203,6 +208,11 @@ fn serve_announces_a_server_that_comes_up_later() {
     }
     assert!(announced, "no list_changed; last list: {listed:?}");
     assert!(listed.iter().any(|n| n == "late__echo"), "{listed:?}");
+    assert!(!listed.iter().any(|n| n.contains("research")), "{listed:?}");
     drop(stdin);
     let _ = child.wait();
+    // The log says what did not start, and which tools are not offered.
+    let log = log.join().unwrap();
+    assert!(log.contains("cannot connect to MCP server 'late'"), "{log}");
+    assert!(log.contains("`research` from MCP server `late` left out"), "{log}");
 }

@@ -23,6 +23,14 @@
 //!   server (each page is further bounded by the transport's message limit);
 //!   past a bound, listing fails with [`ClientError::TooLarge`].
 //!
+//! A tool that can only run as an MCP task (`execution.taskSupport:
+//! "required"`) is left out until toolreg supports tasks: a plain
+//! `tools/call` to it always fails. [`RemoteServer::left_out`] names such
+//! tools (and listing them logs them at `info`). (rmcp's `Tool` has no `execution`
+//! field, so toolreg reads it from the raw answer; it can do so on stdio,
+//! where it reads the lines itself. Over streamable HTTP the field is not
+//! seen yet and such a tool is still imported.)
+//!
 //! Waiting for the server to answer `initialize` is bounded by the server's
 //! `timeoutMs` ([`ServerConfig::call_timeout`]).
 //!
@@ -62,8 +70,11 @@
 //! ```
 
 use std::collections::HashSet;
+use std::pin::Pin;
+use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use rmcp::model::{
@@ -71,8 +82,8 @@ use rmcp::model::{
     ServerResult, Tool,
 };
 use rmcp::service::{NotificationContext, Peer, PeerRequestOptions, RoleClient, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, ServiceExt};
 use serde_json::Value;
 use tokio::sync::watch;
@@ -182,6 +193,8 @@ struct Inner {
     connection: Mutex<Option<Arc<RunningService<RoleClient, Handler>>>>,
     reconnecting: AtomicBool,
     tools: Mutex<Vec<Tool>>,
+    /// Remote names of the listed tools that can only run as MCP tasks.
+    task_only: Arc<Mutex<HashSet<String>>>,
     changes: watch::Sender<u64>,
     /// The child process of the live connection, for a command server.
     child: Mutex<Option<u32>>,
@@ -259,6 +272,7 @@ impl RemoteServer {
             connection: Mutex::new(None),
             reconnecting: AtomicBool::new(false),
             tools: Mutex::new(Vec::new()),
+            task_only: Arc::default(),
             changes: watch::channel(0).0,
             child: Mutex::new(None),
         });
@@ -286,6 +300,25 @@ impl RemoteServer {
         self.inner.changes.subscribe()
     }
 
+    /// The listed tools that are not offered, by remote name, with why: today
+    /// the ones that can only run as MCP tasks, which toolreg does not
+    /// support yet.
+    pub fn left_out(&self) -> Vec<(String, String)> {
+        let task_only = self.inner.task_only.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut left: Vec<(String, String)> = self
+            .tools()
+            .iter()
+            .filter(|tool| task_only.contains(tool.name.as_ref()))
+            .map(|tool| {
+                let why = "it runs only as an MCP task (execution.taskSupport: required), which toolreg does not \
+                           support yet";
+                (tool.name.to_string(), why.to_owned())
+            })
+            .collect();
+        left.sort();
+        left
+    }
+
     /// The process id of the server, when it is a child process that is connected.
     pub fn child_pid(&self) -> Option<u32> {
         let _ = self.connection()?;
@@ -301,6 +334,9 @@ impl RemoteServer {
                 |_| ClientError::Timeout { server: self.inner.name.clone(), timeout: self.inner.config.call_timeout },
             )??;
         *self.inner.tools.lock().unwrap_or_else(PoisonError::into_inner) = listed;
+        for (tool, why) in self.left_out() {
+            tracing::info!(server = %self.inner.name, %tool, "tool left out: {why}");
+        }
         self.inner.changes.send_modify(|n| *n += 1);
         Ok(())
     }
@@ -312,6 +348,8 @@ impl RemoteServer {
         let mut bytes = 0usize;
         let mut cursors = HashSet::new();
         let mut cursor = None;
+        // Filled again, page by page, as the reader sees the answers.
+        self.inner.task_only.lock().unwrap_or_else(PoisonError::into_inner).clear();
         for _ in 0..MAX_LIST_PAGES {
             let params = PaginatedRequestParams::default().with_cursor(cursor.take());
             let page = peer
@@ -347,9 +385,11 @@ impl RemoteServer {
     /// to the providers' 64-character limit with a stable hash when needed).
     pub fn registrations(&self) -> Vec<ToolRegistration> {
         let tools = self.tools();
+        let left_out: HashSet<String> = self.left_out().into_iter().map(|(tool, _)| tool).collect();
         let mut taken = HashSet::new();
         tools
             .iter()
+            .filter(|tool| !left_out.contains(tool.name.as_ref()))
             .map(|tool| {
                 let name = local_name(&self.inner.name, &tool.name, &mut taken);
                 let declaration = self.declaration(&name, tool);
@@ -425,12 +465,15 @@ impl RemoteServer {
                 if let Some(dir) = cwd {
                     cmd.current_dir(dir);
                 }
-                let (transport, _stderr) = TokioChildProcess::builder(cmd)
-                    .stderr(std::process::Stdio::inherit())
-                    .spawn()
-                    .map_err(|e| connect_error(format!("cannot start `{command}`: {}", io_cause(&e))))?;
-                *self.inner.child.lock().unwrap_or_else(PoisonError::into_inner) = transport.id();
-                tokio::time::timeout(wait, handler.serve(transport)).await
+                cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit()).kill_on_drop(true);
+                let mut child =
+                    cmd.spawn().map_err(|e| connect_error(format!("cannot start `{command}`: {}", io_cause(&e))))?;
+                let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+                    return Err(connect_error("its standard input and output cannot be read".to_owned()));
+                };
+                *self.inner.child.lock().unwrap_or_else(PoisonError::into_inner) = child.id();
+                let reader = ChildOut::new(stdout, child, Arc::clone(&self.inner.task_only));
+                tokio::time::timeout(wait, handler.serve((reader, stdin))).await
             }
             Transport::Url { url, headers } => {
                 let mut custom = std::collections::HashMap::new();
@@ -604,6 +647,100 @@ pub fn local_name(server: &str, tool: &str, taken: &mut HashSet<String>) -> Stri
     }
     taken.insert(name.clone());
     name
+}
+
+/// A child server's standard output, as rmcp reads it, with an eye on the
+/// `tools/list` answers going by: rmcp's `Tool` drops `execution`, so the
+/// tools that run only as MCP tasks are picked out of the raw lines here.
+/// It owns the child, which is killed when rmcp drops the transport.
+struct ChildOut {
+    stdout: tokio::process::ChildStdout,
+    child: Option<tokio::process::Child>,
+    /// The line read so far, up to [`MAX_LIST_BYTES`]; a longer line is
+    /// not a tool list toolreg would accept, and is not kept.
+    line: Vec<u8>,
+    overflow: bool,
+    task_only: Arc<Mutex<HashSet<String>>>,
+}
+
+impl ChildOut {
+    fn new(
+        stdout: tokio::process::ChildStdout,
+        child: tokio::process::Child,
+        task_only: Arc<Mutex<HashSet<String>>>,
+    ) -> Self {
+        ChildOut { stdout, child: Some(child), line: Vec::new(), overflow: false, task_only }
+    }
+
+    fn scan(&mut self, bytes: &[u8]) {
+        for chunk in bytes.split_inclusive(|&b| b == b'\n') {
+            if !self.overflow {
+                if self.line.len() + chunk.len() > MAX_LIST_BYTES {
+                    self.overflow = true;
+                    self.line = Vec::new();
+                } else {
+                    self.line.extend_from_slice(chunk);
+                }
+            }
+            if chunk.ends_with(b"\n") {
+                if !self.overflow && contains(&self.line, b"\"taskSupport\"") {
+                    self.note_task_only();
+                }
+                self.overflow = false;
+                // Keep a small buffer for the next line, not a large one.
+                if self.line.capacity() > 64 * 1024 {
+                    self.line = Vec::new();
+                }
+                self.line.clear();
+            }
+        }
+    }
+
+    /// Record the tools of a `tools/list` page that require tasks.
+    fn note_task_only(&self) {
+        let Ok(message) = serde_json::from_slice::<Value>(&self.line) else { return };
+        let Some(tools) = message.pointer("/result/tools").and_then(Value::as_array) else { return };
+        let mut task_only = self.task_only.lock().unwrap_or_else(PoisonError::into_inner);
+        for tool in tools {
+            let required = tool.pointer("/execution/taskSupport").and_then(Value::as_str) == Some("required");
+            if let (true, Some(name)) = (required, tool.get("name").and_then(Value::as_str)) {
+                task_only.insert(name.to_owned());
+            }
+        }
+    }
+}
+
+impl tokio::io::AsyncRead for ChildOut {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut this.stdout).poll_read(cx, buf);
+        if let Poll::Ready(Ok(())) = polled {
+            this.scan(&buf.filled()[before..]);
+        }
+        polled
+    }
+}
+
+impl Drop for ChildOut {
+    fn drop(&mut self) {
+        let Some(mut child) = self.child.take() else { return };
+        // Kill and wait, so no zombie is left; without a runtime, the
+        // child's own kill-on-drop still kills it.
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let _ = child.kill().await;
+            });
+        }
+    }
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|window| window == needle)
 }
 
 /// The part of toolreg's environment a command server inherits.

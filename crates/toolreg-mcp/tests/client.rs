@@ -331,6 +331,31 @@ async fn a_refused_connection_is_one_plain_line() {
     assert_eq!(error, format!("cannot connect to MCP server 'broken' at {url}: connection refused"));
 }
 
+/// A tool that runs only as an MCP task cannot be called with a plain
+/// `tools/call`: it is left out, and named as such; one where tasks are
+/// optional is imported.
+#[tokio::test]
+async fn tools_that_require_mcp_tasks_are_left_out() {
+    let server = RemoteServer::connect("fake", fake()).await.unwrap();
+    let registry = import(&server).await;
+    assert!(!registry.names().any(|n| n.contains("research")), "{:?}", registry.names().collect::<Vec<_>>());
+    assert!(registry.contains("fake__maybe"));
+    let left = server.left_out();
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert_eq!(left[0].0, "research");
+    assert!(left[0].1.contains("MCP task"), "{left:?}");
+}
+
+/// More tools than one server may bring is a typed error, not memory spent.
+#[tokio::test]
+async fn too_many_tools_are_refused() {
+    let many = (toolreg_mcp::client::MAX_TOOLS + 1).to_string();
+    let config = fake_with(&["--many", &many], BTreeMap::new(), None).call_timeout(Duration::from_secs(60));
+    let error = RemoteServer::connect("many", config).await.unwrap_err();
+    assert!(matches!(error, toolreg_mcp::client::ClientError::TooLarge { .. }), "{error}");
+    assert!(error.to_string().contains("tools"), "{error}");
+}
+
 /// A `tools/list` that never ends is cut off with a typed error; so is a
 /// cursor that goes round in a circle.
 #[tokio::test]

@@ -9,7 +9,8 @@ env (its environment and working directory).
 Flags: --mute (never answers initialize), --slow-start SECONDS (sleeps before
 reading anything), --fail-first FILE (exits at once unless FILE exists, creating
 it: the next start succeeds), --endless-pages (tools/list always has a next page),
---same-cursor (tools/list always names the same next page).
+--same-cursor (tools/list always names the same next page), --many N (lists N
+more tools).
 """
 import json
 import os
@@ -40,7 +41,14 @@ TOOLS = [
     {"name": "change", "description": "Adds a tool.", "inputSchema": {"type": "object"}},
     {"name": "cancelled", "description": "Ids cancelled so far.", "inputSchema": {"type": "object"}},
     {"name": "env", "description": "Its environment and directory.", "inputSchema": {"type": "object"}},
+    {"name": "research", "description": "Only as an MCP task.", "inputSchema": {"type": "object"},
+     "execution": {"taskSupport": "required"}},
+    {"name": "maybe", "description": "As a task or not.", "inputSchema": {"type": "object"},
+     "execution": {"taskSupport": "optional"}},
 ]
+if "--many" in flags:
+    for i in range(int(flags[flags.index("--many") + 1])):
+        TOOLS.append({"name": "t%d" % i, "inputSchema": {"type": "object"}})
 cancelled = []
 
 
