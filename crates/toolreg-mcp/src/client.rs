@@ -12,8 +12,7 @@
 //! - its output is data: the text (or `structuredContent`) becomes the tool's
 //!   value, and `isError: true` a failed call with the server's text;
 //! - every call has a timeout, and cancelling the call (its `CallContext`
-//!   token) sends `notifications/cancelled` to the server.
-//!
+//!   token) sends `notifications/cancelled` to the server;
 //! - a command server starts with a minimal environment, as the official MCP
 //!   SDKs start theirs: the variables in [`INHERITED_ENV`] (home, path, user,
 //!   shell, terminal, locale) and what its `env` entry names. The host's own
@@ -26,10 +25,10 @@
 //! A tool that can only run as an MCP task (`execution.taskSupport:
 //! "required"`) is left out until toolreg supports tasks: a plain
 //! `tools/call` to it always fails. [`RemoteServer::left_out`] names such
-//! tools (and listing them logs them at `info`). (rmcp's `Tool` has no `execution`
-//! field, so toolreg reads it from the raw answer; it can do so on stdio,
-//! where it reads the lines itself. Over streamable HTTP the field is not
-//! seen yet and such a tool is still imported.)
+//! tools (and listing them logs them at `info`). rmcp's `Tool` has no
+//! `execution` field, so toolreg reads it from the raw answer; it can do so
+//! on stdio, where it reads the lines itself. Over streamable HTTP the field
+//! is not seen yet and such a tool is still imported.
 //!
 //! Waiting for the server to answer `initialize` is bounded by the server's
 //! `timeoutMs` ([`ServerConfig::call_timeout`]).
