@@ -88,6 +88,8 @@ fn list(tools: &setup::Tools, json: bool) -> Result<(), CliError> {
     if json {
         let declarations: Vec<_> = tools.registry.list().collect();
         let text = serde_json::to_string_pretty(&declarations).map_err(|e| CliError::new(e.to_string()))?;
+        // stdout stays JSON; what was left out goes beside it.
+        tools.remotes.iter().for_each(report_left_out);
         return writeln!(out, "{text}").map_err(write_error);
     }
     let width = tools.registry.names().map(str::len).max().unwrap_or(4).max(4);

@@ -55,6 +55,11 @@ fn a_server_that_is_down_is_reported_in_one_line_and_the_rest_served() {
     // A tool that only runs as an MCP task is not offered, and the table says so.
     assert!(!table.lines().any(|l| l.starts_with("fake__research")), "{table}");
     assert!(table.contains("Left out") && table.contains("fake: `research`: it runs only as an MCP task"), "{table}");
+    let json = toolreg(dir.path()).args(["tools", "--json", "--config"]).arg(&config).output().unwrap();
+    let listed: Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert!(!listed.to_string().contains("research"), "{listed}");
+    let json_stderr = String::from_utf8(json.stderr).unwrap();
+    assert!(json_stderr.contains("`research` from MCP server `fake` left out"), "{json_stderr}");
     assert_eq!(
         stderr,
         format!(
