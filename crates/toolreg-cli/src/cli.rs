@@ -98,6 +98,10 @@ pub struct ToolsArgs {
     /// Append an audit record of every call to this file (JSON lines).
     #[arg(long, global = true)]
     pub audit: Option<PathBuf>,
+    /// Fail when any server of --config cannot be reached (by default the
+    /// others are served, and `serve` keeps retrying the missing ones).
+    #[arg(long, global = true)]
+    pub strict_servers: bool,
 }
 
 /// `toolreg serve`.

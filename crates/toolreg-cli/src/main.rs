@@ -50,7 +50,7 @@ fn main() -> ExitCode {
         .with_ansi(std::io::stderr().is_terminal())
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("TOOLREG_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,rmcp=error")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,rmcp=off")),
         )
         .init();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
@@ -88,6 +88,8 @@ fn list(tools: &setup::Tools, json: bool) -> Result<(), CliError> {
     if json {
         let declarations: Vec<_> = tools.registry.list().collect();
         let text = serde_json::to_string_pretty(&declarations).map_err(|e| CliError::new(e.to_string()))?;
+        // stdout stays JSON; what was left out goes beside it.
+        tools.remotes.iter().for_each(report_left_out);
         return writeln!(out, "{text}").map_err(write_error);
     }
     let width = tools.registry.names().map(str::len).max().unwrap_or(4).max(4);
@@ -95,6 +97,19 @@ fn list(tools: &setup::Tools, json: bool) -> Result<(), CliError> {
     for decl in tools.registry.list() {
         let summary = decl.description.lines().next().unwrap_or_default();
         writeln!(out, "{:width$}  {:9}  {summary}", decl.name, decl.safety.as_str()).map_err(write_error)?;
+    }
+    // Tools an imported server lists but the gateway cannot call: say so
+    // here rather than let a user wonder where they went.
+    let left_out: Vec<(String, String, String)> = tools
+        .remotes
+        .iter()
+        .flat_map(|remote| remote.left_out().into_iter().map(|(tool, why)| (remote.name().to_owned(), tool, why)))
+        .collect();
+    if !left_out.is_empty() {
+        writeln!(out, "\nLeft out (listed by their MCP server, but not offered):").map_err(write_error)?;
+        for (server, tool, why) in left_out {
+            writeln!(out, "  {server}: `{tool}`: {why}").map_err(write_error)?;
+        }
     }
     Ok(())
 }
@@ -181,12 +196,14 @@ async fn serve(tools: setup::Tools, args: ServeArgs) -> Result<(), CliError> {
     // and tell the clients.
     let tools = Arc::new(tools);
     for remote in &tools.remotes {
+        report_left_out(remote);
         let mut changes = remote.changes();
         changes.borrow_and_update();
-        let (server, tools) = (server.clone(), Arc::clone(&tools));
+        let (server, tools, remote) = (server.clone(), Arc::clone(&tools), remote.clone());
         let allow = args.allow_dangerous;
         tokio::spawn(async move {
             while changes.changed().await.is_ok() {
+                report_left_out(&remote);
                 let registry = tools.rebuild();
                 server.set_engine(serving_engine(&registry, &tools, allow)).await;
             }
@@ -234,6 +251,13 @@ async fn serve(tools: setup::Tools, args: ServeArgs) -> Result<(), CliError> {
             }
             server.serve_stdio().await.map_err(|e| CliError::new(e.to_string()))
         }
+    }
+}
+
+/// One line per tool a server lists that the gateway does not offer.
+fn report_left_out(remote: &toolreg_mcp::client::RemoteServer) {
+    for (tool, why) in remote.left_out() {
+        eprintln!("toolreg: warning: `{tool}` from MCP server `{}` left out: {why}", remote.name());
     }
 }
 

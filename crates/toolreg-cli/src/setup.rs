@@ -1,7 +1,7 @@
 //! The registry every subcommand works on: the built-in tools on embedded
 //! defaults, and the tools of the MCP servers a configuration file names.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use toolreg::FunctionRegistry;
@@ -69,19 +69,53 @@ pub async fn load(args: &ToolsArgs) -> Result<Tools, CliError> {
         None => None,
         Some(path) => Some(open_audit(path)?),
     };
-    let mut remotes = Vec::new();
-    if let Some(path) = &args.config {
-        let config = McpConfig::from_file(path).map_err(|e| CliError::new(e.to_string()))?;
-        for (name, server) in config.servers {
-            let remote = RemoteServer::connect(&name, server).await.map_err(|e| CliError::new(e.to_string()))?;
-            remotes.push(remote);
-        }
-    }
+    let remotes = match &args.config {
+        Some(path) => connect_all(path, args.strict_servers).await?,
+        None => Vec::new(),
+    };
     let mut tools = Tools { builtins: registry.clone(), registry, audit, remotes };
     if !tools.remotes.is_empty() {
         tools.registry = tools.rebuild();
     }
     Ok(tools)
+}
+
+/// Connect to every server of the file at once, so start-up takes as long
+/// as the slowest server rather than the sum of them. A server that cannot
+/// be reached is reported in one line and kept, retried in the background,
+/// unless `strict` asks for all or nothing.
+async fn connect_all(path: &Path, strict: bool) -> Result<Vec<RemoteServer>, CliError> {
+    let config = McpConfig::from_file(path).map_err(|e| CliError::new(e.to_string()))?;
+    for warning in &config.warnings {
+        eprintln!("toolreg: warning: {}: {warning}", path.display());
+    }
+    let mut pending = tokio::task::JoinSet::new();
+    for (name, server) in config.servers {
+        pending.spawn(async move {
+            let connected = if strict {
+                RemoteServer::connect(&name, server).await.map(|remote| (remote, None))
+            } else {
+                RemoteServer::connect_or_retry(&name, server).await
+            };
+            (name, connected)
+        });
+    }
+    let mut connected = Vec::new();
+    while let Some(joined) = pending.join_next().await {
+        let (name, result) = joined.map_err(|e| CliError::new(format!("connecting to an MCP server failed: {e}")))?;
+        connected.push((name, result));
+    }
+    // Report and keep them in the file's (name) order, however they finished.
+    connected.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut remotes = Vec::new();
+    for (_, result) in connected {
+        let (remote, failed) = result.map_err(|e| CliError::new(e.to_string()))?;
+        if let Some(error) = failed {
+            eprintln!("toolreg: warning: {error}; its tools are left out until it answers");
+        }
+        remotes.push(remote);
+    }
+    Ok(remotes)
 }
 
 fn open_audit(path: &PathBuf) -> Result<Arc<dyn AuditSink>, CliError> {

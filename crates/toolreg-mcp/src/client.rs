@@ -12,7 +12,31 @@
 //! - its output is data: the text (or `structuredContent`) becomes the tool's
 //!   value, and `isError: true` a failed call with the server's text;
 //! - every call has a timeout, and cancelling the call (its `CallContext`
-//!   token) sends `notifications/cancelled` to the server.
+//!   token) sends `notifications/cancelled` to the server;
+//! - a command server starts with a minimal environment, as the official MCP
+//!   SDKs start theirs: the variables in [`INHERITED_ENV`] (home, path, user,
+//!   shell, terminal, locale) and what its `env` entry names. The host's own
+//!   secrets (API keys, tokens) are not passed on;
+//! - its tool list is bounded: at most [`MAX_LIST_PAGES`] pages,
+//!   [`MAX_TOOLS`] tools and [`MAX_LIST_BYTES`] bytes of declarations per
+//!   server (each page is further bounded by the transport's message limit);
+//!   past a bound, listing fails with [`ClientError::TooLarge`].
+//!
+//! A tool that can only run as an MCP task (`execution.taskSupport:
+//! "required"`) is left out until toolreg supports tasks: a plain
+//! `tools/call` to it always fails. [`RemoteServer::left_out`] names such
+//! tools (and listing them logs them at `info`). rmcp's `Tool` has no
+//! `execution` field, so toolreg reads it from the raw answer; it can do so
+//! on stdio, where it reads the lines itself. Over streamable HTTP the field
+//! is not seen yet and such a tool is still imported.
+//!
+//! Waiting for the server to answer `initialize` is bounded by the server's
+//! `timeoutMs` ([`ServerConfig::call_timeout`]).
+//!
+//! [`RemoteServer::connect`] fails when the server cannot be reached;
+//! [`RemoteServer::connect_or_retry`] keeps such a server, with no tools,
+//! and retries it in the background as below, so one server that is down
+//! does not take the others with it.
 //!
 //! A connection that drops is re-established in the background with
 //! exponential backoff; a call meanwhile fails with a clear error, and the
@@ -32,6 +56,7 @@
 //!     command: "npx".into(),
 //!     args: vec!["-y".into(), "@modelcontextprotocol/server-everything".into()],
 //!     env: Default::default(),
+//!     cwd: None,
 //! };
 //! let server = RemoteServer::connect("everything", ServerConfig::new(transport)).await?;
 //! let mut registry = FunctionRegistry::new();
@@ -44,16 +69,20 @@
 //! ```
 
 use std::collections::HashSet;
+use std::pin::Pin;
+use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest, ServerResult, Tool,
+    CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest, PaginatedRequestParams,
+    ServerResult, Tool,
 };
 use rmcp::service::{NotificationContext, Peer, PeerRequestOptions, RoleClient, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, ServiceExt};
 use serde_json::Value;
 use tokio::sync::watch;
@@ -76,12 +105,15 @@ pub enum ClientError {
         /// Why.
         reason: String,
     },
-    /// The process could not start or the URL could not be reached.
-    #[error("cannot connect to MCP server `{server}`: {message}")]
+    /// The process could not start, the URL could not be reached, or the
+    /// server did not complete the handshake in time.
+    #[error("cannot connect to MCP server '{server}' {target}: {message}")]
     Connect {
         /// The server.
         server: String,
-        /// Why.
+        /// Where it was looked for: `at <url>` or `started as `<command>``.
+        target: String,
+        /// Why, in one line (the innermost cause, without Rust type names).
         message: String,
     },
     /// The server did not answer in time.
@@ -91,6 +123,15 @@ pub enum ClientError {
         server: String,
         /// The limit.
         timeout: Duration,
+    },
+    /// The server's tool list is past one of the bounds ([`MAX_LIST_PAGES`],
+    /// [`MAX_TOOLS`], [`MAX_LIST_BYTES`]).
+    #[error("MCP server `{server}` lists too many tools: {message}")]
+    TooLarge {
+        /// The server.
+        server: String,
+        /// Which bound.
+        message: String,
     },
     /// The server answered something unusable.
     #[error("MCP server `{server}`: {message}")]
@@ -102,8 +143,36 @@ pub enum ClientError {
     },
 }
 
-/// How long to wait for a server to start and answer `initialize`.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+/// Most `tools/list` pages read from one server (a server whose cursor never
+/// ends is cut off here rather than read until memory runs out).
+pub const MAX_LIST_PAGES: usize = 1_000;
+/// Most tools imported from one server.
+pub const MAX_TOOLS: usize = 10_000;
+/// Most bytes of tool declarations (as JSON) read from one server.
+pub const MAX_LIST_BYTES: usize = 32 * 1024 * 1024;
+/// The variables of toolreg's own environment a command server gets (the
+/// official MCP SDKs' list, plus the locale: `LANG`, `LANGUAGE` and every
+/// `LC_*`); everything else must be named in its `env` entry.
+#[cfg(not(windows))]
+pub const INHERITED_ENV: &[&str] = &["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LANGUAGE"];
+/// The variables of toolreg's own environment a command server gets (the
+/// official MCP SDKs' list for Windows); everything else must be named in its
+/// `env` entry.
+#[cfg(windows)]
+pub const INHERITED_ENV: &[&str] = &[
+    "APPDATA",
+    "HOMEDRIVE",
+    "HOMEPATH",
+    "LOCALAPPDATA",
+    "PATH",
+    "PROCESSOR_ARCHITECTURE",
+    "SYSTEMDRIVE",
+    "SYSTEMROOT",
+    "TEMP",
+    "USERNAME",
+    "USERPROFILE",
+    "PROGRAMFILES",
+];
 /// Backoff between reconnection attempts: doubling from the first, capped.
 const BACKOFF_FIRST: Duration = Duration::from_millis(200);
 const BACKOFF_MAX: Duration = Duration::from_secs(30);
@@ -123,6 +192,8 @@ struct Inner {
     connection: Mutex<Option<Arc<RunningService<RoleClient, Handler>>>>,
     reconnecting: AtomicBool,
     tools: Mutex<Vec<Tool>>,
+    /// Remote names of the listed tools that can only run as MCP tasks.
+    task_only: Arc<Mutex<HashSet<String>>>,
     changes: watch::Sender<u64>,
     /// The child process of the live connection, for a command server.
     child: Mutex<Option<u32>>,
@@ -160,6 +231,37 @@ impl ClientHandler for Handler {
 impl RemoteServer {
     /// Start or reach the server, complete the handshake and read its tools.
     pub async fn connect(name: &str, config: ServerConfig) -> Result<RemoteServer, ClientError> {
+        let server = RemoteServer::new(name, config)?;
+        let connection = server.open().await?;
+        *server.inner.connection.lock().unwrap_or_else(PoisonError::into_inner) = Some(connection);
+        server.refresh().await?;
+        Ok(server)
+    }
+
+    /// Like [`connect`](Self::connect), but a server that cannot be reached
+    /// (or listed) now is kept, with no tools, and retried in the background
+    /// with backoff; when it comes up its tools are read and
+    /// [`changes`](Self::changes) ticks. The first attempt's error comes back
+    /// beside it, to report. Only an invalid name is an error.
+    pub async fn connect_or_retry(
+        name: &str,
+        config: ServerConfig,
+    ) -> Result<(RemoteServer, Option<ClientError>), ClientError> {
+        let server = RemoteServer::new(name, config)?;
+        let first = match server.open().await {
+            Ok(connection) => {
+                *server.inner.connection.lock().unwrap_or_else(PoisonError::into_inner) = Some(connection);
+                server.refresh().await.err()
+            }
+            Err(error) => Some(error),
+        };
+        if first.is_some() {
+            server.lost();
+        }
+        Ok((server, first))
+    }
+
+    fn new(name: &str, config: ServerConfig) -> Result<RemoteServer, ClientError> {
         if let Err(error) = toolreg::validate_name(&format!("{name}{SEPARATOR}x")) {
             return Err(ClientError::InvalidName { name: name.to_owned(), reason: error.to_string() });
         }
@@ -169,14 +271,16 @@ impl RemoteServer {
             connection: Mutex::new(None),
             reconnecting: AtomicBool::new(false),
             tools: Mutex::new(Vec::new()),
+            task_only: Arc::default(),
             changes: watch::channel(0).0,
             child: Mutex::new(None),
         });
-        let server = RemoteServer { inner };
-        let connection = server.open().await?;
-        *server.inner.connection.lock().unwrap_or_else(PoisonError::into_inner) = Some(connection);
-        server.refresh().await?;
-        Ok(server)
+        Ok(RemoteServer { inner })
+    }
+
+    /// Whether the server is connected now.
+    pub fn is_connected(&self) -> bool {
+        self.connection().is_some_and(|c| !c.is_closed())
     }
 
     /// The server's name (the prefix of its tools).
@@ -195,34 +299,96 @@ impl RemoteServer {
         self.inner.changes.subscribe()
     }
 
+    /// The listed tools that are not offered, by remote name, with why: today
+    /// the ones that can only run as MCP tasks, which toolreg does not
+    /// support yet.
+    pub fn left_out(&self) -> Vec<(String, String)> {
+        let task_only = self.inner.task_only.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut left: Vec<(String, String)> = self
+            .tools()
+            .iter()
+            .filter(|tool| task_only.contains(tool.name.as_ref()))
+            .map(|tool| {
+                let why = "it runs only as an MCP task (execution.taskSupport: required), which toolreg does not \
+                           support yet";
+                (tool.name.to_string(), why.to_owned())
+            })
+            .collect();
+        left.sort();
+        left
+    }
+
     /// The process id of the server, when it is a child process that is connected.
     pub fn child_pid(&self) -> Option<u32> {
         let _ = self.connection()?;
         *self.inner.child.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Read the tool list again (all pages).
+    /// Read the tool list again (all pages, within the bounds above; past
+    /// one, the list read before is kept).
     pub async fn refresh(&self) -> Result<(), ClientError> {
         let connection = self.connection().ok_or_else(|| self.reconnecting_error())?;
-        let listed = tokio::time::timeout(self.inner.config.call_timeout, connection.peer().list_all_tools())
-            .await
-            .map_err(|_| ClientError::Timeout {
-                server: self.inner.name.clone(),
-                timeout: self.inner.config.call_timeout,
-            })?
-            .map_err(|e| ClientError::Protocol { server: self.inner.name.clone(), message: e.to_string() })?;
+        let listed =
+            tokio::time::timeout(self.inner.config.call_timeout, self.list_all(connection.peer())).await.map_err(
+                |_| ClientError::Timeout { server: self.inner.name.clone(), timeout: self.inner.config.call_timeout },
+            )??;
         *self.inner.tools.lock().unwrap_or_else(PoisonError::into_inner) = listed;
+        for (tool, why) in self.left_out() {
+            tracing::info!(server = %self.inner.name, %tool, "tool left out: {why}");
+        }
         self.inner.changes.send_modify(|n| *n += 1);
         Ok(())
+    }
+
+    /// Every page of `tools/list`, stopping at the first bound crossed.
+    async fn list_all(&self, peer: &Peer<RoleClient>) -> Result<Vec<Tool>, ClientError> {
+        let too_large = |message: String| ClientError::TooLarge { server: self.inner.name.clone(), message };
+        let mut tools = Vec::new();
+        let mut bytes = 0usize;
+        let mut cursors = HashSet::new();
+        let mut cursor = None;
+        // Filled again, page by page, as the reader sees the answers.
+        self.inner.task_only.lock().unwrap_or_else(PoisonError::into_inner).clear();
+        for _ in 0..MAX_LIST_PAGES {
+            let params = PaginatedRequestParams::default().with_cursor(cursor.take());
+            let page = peer
+                .list_tools(Some(params))
+                .await
+                .map_err(|e| ClientError::Protocol { server: self.inner.name.clone(), message: e.to_string() })?;
+            for tool in page.tools {
+                if tools.len() == MAX_TOOLS {
+                    return Err(too_large(format!("more than {MAX_TOOLS} tools")));
+                }
+                bytes = bytes.saturating_add(json_len(&tool));
+                if bytes > MAX_LIST_BYTES {
+                    return Err(too_large(format!("more than {MAX_LIST_BYTES} bytes of declarations")));
+                }
+                tools.push(tool);
+            }
+            match page.next_cursor {
+                None => return Ok(tools),
+                // A cursor seen before would list the same pages forever.
+                Some(next) if !cursors.insert(next.clone()) => {
+                    return Err(ClientError::Protocol {
+                        server: self.inner.name.clone(),
+                        message: format!("tools/list repeats the cursor `{}`", cut(&next, 80)),
+                    });
+                }
+                Some(next) => cursor = Some(next),
+            }
+        }
+        Err(too_large(format!("more than {MAX_LIST_PAGES} pages of tools/list")))
     }
 
     /// The server's tools as registrations named `server__tool` (shortened
     /// to the providers' 64-character limit with a stable hash when needed).
     pub fn registrations(&self) -> Vec<ToolRegistration> {
         let tools = self.tools();
+        let left_out: HashSet<String> = self.left_out().into_iter().map(|(tool, _)| tool).collect();
         let mut taken = HashSet::new();
         tools
             .iter()
+            .filter(|tool| !left_out.contains(tool.name.as_ref()))
             .map(|tool| {
                 let name = local_name(&self.inner.name, &tool.name, &mut taken);
                 let declaration = self.declaration(&name, tool);
@@ -271,25 +437,42 @@ impl RemoteServer {
     fn reconnecting_error(&self) -> ClientError {
         ClientError::Connect {
             server: self.inner.name.clone(),
-            message: "the connection was lost; reconnecting, try again shortly".to_owned(),
+            target: self.target(),
+            message: "not connected; reconnecting, try again shortly".to_owned(),
+        }
+    }
+
+    /// Where the server is, for messages: `at <url>` or `started as `<command>``.
+    fn target(&self) -> String {
+        match &self.inner.config.transport {
+            Transport::Command { command, .. } => format!("started as `{command}`"),
+            Transport::Url { url, .. } => format!("at {url}"),
         }
     }
 
     /// Start the process or reach the URL and complete the handshake.
     async fn open(&self) -> Result<Arc<RunningService<RoleClient, Handler>>, ClientError> {
         let name = &self.inner.name;
-        let connect_error = |message: String| ClientError::Connect { server: name.clone(), message };
+        let connect_error =
+            |message: String| ClientError::Connect { server: name.clone(), target: self.target(), message };
         let handler = Handler { server: Arc::downgrade(&self.inner) };
+        let wait = self.inner.config.call_timeout;
         let started = match &self.inner.config.transport {
-            Transport::Command { command, args, env } => {
+            Transport::Command { command, args, env, cwd } => {
                 let mut cmd = tokio::process::Command::new(command);
-                cmd.args(args).envs(env);
-                let (transport, _stderr) = TokioChildProcess::builder(cmd)
-                    .stderr(std::process::Stdio::inherit())
-                    .spawn()
-                    .map_err(|e| connect_error(format!("cannot start `{command}`: {e}")))?;
-                *self.inner.child.lock().unwrap_or_else(PoisonError::into_inner) = transport.id();
-                tokio::time::timeout(CONNECT_TIMEOUT, handler.serve(transport)).await
+                cmd.args(args).env_clear().envs(inherited_env()).envs(env);
+                if let Some(dir) = cwd {
+                    cmd.current_dir(dir);
+                }
+                cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit()).kill_on_drop(true);
+                let mut child =
+                    cmd.spawn().map_err(|e| connect_error(format!("cannot start `{command}`: {}", io_cause(&e))))?;
+                let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+                    return Err(connect_error("its standard input and output cannot be read".to_owned()));
+                };
+                *self.inner.child.lock().unwrap_or_else(PoisonError::into_inner) = child.id();
+                let reader = ChildOut::new(stdout, child, Arc::clone(&self.inner.task_only));
+                tokio::time::timeout(wait, handler.serve((reader, stdin))).await
             }
             Transport::Url { url, headers } => {
                 let mut custom = std::collections::HashMap::new();
@@ -310,12 +493,12 @@ impl RemoteServer {
                     config = config.auth_header(token);
                 }
                 let transport = StreamableHttpClientTransport::from_config(config);
-                tokio::time::timeout(CONNECT_TIMEOUT, handler.serve(transport)).await
+                tokio::time::timeout(wait, handler.serve(transport)).await
             }
         };
         match started {
-            Err(_) => Err(ClientError::Timeout { server: name.clone(), timeout: CONNECT_TIMEOUT }),
-            Ok(Err(error)) => Err(connect_error(error.to_string())),
+            Err(_) => Err(connect_error(format!("no answer to `initialize` within {wait:?}"))),
+            Ok(Err(error)) => Err(connect_error(init_cause(&error))),
             Ok(Ok(running)) => Ok(Arc::new(running)),
         }
     }
@@ -345,7 +528,9 @@ impl RemoteServer {
                         return;
                     }
                     Err(error) => {
-                        tracing::warn!(server = %server.inner.name, %error, retry_in = ?delay, "reconnecting failed");
+                        // Reported once by whoever saw the connection go;
+                        // each retry is only worth a debug line.
+                        tracing::debug!(server = %server.inner.name, %error, retry_in = ?delay, "reconnecting failed");
                         delay = (delay * 2).min(BACKOFF_MAX);
                     }
                 }
@@ -435,21 +620,212 @@ impl ErasedTool for RemoteTool {
 
 /// `server__tool`, sanitised to `[A-Za-z0-9_-]` and at most 64 characters;
 /// a name that had to change gets a short hash of the original, so two
-/// remote names never collapse into one.
+/// remote names never collapse into one. A name in `taken` is never given
+/// again, even when a remote name was crafted to equal another's shortened
+/// form: the hash is then salted until the name is free.
 pub fn local_name(server: &str, tool: &str, taken: &mut HashSet<String>) -> String {
     let clean: String =
         tool.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect();
-    let mut name = format!("{server}{SEPARATOR}{clean}");
+    let plain = format!("{server}{SEPARATOR}{clean}");
     let changed = clean != tool;
-    if changed || name.len() > toolreg::registry::MAX_NAME_LEN || taken.contains(&name) {
-        let hash = fnv(tool.as_bytes());
+    let mut name = plain.clone();
+    let mut salt = 0u64;
+    while changed || name.len() > toolreg::registry::MAX_NAME_LEN || taken.contains(&name) {
+        // The first try hashes the name alone, so names stay stable across
+        // listings; a collision adds a counter.
+        let hash = fnv(tool.as_bytes()) ^ salt.wrapping_mul(0x9e37_79b9_7f4a_7c15);
         let suffix = format!("_{:08x}", hash as u32);
         let keep = toolreg::registry::MAX_NAME_LEN - suffix.len();
+        name.clone_from(&plain);
         name.truncate(keep.min(name.len()));
         name.push_str(&suffix);
+        if !taken.contains(&name) {
+            break;
+        }
+        salt += 1;
     }
     taken.insert(name.clone());
     name
+}
+
+/// A child server's standard output, as rmcp reads it, with an eye on the
+/// `tools/list` answers going by: rmcp's `Tool` drops `execution`, so the
+/// tools that run only as MCP tasks are picked out of the raw lines here.
+/// It owns the child, which is killed when rmcp drops the transport.
+struct ChildOut {
+    stdout: tokio::process::ChildStdout,
+    child: Option<tokio::process::Child>,
+    /// The line read so far, up to [`MAX_LIST_BYTES`]; a longer line is
+    /// not a tool list toolreg would accept, and is not kept.
+    line: Vec<u8>,
+    overflow: bool,
+    task_only: Arc<Mutex<HashSet<String>>>,
+}
+
+impl ChildOut {
+    fn new(
+        stdout: tokio::process::ChildStdout,
+        child: tokio::process::Child,
+        task_only: Arc<Mutex<HashSet<String>>>,
+    ) -> Self {
+        ChildOut { stdout, child: Some(child), line: Vec::new(), overflow: false, task_only }
+    }
+
+    fn scan(&mut self, bytes: &[u8]) {
+        for chunk in bytes.split_inclusive(|&b| b == b'\n') {
+            if !self.overflow {
+                if self.line.len() + chunk.len() > MAX_LIST_BYTES {
+                    self.overflow = true;
+                    self.line = Vec::new();
+                } else {
+                    self.line.extend_from_slice(chunk);
+                }
+            }
+            if chunk.ends_with(b"\n") {
+                if !self.overflow && contains(&self.line, b"\"taskSupport\"") {
+                    self.note_task_only();
+                }
+                self.overflow = false;
+                // Keep a small buffer for the next line, not a large one.
+                if self.line.capacity() > 64 * 1024 {
+                    self.line = Vec::new();
+                }
+                self.line.clear();
+            }
+        }
+    }
+
+    /// Record the tools of a `tools/list` page that require tasks.
+    fn note_task_only(&self) {
+        let Ok(message) = serde_json::from_slice::<Value>(&self.line) else { return };
+        let Some(tools) = message.pointer("/result/tools").and_then(Value::as_array) else { return };
+        let mut task_only = self.task_only.lock().unwrap_or_else(PoisonError::into_inner);
+        for tool in tools {
+            let required = tool.pointer("/execution/taskSupport").and_then(Value::as_str) == Some("required");
+            if let (true, Some(name)) = (required, tool.get("name").and_then(Value::as_str)) {
+                task_only.insert(name.to_owned());
+            }
+        }
+    }
+}
+
+impl tokio::io::AsyncRead for ChildOut {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut this.stdout).poll_read(cx, buf);
+        if let Poll::Ready(Ok(())) = polled {
+            this.scan(&buf.filled()[before..]);
+        }
+        polled
+    }
+}
+
+impl Drop for ChildOut {
+    fn drop(&mut self) {
+        let Some(mut child) = self.child.take() else { return };
+        // Kill and wait, so no zombie is left; without a runtime, the
+        // child's own kill-on-drop still kills it.
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let _ = child.kill().await;
+            });
+        }
+    }
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|window| window == needle)
+}
+
+/// The part of toolreg's environment a command server inherits.
+fn inherited_env() -> impl Iterator<Item = (String, String)> {
+    std::env::vars_os().filter_map(|(key, value)| {
+        let key = key.into_string().ok()?;
+        let wanted = INHERITED_ENV.contains(&key.as_str()) || (cfg!(not(windows)) && key.starts_with("LC_"));
+        Some((key, value.into_string().ok()?)).filter(|_| wanted)
+    })
+}
+
+/// Why the handshake failed, in one line: the innermost cause of a transport
+/// error (say `connection refused`), not rmcp's wrapper types.
+fn init_cause(error: &rmcp::service::ClientInitializeError) -> String {
+    use rmcp::service::ClientInitializeError;
+    let text = match error {
+        ClientInitializeError::TransportError { error, .. } => innermost(error.error.as_ref()),
+        other => innermost(other),
+    };
+    cut(text.lines().next().unwrap_or_default().trim(), 300).to_owned()
+}
+
+fn innermost(error: &(dyn std::error::Error + 'static)) -> String {
+    use rmcp::transport::streamable_http_client::StreamableHttpError;
+    let mut inner = error;
+    loop {
+        // rmcp's HTTP transport wraps the client's error without naming it
+        // as the source; step into it by hand.
+        if let Some(StreamableHttpError::Client(client)) = inner.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
+            inner = client;
+            continue;
+        }
+        match inner.source() {
+            Some(source) => inner = source,
+            None => break,
+        }
+    }
+    match inner.downcast_ref::<std::io::Error>() {
+        Some(io) => io_cause(io),
+        None => inner.to_string(),
+    }
+}
+
+/// An I/O error as a person says it: `connection refused`, not
+/// `Connection refused (os error 111)`.
+fn io_cause(error: &std::io::Error) -> String {
+    let text = error.to_string();
+    let text = match text.find(" (os error") {
+        Some(at) => &text[..at],
+        None => &text,
+    };
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_lowercase().chain(chars).collect(),
+        None => text.to_owned(),
+    }
+}
+
+/// At most `max` bytes of `text`, on a character boundary.
+fn cut(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+/// The length of a value's JSON, counted without building the text.
+fn json_len(value: &impl serde::Serialize) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Writing to a counter cannot fail; a value that cannot be written counts as nothing.
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
 }
 
 fn fnv(bytes: &[u8]) -> u64 {

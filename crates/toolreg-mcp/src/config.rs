@@ -11,10 +11,21 @@
 //! }
 //! ```
 //!
-//! Beside the usual keys, toolreg reads `safety` (the least safety level of
-//! the server's tools: `safe`, `cautious` — the default — or `dangerous`;
-//! a tool's own annotations can raise it, never lower it), `timeoutMs` (per
-//! call) and `disabled`.
+//! Beside the usual keys (`command`, `args`, `env`, `cwd`, `url`, `headers`,
+//! `type`), toolreg reads `safety` (the least safety level of the server's
+//! tools: `safe`, `cautious` — the default — or `dangerous`; a tool's own
+//! annotations can raise it, never lower it), `timeoutMs` (per call, and the
+//! longest wait for the server to answer `initialize`) and `disabled`.
+//!
+//! The file is often shared with other clients, so a key toolreg does not
+//! know (another client's setting, or a typo) does not refuse the file: it is
+//! ignored and named in [`McpConfig::warnings`] for the host to report.
+//!
+//! `type` may be `stdio`, `http` or `streamable-http` (or left out: the keys
+//! imply it). `"type": "sse"`, the legacy HTTP+SSE transport, is refused
+//! when the file is read, with the server's name and the fix: point `url` at
+//! the server's streamable HTTP endpoint, which most servers offer beside
+//! the old one.
 //!
 //! ```
 //! use toolreg_mcp::config::{McpConfig, Transport};
@@ -55,6 +66,8 @@ pub enum ConfigError {
 pub struct McpConfig {
     /// The servers to import (disabled ones left out).
     pub servers: BTreeMap<String, ServerConfig>,
+    /// What was ignored while reading (unknown keys), one sentence each.
+    pub warnings: Vec<String>,
 }
 
 /// How to reach one server, and how far to trust it.
@@ -98,8 +111,11 @@ pub enum Transport {
         command: String,
         /// Its arguments.
         args: Vec<String>,
-        /// Extra environment variables.
+        /// Its environment beside the few variables every server gets
+        /// (see [`crate::client`]): the host's own environment is not passed on.
         env: BTreeMap<String, String>,
+        /// The directory to start it in (default: toolreg's own).
+        cwd: Option<PathBuf>,
     },
     /// A streamable HTTP endpoint.
     Url {
@@ -117,23 +133,29 @@ struct RawConfig {
 }
 
 #[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 struct RawServer {
     command: Option<String>,
     #[serde(default)]
     args: Vec<String>,
     #[serde(default)]
     env: BTreeMap<String, String>,
+    cwd: Option<PathBuf>,
     url: Option<String>,
     #[serde(default)]
     headers: BTreeMap<String, String>,
-    /// Some clients write the transport's name; it is implied by the keys.
+    /// Some clients write the transport's name; it is implied by the keys,
+    /// but a transport toolreg cannot speak is refused by it.
     #[serde(default, rename = "type")]
-    _kind: Option<String>,
+    kind: Option<String>,
     safety: Option<String>,
     timeout_ms: Option<u64>,
     #[serde(default)]
     disabled: bool,
+    /// Keys of other clients (or typos): warned about, not refused, so a
+    /// shared file still works.
+    #[serde(flatten)]
+    unknown: BTreeMap<String, serde::de::IgnoredAny>,
 }
 
 impl McpConfig {
@@ -149,6 +171,7 @@ impl McpConfig {
     pub fn from_json(text: &str) -> Result<Self, ConfigError> {
         let raw: RawConfig = serde_json::from_str(text).map_err(|e| ConfigError::Invalid(e.to_string()))?;
         let mut servers = BTreeMap::new();
+        let mut warnings = Vec::new();
         for (name, server) in raw.mcp_servers {
             if server.disabled {
                 continue;
@@ -156,9 +179,27 @@ impl McpConfig {
             if name.is_empty() {
                 return Err(ConfigError::Invalid("a server has an empty name".to_owned()));
             }
+            for key in server.unknown.keys() {
+                warnings.push(format!("server `{name}`: unknown key `{key}` ignored"));
+            }
+            match server.kind.as_deref() {
+                None | Some("stdio" | "http" | "streamable-http" | "streamableHttp") => {}
+                Some("sse") => {
+                    return Err(ConfigError::Invalid(format!(
+                        "server `{name}`: `\"type\": \"sse\"` (the legacy HTTP+SSE transport) is not supported; \
+                         point `url` at the server's streamable HTTP endpoint (often the same address ending in \
+                         `/mcp` instead of `/sse`) and set `\"type\": \"http\"`"
+                    )));
+                }
+                Some(other) => {
+                    return Err(ConfigError::Invalid(format!(
+                        "server `{name}`: transport type `{other}` is not stdio, http or streamable-http"
+                    )));
+                }
+            }
             let transport = match (server.command, server.url) {
                 (Some(command), None) if !command.trim().is_empty() => {
-                    Transport::Command { command, args: server.args, env: server.env }
+                    Transport::Command { command, args: server.args, env: server.env, cwd: server.cwd }
                 }
                 (None, Some(url)) if url.starts_with("http://") || url.starts_with("https://") => {
                     Transport::Url { url, headers: server.headers }
@@ -184,6 +225,6 @@ impl McpConfig {
             };
             servers.insert(name, ServerConfig { transport, safety, call_timeout });
         }
-        Ok(McpConfig { servers })
+        Ok(McpConfig { servers, warnings })
     }
 }

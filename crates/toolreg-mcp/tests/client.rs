@@ -13,13 +13,16 @@ use toolreg_mcp::server::{HttpOptions, McpServer, ServerOptions};
 const HANG: Duration = Duration::from_secs(20);
 
 fn fake() -> ServerConfig {
+    fake_with(&[], BTreeMap::new(), None)
+}
+
+/// The fake server with these flags, environment entry and directory.
+fn fake_with(flags: &[&str], env: BTreeMap<String, String>, cwd: Option<std::path::PathBuf>) -> ServerConfig {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/servers/fake_server.py");
-    ServerConfig::new(Transport::Command {
-        command: "python3".into(),
-        args: vec!["-u".into(), script.into()],
-        env: BTreeMap::new(),
-    })
-    .call_timeout(Duration::from_secs(2))
+    let mut args = vec!["-u".to_owned(), script.to_owned()];
+    args.extend(flags.iter().map(|f| (*f).to_owned()));
+    ServerConfig::new(Transport::Command { command: "python3".into(), args, env, cwd })
+        .call_timeout(Duration::from_secs(2))
 }
 
 async fn import(server: &RemoteServer) -> FunctionRegistry {
@@ -105,7 +108,8 @@ async fn a_server_that_dies_mid_call_is_reconnected() {
             assert_eq!(result.value(), Some(&json!({"text": "back"})));
             break;
         }
-        assert!(result.text().contains("MCP server `fake`"), "{}", result.text());
+        let text = result.text();
+        assert!(text.contains("MCP server `fake`") || text.contains("MCP server 'fake'"), "{text}");
         assert!(tokio::time::Instant::now() < deadline, "never reconnected: {}", result.text());
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
@@ -202,6 +206,19 @@ fn local_names_follow_every_providers_rule_and_never_collide() {
         toolreg::validate_name(name).unwrap();
         assert!(name.len() <= 64);
     }
+
+    // A remote name crafted to equal another's sanitised form, listed first,
+    // must not take the other's place.
+    let sanitised = local_name("srv", "a.b", &mut HashSet::new());
+    let crafted = sanitised.strip_prefix("srv__").unwrap().to_owned();
+    let mut taken = HashSet::new();
+    let first = local_name("srv", &crafted, &mut taken);
+    let second = local_name("srv", "a.b", &mut taken);
+    assert_eq!(first, sanitised);
+    assert_ne!(first, second);
+    toolreg::validate_name(&second).unwrap();
+    // Each name is stable from one listing to the next.
+    assert_eq!(second, local_name("srv", "a.b", &mut HashSet::from([first.clone()])));
 }
 
 #[test]
@@ -231,7 +248,9 @@ fn mcp_servers_files_are_read_with_clear_errors() {
         (r#"{"mcpServers": {"a": {"url": "ftp://y"}}}"#, "not an http(s) URL"),
         (r#"{"mcpServers": {"a": {"command": "x", "safety": "reckless"}}}"#, "reckless"),
         (r#"{"mcpServers": {"a": {"command": "x", "timeoutMs": 0}}}"#, "positive"),
-        (r#"{"mcpServers": {"a": {"command": "x", "comand": "typo"}}}"#, "comand"),
+        (r#"{"mcpServers": {"a": {"type": "sse", "url": "https://y/sse"}}}"#, "server `a`: `\"type\": \"sse\"`"),
+        (r#"{"mcpServers": {"a": {"type": "sse", "url": "https://y/sse"}}}"#, "streamable HTTP endpoint"),
+        (r#"{"mcpServers": {"a": {"type": "websocket", "url": "https://y"}}}"#, "websocket"),
     ] {
         let error = McpConfig::from_json(text).unwrap_err().to_string();
         assert!(error.contains(expected), "{text}: {error}");
@@ -240,12 +259,148 @@ fn mcp_servers_files_are_read_with_clear_errors() {
     assert!(missing.contains("nope.json"), "{missing}");
 }
 
+/// A file shared with other clients: their keys (and typos) are named in
+/// warnings, not a reason to refuse the file; `cwd` is read.
+#[test]
+fn shared_files_with_other_clients_keys_are_read() {
+    let config = McpConfig::from_json(
+        r#"{"mcpServers": {
+            "a": {"type": "stdio", "command": "srv", "cwd": "/srv/a", "alwaysAllow": ["x"], "comand": "typo"},
+            "b": {"type": "streamable-http", "url": "https://example.com/mcp", "autoApprove": []}
+        }}"#,
+    )
+    .unwrap();
+    assert!(
+        matches!(&config.servers["a"].transport, Transport::Command { cwd: Some(dir), .. } if dir.as_path() == std::path::Path::new("/srv/a"))
+    );
+    assert_eq!(config.warnings.len(), 3, "{:?}", config.warnings);
+    for key in ["`alwaysAllow`", "`comand`", "`autoApprove`"] {
+        assert!(config.warnings.iter().any(|w| w.contains(key)), "{key}: {:?}", config.warnings);
+    }
+    assert!(config.warnings.iter().any(|w| w.starts_with("server `b`")), "{:?}", config.warnings);
+}
+
+/// The child gets the few variables every server needs and its own `env`
+/// entry, not the host's whole environment; it starts in its `cwd`.
+#[tokio::test]
+async fn a_command_server_gets_a_minimal_environment_and_its_cwd() {
+    // Cargo sets this for the test process: the host has it, the server must not.
+    assert!(std::env::var_os("CARGO_MANIFEST_DIR").is_some());
+    let dir = tempfile::tempdir().unwrap();
+    let dir = std::fs::canonicalize(dir.path()).unwrap();
+    let env = BTreeMap::from([("GIVEN_TO_IT".to_owned(), "yes".to_owned())]);
+    let server = RemoteServer::connect("fake", fake_with(&[], env, Some(dir.clone()))).await.unwrap();
+    let registry = import(&server).await;
+    let seen = call(&registry, "fake__env", json!({})).await;
+    let seen = seen.value().unwrap().clone();
+    let env = seen["env"].as_object().unwrap();
+    assert_eq!(env.get("GIVEN_TO_IT"), Some(&json!("yes")), "{seen}");
+    assert!(env.contains_key("PATH"), "{seen}");
+    assert!(!env.contains_key("CARGO_MANIFEST_DIR"), "{seen}");
+    // (`python3` may be a wrapper script that sets variables of its own, so
+    // check the host's variables rather than everything the server sees.)
+    let host: Vec<String> = std::env::vars().map(|(key, _)| key).filter(|key| key.starts_with("CARGO")).collect();
+    assert!(host.len() > 3, "{host:?}");
+    for key in host {
+        assert!(!env.contains_key(&key), "{key} reached the server: {seen}");
+    }
+    assert_eq!(seen["cwd"], json!(dir.to_str().unwrap()), "{seen}");
+}
+
+/// Waiting for `initialize` is bounded by the server's own timeout, not a
+/// fixed 30 s.
+#[tokio::test]
+async fn a_server_that_never_answers_initialize_waits_only_its_timeout() {
+    let config = fake_with(&["--mute"], BTreeMap::new(), None).call_timeout(Duration::from_millis(500));
+    let started = std::time::Instant::now();
+    let error = RemoteServer::connect("mute", config).await.unwrap_err().to_string();
+    assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+    assert!(error.contains("'mute'") && error.contains("`initialize` within 500ms"), "{error}");
+}
+
+/// A port nobody listens on: one line naming the server, the URL and the
+/// cause, no Rust type names.
+#[tokio::test]
+async fn a_refused_connection_is_one_plain_line() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    drop(listener);
+    let url = format!("http://{addr}/mcp");
+    let config = ServerConfig::new(Transport::Url { url: url.clone(), headers: BTreeMap::new() });
+    let error = RemoteServer::connect("broken", config).await.unwrap_err().to_string();
+    assert_eq!(error, format!("cannot connect to MCP server 'broken' at {url}: connection refused"));
+}
+
+/// A tool that runs only as an MCP task cannot be called with a plain
+/// `tools/call`: it is left out, and named as such; one where tasks are
+/// optional is imported.
+#[tokio::test]
+async fn tools_that_require_mcp_tasks_are_left_out() {
+    let server = RemoteServer::connect("fake", fake()).await.unwrap();
+    let registry = import(&server).await;
+    assert!(!registry.names().any(|n| n.contains("research")), "{:?}", registry.names().collect::<Vec<_>>());
+    assert!(registry.contains("fake__maybe"));
+    let left = server.left_out();
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert_eq!(left[0].0, "research");
+    assert!(left[0].1.contains("MCP task"), "{left:?}");
+}
+
+/// More tools than one server may bring is a typed error, not memory spent.
+#[tokio::test]
+async fn too_many_tools_are_refused() {
+    let many = (toolreg_mcp::client::MAX_TOOLS + 1).to_string();
+    let config = fake_with(&["--many", &many], BTreeMap::new(), None).call_timeout(Duration::from_secs(60));
+    let error = RemoteServer::connect("many", config).await.unwrap_err();
+    assert!(matches!(error, toolreg_mcp::client::ClientError::TooLarge { .. }), "{error}");
+    assert!(error.to_string().contains("tools"), "{error}");
+}
+
+/// A `tools/list` that never ends is cut off with a typed error; so is a
+/// cursor that goes round in a circle.
+#[tokio::test]
+async fn endless_tool_lists_are_refused() {
+    let config = fake_with(&["--endless-pages"], BTreeMap::new(), None).call_timeout(Duration::from_secs(60));
+    let error = RemoteServer::connect("endless", config).await.unwrap_err();
+    assert!(matches!(error, toolreg_mcp::client::ClientError::TooLarge { .. }), "{error}");
+    assert!(error.to_string().contains("pages"), "{error}");
+
+    let config = fake_with(&["--same-cursor"], BTreeMap::new(), None);
+    let error = RemoteServer::connect("circle", config).await.unwrap_err().to_string();
+    assert!(error.contains("repeats the cursor"), "{error}");
+}
+
+/// A server that is down at start-up is kept and retried; when it comes up
+/// its tools are listed and the change is announced.
+#[tokio::test]
+async fn a_server_down_at_start_is_retried_until_it_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("started-once");
+    let config = fake_with(&["--fail-first", marker.to_str().unwrap()], BTreeMap::new(), None);
+    let (server, first) = RemoteServer::connect_or_retry("late", config).await.unwrap();
+    let first = first.expect("the first start fails").to_string();
+    assert!(first.starts_with("cannot connect to MCP server 'late' started as `python3`"), "{first}");
+    assert!(server.tools().is_empty() && !server.is_connected());
+    let mut changes = server.changes();
+    tokio::time::timeout(HANG, async {
+        while !server.tools().iter().any(|t| t.name == "echo") {
+            changes.changed().await.unwrap();
+        }
+    })
+    .await
+    .expect("never came up");
+    let registry = import(&server).await;
+    let echo = call(&registry, "late__echo", json!({"text": "up"})).await;
+    assert_eq!(echo.value(), Some(&json!({"text": "up"})));
+}
+
 #[tokio::test]
 async fn a_command_that_does_not_exist_is_a_clear_error() {
     let config = ServerConfig::new(Transport::Command {
         command: "definitely-not-a-command-xyz".into(),
         args: vec![],
         env: BTreeMap::new(),
+        cwd: None,
     });
     let error = RemoteServer::connect("gone", config).await.unwrap_err().to_string();
     assert!(error.contains("definitely-not-a-command-xyz"), "{error}");

@@ -3,11 +3,31 @@
 Tools: echo (read-only), wipe (destructive), "odd name/with.dots", fail (isError),
 die (exits mid-call), garbage (writes a line that is not JSON, then answers),
 hang (never answers), slow (answers only if not cancelled: never), change (adds a
-tool and sends notifications/tools/list_changed), cancelled (the ids cancelled so far).
+tool and sends notifications/tools/list_changed), cancelled (the ids cancelled so far),
+env (its environment and working directory).
+
+Flags: --mute (never answers initialize), --slow-start SECONDS (sleeps before
+reading anything), --fail-first FILE (exits at once unless FILE exists, creating
+it: the next start succeeds), --endless-pages (tools/list always has a next page),
+--same-cursor (tools/list always names the same next page), --many N (lists N
+more tools).
 """
 import json
 import os
 import sys
+import time
+
+flags = sys.argv[1:]
+mute = "--mute" in flags
+endless = "--endless-pages" in flags
+same_cursor = "--same-cursor" in flags
+if "--slow-start" in flags:
+    time.sleep(float(flags[flags.index("--slow-start") + 1]))
+if "--fail-first" in flags:
+    marker = flags[flags.index("--fail-first") + 1]
+    if not os.path.exists(marker):
+        open(marker, "w").close()
+        sys.exit(1)
 
 TOOLS = [
     {"name": "echo", "description": "Echo the arguments.", "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}},
@@ -20,7 +40,15 @@ TOOLS = [
     {"name": "hang", "description": "Never answers.", "inputSchema": {"type": "object"}},
     {"name": "change", "description": "Adds a tool.", "inputSchema": {"type": "object"}},
     {"name": "cancelled", "description": "Ids cancelled so far.", "inputSchema": {"type": "object"}},
+    {"name": "env", "description": "Its environment and directory.", "inputSchema": {"type": "object"}},
+    {"name": "research", "description": "Only as an MCP task.", "inputSchema": {"type": "object"},
+     "execution": {"taskSupport": "required"}},
+    {"name": "maybe", "description": "As a task or not.", "inputSchema": {"type": "object"},
+     "execution": {"taskSupport": "optional"}},
 ]
+if "--many" in flags:
+    for i in range(int(flags[flags.index("--many") + 1])):
+        TOOLS.append({"name": "t%d" % i, "inputSchema": {"type": "object"}})
 cancelled = []
 
 
@@ -48,12 +76,18 @@ for line in sys.stdin:
     method = message.get("method")
     id = message.get("id")
     params = message.get("params") or {}
+    if method == "initialize" and mute:
+        continue
     if method == "initialize":
         result(id, {"protocolVersion": params.get("protocolVersion", "2025-06-18"),
                     "capabilities": {"tools": {"listChanged": True}},
                     "serverInfo": {"name": "fake", "version": "1"}})
     elif method == "notifications/cancelled":
         cancelled.append(params.get("requestId"))
+    elif method == "tools/list" and (endless or same_cursor):
+        page = int(params.get("cursor") or "0")
+        result(id, {"tools": [dict(TOOLS[0], name="echo%d" % page)],
+                    "nextCursor": "1" if same_cursor else str(page + 1)})
     elif method == "tools/list":
         result(id, {"tools": TOOLS})
     elif method == "ping":
@@ -81,6 +115,9 @@ for line in sys.stdin:
             text(id, "changed")
         elif name == "cancelled":
             text(id, json.dumps(cancelled))
+        elif name == "env":
+            value = {"env": dict(os.environ), "cwd": os.getcwd()}
+            text(id, json.dumps(value), structured=value)
         else:
             send({"jsonrpc": "2.0", "id": id, "error": {"code": -32602, "message": "unknown tool " + str(name)}})
     elif id is not None:

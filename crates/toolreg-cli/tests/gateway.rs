@@ -1,0 +1,223 @@
+//! The gateway's start-up: `--config` with servers that are slow, down or
+//! come up late, run as a user runs `toolreg`.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command as StdCommand, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use assert_cmd::Command;
+use serde_json::{Value, json};
+
+const FAKE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../toolreg-mcp/tests/servers/fake_server.py");
+
+fn toolreg(root: &std::path::Path) -> Command {
+    let mut cmd = Command::cargo_bin("toolreg").unwrap();
+    cmd.current_dir(root).env_remove("TOOLREG_MCP_TOKEN").env_remove("TOOLREG_LOG").env("NO_COLOR", "1");
+    cmd
+}
+
+/// An `mcpServers` entry for the fake server with these flags.
+fn fake(flags: &[&str]) -> Value {
+    let mut args = vec!["-u", FAKE];
+    args.extend_from_slice(flags);
+    json!({"command": "python3", "args": args})
+}
+
+fn write_config(dir: &std::path::Path, servers: Value) -> std::path::PathBuf {
+    let path = dir.join("servers.json");
+    std::fs::write(&path, json!({ "mcpServers": servers }).to_string()).unwrap();
+    path
+}
+
+/// A URL on which nothing listens.
+fn refused_url() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    drop(listener);
+    format!("http://{addr}/mcp")
+}
+
+/// One server that is down: the others and the built-ins are still served,
+/// and it is reported in one plain line; `--strict-servers` makes it fatal.
+#[test]
+fn a_server_that_is_down_is_reported_in_one_line_and_the_rest_served() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = refused_url();
+    let config = write_config(dir.path(), json!({"broken": {"url": url}, "fake": fake(&[])}));
+
+    let out = toolreg(dir.path()).args(["tools", "--config"]).arg(&config).output().unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(out.status.success(), "{stderr}");
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert!(table.lines().any(|l| l.starts_with("fake__echo ")), "{table}");
+    assert!(table.lines().any(|l| l.starts_with("read_file ")), "{table}");
+    // A tool that only runs as an MCP task is not offered, and the table says so.
+    assert!(!table.lines().any(|l| l.starts_with("fake__research")), "{table}");
+    assert!(table.contains("Left out") && table.contains("fake: `research`: it runs only as an MCP task"), "{table}");
+    let json = toolreg(dir.path()).args(["tools", "--json", "--config"]).arg(&config).output().unwrap();
+    let listed: Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert!(!listed.to_string().contains("research"), "{listed}");
+    let json_stderr = String::from_utf8(json.stderr).unwrap();
+    assert!(json_stderr.contains("`research` from MCP server `fake` left out"), "{json_stderr}");
+    assert_eq!(
+        stderr,
+        format!(
+            "toolreg: warning: cannot connect to MCP server 'broken' at {url}: connection refused; its tools are \
+             left out until it answers\n"
+        )
+    );
+
+    let out = toolreg(dir.path()).args(["tools", "--strict-servers", "--config"]).arg(&config).output().unwrap();
+    assert!(!out.status.success());
+    assert!(out.stdout.is_empty());
+    assert_eq!(
+        String::from_utf8(out.stderr).unwrap(),
+        format!("toolreg: cannot connect to MCP server 'broken' at {url}: connection refused\n")
+    );
+}
+
+/// A key another client reads is a warning, not a reason to refuse the file;
+/// `"type": "sse"` is refused when the file is read, with the fix.
+#[test]
+fn other_clients_keys_are_warned_about_and_sse_is_refused_with_the_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut entry = fake(&[]);
+    entry["alwaysAllow"] = json!(["echo"]);
+    let config = write_config(dir.path(), json!({"fake": entry}));
+    let out = toolreg(dir.path()).args(["tools", "--config"]).arg(&config).output().unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(out.status.success(), "{stderr}");
+    assert!(String::from_utf8(out.stdout).unwrap().contains("fake__echo"));
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("server `fake`: unknown key `alwaysAllow` ignored"), "{stderr}");
+
+    let config = write_config(dir.path(), json!({"legacy": {"type": "sse", "url": "http://127.0.0.1:1/sse"}}));
+    let out = toolreg(dir.path()).args(["tools", "--config"]).arg(&config).output().unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("server `legacy`") && stderr.contains("\"type\": \"http\""), "{stderr}");
+}
+
+/// The host's secrets stay with the host: an imported server sees only the
+/// basic variables and its own `env` entry.
+#[test]
+fn an_imported_server_does_not_see_the_hosts_api_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut entry = fake(&[]);
+    entry["env"] = json!({"REGION": "eu"});
+    let config = write_config(dir.path(), json!({"fake": entry}));
+    let out = toolreg(dir.path())
+        .args(["call", "fake__env", "{}", "--yes", "--config"])
+        .arg(&config)
+        .env("OPENAI_API_KEY", "sk-host-secret")
+        .env("TERM", "xterm")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let seen: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(seen["env"]["REGION"], "eu", "{seen}");
+    assert_eq!(seen["env"]["TERM"], "xterm", "{seen}");
+    assert!(!stdout.contains("sk-host-secret"), "{stdout}");
+}
+
+/// Five servers that each take two seconds to start are connected at once.
+#[test]
+fn servers_are_connected_concurrently() {
+    let dir = tempfile::tempdir().unwrap();
+    let servers: serde_json::Map<String, Value> =
+        (0..5).map(|i| (format!("slow{i}"), fake(&["--slow-start", "2"]))).collect();
+    let config = write_config(dir.path(), Value::Object(servers));
+    let started = Instant::now();
+    let out = toolreg(dir.path()).args(["tools", "--config"]).arg(&config).output().unwrap();
+    let took = started.elapsed();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let table = String::from_utf8(out.stdout).unwrap();
+    for i in 0..5 {
+        assert!(table.contains(&format!("slow{i}__echo")), "{table}");
+    }
+    // One after another would take more than ten seconds.
+    assert!(took < Duration::from_secs(7), "{took:?}");
+}
+
+/// `serve` with a server that fails its first start: the rest is served at
+/// once, and when the server comes up its tools are announced with
+/// `notifications/tools/list_changed`.
+#[test]
+fn serve_announces_a_server_that_comes_up_later() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("started-once");
+    // Slow to start, so that it comes up after the client has connected.
+    let config = write_config(
+        dir.path(),
+        json!({"late": fake(&["--slow-start", "1", "--fail-first", marker.to_str().unwrap()])}),
+    );
+    let mut child = StdCommand::new(assert_cmd::cargo::cargo_bin("toolreg"))
+        .current_dir(dir.path())
+        .args(["serve", "--no-shell", "--config"])
+        .arg(&config)
+        .env_remove("TOOLREG_LOG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let log = std::thread::spawn(move || std::io::read_to_string(stderr).unwrap_or_default());
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (lines_tx, lines) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { return };
+            let Ok(message) = serde_json::from_str::<Value>(&line) else { continue };
+            if lines_tx.send(message).is_err() {
+                return;
+            }
+        }
+    });
+    let next = |what: &str| lines.recv_timeout(Duration::from_secs(20)).unwrap_or_else(|_| panic!("no {what}"));
+    let mut send = |message: Value| writeln!(stdin, "{message}").unwrap();
+    send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}));
+    let init = next("initialize answer");
+    assert_eq!(init["result"]["capabilities"]["tools"]["listChanged"], true, "{init}");
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+
+    let names = |list: &Value| -> Vec<String> {
+        list["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_owned()).collect()
+    };
+    let mut announced = false;
+    let mut listed = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut id = 2;
+    while Instant::now() < deadline {
+        send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"}));
+        loop {
+            let message = next("tools/list answer");
+            if message["method"] == "notifications/tools/list_changed" {
+                announced = true;
+            } else if message["id"] == id {
+                listed = names(&message);
+                break;
+            }
+        }
+        assert!(listed.iter().any(|n| n == "read_file"), "{listed:?}");
+        if announced && listed.iter().any(|n| n == "late__echo") {
+            break;
+        }
+        id += 1;
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(announced, "no list_changed; last list: {listed:?}");
+    assert!(listed.iter().any(|n| n == "late__echo"), "{listed:?}");
+    assert!(!listed.iter().any(|n| n.contains("research")), "{listed:?}");
+    drop(stdin);
+    let _ = child.wait();
+    // The log says what did not start, and which tools are not offered.
+    let log = log.join().unwrap();
+    assert!(log.contains("cannot connect to MCP server 'late'"), "{log}");
+    assert!(log.contains("`research` from MCP server `late` left out"), "{log}");
+}
