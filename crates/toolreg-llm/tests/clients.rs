@@ -629,3 +629,15 @@ async fn an_error_inside_a_stream_is_an_error() {
         }
     }
 }
+
+/// Building the HTTP client can fail (here on a header HTTP cannot carry):
+/// the error is returned, never a fallback client without the configured
+/// timeouts and headers.
+#[test]
+fn a_client_that_cannot_be_built_is_an_error() {
+    let config = ClientConfig::new("http://localhost:4000").header("bad header", "x");
+    assert!(matches!(OpenAiChatClient::new(config.clone()), Err(LlmError::Config(m)) if m.contains("bad header")));
+    assert!(matches!(AnthropicClient::new(config.clone()), Err(LlmError::Config(_))));
+    assert!(matches!(GeminiClient::new(config.clone()), Err(LlmError::Config(_))));
+    assert!(matches!(OpenAiResponsesClient::new(config), Err(LlmError::Config(_))));
+}

@@ -156,7 +156,8 @@ impl ClientConfig {
         self
     }
 
-    /// Add a request header.
+    /// Add a request header (checked when the client is built: a name or
+    /// value HTTP cannot carry is [`LlmError::Config`] then).
     pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         self.headers.push((name.into(), value.into()));
         self
@@ -352,7 +353,17 @@ impl Http {
     /// cannot start) is [`LlmError::Config`], never a client without the
     /// configured timeouts.
     pub(crate) fn new(config: ClientConfig) -> Result<Self, LlmError> {
+        // The extra headers are checked here, once: a bad one is a
+        // configuration error, not a failure of every request.
+        let mut headers = reqwest::header::HeaderMap::new();
+        for (name, value) in &config.headers {
+            let bad = || LlmError::Config(format!("the header `{name}` is not a valid HTTP header"));
+            let name = reqwest::header::HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad())?;
+            let value = reqwest::header::HeaderValue::from_str(value).map_err(|_| bad())?;
+            headers.append(name, value);
+        }
         let client = reqwest::Client::builder()
+            .default_headers(headers)
             .connect_timeout(config.connect_timeout)
             .redirect(same_origin_redirects())
             .build()
@@ -424,9 +435,6 @@ impl Http {
         let mut request = self.client.post(url).json(body);
         for (name, value) in headers {
             request = request.header(*name, value);
-        }
-        for (name, value) in &self.config.headers {
-            request = request.header(name, value);
         }
         let mut response = request.send().await.map_err(|e| (transport_error(&e), None))?;
         let status = response.status();
