@@ -132,7 +132,9 @@ pub struct RunArgs {
     /// The model (default: `TOOLREG_MODEL`, or one per provider).
     #[arg(long, short)]
     pub model: Option<String>,
-    /// An OpenAI-compatible server's base URL (Ollama: http://localhost:11434/v1); default `OPENAI_BASE_URL`.
+    /// The chosen provider's base URL, as its SDK reads it: with `/v1` for OpenAI-compatible servers
+    /// (Ollama: http://localhost:11434/v1), the host root for Anthropic and Gemini; default
+    /// `OPENAI_BASE_URL`, `ANTHROPIC_BASE_URL` or `GOOGLE_GEMINI_BASE_URL`.
     #[arg(long)]
     pub base_url: Option<String>,
     /// openai (Chat Completions, the default), openai-responses, anthropic or gemini.
@@ -144,4 +146,8 @@ pub struct RunArgs {
     /// Approve every dangerous call without asking.
     #[arg(long)]
     pub yes: bool,
+    /// Ask for whole answers instead of streaming them (for servers that stream tool calls badly);
+    /// the answers are checked the same way.
+    #[arg(long)]
+    pub no_stream: bool,
 }

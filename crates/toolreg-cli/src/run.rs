@@ -5,63 +5,38 @@ use std::sync::Arc;
 
 use toolreg::policy::{ApprovalRequest, TerminalApprover, approver_fn};
 use toolreg_builtins::user::{TerminalChannel, UserTools};
-use toolreg_llm::LlmClient;
 use toolreg_llm::agent::functions::AgentTools;
 use toolreg_llm::agent::{Agent, AgentEvent, Limits, Outcome};
-use toolreg_llm::client::{AnthropicClient, ClientConfig, GeminiClient, OpenAiChatClient, OpenAiResponsesClient};
+use toolreg_llm::client::{ProviderKind, UnknownProviderKind};
+use toolreg_llm::{LlmClient, LlmError};
 
 use crate::cli::RunArgs;
 use crate::{CliError, Tools};
 
 /// The client the arguments and the environment name, and the model.
+/// `--base-url` replaces the chosen provider's base URL, read the way that
+/// provider's SDK reads its variable (see [`ProviderKind`]).
 fn client(args: &RunArgs) -> Result<(Arc<dyn LlmClient>, String), CliError> {
-    let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
-    let model =
-        |default: &str| args.model.clone().or_else(|| env("TOOLREG_MODEL")).unwrap_or_else(|| default.to_owned());
-    let config = |base_var: &str, default_url: &str, key_var: &str| {
-        let mut config = ClientConfig::from_env(base_var, default_url, key_var).stream(true);
-        if let Some(url) = &args.base_url {
-            config.base_url = url.trim_end_matches('/').to_owned();
-        }
-        config
+    let kind: ProviderKind = args.provider.parse().map_err(|e: UnknownProviderKind| CliError::new(e.to_string()))?;
+    let mut config = kind.config_from_env().stream(!args.no_stream);
+    if let Some(url) = &args.base_url {
+        config.base_url = url.trim_end_matches('/').to_owned();
+    }
+    let client = kind.client(config).map_err(|e| match e {
+        LlmError::Config(message) => CliError::new(format!("{message}; set it, or use --base-url for a local server")),
+        other => CliError::new(other.to_string()),
+    })?;
+    let default_model = match kind {
+        ProviderKind::Anthropic => "claude-sonnet-4-5",
+        ProviderKind::Gemini => "gemini-2.5-flash",
+        _ => "gpt-4.1-mini",
     };
-    let missing = |var: &str| CliError::new(format!("{var} is not set; set it, or use --base-url for a local server"));
-    Ok(match args.provider.to_ascii_lowercase().replace('_', "-").as_str() {
-        "openai" | "openai-chat" => {
-            let config = config("OPENAI_BASE_URL", "https://api.openai.com/v1", "OPENAI_API_KEY");
-            if !config.has_api_key() && config.base_url.contains("api.openai.com") {
-                return Err(missing("OPENAI_API_KEY"));
-            }
-            (Arc::new(OpenAiChatClient::new(config)), model("gpt-4.1-mini"))
-        }
-        "openai-responses" => {
-            let config = config("OPENAI_BASE_URL", "https://api.openai.com/v1", "OPENAI_API_KEY");
-            if !config.has_api_key() && config.base_url.contains("api.openai.com") {
-                return Err(missing("OPENAI_API_KEY"));
-            }
-            (Arc::new(OpenAiResponsesClient::new(config)), model("gpt-4.1-mini"))
-        }
-        "anthropic" => {
-            let config = config("ANTHROPIC_BASE_URL", "https://api.anthropic.com/v1", "ANTHROPIC_API_KEY");
-            if !config.has_api_key() {
-                return Err(missing("ANTHROPIC_API_KEY"));
-            }
-            (Arc::new(AnthropicClient::new(config)), model("claude-sonnet-4-5"))
-        }
-        "gemini" => {
-            let config =
-                config("GEMINI_BASE_URL", "https://generativelanguage.googleapis.com/v1beta", "GEMINI_API_KEY");
-            if !config.has_api_key() {
-                return Err(missing("GEMINI_API_KEY"));
-            }
-            (Arc::new(GeminiClient::new(config)), model("gemini-2.5-flash"))
-        }
-        other => {
-            return Err(CliError::new(format!(
-                "unknown provider `{other}`; use openai, openai-responses, anthropic or gemini"
-            )));
-        }
-    })
+    let model = args
+        .model
+        .clone()
+        .or_else(|| std::env::var("TOOLREG_MODEL").ok().filter(|v| !v.is_empty()))
+        .unwrap_or_else(|| default_model.to_owned());
+    Ok((Arc::from(client), model))
 }
 
 /// Run the agent: progress on stderr, the answer on stdout.

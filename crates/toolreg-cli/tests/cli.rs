@@ -247,6 +247,34 @@ async fn run_drives_an_agent_against_an_openai_compatible_server() {
     assert!(err.contains("OPENAI_API_KEY"), "{err}");
 }
 
+/// `--base-url` applies to the chosen provider, read as its SDK reads it
+/// (Anthropic's: the host root), and `--no-stream` asks for whole answers.
+#[tokio::test(flavor = "multi_thread")]
+async fn run_without_streaming_against_an_anthropic_compatible_server() {
+    use wiremock::matchers::path;
+    use wiremock::{Mock, MockServer, Request, ResponseTemplate};
+
+    let server = MockServer::start().await;
+    Mock::given(path("/v1/messages"))
+        .respond_with(|request: &Request| {
+            let body: Value = serde_json::from_slice(&request.body).unwrap();
+            assert!(body.get("stream").is_none(), "--no-stream: {body}");
+            ResponseTemplate::new(200).set_body_json(json!({"type": "message", "role": "assistant",
+                "content": [{"type": "text", "text": "Hello."}], "stop_reason": "end_turn",
+                "usage": {"input_tokens": 3, "output_tokens": 2}}))
+        })
+        .expect(1)
+        .mount(&server)
+        .await;
+    let dir = workspace();
+    let mut cmd = toolreg(dir.path());
+    cmd.args(["run", "hi", "--provider", "anthropic", "--no-stream", "--no-shell", "--base-url", &server.uri()])
+        .env("ANTHROPIC_API_KEY", "test-key");
+    let out = tokio::task::spawn_blocking(move || cmd.output().unwrap()).await.unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "Hello.");
+}
+
 /// A client that closes its input before saying anything: a clean exit.
 #[test]
 fn input_closed_before_initialize_is_a_clean_exit() {

@@ -251,6 +251,27 @@ pub enum LlmError {
     /// The request was cancelled.
     #[error("the model request was cancelled")]
     Cancelled,
+    /// The provider reported an error inside a streamed answer (an `error`
+    /// chunk or event): the answer is not complete, whatever came after.
+    #[error("the model provider reported an error in the stream: {0}")]
+    Stream(String),
+    /// The answer (a body, a streamed answer, or one line of a stream) is
+    /// larger than [`ClientConfig::max_response_bytes`](crate::client::ClientConfig::max_response_bytes).
+    #[error("the model provider's answer is larger than the limit of {limit} bytes")]
+    TooLarge {
+        /// The limit, in bytes.
+        limit: usize,
+    },
+    /// The provider redirected the request to another origin (scheme, host
+    /// or port). The request carries the API key, so it is not followed:
+    /// set the base URL to the final address instead.
+    #[error(
+        "the model provider redirected to another origin ({location}); not followed, since the request carries the API key"
+    )]
+    Redirect {
+        /// The origin (`scheme://host:port`) it pointed to.
+        location: String,
+    },
 }
 
 impl LlmError {

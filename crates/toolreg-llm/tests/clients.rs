@@ -104,7 +104,7 @@ async fn openai_chat_plain_tool_calls_and_results() {
         })))
         .mount(&server)
         .await;
-    let client = OpenAiChatClient::new(config(&server));
+    let client = OpenAiChatClient::new(config(&server)).unwrap();
     let answer = client.complete(&request(), &|_| {}).await.unwrap();
     assert_eq!(answer.tool_calls.len(), 2, "parallel calls");
     // OpenAI sends argument *text*: kept as it came, parsed when the call runs,
@@ -147,7 +147,7 @@ async fn openai_chat_streams_text_and_assembles_tool_call_deltas() {
         )
         .mount(&server)
         .await;
-    let client = OpenAiChatClient::new(config(&server).stream(true));
+    let client = OpenAiChatClient::new(config(&server).stream(true)).unwrap();
     let seen = Events::default();
     let answer = client.complete(&request(), &seen.sink()).await.unwrap();
     assert_eq!(seen.text(), "Let me check.");
@@ -165,7 +165,7 @@ async fn openai_chat_truncated_stream_is_an_error() {
         .respond_with(sse(&[json!({"choices": [{"index": 0, "delta": {"content": "Hel"}, "finish_reason": null}]})]))
         .mount(&server)
         .await;
-    let client = OpenAiChatClient::new(config(&server).stream(true));
+    let client = OpenAiChatClient::new(config(&server).stream(true)).unwrap();
     let error = client.complete(&request(), &|_| {}).await.unwrap_err();
     assert!(matches!(&error, LlmError::Protocol(m) if m.contains("truncated")), "{error:?}");
 }
@@ -192,7 +192,7 @@ async fn retries_honour_retry_after_then_succeed() {
         .respond_with(Sequence(Mutex::new(vec![limited, ResponseTemplate::new(500), ok])))
         .mount(&server)
         .await;
-    let client = OpenAiChatClient::new(config(&server));
+    let client = OpenAiChatClient::new(config(&server)).unwrap();
     let seen = Events::default();
     let answer = client.complete(&request(), &seen.sink()).await.unwrap();
     assert_eq!(answer.text, "hi");
@@ -209,7 +209,7 @@ async fn errors_after_retries_and_timeouts_never_show_the_key() {
         .respond_with(ResponseTemplate::new(503).set_body_json(json!({"error": {"message": format!("bad key {KEY}")}})))
         .mount(&server)
         .await;
-    let client = OpenAiChatClient::new(config(&server));
+    let client = OpenAiChatClient::new(config(&server)).unwrap();
     let error = client.complete(&request(), &|_| {}).await.unwrap_err();
     assert!(matches!(error, LlmError::Status { status: 503, .. }));
     assert_eq!(server.received_requests().await.unwrap().len(), 4, "one try and three retries");
@@ -222,12 +222,12 @@ async fn errors_after_retries_and_timeouts_never_show_the_key() {
         .respond_with(ResponseTemplate::new(200).set_delay(Duration::from_secs(10)))
         .mount(&slow)
         .await;
-    let client = OpenAiChatClient::new(config(&slow).request_timeout(Duration::from_millis(300)));
+    let client = OpenAiChatClient::new(config(&slow).request_timeout(Duration::from_millis(300))).unwrap();
     let error = client.complete(&request(), &|_| {}).await.unwrap_err();
     assert!(matches!(error, LlmError::Timeout(_)), "{error:?}");
 
     let unreachable =
-        OpenAiChatClient::new(ClientConfig::new("http://127.0.0.1:9").api_key(KEY).retries(0, Duration::ZERO));
+        OpenAiChatClient::new(ClientConfig::new("http://127.0.0.1:9").api_key(KEY).retries(0, Duration::ZERO)).unwrap();
     let error = unreachable.complete(&request(), &|_| {}).await.unwrap_err();
     assert!(matches!(error, LlmError::Transport(_)) && !format!("{error:?}").contains(KEY), "{error:?}");
 }
@@ -237,7 +237,7 @@ async fn errors_after_retries_and_timeouts_never_show_the_key() {
 #[tokio::test]
 async fn anthropic_plain_and_streamed() {
     let server = MockServer::start().await;
-    Mock::given(path("/messages"))
+    Mock::given(path("/v1/messages"))
         .and(header("x-api-key", KEY))
         .and(header("anthropic-version", "2023-06-01"))
         .respond_with(ResponseTemplate::new(200).set_body_json(json!({
@@ -248,7 +248,7 @@ async fn anthropic_plain_and_streamed() {
         })))
         .mount(&server)
         .await;
-    let client = AnthropicClient::new(config(&server));
+    let client = AnthropicClient::new(config(&server)).unwrap();
     let answer = client.complete(&request(), &|_| {}).await.unwrap();
     assert_eq!(answer.text, "Checking.");
     assert_eq!(answer.tool_calls, vec![ToolCall::new("toolu_1", "get_weather", json!({"city": "Oslo"}))]);
@@ -264,7 +264,7 @@ async fn anthropic_plain_and_streamed() {
     );
 
     let streamed = MockServer::start().await;
-    Mock::given(path("/messages"))
+    Mock::given(path("/v1/messages"))
         .respond_with(sse_named(&[
             ("message_start", json!({"type": "message_start", "message": {"usage": {"input_tokens": 12, "output_tokens": 1}}})),
             ("content_block_start", json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})),
@@ -277,7 +277,7 @@ async fn anthropic_plain_and_streamed() {
         ]))
         .mount(&streamed)
         .await;
-    let client = AnthropicClient::new(config(&streamed).stream(true));
+    let client = AnthropicClient::new(config(&streamed).stream(true)).unwrap();
     let seen = Events::default();
     let answer = client.complete(&request(), &seen.sink()).await.unwrap();
     assert_eq!(seen.text(), "Sure");
@@ -290,7 +290,7 @@ async fn anthropic_plain_and_streamed() {
 #[tokio::test]
 async fn gemini_plain_and_streamed() {
     let server = MockServer::start().await;
-    Mock::given(path("/models/model-x:generateContent"))
+    Mock::given(path("/v1beta/models/model-x:generateContent"))
         .and(header("x-goog-api-key", KEY))
         .respond_with(ResponseTemplate::new(200).set_body_json(json!({
             "candidates": [{"content": {"role": "model", "parts": [{"functionCall": {"name": "get_weather", "args": {"city": "Oslo"}}}]},
@@ -299,7 +299,7 @@ async fn gemini_plain_and_streamed() {
         })))
         .mount(&server)
         .await;
-    let client = GeminiClient::new(config(&server));
+    let client = GeminiClient::new(config(&server)).unwrap();
     let answer = client.complete(&request(), &|_| {}).await.unwrap();
     assert_eq!(answer.tool_calls[0].name, "get_weather");
     assert_eq!(answer.tool_calls[0].arguments, ToolArguments::Json(json!({"city": "Oslo"})));
@@ -314,7 +314,7 @@ async fn gemini_plain_and_streamed() {
     assert!(response.get("id").is_none(), "ids toolreg made up are not sent: {response}");
 
     let streamed = MockServer::start().await;
-    Mock::given(path("/models/model-x:streamGenerateContent"))
+    Mock::given(path("/v1beta/models/model-x:streamGenerateContent"))
         .respond_with(sse(&[
             json!({"candidates": [{"content": {"role": "model", "parts": [{"text": "It is "}]}}]}),
             json!({"candidates": [{"content": {"role": "model", "parts": [{"text": "cold."}]}, "finishReason": "STOP"}],
@@ -322,7 +322,7 @@ async fn gemini_plain_and_streamed() {
         ]))
         .mount(&streamed)
         .await;
-    let client = GeminiClient::new(config(&streamed).stream(true));
+    let client = GeminiClient::new(config(&streamed).stream(true)).unwrap();
     let seen = Events::default();
     let answer = client.complete(&request(), &seen.sink()).await.unwrap();
     assert_eq!((answer.text.as_str(), seen.text().as_str()), ("It is cold.", "It is cold."));
@@ -342,7 +342,7 @@ async fn openai_responses_plain_and_streamed() {
         })))
         .mount(&server)
         .await;
-    let client = OpenAiResponsesClient::new(config(&server));
+    let client = OpenAiResponsesClient::new(config(&server)).unwrap();
     let answer = client.complete(&request(), &|_| {}).await.unwrap();
     assert_eq!(answer.tool_calls, vec![ToolCall::new("call_1", "get_weather", "{\"city\":\"Oslo\"}")]);
     client.complete(&follow_up(&answer.tool_calls[0]), &|_| {}).await.unwrap();
@@ -361,7 +361,7 @@ async fn openai_responses_plain_and_streamed() {
         ]))
         .mount(&streamed)
         .await;
-    let client = OpenAiResponsesClient::new(config(&streamed).stream(true));
+    let client = OpenAiResponsesClient::new(config(&streamed).stream(true)).unwrap();
     let seen = Events::default();
     let answer = client.complete(&request(), &seen.sink()).await.unwrap();
     assert_eq!((answer.text.as_str(), seen.text().as_str()), ("Hello", "Hello"));
@@ -408,7 +408,7 @@ async fn agent_loop_over_http() {
             (*weather()).clone(),
         )
         .unwrap();
-    let agent = Agent::builder(OpenAiChatClient::new(config(&server)), "model-x", &registry).build();
+    let agent = Agent::builder(OpenAiChatClient::new(config(&server)).unwrap(), "model-x", &registry).build();
     let Outcome::Finished(finished) = agent.run("Weather?").await.unwrap() else { panic!("suspended") };
     assert_eq!(finished.answer, "Cold in Oslo.");
     assert_eq!(finished.usage.total(), 22);
@@ -419,9 +419,225 @@ async fn agent_loop_over_http() {
 
     let forever = MockServer::start().await;
     Mock::given(path("/chat/completions")).respond_with(calls).mount(&forever).await;
-    let agent = Agent::builder(OpenAiChatClient::new(config(&forever)), "model-x", &registry)
+    let agent = Agent::builder(OpenAiChatClient::new(config(&forever)).unwrap(), "model-x", &registry)
         .limits(Limits::default().max_steps(4))
         .build();
     assert!(matches!(agent.run("Weather?").await, Err(AgentError::StepLimit { limit: 4, .. })));
     assert_eq!(forever.received_requests().await.unwrap().len(), 4);
+}
+
+// ---- Base URLs, as each official SDK reads them ------------------------------
+
+/// Anthropic's and Gemini's base URLs are the host root (the SDKs append the
+/// version); one that already ends with the version is not doubled. OpenAI's
+/// includes the version, and is used as it is.
+#[tokio::test]
+async fn base_urls_follow_each_sdks_convention() {
+    let server = MockServer::start().await;
+    let anthropic = json!({"content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn"});
+    let gemini =
+        json!({"candidates": [{"content": {"role": "model", "parts": [{"text": "ok"}]}, "finishReason": "STOP"}]});
+    let openai =
+        json!({"choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "ok"}}]});
+    Mock::given(path("/v1/messages"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(anthropic))
+        .mount(&server)
+        .await;
+    Mock::given(path("/v1beta/models/model-x:generateContent"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(gemini))
+        .mount(&server)
+        .await;
+    Mock::given(path("/v1/chat/completions"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(openai))
+        .mount(&server)
+        .await;
+    let at = |base: String| ClientConfig::new(base).api_key(KEY).retries(0, Duration::ZERO);
+    let root = server.uri();
+    for base in [root.clone(), format!("{root}/"), format!("{root}/v1")] {
+        let answer = AnthropicClient::new(at(base.clone())).unwrap().complete(&request(), &|_| {}).await;
+        assert_eq!(answer.map(|a| a.text), Ok("ok".into()), "anthropic at {base}");
+    }
+    for base in [root.clone(), format!("{root}/v1beta")] {
+        let answer = GeminiClient::new(at(base.clone())).unwrap().complete(&request(), &|_| {}).await;
+        assert_eq!(answer.map(|a| a.text), Ok("ok".into()), "gemini at {base}");
+    }
+    let answer = OpenAiChatClient::new(at(format!("{root}/v1"))).unwrap().complete(&request(), &|_| {}).await;
+    assert_eq!(answer.map(|a| a.text), Ok("ok".into()));
+}
+
+/// Through `ProviderKind`, the one door the CLI uses: every kind parses and
+/// builds; a key is required for the provider's own API only.
+#[test]
+fn provider_kinds_require_a_key_for_their_own_api_only() {
+    use toolreg_llm::client::ProviderKind;
+    for (name, official) in [
+        ("openai", "https://api.openai.com/v1"),
+        ("openai-responses", "https://api.openai.com/v1"),
+        ("anthropic", "https://api.anthropic.com"),
+        ("gemini", "https://generativelanguage.googleapis.com"),
+    ] {
+        let kind: ProviderKind = name.parse().unwrap();
+        assert!(matches!(kind.client(ClientConfig::new(official)), Err(LlmError::Config(_))), "{name}");
+        assert!(kind.client(ClientConfig::new(official).api_key(KEY)).is_ok(), "{name}");
+        assert!(kind.client(ClientConfig::new("http://localhost:4000")).is_ok(), "{name}: a local server");
+    }
+    assert!("cobol".parse::<ProviderKind>().is_err());
+}
+
+// ---- Redirects never carry the key to another host -------------------------
+
+/// Records the headers of every request it gets.
+#[derive(Clone, Default)]
+struct Recorder(Arc<Mutex<Vec<wiremock::http::HeaderMap>>>);
+
+impl Respond for Recorder {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        self.0.lock().unwrap().push(request.headers.clone());
+        ResponseTemplate::new(200).set_body_json(json!({
+            "content": [{"type": "text", "text": "ok"}],
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}}],
+            "candidates": [{"content": {"role": "model", "parts": [{"text": "ok"}]}}],
+            "output": []
+        }))
+    }
+}
+
+/// A 307 to another host (`localhost` vs `127.0.0.1`, another port) is
+/// refused by every client, and the other host never sees a request; a
+/// redirect within the configured origin is followed.
+#[tokio::test]
+async fn cross_host_redirects_are_refused_by_every_client() {
+    let elsewhere = MockServer::start().await;
+    let seen = Recorder::default();
+    Mock::given(method("POST")).respond_with(seen.clone()).mount(&elsewhere).await;
+    let other = elsewhere.uri().replace("127.0.0.1", "localhost");
+
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(wiremock::matchers::path_regex("^/moved/"))
+        .respond_with(seen.clone())
+        .mount(&server)
+        .await;
+    let target = Arc::new(Mutex::new(String::new()));
+    let to = Arc::clone(&target);
+    Mock::given(method("POST"))
+        .respond_with(move |r: &Request| {
+            let location = format!("{}{}", to.lock().unwrap(), r.url.path());
+            ResponseTemplate::new(307).insert_header("location", location.as_str())
+        })
+        .mount(&server)
+        .await;
+    let clients = |base: &str| -> Vec<Box<dyn LlmClient>> {
+        let config = || ClientConfig::new(base).api_key(KEY).retries(0, Duration::ZERO);
+        vec![
+            Box::new(OpenAiChatClient::new(config()).unwrap()),
+            Box::new(OpenAiResponsesClient::new(config()).unwrap()),
+            Box::new(AnthropicClient::new(config()).unwrap()),
+            Box::new(GeminiClient::new(config()).unwrap()),
+        ]
+    };
+    for location in [other.clone(), elsewhere.uri()] {
+        *target.lock().unwrap() = location.clone();
+        for client in clients(&server.uri()) {
+            let error = client.complete(&request(), &|_| {}).await.unwrap_err();
+            assert!(
+                matches!(&error, LlmError::Redirect { location: l } if location.starts_with(l.as_str())),
+                "{}: {error}",
+                client.name()
+            );
+        }
+    }
+    assert!(seen.0.lock().unwrap().is_empty(), "no request reached the other host");
+
+    // Within the origin: followed, with the key.
+    *target.lock().unwrap() = format!("{}/moved", server.uri());
+    for client in clients(&server.uri()) {
+        client.complete(&request(), &|_| {}).await.unwrap();
+    }
+    assert_eq!(seen.0.lock().unwrap().len(), 4);
+}
+
+// ---- Bounded answers -------------------------------------------------------
+
+/// A body past `max_response_bytes` is a typed error, plain or streamed;
+/// an error body is read only so far, its status still reported.
+#[tokio::test]
+async fn answers_past_the_bound_are_typed_errors() {
+    let server = MockServer::start().await;
+    let big = format!("{{\"choices\": [], \"pad\": \"{}\"}}", "x".repeat(64 * 1024));
+    Mock::given(path("/chat/completions"))
+        .respond_with(ResponseTemplate::new(200).set_body_string(big.clone()))
+        .mount(&server)
+        .await;
+    let limit = 16 * 1024;
+    let client = OpenAiChatClient::new(config(&server).max_response_bytes(limit)).unwrap();
+    assert_eq!(client.complete(&request(), &|_| {}).await, Err(LlmError::TooLarge { limit }));
+    let streamed = OpenAiChatClient::new(config(&server).max_response_bytes(limit).stream(true)).unwrap();
+    assert_eq!(streamed.complete(&request(), &|_| {}).await, Err(LlmError::TooLarge { limit }));
+
+    let failing = MockServer::start().await;
+    Mock::given(path("/chat/completions"))
+        .respond_with(ResponseTemplate::new(400).set_body_string("e".repeat(1024 * 1024)))
+        .mount(&failing)
+        .await;
+    let client = OpenAiChatClient::new(config(&failing)).unwrap();
+    match client.complete(&request(), &|_| {}).await {
+        Err(LlmError::Status { status: 400, message }) => assert!(message.chars().count() <= 501),
+        other => panic!("{other:?}"),
+    }
+}
+
+// ---- Errors inside a stream ------------------------------------------------
+
+/// An `error` chunk is an error, even when `[DONE]` follows it, in every
+/// streamed format.
+#[tokio::test]
+async fn an_error_inside_a_stream_is_an_error() {
+    let server = MockServer::start().await;
+    let body = "data: {\"choices\": [{\"index\": 0, \"delta\": {\"content\": \"Half\"}}]}\n\n\
+                data: {\"error\": {\"message\": \"upstream overloaded\", \"code\": 503}}\n\ndata: [DONE]\n\n";
+    Mock::given(path("/chat/completions"))
+        .respond_with(
+            ResponseTemplate::new(200).insert_header("content-type", "text/event-stream").set_body_string(body),
+        )
+        .mount(&server)
+        .await;
+    Mock::given(path("/v1beta/models/model-x:streamGenerateContent"))
+        .respond_with(sse(&[json!({"error": {"code": 500, "message": "upstream overloaded"}})]))
+        .mount(&server)
+        .await;
+    Mock::given(path("/v1/messages"))
+        .respond_with(sse_named(&[
+            ("message_start", json!({"type": "message_start", "message": {"usage": {"input_tokens": 1}}})),
+            (
+                "error",
+                json!({"type": "error", "error": {"type": "overloaded_error", "message": "upstream overloaded"}}),
+            ),
+        ]))
+        .mount(&server)
+        .await;
+    let streaming = config(&server).stream(true);
+    let clients: Vec<Box<dyn LlmClient>> = vec![
+        Box::new(OpenAiChatClient::new(streaming.clone()).unwrap()),
+        Box::new(GeminiClient::new(streaming.clone()).unwrap()),
+        Box::new(AnthropicClient::new(streaming).unwrap()),
+    ];
+    for client in clients {
+        match client.complete(&request(), &|_| {}).await {
+            Err(LlmError::Stream(message)) => assert!(message.contains("upstream overloaded"), "{message}"),
+            other => panic!("{}: {other:?}", client.name()),
+        }
+    }
+}
+
+/// Building the HTTP client can fail (here on a header HTTP cannot carry):
+/// the error is returned, never a fallback client without the configured
+/// timeouts and headers.
+#[test]
+fn a_client_that_cannot_be_built_is_an_error() {
+    let config = ClientConfig::new("http://localhost:4000").header("bad header", "x");
+    assert!(matches!(OpenAiChatClient::new(config.clone()), Err(LlmError::Config(m)) if m.contains("bad header")));
+    assert!(matches!(AnthropicClient::new(config.clone()), Err(LlmError::Config(_))));
+    assert!(matches!(GeminiClient::new(config.clone()), Err(LlmError::Config(_))));
+    assert!(matches!(OpenAiResponsesClient::new(config), Err(LlmError::Config(_))));
 }

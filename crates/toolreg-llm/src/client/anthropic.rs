@@ -9,7 +9,9 @@ use super::openai_chat::{choice, declare, finish_reason};
 use super::{ClientConfig, Http, arguments_value, sse};
 use crate::model::{LlmError, Message, ModelRequest, ModelResponse, OnEvent, StreamEvent, Usage};
 
-/// The Messages API (`POST {base}/messages`).
+/// The Messages API (`POST {base}/v1/messages`; the base URL is the host
+/// root, as in Anthropic's SDKs, and one that already ends in `/v1` is
+/// taken as it is).
 #[derive(Debug, Clone)]
 pub struct AnthropicClient {
     http: Http,
@@ -19,18 +21,16 @@ pub struct AnthropicClient {
 const DEFAULT_MAX_TOKENS: u32 = 4096;
 
 impl AnthropicClient {
-    /// A client with this configuration (base URL `https://api.anthropic.com/v1`).
-    pub fn new(config: ClientConfig) -> Self {
-        AnthropicClient { http: Http::new(config) }
+    /// A client with this configuration (base URL `https://api.anthropic.com`).
+    pub fn new(config: ClientConfig) -> Result<Self, LlmError> {
+        Ok(AnthropicClient { http: Http::new(config)? })
     }
 
-    /// From `ANTHROPIC_API_KEY` (required) and `ANTHROPIC_BASE_URL`.
+    /// From `ANTHROPIC_BASE_URL` (the host root, default
+    /// `https://api.anthropic.com`) and `ANTHROPIC_API_KEY` (required for the
+    /// default URL only).
     pub fn from_env() -> Result<Self, LlmError> {
-        let config = ClientConfig::from_env("ANTHROPIC_BASE_URL", "https://api.anthropic.com/v1", "ANTHROPIC_API_KEY");
-        if !config.has_api_key() {
-            return Err(LlmError::Config("ANTHROPIC_API_KEY is not set".into()));
-        }
-        Ok(Self::new(config))
+        Self::new(super::ProviderKind::Anthropic.checked_env_config()?)
     }
 }
 
@@ -83,7 +83,7 @@ impl AnthropicClient {
         if let Some(t) = request.temperature {
             body["temperature"] = json!(t);
         }
-        let url = format!("{}/messages", self.http.config.base_url);
+        let url = super::versioned_url(&self.http.config.base_url, "v1", "messages");
         let mut headers = vec![("anthropic-version", "2023-06-01".to_owned())];
         if let Some(key) = self.http.key() {
             headers.push(("x-api-key", key.to_owned()));
@@ -164,7 +164,7 @@ impl AnthropicClient {
                 "message_stop" => return Ok(true),
                 "error" => {
                     let message = data.pointer("/error/message").and_then(Value::as_str).unwrap_or("stream error");
-                    return Err(LlmError::Protocol(message.to_owned()));
+                    return Err(LlmError::Stream(message.to_owned()));
                 }
                 _ => {}
             }

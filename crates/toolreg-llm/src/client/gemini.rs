@@ -8,31 +8,31 @@ use super::openai_chat::{choice, declare, finish_reason};
 use super::{ClientConfig, Http, arguments_value, sse};
 use crate::model::{LlmError, Message, ModelRequest, ModelResponse, OnEvent, StreamEvent, Usage};
 
-/// Gemini (`POST {base}/models/{model}:generateContent`, or
-/// `:streamGenerateContent?alt=sse` when streaming).
+/// Gemini (`POST {base}/v1beta/models/{model}:generateContent`, or
+/// `:streamGenerateContent?alt=sse` when streaming). The base URL is the
+/// host root, as in Google's SDK, which keeps the API version apart; one
+/// that already ends with a version (`…/v1beta`, `…/v1`) is taken as it is.
 #[derive(Debug, Clone)]
 pub struct GeminiClient {
     http: Http,
 }
 
+/// The API version inserted after a base URL that names none.
+const API_VERSION: &str = "v1beta";
+
 impl GeminiClient {
     /// A client with this configuration (base URL
-    /// `https://generativelanguage.googleapis.com/v1beta`).
-    pub fn new(config: ClientConfig) -> Self {
-        GeminiClient { http: Http::new(config) }
+    /// `https://generativelanguage.googleapis.com`).
+    pub fn new(config: ClientConfig) -> Result<Self, LlmError> {
+        Ok(GeminiClient { http: Http::new(config)? })
     }
 
-    /// From `GEMINI_API_KEY` (required) and `GEMINI_BASE_URL`.
+    /// From `GOOGLE_GEMINI_BASE_URL` (or `GEMINI_BASE_URL`; default
+    /// `https://generativelanguage.googleapis.com`) and `GOOGLE_API_KEY`, or
+    /// `GEMINI_API_KEY` when that is unset (one of them required for the
+    /// default URL).
     pub fn from_env() -> Result<Self, LlmError> {
-        let config = ClientConfig::from_env(
-            "GEMINI_BASE_URL",
-            "https://generativelanguage.googleapis.com/v1beta",
-            "GEMINI_API_KEY",
-        );
-        if !config.has_api_key() {
-            return Err(LlmError::Config("GEMINI_API_KEY is not set".into()));
-        }
-        Ok(Self::new(config))
+        Self::new(super::ProviderKind::Gemini.checked_env_config()?)
     }
 }
 
@@ -129,7 +129,7 @@ impl GeminiClient {
         let base = &self.http.config.base_url;
 
         if !self.http.config.stream {
-            let url = format!("{base}/models/{}:generateContent", request.model);
+            let url = super::versioned_url(base, API_VERSION, &format!("models/{}:generateContent", request.model));
             let answer = self.http.post(&url, &headers, &body, on_event, None).await?;
             let tool_calls =
                 format.parse_calls(&answer, &declared.mapping).map_err(|e| LlmError::Protocol(e.to_string()))?;
@@ -142,7 +142,8 @@ impl GeminiClient {
             });
         }
 
-        let url = format!("{base}/models/{}:streamGenerateContent?alt=sse", request.model);
+        let url =
+            super::versioned_url(base, API_VERSION, &format!("models/{}:streamGenerateContent?alt=sse", request.model));
         let mut text = String::new();
         let mut call_parts: Vec<Value> = Vec::new();
         let mut used = Usage::default();
@@ -153,6 +154,9 @@ impl GeminiClient {
             }
             let chunk: Value = serde_json::from_str(&event.data)
                 .map_err(|e| LlmError::Protocol(format!("a stream chunk is not JSON: {e}")))?;
+            if let Some(error) = chunk.get("error") {
+                return Err(LlmError::Stream(super::stream_error_message(error)));
+            }
             let delta = text_of(&chunk);
             if !delta.is_empty() {
                 text.push_str(&delta);

@@ -15,6 +15,14 @@
 //!   full jitter, honouring `Retry-After`, each reported as
 //!   [`StreamEvent::Retrying`];
 //! - a connect timeout and a whole-request timeout ([`LlmError::Timeout`]);
+//!   a client that cannot be built with them is not built ([`LlmError::Config`]);
+//! - answers read up to [`ClientConfig::max_response_bytes`] (32 MiB by
+//!   default; [`LlmError::TooLarge`] past it), error bodies up to 64 KiB;
+//! - an error the provider reports inside a stream is [`LlmError::Stream`],
+//!   never a cut-short answer;
+//! - redirects followed only within the base URL's origin: a redirect to
+//!   another scheme, host or port is [`LlmError::Redirect`], so the key in
+//!   the request's headers never reaches a host it was not configured for;
 //! - token usage in every answer;
 //! - API keys that never reach `Debug` output, logs, errors or events.
 //!
@@ -22,8 +30,9 @@
 //! use toolreg_llm::client::{ClientConfig, OpenAiChatClient};
 //!
 //! // Any OpenAI-compatible server: here a local Ollama, which needs no key.
-//! let client = OpenAiChatClient::new(ClientConfig::new("http://localhost:11434/v1").stream(true));
+//! let client = OpenAiChatClient::new(ClientConfig::new("http://localhost:11434/v1").stream(true))?;
 //! assert!(!format!("{client:?}").contains("sk-"));
+//! # Ok::<(), toolreg_llm::LlmError>(())
 //! ```
 
 mod anthropic;
@@ -66,6 +75,11 @@ pub struct ClientConfig {
     pub stream: bool,
     /// Extra request headers (`OpenAI-Organization`, `HTTP-Referer`, …).
     pub headers: Vec<(String, String)>,
+    /// The largest answer read: a whole body, or everything a streamed
+    /// answer sends (default 32 MiB). Past it the request fails with
+    /// [`LlmError::TooLarge`]. An error body is read up to 64 KiB only,
+    /// the rest left unread (its message is shortened anyway).
+    pub max_response_bytes: usize,
 }
 
 impl fmt::Debug for ClientConfig {
@@ -77,6 +91,7 @@ impl fmt::Debug for ClientConfig {
             .field("request_timeout", &self.request_timeout)
             .field("max_retries", &self.max_retries)
             .field("stream", &self.stream)
+            .field("max_response_bytes", &self.max_response_bytes)
             .finish_non_exhaustive()
     }
 }
@@ -95,7 +110,14 @@ impl ClientConfig {
             max_backoff: Duration::from_secs(30),
             stream: false,
             headers: Vec::new(),
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
         }
+    }
+
+    /// Set the largest answer read ([`LlmError::TooLarge`] past it).
+    pub fn max_response_bytes(mut self, bytes: usize) -> Self {
+        self.max_response_bytes = bytes;
+        self
     }
 
     /// Use this API key.
@@ -134,25 +156,56 @@ impl ClientConfig {
         self
     }
 
-    /// Add a request header.
+    /// Add a request header (checked when the client is built: a name or
+    /// value HTTP cannot carry is [`LlmError::Config`] then).
     pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         self.headers.push((name.into(), value.into()));
         self
     }
 
-    /// A configuration from the environment: `base_var` (or `default_url`)
-    /// and `key_var`.
-    pub fn from_env(base_var: &str, default_url: &str, key_var: &str) -> Self {
-        let base = std::env::var(base_var).ok().filter(|v| !v.is_empty()).unwrap_or_else(|| default_url.to_owned());
+    /// A configuration from the environment: the first of `base_vars` that
+    /// is set (or `default_url`), and the first of `key_vars` that is set.
+    pub fn from_env(base_vars: &[&str], default_url: &str, key_vars: &[&str]) -> Self {
+        let base = first_env(base_vars).unwrap_or_else(|| default_url.to_owned());
         let mut config = ClientConfig::new(base);
-        if let Ok(key) = std::env::var(key_var) {
+        if let Some(key) = first_env(key_vars) {
             config = config.api_key(key);
         }
         config
     }
 }
 
-/// Which client [`from_env`] builds.
+fn first_env(vars: &[&str]) -> Option<String> {
+    vars.iter().find_map(|var| std::env::var(var).ok().filter(|v| !v.is_empty()))
+}
+
+/// Which client [`from_env`] builds, and each provider's environment.
+///
+/// Base URLs follow each provider's official SDK, so a value that works
+/// there works here:
+///
+/// | provider | base URL variable | default | key variable |
+/// |---|---|---|---|
+/// | OpenAI (Chat, Responses) | `OPENAI_BASE_URL`, with the version | `https://api.openai.com/v1` | `OPENAI_API_KEY` |
+/// | Anthropic | `ANTHROPIC_BASE_URL`, the host root | `https://api.anthropic.com` | `ANTHROPIC_API_KEY` |
+/// | Gemini | `GOOGLE_GEMINI_BASE_URL` (or `GEMINI_BASE_URL`), the host root | `https://generativelanguage.googleapis.com` | `GOOGLE_API_KEY`, else `GEMINI_API_KEY` |
+///
+/// Anthropic's client appends `/v1/messages` and Gemini's
+/// `/v1beta/models/…`, unless the base URL already ends with a version
+/// segment (`…/v1`, `…/v1beta`), which is then used as it is and never
+/// doubled. OpenAI's base URL is used as it is, as its SDK does
+/// (`{base}/chat/completions`). A key is required only for the provider's
+/// own API; a compatible server at another URL may go without one.
+///
+/// ```
+/// use toolreg_llm::client::{ClientConfig, ProviderKind};
+///
+/// let kind: ProviderKind = "anthropic".parse()?;
+/// // A proxy configured the way the Anthropic SDK reads it: the host root.
+/// let client = kind.client(ClientConfig::new("http://localhost:4000"))?;
+/// assert_eq!(client.name(), "anthropic");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ProviderKind {
@@ -162,21 +215,131 @@ pub enum ProviderKind {
     OpenAiResponses,
     /// Anthropic Messages (`ANTHROPIC_BASE_URL`, `ANTHROPIC_API_KEY`).
     Anthropic,
-    /// Gemini (`GEMINI_BASE_URL`, `GEMINI_API_KEY`).
+    /// Gemini (`GOOGLE_GEMINI_BASE_URL`, `GOOGLE_API_KEY` or `GEMINI_API_KEY`).
     Gemini,
 }
 
-/// A client for `kind`, configured from the environment. A provider that
-/// needs a key and has none is [`LlmError::Config`]; an OpenAI-compatible
-/// server with a custom `OPENAI_BASE_URL` may go without one.
-pub fn from_env(kind: ProviderKind) -> Result<Box<dyn crate::LlmClient>, LlmError> {
-    Ok(match kind {
-        ProviderKind::OpenAiChat => Box::new(OpenAiChatClient::from_env()?),
-        ProviderKind::OpenAiResponses => Box::new(OpenAiResponsesClient::from_env()?),
-        ProviderKind::Anthropic => Box::new(AnthropicClient::from_env()?),
-        ProviderKind::Gemini => Box::new(GeminiClient::from_env()?),
-    })
+/// A provider name [`ProviderKind`] does not know.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown provider `{0}`; use openai, openai-responses, anthropic or gemini")]
+pub struct UnknownProviderKind(pub String);
+
+impl std::str::FromStr for ProviderKind {
+    type Err = UnknownProviderKind;
+
+    /// `openai` (or `openai-chat`), `openai-responses`, `anthropic`,
+    /// `gemini`; any case, `-` or `_`.
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        Ok(match name.trim().to_ascii_lowercase().replace('_', "-").as_str() {
+            "openai" | "openai-chat" => ProviderKind::OpenAiChat,
+            "openai-responses" => ProviderKind::OpenAiResponses,
+            "anthropic" => ProviderKind::Anthropic,
+            "gemini" | "google" => ProviderKind::Gemini,
+            _ => return Err(UnknownProviderKind(name.to_owned())),
+        })
+    }
 }
+
+impl ProviderKind {
+    /// The provider's configuration from the environment (see the table above).
+    pub fn config_from_env(self) -> ClientConfig {
+        match self {
+            ProviderKind::OpenAiChat | ProviderKind::OpenAiResponses => {
+                ClientConfig::from_env(&["OPENAI_BASE_URL"], OPENAI_URL, &["OPENAI_API_KEY"])
+            }
+            ProviderKind::Anthropic => {
+                ClientConfig::from_env(&["ANTHROPIC_BASE_URL"], ANTHROPIC_URL, &["ANTHROPIC_API_KEY"])
+            }
+            // `GEMINI_BASE_URL` is what earlier versions read; the SDK's
+            // own variable wins.
+            ProviderKind::Gemini => ClientConfig::from_env(
+                &["GOOGLE_GEMINI_BASE_URL", "GEMINI_BASE_URL"],
+                GEMINI_URL,
+                &["GOOGLE_API_KEY", "GEMINI_API_KEY"],
+            ),
+        }
+    }
+
+    /// The variable the key is read from (the first one, when several are).
+    pub fn key_var(self) -> &'static str {
+        match self {
+            ProviderKind::OpenAiChat | ProviderKind::OpenAiResponses => "OPENAI_API_KEY",
+            ProviderKind::Anthropic => "ANTHROPIC_API_KEY",
+            ProviderKind::Gemini => "GOOGLE_API_KEY or GEMINI_API_KEY",
+        }
+    }
+
+    /// A client of this kind with `config`. The provider's own API without
+    /// a key is [`LlmError::Config`].
+    pub fn client(self, config: ClientConfig) -> Result<Box<dyn crate::LlmClient>, LlmError> {
+        self.check_key(&config)?;
+        Ok(match self {
+            ProviderKind::OpenAiChat => Box::new(OpenAiChatClient::new(config)?),
+            ProviderKind::OpenAiResponses => Box::new(OpenAiResponsesClient::new(config)?),
+            ProviderKind::Anthropic => Box::new(AnthropicClient::new(config)?),
+            ProviderKind::Gemini => Box::new(GeminiClient::new(config)?),
+        })
+    }
+
+    /// The configuration from the environment, checked for a key.
+    pub(crate) fn checked_env_config(self) -> Result<ClientConfig, LlmError> {
+        let config = self.config_from_env();
+        self.check_key(&config)?;
+        Ok(config)
+    }
+
+    /// A key is required for the provider's own API only.
+    fn check_key(self, config: &ClientConfig) -> Result<(), LlmError> {
+        let official = match self {
+            ProviderKind::OpenAiChat | ProviderKind::OpenAiResponses => "api.openai.com",
+            ProviderKind::Anthropic => "api.anthropic.com",
+            ProviderKind::Gemini => "generativelanguage.googleapis.com",
+        };
+        let host = reqwest::Url::parse(&config.base_url)
+            .map_err(|e| LlmError::Config(format!("the base URL `{}` is not a URL: {e}", config.base_url)))?
+            .host_str()
+            .unwrap_or_default()
+            .to_owned();
+        if !config.has_api_key() && host == official {
+            return Err(LlmError::Config(format!("{} is not set", self.key_var())));
+        }
+        Ok(())
+    }
+}
+
+const OPENAI_URL: &str = "https://api.openai.com/v1";
+const ANTHROPIC_URL: &str = "https://api.anthropic.com";
+const GEMINI_URL: &str = "https://generativelanguage.googleapis.com";
+
+/// A client for `kind`, configured from the environment
+/// ([`ProviderKind::config_from_env`]). A provider's own API without a key
+/// is [`LlmError::Config`]; a compatible server at another base URL may go
+/// without one.
+pub fn from_env(kind: ProviderKind) -> Result<Box<dyn crate::LlmClient>, LlmError> {
+    kind.client(kind.config_from_env())
+}
+
+/// `{base}/{path}` for an API whose paths start with a version segment
+/// (`v1`, `v1beta`): `version` is inserted unless the base URL already ends
+/// with a version segment, so `https://api.anthropic.com` and
+/// `https://api.anthropic.com/v1` both reach `…/v1/messages`.
+pub(crate) fn versioned_url(base: &str, version: &str, path: &str) -> String {
+    let last = base.rsplit('/').next().unwrap_or_default();
+    let is_version = last.strip_prefix('v').is_some_and(|rest| {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        digits > 0 && rest[digits..].bytes().all(|b| b.is_ascii_alphanumeric())
+    });
+    if is_version { format!("{base}/{path}") } else { format!("{base}/{version}/{path}") }
+}
+
+/// The default of [`ClientConfig::max_response_bytes`].
+pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 32 * 1024 * 1024;
+
+/// How much of an error body is read: enough for any provider's message.
+const MAX_ERROR_BODY: usize = 64 * 1024;
+
+/// Redirects followed within the configured origin.
+const MAX_REDIRECTS: usize = 10;
 
 /// The HTTP side every client shares.
 #[derive(Clone)]
@@ -186,12 +349,26 @@ pub(crate) struct Http {
 }
 
 impl Http {
-    pub(crate) fn new(config: ClientConfig) -> Self {
+    /// The HTTP client for `config`; failing to build it (the TLS backend
+    /// cannot start) is [`LlmError::Config`], never a client without the
+    /// configured timeouts.
+    pub(crate) fn new(config: ClientConfig) -> Result<Self, LlmError> {
+        // The extra headers are checked here, once: a bad one is a
+        // configuration error, not a failure of every request.
+        let mut headers = reqwest::header::HeaderMap::new();
+        for (name, value) in &config.headers {
+            let bad = || LlmError::Config(format!("the header `{name}` is not a valid HTTP header"));
+            let name = reqwest::header::HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad())?;
+            let value = reqwest::header::HeaderValue::from_str(value).map_err(|_| bad())?;
+            headers.append(name, value);
+        }
         let client = reqwest::Client::builder()
+            .default_headers(headers)
             .connect_timeout(config.connect_timeout)
+            .redirect(same_origin_redirects())
             .build()
-            .unwrap_or_else(|_| reqwest::Client::new());
-        Http { config, client }
+            .map_err(|e| LlmError::Config(format!("cannot build the HTTP client: {}", transport_error(&e))))?;
+        Ok(Http { config, client })
     }
 
     pub(crate) fn key(&self) -> Option<&str> {
@@ -259,32 +436,45 @@ impl Http {
         for (name, value) in headers {
             request = request.header(*name, value);
         }
-        for (name, value) in &self.config.headers {
-            request = request.header(name, value);
-        }
-        let response = request.send().await.map_err(|e| (transport_error(&e), None))?;
+        let mut response = request.send().await.map_err(|e| (transport_error(&e), None))?;
         let status = response.status();
+        if status.is_redirection() {
+            // Only a redirect to another origin is left unfollowed (see
+            // `same_origin_redirects`).
+            let location = response
+                .headers()
+                .get(reqwest::header::LOCATION)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| response.url().join(v).ok())
+                .map_or_else(|| "an unreadable location".to_owned(), |url| url.origin().ascii_serialization());
+            return Err((LlmError::Redirect { location }, None));
+        }
+        let limit = self.config.max_response_bytes;
         if !status.is_success() {
             let retry_after = response
                 .headers()
                 .get(reqwest::header::RETRY_AFTER)
                 .and_then(|v| v.to_str().ok())
                 .and_then(parse_retry_after);
-            let text = response.text().await.unwrap_or_default();
-            let message = error_message(&text);
+            let text = read_capped(&mut response, MAX_ERROR_BODY).await.unwrap_or_default();
+            let message = error_message(&String::from_utf8_lossy(&text));
             return Err((LlmError::Status { status: status.as_u16(), message }, retry_after));
         }
         match on_sse {
             None => {
-                let bytes = response.bytes().await.map_err(|e| (transport_error(&e), None))?;
+                let bytes = read_capped(&mut response, limit).await.map_err(|e| (e, None))?;
+                if bytes.len() > limit {
+                    return Err((LlmError::TooLarge { limit }, None));
+                }
                 serde_json::from_slice(&bytes)
                     .map_err(|e| (LlmError::Protocol(format!("the answer is not JSON: {e}")), None))
             }
             Some(on_sse) => {
-                let mut parser = sse::Parser::default();
+                let mut parser = sse::Parser::new(limit);
                 let mut stream = response;
                 let mut finished = false;
                 let mut started = false;
+                let mut received = 0usize;
                 loop {
                     let chunk = match stream.chunk().await {
                         Ok(Some(chunk)) => chunk,
@@ -300,13 +490,17 @@ impl Http {
                         Err(e) => return Err((transport_error(&e), None)),
                     };
                     started = true;
-                    for event in parser.push(&chunk) {
+                    received = received.saturating_add(chunk.len());
+                    if received > limit {
+                        return Err((LlmError::TooLarge { limit }, None));
+                    }
+                    for event in parser.push(&chunk).map_err(|e| (e, None))? {
                         if on_sse(event).map_err(|e| (e, None))? {
                             finished = true;
                         }
                     }
                 }
-                for event in parser.finish() {
+                for event in parser.finish().map_err(|e| (e, None))? {
                     if on_sse(event).map_err(|e| (e, None))? {
                         finished = true;
                     }
@@ -321,6 +515,38 @@ impl Http {
             }
         }
     }
+}
+
+/// Follow a redirect only within the origin (scheme, host and port) of the
+/// request's URL, so the key in its headers never reaches another host
+/// (reqwest itself drops only `Authorization` on a host change, not
+/// `x-api-key` or `x-goog-api-key`). Any other redirect is returned
+/// unfollowed, and `Http::once` turns it into [`LlmError::Redirect`].
+fn same_origin_redirects() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        let same = attempt.previous().first().is_some_and(|first| first.origin() == attempt.url().origin());
+        if !same {
+            attempt.stop()
+        } else if attempt.previous().len() > MAX_REDIRECTS {
+            attempt.error("too many redirects")
+        } else {
+            attempt.follow()
+        }
+    })
+}
+
+/// The body, read up to one byte past `limit` (so a caller can tell a body
+/// of exactly `limit` bytes from a longer one); nothing more is read.
+async fn read_capped(response: &mut reqwest::Response, limit: usize) -> Result<Vec<u8>, LlmError> {
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(|e| transport_error(&e))? {
+        let room = (limit + 1).saturating_sub(body.len());
+        body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        if body.len() > limit {
+            break;
+        }
+    }
+    Ok(body)
 }
 
 /// A number in [0, 1) from the clock and a counter: enough for jitter, which
@@ -376,6 +602,15 @@ fn transport_error(error: &reqwest::Error) -> LlmError {
     if error.is_timeout() { LlmError::Transport(format!("timed out: {message}")) } else { LlmError::Transport(message) }
 }
 
+/// The message of an `error` value in a stream chunk (`{"message": …}` or
+/// a bare string), shortened like an error body's.
+pub(crate) fn stream_error_message(error: &Value) -> String {
+    match error {
+        Value::String(text) => error_message(text),
+        other => error_message(&serde_json::json!({ "error": other }).to_string()),
+    }
+}
+
 /// Remove the key from a text that might contain it (a proxy's echo).
 pub(crate) fn scrub(text: String, key: Option<&str>) -> String {
     match key {
@@ -390,6 +625,7 @@ pub(crate) fn scrub_error(error: LlmError, key: Option<&str>) -> LlmError {
         LlmError::Status { status, message } => LlmError::Status { status, message: scrub(message, key) },
         LlmError::Transport(m) => LlmError::Transport(scrub(m, key)),
         LlmError::Protocol(m) => LlmError::Protocol(scrub(m, key)),
+        LlmError::Stream(m) => LlmError::Stream(scrub(m, key)),
         other => other,
     }
 }
@@ -422,16 +658,6 @@ pub(crate) fn announce(calls: &[toolreg::ToolCall], on_event: OnEvent<'_>) {
     for call in calls {
         on_event(StreamEvent::ToolCall(call.clone()));
     }
-}
-
-/// OpenAI's configuration from the environment: `OPENAI_BASE_URL` (default
-/// the OpenAI API) and `OPENAI_API_KEY`, required for the OpenAI API only.
-pub(crate) fn openai_config() -> Result<ClientConfig, LlmError> {
-    let config = ClientConfig::from_env("OPENAI_BASE_URL", "https://api.openai.com/v1", "OPENAI_API_KEY");
-    if !config.has_api_key() && config.base_url.contains("api.openai.com") {
-        return Err(LlmError::Config("OPENAI_API_KEY is not set".into()));
-    }
-    Ok(config)
 }
 
 impl Http {

@@ -17,14 +17,14 @@ pub struct OpenAiChatClient {
 
 impl OpenAiChatClient {
     /// A client with this configuration.
-    pub fn new(config: ClientConfig) -> Self {
-        OpenAiChatClient { http: Http::new(config) }
+    pub fn new(config: ClientConfig) -> Result<Self, LlmError> {
+        Ok(OpenAiChatClient { http: Http::new(config)? })
     }
 
     /// From `OPENAI_BASE_URL` (default `https://api.openai.com/v1`) and
     /// `OPENAI_API_KEY` (required for the default URL only).
     pub fn from_env() -> Result<Self, LlmError> {
-        Ok(Self::new(super::openai_config()?))
+        Self::new(super::ProviderKind::OpenAiChat.checked_env_config()?)
     }
 }
 
@@ -146,6 +146,11 @@ impl OpenAiChatClient {
             }
             let chunk: Value = serde_json::from_str(&event.data)
                 .map_err(|e| LlmError::Protocol(format!("a stream chunk is not JSON: {e}")))?;
+            // Compatible servers report a failure mid-stream as a chunk with
+            // `error` (often followed by `[DONE]`): the answer is broken.
+            if let Some(error) = chunk.get("error").filter(|e| !e.is_null()) {
+                return Err(LlmError::Stream(super::stream_error_message(error)));
+            }
             if chunk.get("usage").is_some_and(Value::is_object) {
                 used = usage(&chunk);
             }

@@ -17,14 +17,14 @@ pub struct OpenAiResponsesClient {
 
 impl OpenAiResponsesClient {
     /// A client with this configuration.
-    pub fn new(config: ClientConfig) -> Self {
-        OpenAiResponsesClient { http: Http::new(config) }
+    pub fn new(config: ClientConfig) -> Result<Self, LlmError> {
+        Ok(OpenAiResponsesClient { http: Http::new(config)? })
     }
 
     /// From `OPENAI_BASE_URL` (default `https://api.openai.com/v1`) and
     /// `OPENAI_API_KEY` (required for the default URL only).
     pub fn from_env() -> Result<Self, LlmError> {
-        Ok(Self::new(super::openai_config()?))
+        Self::new(super::ProviderKind::OpenAiResponses.checked_env_config()?)
     }
 }
 
@@ -130,7 +130,7 @@ impl OpenAiResponsesClient {
                         .or_else(|| data.get("message"))
                         .and_then(Value::as_str)
                         .unwrap_or("the response failed");
-                    return Err(LlmError::Protocol(message.to_owned()));
+                    return Err(LlmError::Stream(message.to_owned()));
                 }
                 _ => {}
             }
