@@ -398,7 +398,7 @@ impl Drop for GroupGuard {
 struct Confined {
     /// Landlock was in force.
     confined: bool,
-    /// The command ran in namespaces of its own (see [`isolate`]).
+    /// The command ran in namespaces of its own (see [`spawn_isolated`]).
     isolated: bool,
     text: String,
 }

@@ -128,7 +128,8 @@ impl FileTools {
             result.files_skipped += 1;
             return;
         }
-        let mut reader = BufReader::new(file);
+        // The file may have grown since its size was read: never read past the cap.
+        let mut reader = BufReader::new(std::io::Read::take(file, self.options().max_search_file_bytes));
         match reader.fill_buf() {
             Ok(head) if binary_kind(head).is_none() => {}
             _ => {
@@ -242,7 +243,8 @@ fn with_ignore_files(frame: &Frame, budget: &mut IgnoreBudget) -> Option<Arc<Rul
         if !meta.is_file() || meta.len() > MAX_IGNORE_FILE {
             continue;
         }
-        for line in BufReader::new(file).lines().map_while(Result::ok) {
+        // Capped again while reading: the file may grow after its size was read.
+        for line in BufReader::new(std::io::Read::take(file, MAX_IGNORE_FILE)).lines().map_while(Result::ok) {
             let trimmed = line.trim();
             if trimmed.is_empty() || trimmed.starts_with('#') {
                 continue;
