@@ -655,11 +655,7 @@ pub fn local_name(server: &str, tool: &str, taken: &mut HashSet<String>) -> Stri
 struct ChildOut {
     stdout: tokio::process::ChildStdout,
     child: Option<tokio::process::Child>,
-    /// The line read so far, up to [`MAX_LIST_BYTES`]; a longer line is
-    /// not a tool list toolreg would accept, and is not kept.
-    line: Vec<u8>,
-    overflow: bool,
-    task_only: Arc<Mutex<HashSet<String>>>,
+    scanner: TaskScanner,
 }
 
 impl ChildOut {
@@ -668,7 +664,23 @@ impl ChildOut {
         child: tokio::process::Child,
         task_only: Arc<Mutex<HashSet<String>>>,
     ) -> Self {
-        ChildOut { stdout, child: Some(child), line: Vec::new(), overflow: false, task_only }
+        ChildOut { stdout, child: Some(child), scanner: TaskScanner::new(task_only) }
+    }
+}
+
+/// Picks the tools that require tasks out of newline-delimited JSON-RPC
+/// messages, fed in whatever pieces they arrive.
+struct TaskScanner {
+    /// The line read so far, up to [`MAX_LIST_BYTES`]; a longer line is
+    /// not a tool list toolreg would accept, and is not kept.
+    line: Vec<u8>,
+    overflow: bool,
+    task_only: Arc<Mutex<HashSet<String>>>,
+}
+
+impl TaskScanner {
+    fn new(task_only: Arc<Mutex<HashSet<String>>>) -> Self {
+        TaskScanner { line: Vec::new(), overflow: false, task_only }
     }
 
     fn scan(&mut self, bytes: &[u8]) {
@@ -719,7 +731,7 @@ impl tokio::io::AsyncRead for ChildOut {
         let before = buf.filled().len();
         let polled = Pin::new(&mut this.stdout).poll_read(cx, buf);
         if let Poll::Ready(Ok(())) = polled {
-            this.scan(&buf.filled()[before..]);
+            this.scanner.scan(&buf.filled()[before..]);
         }
         polled
     }
@@ -830,4 +842,35 @@ fn json_len(value: &impl serde::Serialize) -> usize {
 
 fn fnv(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &b| (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn task_only_tools_are_found_in_lines_split_anywhere() {
+        let found = Arc::new(Mutex::new(HashSet::new()));
+        let mut scanner = TaskScanner::new(Arc::clone(&found));
+        let page = serde_json::json!({"jsonrpc": "2.0", "id": 2, "result": {"tools": [
+            {"name": "plain", "inputSchema": {"type": "object"}},
+            {"name": "maybe", "inputSchema": {"type": "object"}, "execution": {"taskSupport": "optional"}},
+            {"name": "only", "inputSchema": {"type": "object"}, "execution": {"taskSupport": "required"}},
+        ]}});
+        let text = format!("{{\"jsonrpc\":\"2.0\",\"method\":\"x\"}}\n{page}\n");
+        // One byte at a time: every line boundary falls inside some piece.
+        for byte in text.as_bytes() {
+            scanner.scan(std::slice::from_ref(byte));
+        }
+        assert_eq!(*found.lock().unwrap(), HashSet::from(["only".to_owned()]));
+
+        // A line past the bound is not kept, and the next line is read whole.
+        let mut scanner = TaskScanner::new(Arc::clone(&found));
+        found.lock().unwrap().clear();
+        scanner.scan(&vec![b' '; MAX_LIST_BYTES + 1]);
+        assert!(scanner.line.is_empty() && scanner.overflow);
+        scanner.scan(b"\n");
+        scanner.scan(format!("{page}\n").as_bytes());
+        assert_eq!(*found.lock().unwrap(), HashSet::from(["only".to_owned()]));
+    }
 }
