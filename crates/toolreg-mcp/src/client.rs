@@ -493,7 +493,20 @@ impl RemoteServer {
                     config = config.auth_header(token);
                 }
                 let transport = StreamableHttpClientTransport::from_config(config);
-                tokio::time::timeout(wait, handler.serve(transport)).await
+                let started = tokio::time::timeout(wait, handler.serve(transport)).await;
+                if let Ok(Err(error)) = &started {
+                    let mut cause = init_cause(error);
+                    // A URL of the legacy HTTP+SSE transport, written without
+                    // `"type": "sse"`: say what to use instead.
+                    if url.trim_end_matches('/').ends_with("/sse") && cause.contains("HTTP 40") {
+                        cause.push_str(
+                            " (this looks like a legacy HTTP+SSE endpoint, which toolreg does not speak; use the \
+                             server's streamable HTTP endpoint, often ending in /mcp)",
+                        );
+                    }
+                    return Err(connect_error(cause));
+                }
+                started
             }
         };
         match started {
@@ -769,9 +782,13 @@ fn init_cause(error: &rmcp::service::ClientInitializeError) -> String {
     use rmcp::service::ClientInitializeError;
     let text = match error {
         ClientInitializeError::TransportError { error, .. } => innermost(error.error.as_ref()),
+        ClientInitializeError::ConnectionClosed(_) => "it closed the connection before answering `initialize`".into(),
         other => innermost(other),
     };
-    cut(text.lines().next().unwrap_or_default().trim(), 300).to_owned()
+    let line = text.lines().next().unwrap_or_default().trim();
+    // An error page's HTML says nothing a person needs here.
+    let line = line.find(": <").map_or(line, |at| &line[..at]);
+    cut(line, 300).to_owned()
 }
 
 fn innermost(error: &(dyn std::error::Error + 'static)) -> String {
