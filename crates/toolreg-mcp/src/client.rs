@@ -493,7 +493,20 @@ impl RemoteServer {
                     config = config.auth_header(token);
                 }
                 let transport = StreamableHttpClientTransport::from_config(config);
-                tokio::time::timeout(wait, handler.serve(transport)).await
+                let started = tokio::time::timeout(wait, handler.serve(transport)).await;
+                if let Ok(Err(error)) = &started {
+                    let mut cause = init_cause(error);
+                    // A URL of the legacy HTTP+SSE transport, written without
+                    // `"type": "sse"`: say what to use instead.
+                    if url.trim_end_matches('/').ends_with("/sse") && cause.contains("HTTP 40") {
+                        cause.push_str(
+                            " (this looks like a legacy HTTP+SSE endpoint, which toolreg does not speak; use the \
+                             server's streamable HTTP endpoint, often ending in /mcp)",
+                        );
+                    }
+                    return Err(connect_error(cause));
+                }
+                started
             }
         };
         match started {
@@ -655,11 +668,7 @@ pub fn local_name(server: &str, tool: &str, taken: &mut HashSet<String>) -> Stri
 struct ChildOut {
     stdout: tokio::process::ChildStdout,
     child: Option<tokio::process::Child>,
-    /// The line read so far, up to [`MAX_LIST_BYTES`]; a longer line is
-    /// not a tool list toolreg would accept, and is not kept.
-    line: Vec<u8>,
-    overflow: bool,
-    task_only: Arc<Mutex<HashSet<String>>>,
+    scanner: TaskScanner,
 }
 
 impl ChildOut {
@@ -668,7 +677,23 @@ impl ChildOut {
         child: tokio::process::Child,
         task_only: Arc<Mutex<HashSet<String>>>,
     ) -> Self {
-        ChildOut { stdout, child: Some(child), line: Vec::new(), overflow: false, task_only }
+        ChildOut { stdout, child: Some(child), scanner: TaskScanner::new(task_only) }
+    }
+}
+
+/// Picks the tools that require tasks out of newline-delimited JSON-RPC
+/// messages, fed in whatever pieces they arrive.
+struct TaskScanner {
+    /// The line read so far, up to [`MAX_LIST_BYTES`]; a longer line is
+    /// not a tool list toolreg would accept, and is not kept.
+    line: Vec<u8>,
+    overflow: bool,
+    task_only: Arc<Mutex<HashSet<String>>>,
+}
+
+impl TaskScanner {
+    fn new(task_only: Arc<Mutex<HashSet<String>>>) -> Self {
+        TaskScanner { line: Vec::new(), overflow: false, task_only }
     }
 
     fn scan(&mut self, bytes: &[u8]) {
@@ -719,7 +744,7 @@ impl tokio::io::AsyncRead for ChildOut {
         let before = buf.filled().len();
         let polled = Pin::new(&mut this.stdout).poll_read(cx, buf);
         if let Poll::Ready(Ok(())) = polled {
-            this.scan(&buf.filled()[before..]);
+            this.scanner.scan(&buf.filled()[before..]);
         }
         polled
     }
@@ -757,9 +782,13 @@ fn init_cause(error: &rmcp::service::ClientInitializeError) -> String {
     use rmcp::service::ClientInitializeError;
     let text = match error {
         ClientInitializeError::TransportError { error, .. } => innermost(error.error.as_ref()),
+        ClientInitializeError::ConnectionClosed(_) => "it closed the connection before answering `initialize`".into(),
         other => innermost(other),
     };
-    cut(text.lines().next().unwrap_or_default().trim(), 300).to_owned()
+    let line = text.lines().next().unwrap_or_default().trim();
+    // An error page's HTML says nothing a person needs here.
+    let line = line.find(": <").map_or(line, |at| &line[..at]);
+    cut(line, 300).to_owned()
 }
 
 fn innermost(error: &(dyn std::error::Error + 'static)) -> String {
@@ -830,4 +859,35 @@ fn json_len(value: &impl serde::Serialize) -> usize {
 
 fn fnv(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &b| (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn task_only_tools_are_found_in_lines_split_anywhere() {
+        let found = Arc::new(Mutex::new(HashSet::new()));
+        let mut scanner = TaskScanner::new(Arc::clone(&found));
+        let page = serde_json::json!({"jsonrpc": "2.0", "id": 2, "result": {"tools": [
+            {"name": "plain", "inputSchema": {"type": "object"}},
+            {"name": "maybe", "inputSchema": {"type": "object"}, "execution": {"taskSupport": "optional"}},
+            {"name": "only", "inputSchema": {"type": "object"}, "execution": {"taskSupport": "required"}},
+        ]}});
+        let text = format!("{{\"jsonrpc\":\"2.0\",\"method\":\"x\"}}\n{page}\n");
+        // One byte at a time: every line boundary falls inside some piece.
+        for byte in text.as_bytes() {
+            scanner.scan(std::slice::from_ref(byte));
+        }
+        assert_eq!(*found.lock().unwrap(), HashSet::from(["only".to_owned()]));
+
+        // A line past the bound is not kept, and the next line is read whole.
+        let mut scanner = TaskScanner::new(Arc::clone(&found));
+        found.lock().unwrap().clear();
+        scanner.scan(&vec![b' '; MAX_LIST_BYTES + 1]);
+        assert!(scanner.line.is_empty() && scanner.overflow);
+        scanner.scan(b"\n");
+        scanner.scan(format!("{page}\n").as_bytes());
+        assert_eq!(*found.lock().unwrap(), HashSet::from(["only".to_owned()]));
+    }
 }

@@ -331,6 +331,34 @@ async fn a_refused_connection_is_one_plain_line() {
     assert_eq!(error, format!("cannot connect to MCP server 'broken' at {url}: connection refused"));
 }
 
+/// A legacy HTTP+SSE URL given as a streamable HTTP one: the error says so,
+/// in one line, without the error page.
+#[tokio::test]
+async fn a_legacy_sse_url_is_named_as_such() {
+    let app = axum::Router::new().fallback(|| async {
+        (axum::http::StatusCode::NOT_FOUND, [("content-type", "text/html")], "<html>\n<body>Not found</body>\n</html>")
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let url = format!("http://{addr}/sse");
+    let config = ServerConfig::new(Transport::Url { url: url.clone(), headers: BTreeMap::new() });
+    let error = RemoteServer::connect("legacy", config).await.unwrap_err().to_string();
+    assert!(error.starts_with(&format!("cannot connect to MCP server 'legacy' at {url}: ")), "{error}");
+    assert!(error.contains("404") && error.contains("legacy HTTP+SSE endpoint"), "{error}");
+    assert!(!error.contains('<') && !error.contains('\n'), "{error}");
+
+    // A server that exits before answering: said plainly.
+    let config = ServerConfig::new(Transport::Command {
+        command: "python3".into(),
+        args: vec!["-c".into(), "import sys; sys.exit(1)".into()],
+        env: BTreeMap::new(),
+        cwd: None,
+    });
+    let error = RemoteServer::connect("exits", config).await.unwrap_err().to_string();
+    assert!(error.ends_with("it closed the connection before answering `initialize`"), "{error}");
+}
+
 /// A tool that runs only as an MCP task cannot be called with a plain
 /// `tools/call`: it is left out, and named as such; one where tasks are
 /// optional is imported.
