@@ -20,7 +20,10 @@
 //! - its tool list is bounded: at most [`MAX_LIST_PAGES`] pages,
 //!   [`MAX_TOOLS`] tools and [`MAX_LIST_BYTES`] bytes of declarations per
 //!   server (each page is further bounded by the transport's message limit);
-//!   past a bound, listing fails with [`ClientError::TooLarge`].
+//!   past a bound, listing fails with [`ClientError::TooLarge`];
+//! - a command server's message over rmcp's 16 MiB line limit is not read:
+//!   the call it answers fails at once, saying the answer is too large,
+//!   instead of waiting for its timeout.
 //!
 //! A tool that can only run as an MCP task (`execution.taskSupport:
 //! "required"`) is left out until toolreg supports tasks: a plain
@@ -471,6 +474,7 @@ impl RemoteServer {
                     return Err(connect_error("its standard input and output cannot be read".to_owned()));
                 };
                 *self.inner.child.lock().unwrap_or_else(PoisonError::into_inner) = child.id();
+                let stdout = crate::oversize::relay(stdout, crate::oversize::MAX_LINE);
                 let reader = ChildOut::new(stdout, child, Arc::clone(&self.inner.task_only));
                 tokio::time::timeout(wait, handler.serve((reader, stdin))).await
             }
@@ -666,14 +670,15 @@ pub fn local_name(server: &str, tool: &str, taken: &mut HashSet<String>) -> Stri
 /// tools that run only as MCP tasks are picked out of the raw lines here.
 /// It owns the child, which is killed when rmcp drops the transport.
 struct ChildOut {
-    stdout: tokio::process::ChildStdout,
+    /// The child's stdout, through the relay that answers oversized lines.
+    stdout: tokio::io::DuplexStream,
     child: Option<tokio::process::Child>,
     scanner: TaskScanner,
 }
 
 impl ChildOut {
     fn new(
-        stdout: tokio::process::ChildStdout,
+        stdout: tokio::io::DuplexStream,
         child: tokio::process::Child,
         task_only: Arc<Mutex<HashSet<String>>>,
     ) -> Self {

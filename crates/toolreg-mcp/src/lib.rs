@@ -27,6 +27,7 @@
 
 pub mod client;
 pub mod config;
+mod oversize;
 pub mod protocol;
 pub mod server;
 

@@ -505,3 +505,17 @@ async fn imports_an_rmcp_server() {
     let missing = call(&registry, "loud__shout", json!({})).await;
     assert!(missing.text().contains("text"), "{}", missing.text());
 }
+
+#[tokio::test]
+async fn an_answer_over_the_message_limit_fails_its_call_at_once() {
+    let server = RemoteServer::connect("fake", fake().call_timeout(Duration::from_secs(20))).await.unwrap();
+    let registry = import(&server).await;
+    let started = std::time::Instant::now();
+    let huge = call(&registry, "fake__huge", json!({})).await;
+    assert!(huge.is_error());
+    assert!(!matches!(huge.error(), Some(ToolError::Timeout { .. })), "{:?}", huge.outcome);
+    assert!(huge.text().contains("too large"), "{}", huge.text());
+    assert!(started.elapsed() < Duration::from_secs(15), "waited for the timeout");
+    // The connection is whole.
+    assert_eq!(call(&registry, "fake__echo", json!({"text": "after"})).await.value(), Some(&json!({"text": "after"})));
+}

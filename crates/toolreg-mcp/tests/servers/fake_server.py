@@ -4,7 +4,7 @@ Tools: echo (read-only), wipe (destructive), "odd name/with.dots", fail (isError
 die (exits mid-call), garbage (writes a line that is not JSON, then answers),
 hang (never answers), slow (answers only if not cancelled: never), change (adds a
 tool and sends notifications/tools/list_changed), cancelled (the ids cancelled so far),
-env (its environment and working directory).
+env (its environment and working directory), huge (a 17 MiB answer).
 
 Flags: --mute (never answers initialize), --slow-start SECONDS (sleeps before
 reading anything), --fail-first FILE (exits at once unless FILE exists, creating
@@ -41,6 +41,7 @@ TOOLS = [
     {"name": "change", "description": "Adds a tool.", "inputSchema": {"type": "object"}},
     {"name": "cancelled", "description": "Ids cancelled so far.", "inputSchema": {"type": "object"}},
     {"name": "env", "description": "Its environment and directory.", "inputSchema": {"type": "object"}},
+    {"name": "huge", "description": "Answers with 17 MiB.", "inputSchema": {"type": "object"}},
     {"name": "research", "description": "Only as an MCP task.", "inputSchema": {"type": "object"},
      "execution": {"taskSupport": "required"}},
     {"name": "maybe", "description": "As a task or not.", "inputSchema": {"type": "object"},
@@ -115,6 +116,8 @@ for line in sys.stdin:
             text(id, "changed")
         elif name == "cancelled":
             text(id, json.dumps(cancelled))
+        elif name == "huge":
+            text(id, "x" * (17 * 1024 * 1024))
         elif name == "env":
             value = {"env": dict(os.environ), "cwd": os.getcwd()}
             text(id, json.dumps(value), structured=value)
