@@ -695,14 +695,17 @@ impl Agent {
         {
             return Err(AgentError::Resume(format!("call `{}` is an external tool's: it needs an answer", call.id)));
         }
+        // Checked above, so a refused resume consumes nothing.
         let approved = resolutions.iter().filter_map(|r| match r {
-            Resolution::Approve { call_id, .. } => Some(call_id.as_str()),
+            Resolution::Approve { call_id, .. } if suspended.approvals.iter().any(|p| &p.call_id == call_id) => {
+                Some(call_id.as_str())
+            }
             _ => None,
         });
         self.claim(&suspended.id, approved).await?;
         let mut done: HashMap<String, ToolResultMessage> =
             suspended.done.into_iter().map(|r| (r.call_id.clone(), r)).collect();
-        // External tools: the host's answers.
+        // External tools: the host's answers (each checked present above).
         for call in &suspended.external {
             if let Some(Resolution::Answer { result, .. }) = by_id.get(call.id.as_str()) {
                 let outcome = match result {
@@ -711,11 +714,6 @@ impl Agent {
                 };
                 let result = ToolResult { id: call.id.clone(), name: call.name.clone(), outcome };
                 done.insert(call.id.clone(), ToolResultMessage::from(&result));
-            } else {
-                return Err(AgentError::Resume(format!(
-                    "call `{}` is an external tool's: it needs an answer",
-                    call.id
-                )));
             }
         }
         // Approvals: the pending calls again, through an engine whose approver
