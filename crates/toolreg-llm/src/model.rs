@@ -190,6 +190,12 @@ pub struct ModelResponse {
     /// JSON is kept with [`ToolArguments::Raw`](toolreg::ToolArguments::Raw)
     /// text, so executing it answers with an error the model can correct.
     pub tool_calls: Vec<ToolCall>,
+    /// The same calls exactly as the model sent them (ids, argument text
+    /// untouched), with real names: what [`to_message`](Self::to_message)
+    /// puts in the history, since the model must see its own calls again,
+    /// not toolreg's reading of them (strict mode's `null`s dropped, text
+    /// reformatted). Empty when a client gives none: `tool_calls` then.
+    pub sent_calls: Vec<ToolCall>,
     /// Tokens used.
     pub usage: Usage,
     /// Why the model stopped.
@@ -197,9 +203,11 @@ pub struct ModelResponse {
 }
 
 impl ModelResponse {
-    /// The assistant message to append to the conversation.
+    /// The assistant message to append to the conversation: the calls as
+    /// the model sent them ([`sent_calls`](Self::sent_calls)).
     pub fn to_message(&self) -> Message {
-        Message::assistant(self.text.clone(), self.tool_calls.clone())
+        let calls = if self.sent_calls.len() == self.tool_calls.len() { &self.sent_calls } else { &self.tool_calls };
+        Message::assistant(self.text.clone(), calls.clone())
     }
 }
 

@@ -235,6 +235,72 @@ async fn suspension_serialises_and_resumes_in_a_fresh_process() {
     assert!(matches!(missing, Err(AgentError::Resume(_))));
 }
 
+static ARCHIVED: AtomicUsize = AtomicUsize::new(0);
+
+/// Archive a path.
+#[tool(safety = "dangerous")]
+fn archive(path: String) -> String {
+    ARCHIVED.fetch_add(1, Ordering::SeqCst);
+    format!("archived {path}")
+}
+
+/// The approval for `archive` is bound to `archive`: a stored suspension
+/// edited to name another tool with the same arguments does not run it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_recorded_approval_is_bound_to_its_tool() {
+    let mut registry = registry();
+    registry.register(archive_tool::registration()).unwrap();
+    let model = ScriptedClient::new().then_call("a1", "archive", json!({"path": "/data"})).then_text("done");
+    let agent = Agent::builder(model, "m", &registry).build();
+    let Outcome::Suspended(suspended) = agent.run("archive it").await.unwrap() else { panic!("not suspended") };
+    let approval = suspended.approvals[0].approve();
+    let mut edited: Suspended = serde_json::from_value(serde_json::to_value(&suspended).unwrap()).unwrap();
+    edited.calls[0].name = "wipe".into();
+    let wiped = WIPED.load(Ordering::SeqCst);
+    let done = finished(agent.resume(edited, vec![approval], CancellationToken::new()).await.unwrap());
+    assert_eq!(WIPED.load(Ordering::SeqCst), wiped, "wipe never ran");
+    let results = tool_results(&done.transcript);
+    assert!(results[0].2 && results[0].1.contains("another tool"), "{results:?}");
+}
+
+/// A suspension resumes once: the same state resumed again (by the same
+/// agent, or by another sharing the claims namespace, or with its id
+/// edited) never runs the approved call a second time.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_suspension_resumes_once() {
+    let mut registry = registry();
+    registry.register(archive_tool::registration()).unwrap();
+    let store = toolreg_builtins::store::SqliteStore::in_memory().await.unwrap();
+    let claims = store.namespace("resumed-runs").unwrap();
+    let agent = |model: ScriptedClient| Agent::builder(model, "m", &registry).resume_claims(claims.clone()).build();
+    let first = agent(ScriptedClient::new().then_call("r1", "archive", json!({"path": "/x"})).then_text("done"));
+    let Outcome::Suspended(suspended) = first.run("archive it").await.unwrap() else { panic!("not suspended") };
+    let approval = suspended.approvals[0].approve();
+
+    // A resume refused for a missing decision consumes nothing.
+    assert!(matches!(
+        first.resume(suspended.clone(), vec![], CancellationToken::new()).await,
+        Err(AgentError::Resume(_))
+    ));
+
+    let before = ARCHIVED.load(Ordering::SeqCst);
+    finished(first.resume(suspended.clone(), vec![approval.clone()], CancellationToken::new()).await.unwrap());
+    assert_eq!(ARCHIVED.load(Ordering::SeqCst), before + 1);
+
+    let again = first.resume(suspended.clone(), vec![approval.clone()], CancellationToken::new()).await;
+    assert!(matches!(again, Err(AgentError::AlreadyResumed { .. })), "{again:?}");
+    // Another agent (another process, say) sharing the claims.
+    let other = agent(ScriptedClient::new().then_text("done"));
+    let again = other.resume(suspended.clone(), vec![approval.clone()], CancellationToken::new()).await;
+    assert!(matches!(again, Err(AgentError::AlreadyResumed { .. })), "{again:?}");
+    // The id edited: the approved call was consumed all the same.
+    let mut edited = suspended.clone();
+    edited.id = "fresh".into();
+    let again = other.resume(edited, vec![approval], CancellationToken::new()).await;
+    assert!(matches!(again, Err(AgentError::AlreadyResumed { .. })), "{again:?}");
+    assert_eq!(ARCHIVED.load(Ordering::SeqCst), before + 1, "the approved call ran once");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn external_tools_suspend_for_the_hosts_answer() {
     let model = ScriptedClient::new().then_call("e1", "add", json!({"a": 1, "b": 2})).then_text("the host said 99");

@@ -49,6 +49,14 @@ fn sse(events: &[Value]) -> ResponseTemplate {
     ResponseTemplate::new(200).insert_header("content-type", "text/event-stream").set_body_string(body)
 }
 
+/// An OpenAI Chat stream: the chunks, then `[DONE]`.
+fn chat_sse(events: &[Value]) -> ResponseTemplate {
+    let body: String = events.iter().map(|e| format!("data: {e}\n\n")).collect();
+    ResponseTemplate::new(200)
+        .insert_header("content-type", "text/event-stream")
+        .set_body_string(format!("{body}data: [DONE]\n\n"))
+}
+
 fn sse_named(events: &[(&str, Value)]) -> ResponseTemplate {
     let body: String = events.iter().map(|(n, e)| format!("event: {n}\ndata: {e}\n\n")).collect();
     ResponseTemplate::new(200).insert_header("content-type", "text/event-stream").set_body_string(body)
@@ -640,4 +648,106 @@ fn a_client_that_cannot_be_built_is_an_error() {
     assert!(matches!(AnthropicClient::new(config.clone()), Err(LlmError::Config(_))));
     assert!(matches!(GeminiClient::new(config.clone()), Err(LlmError::Config(_))));
     assert!(matches!(OpenAiResponsesClient::new(config), Err(LlmError::Config(_))));
+}
+
+// ---- Calls are read the same way, streamed or not --------------------------
+
+fn find_files() -> Arc<ToolDeclaration> {
+    Arc::new(
+        ToolDeclaration::builder("find_files")
+            .description("Find files.")
+            .optional_param("path", ParamType::String, "Where.")
+            .optional_param("limit", ParamType::Integer, "At most.")
+            .build(),
+    )
+}
+
+/// With a strict tool the model sends `null` for absent optionals; the tool
+/// gets them dropped, but the history repeats the call exactly as sent
+/// (id, name, argument text), streamed or not.
+#[tokio::test]
+async fn the_history_repeats_the_calls_exactly_as_the_model_sent_them() {
+    let text = r#"{"path": null,  "limit": null}"#;
+    let chunk = |delta: Value| json!({"choices": [{"index": 0, "delta": delta, "finish_reason": null}]});
+    let streamed = chat_sse(&[
+        chunk(json!({"tool_calls": [{"index": 0, "id": "call_7", "type": "function",
+            "function": {"name": "find_files", "arguments": ""}}]})),
+        chunk(json!({"tool_calls": [{"index": 0, "function": {"arguments": &text[..10]}}]})),
+        chunk(json!({"tool_calls": [{"index": 0, "function": {"arguments": &text[10..]}}]})),
+        json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
+    ]);
+    let whole =
+        ResponseTemplate::new(200).set_body_json(json!({"choices": [{"index": 0, "finish_reason": "tool_calls",
+        "message": {"role": "assistant", "content": null, "tool_calls": [{"id": "call_7", "type": "function",
+            "function": {"name": "find_files", "arguments": text}}]}}]}));
+    for (stream, answer) in [(true, streamed), (false, whole)] {
+        let server = MockServer::start().await;
+        Mock::given(path("/chat/completions")).respond_with(answer).mount(&server).await;
+        let client = OpenAiChatClient::new(config(&server).stream(stream)).unwrap();
+        let request = ModelRequest::new("model-x", vec![Message::user("Find.")]).tools(vec![find_files()]);
+        let answer = client.complete(&request, &|_| {}).await.unwrap();
+        assert_eq!(answer.tool_calls[0].arguments, ToolArguments::Json(json!({})), "the tool sees absent arguments");
+
+        let mut next = request.clone();
+        next.messages.push(answer.to_message());
+        client.complete(&next, &|_| {}).await.unwrap();
+        let body = last_body(&server).await;
+        let echoed = &body["messages"][1]["tool_calls"][0];
+        assert_eq!(echoed["id"], "call_7");
+        assert_eq!(echoed["function"]["name"], "find_files");
+        assert_eq!(echoed["function"]["arguments"], text, "stream: {stream}");
+    }
+}
+
+/// Two calls with one id, or a call to a tool the request did not declare,
+/// refuse the answer, whether streamed or not, in every client.
+#[tokio::test]
+async fn duplicate_ids_and_undeclared_tools_are_refused_streamed_or_not() {
+    let twice = |name: &str, id2: &str| {
+        let chat = json!({"choices": [{"index": 0, "delta": {"tool_calls": [
+            {"index": 0, "id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}},
+            {"index": 1, "id": id2, "type": "function", "function": {"name": name, "arguments": "{}"}}]},
+            "finish_reason": "tool_calls"}]});
+        let anthropic = vec![
+            ("message_start", json!({"type": "message_start", "message": {"usage": {"input_tokens": 1}}})),
+            (
+                "content_block_start",
+                json!({"type": "content_block_start", "index": 0,
+                "content_block": {"type": "tool_use", "id": "call_1", "name": "get_weather", "input": {}}}),
+            ),
+            (
+                "content_block_start",
+                json!({"type": "content_block_start", "index": 1,
+                "content_block": {"type": "tool_use", "id": id2, "name": name, "input": {}}}),
+            ),
+            ("message_delta", json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}})),
+            ("message_stop", json!({"type": "message_stop"})),
+        ];
+        let gemini = json!({"candidates": [{"content": {"role": "model", "parts": [
+            {"functionCall": {"id": "call_1", "name": "get_weather", "args": {}}},
+            {"functionCall": {"id": id2, "name": name, "args": {}}}]}, "finishReason": "STOP"}]});
+        (chat, anthropic, gemini)
+    };
+    for (name, id2, expect) in [("get_weather", "call_1", "share the id"), ("rm_rf", "call_2", "did not declare")] {
+        let (chat, anthropic, gemini) = twice(name, id2);
+        let server = MockServer::start().await;
+        Mock::given(path("/chat/completions")).respond_with(chat_sse(&[chat])).mount(&server).await;
+        Mock::given(path("/v1/messages")).respond_with(sse_named(&anthropic)).mount(&server).await;
+        Mock::given(path("/v1beta/models/model-x:streamGenerateContent"))
+            .respond_with(sse(&[gemini]))
+            .mount(&server)
+            .await;
+        let streaming = config(&server).stream(true);
+        let clients: Vec<Box<dyn LlmClient>> = vec![
+            Box::new(OpenAiChatClient::new(streaming.clone()).unwrap()),
+            Box::new(AnthropicClient::new(streaming.clone()).unwrap()),
+            Box::new(GeminiClient::new(streaming).unwrap()),
+        ];
+        for client in clients {
+            match client.complete(&request(), &|_| {}).await {
+                Err(LlmError::Protocol(message)) => assert!(message.contains(expect), "{}: {message}", client.name()),
+                other => panic!("{}: {other:?}", client.name()),
+            }
+        }
+    }
 }

@@ -12,7 +12,7 @@ use toolreg::provider::mistral::{Mistral, tool_call_id};
 use toolreg::provider::ollama::Ollama;
 use toolreg::provider::openai_chat::OpenAiChat;
 use toolreg::provider::openai_responses::OpenAiResponses;
-use toolreg::provider::{CallMapping, ProviderError, ToolRef, WireFormat};
+use toolreg::provider::{CallMapping, Provider, ProviderError, ToolRef, WireFormat};
 use toolreg::{ToolArguments, ToolCall, ToolExecutor, ToolResult, prompt};
 
 fn none() -> CallMapping {
@@ -38,7 +38,13 @@ fn openai_chat_round_trip() {
     assert_eq!(v[0]["function"]["strict"], true);
 
     let response = common::fixture("openai_chat_response.json");
-    let calls = OpenAiChat::new().parse_calls(&response, &tools.mapping).unwrap();
+    // `call_3` names a tool that was not declared: the response is refused,
+    // unless the caller answers unknown tools itself (here the engine does).
+    assert_eq!(
+        OpenAiChat::new().parse_calls(&response, &tools.mapping),
+        Err(ProviderError::UndeclaredTool { provider: Provider::OpenAiChat, tool: "delete_everything".into() })
+    );
+    let calls = OpenAiChat::new().parse_calls(&response, &tools.mapping.clone().accept_undeclared()).unwrap();
     assert_eq!(calls.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(), ["call_1", "call_2", "call_3"]);
     let results = run(calls);
     let messages = OpenAiChat::new().render_results(&results, &tools.mapping);
@@ -221,7 +227,8 @@ fn mcp_round_trip() {
     assert_eq!(tools.tools.as_array().unwrap().len(), registry.len());
     let requests = common::fixture("mcp_requests.json");
     let requests = requests.as_array().unwrap();
-    let calls: Vec<ToolCall> = requests.iter().flat_map(|r| mcp.parse_calls(r, &tools.mapping).unwrap()).collect();
+    let mapping = tools.mapping.clone().accept_undeclared();
+    let calls: Vec<ToolCall> = requests.iter().flat_map(|r| mcp.parse_calls(r, &mapping).unwrap()).collect();
     assert_eq!(calls[0].id, "1");
     assert_eq!(calls[1].id, "req-2");
     let results = run(calls);

@@ -15,7 +15,12 @@
 //!   [`Outcome::Suspended`]: a [`Suspended`] value that serialises with the
 //!   whole conversation and the pending calls, and resumes later, in any
 //!   process, with [`Agent::resume`]. A recorded approval binds exactly as a
-//!   live one does: same call id, same arguments hash. To suspend on
+//!   live one does: same call id, same tool, same arguments hash. A
+//!   suspension resumes once: its id and the ids of the calls it approves
+//!   are recorded as consumed (in memory, and in the context-store
+//!   namespace of [`AgentBuilder::resume_claims`] when there is one, so
+//!   across processes), and a second resume is
+//!   [`AgentError::AlreadyResumed`]. To suspend on
 //!   `ask_user` when no one is at a terminal, mark it external
 //!   ([`AgentBuilder::external`]) and resume with the user's answer.
 //!
@@ -61,6 +66,7 @@ use toolreg::{
     BoxFuture, Extensions, FunctionRegistry, RegistryError, ToolCall, ToolDeclaration, ToolEngine, ToolError,
     ToolOutput, ToolRegistration, ToolResult,
 };
+use toolreg_builtins::store::{Namespace, StoreError};
 use toolreg_builtins::user::FinalAnswer;
 use tracing::Instrument;
 
@@ -228,6 +234,13 @@ pub enum AgentError {
     /// A suspended run was resumed without what it waits for.
     #[error("cannot resume: {0}")]
     Resume(String),
+    /// This suspension (or a call it approves) was already resumed: a
+    /// suspension is resumable once, so an approved call never runs twice.
+    #[error("the suspended run was already resumed ({what}); a suspension resumes once")]
+    AlreadyResumed {
+        /// The suspension id or call id already consumed.
+        what: String,
+    },
 }
 
 impl AgentError {
@@ -239,7 +252,7 @@ impl AgentError {
             | AgentError::TimeLimit { transcript, .. }
             | AgentError::Cancelled { transcript }
             | AgentError::Model { transcript, .. } => Some(transcript),
-            AgentError::DepthLimit { .. } | AgentError::Resume(_) => None,
+            AgentError::DepthLimit { .. } | AgentError::Resume(_) | AgentError::AlreadyResumed { .. } => None,
         }
     }
 }
@@ -259,9 +272,13 @@ pub struct PendingApproval {
 }
 
 impl PendingApproval {
-    /// Approve this call, bound to its id and arguments hash.
+    /// Approve this call, bound to its id, its tool and its arguments hash.
     pub fn approve(&self) -> Resolution {
-        Resolution::Approve { call_id: self.call_id.clone(), arguments_hash: self.arguments_hash.clone() }
+        Resolution::Approve {
+            call_id: self.call_id.clone(),
+            tool: self.tool.clone(),
+            arguments_hash: self.arguments_hash.clone(),
+        }
     }
 
     /// Refuse this call, with a reason the model reads.
@@ -275,10 +292,12 @@ impl PendingApproval {
 #[serde(tag = "kind", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Resolution {
-    /// Run the call: valid only for these arguments.
+    /// Run the call: valid only for this tool and these arguments.
     Approve {
         /// The call.
         call_id: String,
+        /// The tool approved.
+        tool: String,
         /// The hash of the arguments approved.
         arguments_hash: String,
     },
@@ -313,10 +332,15 @@ impl Resolution {
     }
 }
 
-/// A run stopped to wait for the outside, ready to be stored and resumed.
+/// A run stopped to wait for the outside, ready to be stored and resumed
+/// (once: see [`Agent::resume`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Suspended {
+    /// This suspension's id, unique to it: what [`Agent::resume`] records
+    /// as consumed. (A stored suspension without one cannot be resumed.)
+    #[serde(default)]
+    pub id: String,
     /// The conversation, ending with the model's calls.
     pub transcript: Vec<Message>,
     /// The calls of the last turn, in order.
@@ -349,9 +373,19 @@ pub struct AgentBuilder {
     final_answer: Option<FinalAnswer>,
     max_tokens_per_request: Option<u32>,
     on_event: Option<OnAgentEvent>,
+    claims: Option<Namespace>,
 }
 
 impl AgentBuilder {
+    /// Record resumed suspensions in this context-store namespace, so each
+    /// resumes once across processes and restarts. Without one, each
+    /// resumes once per [`Agent`] (and its clones), in memory. Give it a
+    /// namespace of its own, which tools do not write.
+    pub fn resume_claims(mut self, namespace: Namespace) -> Self {
+        self.claims = Some(namespace);
+        self
+    }
+
     /// The system prompt.
     pub fn system(mut self, system: impl Into<String>) -> Self {
         self.system = Some(system.into());
@@ -439,6 +473,8 @@ impl AgentBuilder {
                 max_tokens_per_request: self.max_tokens_per_request,
                 on_event: self.on_event,
                 depth: 0,
+                claims: self.claims,
+                consumed: Mutex::default(),
             }),
         }
     }
@@ -466,6 +502,10 @@ struct Inner {
     max_tokens_per_request: Option<u32>,
     on_event: Option<OnAgentEvent>,
     depth: usize,
+    /// Where resumed suspensions are recorded across processes.
+    claims: Option<Namespace>,
+    /// The suspension and call ids this agent has resumed.
+    consumed: Mutex<HashSet<String>>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -548,6 +588,7 @@ impl Agent {
             final_answer: None,
             max_tokens_per_request: None,
             on_event: None,
+            claims: None,
         }
     }
 
@@ -611,6 +652,8 @@ impl Agent {
                 max_tokens_per_request: inner.max_tokens_per_request,
                 on_event: inner.on_event.clone(),
                 depth,
+                claims: None,
+                consumed: Mutex::default(),
             }),
         })
     }
@@ -629,7 +672,12 @@ impl Agent {
 
     /// Continue a suspended run with the host's decisions and answers: every
     /// pending call needs one. An approval runs its call only if the call's
-    /// id and arguments hash are the ones approved.
+    /// id, tool and arguments hash are the ones approved.
+    ///
+    /// A suspension resumes once: before anything runs, its id and the ids
+    /// of the calls it approves are recorded as consumed, and a suspension
+    /// (or an approved call) seen before is [`AgentError::AlreadyResumed`].
+    /// A resume refused for a missing decision consumes nothing.
     pub async fn resume(
         &self,
         suspended: Suspended,
@@ -642,9 +690,22 @@ impl Agent {
                 return Err(AgentError::Resume(format!("no decision or answer for call `{pending}`")));
             }
         }
+        if let Some(call) =
+            suspended.external.iter().find(|c| !matches!(by_id.get(c.id.as_str()), Some(Resolution::Answer { .. })))
+        {
+            return Err(AgentError::Resume(format!("call `{}` is an external tool's: it needs an answer", call.id)));
+        }
+        // Checked above, so a refused resume consumes nothing.
+        let approved = resolutions.iter().filter_map(|r| match r {
+            Resolution::Approve { call_id, .. } if suspended.approvals.iter().any(|p| &p.call_id == call_id) => {
+                Some(call_id.as_str())
+            }
+            _ => None,
+        });
+        self.claim(&suspended.id, approved).await?;
         let mut done: HashMap<String, ToolResultMessage> =
             suspended.done.into_iter().map(|r| (r.call_id.clone(), r)).collect();
-        // External tools: the host's answers.
+        // External tools: the host's answers (each checked present above).
         for call in &suspended.external {
             if let Some(Resolution::Answer { result, .. }) = by_id.get(call.id.as_str()) {
                 let outcome = match result {
@@ -653,11 +714,6 @@ impl Agent {
                 };
                 let result = ToolResult { id: call.id.clone(), name: call.name.clone(), outcome };
                 done.insert(call.id.clone(), ToolResultMessage::from(&result));
-            } else {
-                return Err(AgentError::Resume(format!(
-                    "call `{}` is an external tool's: it needs an answer",
-                    call.id
-                )));
             }
         }
         // Approvals: the pending calls again, through an engine whose approver
@@ -667,8 +723,8 @@ impl Agent {
                 resolutions
                     .iter()
                     .filter_map(|r| match r {
-                        Resolution::Approve { call_id, arguments_hash } => {
-                            Some((call_id.clone(), Ok(arguments_hash.clone())))
+                        Resolution::Approve { call_id, tool, arguments_hash } => {
+                            Some((call_id.clone(), Ok((tool.clone(), arguments_hash.clone()))))
                         }
                         Resolution::Deny { call_id, reason } => Some((call_id.clone(), Err(reason.clone()))),
                         Resolution::Answer { .. } => None,
@@ -700,6 +756,44 @@ impl Agent {
             return Ok(Outcome::Finished(self.finished(state, value_text(value))));
         }
         self.drive(state, cancel).await
+    }
+
+    /// Record the suspension `id` and the calls it approves as consumed,
+    /// or refuse if any was consumed before (fail closed: a store that
+    /// cannot record it refuses the resume).
+    async fn claim(&self, id: &str, approved: impl Iterator<Item = &str>) -> Result<(), AgentError> {
+        if id.is_empty() {
+            return Err(AgentError::Resume("the suspended run has no id, so it cannot be resumed safely".into()));
+        }
+        let mut keys = vec![claim_key("run", id)?];
+        for call in approved {
+            keys.push(claim_key("call", call)?);
+        }
+        {
+            let mut consumed = self.inner.consumed.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(key) = keys.iter().find(|k| consumed.contains(*k)) {
+                return Err(AgentError::AlreadyResumed { what: key.clone() });
+            }
+            consumed.extend(keys.iter().cloned());
+        }
+        if let Some(claims) = &self.inner.claims {
+            let failed = |e: StoreError| AgentError::Resume(format!("cannot record the resumption: {e}"));
+            // The store has no compare-and-set: a key read as absent is then
+            // written. Within a process the in-memory set above is the
+            // atomic guard; across processes a resume recorded before
+            // another starts refuses it.
+            for key in &keys {
+                match claims.get(key).await {
+                    Ok(_) => return Err(AgentError::AlreadyResumed { what: key.clone() }),
+                    Err(StoreError::NotFound { .. }) => {}
+                    Err(e) => return Err(failed(e)),
+                }
+            }
+            for key in &keys {
+                claims.set(key, &Value::Bool(true)).await.map_err(failed)?;
+            }
+        }
+        Ok(())
     }
 
     fn emit(&self, event: &AgentEvent) {
@@ -841,6 +935,7 @@ impl Agent {
                     self.emit(&AgentEvent::ApprovalNeeded(pending.clone()));
                 }
                 return Ok(Outcome::Suspended(Suspended {
+                    id: suspension_id(),
                     transcript: state.messages,
                     calls: response.tool_calls,
                     done,
@@ -878,6 +973,26 @@ fn extensions(run: &RunState) -> Extensions {
     let mut extensions = Extensions::default();
     extensions.insert(run.clone());
     extensions
+}
+
+/// A new suspension's id: the clock, the process and a counter, so no two
+/// suspensions share one.
+fn suspension_id() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    format!("s{nanos:x}-{:x}-{:x}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed))
+}
+
+/// The store key recording that `id` (a suspension's or a call's) was
+/// resumed: hex, since ids may hold any character.
+fn claim_key(kind: &str, id: &str) -> Result<String, AgentError> {
+    let hex: String = id.bytes().map(|b| format!("{b:02x}")).collect();
+    let key = format!("resumed/{kind}/{hex}");
+    if key.len() > toolreg_builtins::store::MAX_KEY_LEN {
+        return Err(AgentError::Resume(format!("the {kind} id is too long to record ({} bytes)", id.len())));
+    }
+    Ok(key)
 }
 
 fn value_text(value: &Value) -> String {
@@ -918,17 +1033,23 @@ impl Approver for Suspending {
 }
 
 /// Decisions recorded while the run was suspended, each bound to a call id
-/// and (for approvals) an arguments hash, and usable once.
+/// and (for approvals) a tool and an arguments hash, and usable once.
 struct Recorded {
-    decisions: Mutex<HashMap<String, Result<String, String>>>,
+    decisions: Mutex<HashMap<String, RecordedDecision>>,
 }
+
+/// An approval's (tool, arguments hash), or a denial's reason.
+type RecordedDecision = Result<(String, String), String>;
 
 impl Approver for Recorded {
     fn decide(&self, request: ApprovalRequest) -> BoxFuture<'_, EngineDecision> {
         let id = request.call_id().unwrap_or_default();
         let decision = self.decisions.lock().unwrap_or_else(PoisonError::into_inner).remove(id);
         let decision = match decision {
-            Some(Ok(hash)) if hash == request.arguments_hash().to_string() => request.approve(),
+            Some(Ok((tool, _))) if tool != request.tool() => {
+                request.deny("the approval was given for another tool; this call was not approved")
+            }
+            Some(Ok((_, hash))) if hash == request.arguments_hash().to_string() => request.approve(),
             Some(Ok(_)) => request.deny("the approval was given for other arguments; this call was not approved"),
             Some(Err(reason)) => request.deny(reason),
             None => request.deny("no approval was recorded for this call"),

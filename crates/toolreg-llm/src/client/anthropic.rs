@@ -1,11 +1,10 @@
 //! Anthropic Messages.
 
 use serde_json::{Value, json};
+use toolreg::provider::CallMapping;
 use toolreg::provider::anthropic::Anthropic;
-use toolreg::provider::{CallMapping, WireFormat};
-use toolreg::{ToolArguments, ToolCall};
 
-use super::openai_chat::{choice, declare, finish_reason};
+use super::openai_chat::{choice, declare, finish_reason, read_calls};
 use super::{ClientConfig, Http, arguments_value, sse};
 use crate::model::{LlmError, Message, ModelRequest, ModelResponse, OnEvent, StreamEvent, Usage};
 
@@ -98,12 +97,11 @@ impl AnthropicClient {
                     blocks.iter().filter(|b| b["type"] == "text").filter_map(|b| b["text"].as_str()).collect()
                 })
                 .unwrap_or_default();
-            let tool_calls =
-                format.parse_calls(&answer, &declared.mapping).map_err(|e| LlmError::Protocol(e.to_string()))?;
+            let read = read_calls(&format, &answer, &declared.mapping)?;
             let n = |p: &str| answer.pointer(p).and_then(Value::as_u64).unwrap_or(0);
             let usage = Usage { input_tokens: n("/usage/input_tokens"), output_tokens: n("/usage/output_tokens") };
             let finish = finish_reason(answer.get("stop_reason").and_then(Value::as_str));
-            return Ok(ModelResponse { text, tool_calls, usage, finish });
+            return Ok(ModelResponse { text, tool_calls: read.calls, sent_calls: read.sent, usage, finish });
         }
 
         body["stream"] = true.into();
@@ -171,22 +169,30 @@ impl AnthropicClient {
             Ok(false)
         };
         self.http.post(&url, &headers, &body, on_event, Some(&mut on_sse)).await?;
-        let mut tool_calls = Vec::new();
-        for (id, name, input) in blocks.into_iter().flatten() {
-            let real = declared.mapping.real_name(&name).to_owned();
-            let arguments = if input.trim().is_empty() {
-                ToolArguments::Json(json!({}))
-            } else {
-                match serde_json::from_str::<Value>(&input) {
-                    Ok(value) => ToolArguments::Json(value),
-                    Err(_) => ToolArguments::Raw(input),
-                }
-            };
-            let call = ToolCall::new(id, real, arguments);
-            on_event(StreamEvent::ToolCall(call.clone()));
-            tool_calls.push(call);
-        }
-        Ok(ModelResponse { text, tool_calls, usage, finish: finish_reason(stop.as_deref()) })
+        // The streamed blocks as the whole answer would have held them, read
+        // by the format like one: the same checks either way.
+        let content: Vec<Value> = blocks
+            .into_iter()
+            .flatten()
+            .map(|(id, name, input)| {
+                let input = if input.trim().is_empty() {
+                    json!({})
+                } else {
+                    // Text that is not JSON stays text, for execution to report.
+                    serde_json::from_str::<Value>(&input).unwrap_or(Value::String(input))
+                };
+                json!({"type": "tool_use", "id": id, "name": name, "input": input})
+            })
+            .collect();
+        let read = read_calls(&format, &json!({ "content": content }), &declared.mapping)?;
+        super::announce(&read.calls, on_event);
+        Ok(ModelResponse {
+            text,
+            tool_calls: read.calls,
+            sent_calls: read.sent,
+            usage,
+            finish: finish_reason(stop.as_deref()),
+        })
     }
 }
 

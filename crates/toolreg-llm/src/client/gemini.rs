@@ -1,10 +1,10 @@
 //! Gemini `generateContent`.
 
 use serde_json::{Value, json};
+use toolreg::provider::CallMapping;
 use toolreg::provider::gemini::Gemini;
-use toolreg::provider::{CallMapping, WireFormat};
 
-use super::openai_chat::{choice, declare, finish_reason};
+use super::openai_chat::{choice, declare, finish_reason, read_calls};
 use super::{ClientConfig, Http, arguments_value, sse};
 use crate::model::{LlmError, Message, ModelRequest, ModelResponse, OnEvent, StreamEvent, Usage};
 
@@ -131,12 +131,12 @@ impl GeminiClient {
         if !self.http.config.stream {
             let url = super::versioned_url(base, API_VERSION, &format!("models/{}:generateContent", request.model));
             let answer = self.http.post(&url, &headers, &body, on_event, None).await?;
-            let tool_calls =
-                format.parse_calls(&answer, &declared.mapping).map_err(|e| LlmError::Protocol(e.to_string()))?;
+            let read = read_calls(&format, &answer, &declared.mapping)?;
             let finish = finish_reason(answer.pointer("/candidates/0/finishReason").and_then(Value::as_str));
             return Ok(ModelResponse {
                 text: text_of(&answer),
-                tool_calls,
+                tool_calls: read.calls,
+                sent_calls: read.sent,
                 usage: usage(&answer).unwrap_or_default(),
                 finish,
             });
@@ -176,10 +176,15 @@ impl GeminiClient {
         };
         self.http.post(&url, &headers, &body, on_event, Some(&mut on_sse)).await?;
         let synthetic = json!({"candidates": [{"content": {"role": "model", "parts": call_parts}}]});
-        let tool_calls =
-            format.parse_calls(&synthetic, &declared.mapping).map_err(|e| LlmError::Protocol(e.to_string()))?;
-        super::announce(&tool_calls, on_event);
-        Ok(ModelResponse { text, tool_calls, usage: used, finish: finish_reason(finish.as_deref()) })
+        let read = read_calls(&format, &synthetic, &declared.mapping)?;
+        super::announce(&read.calls, on_event);
+        Ok(ModelResponse {
+            text,
+            tool_calls: read.calls,
+            sent_calls: read.sent,
+            usage: used,
+            finish: finish_reason(finish.as_deref()),
+        })
     }
 }
 

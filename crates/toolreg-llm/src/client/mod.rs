@@ -324,6 +324,7 @@ pub fn from_env(kind: ProviderKind) -> Result<Box<dyn crate::LlmClient>, LlmErro
 /// with a version segment, so `https://api.anthropic.com` and
 /// `https://api.anthropic.com/v1` both reach `…/v1/messages`.
 pub(crate) fn versioned_url(base: &str, version: &str, path: &str) -> String {
+    let base = base.trim_end_matches('/');
     let last = base.rsplit('/').next().unwrap_or_default();
     let is_version = last.strip_prefix('v').is_some_and(|rest| {
         let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
@@ -680,5 +681,27 @@ pub(crate) fn arguments_value(arguments: &toolreg::ToolArguments) -> Value {
         toolreg::ToolArguments::Raw(text) => {
             serde_json::from_str(text).unwrap_or_else(|_| Value::Object(Default::default()))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::versioned_url;
+
+    #[test]
+    fn a_version_segment_is_added_once() {
+        let url = |base| versioned_url(base, "v1", "messages");
+        assert_eq!(url("https://api.anthropic.com"), "https://api.anthropic.com/v1/messages");
+        assert_eq!(url("https://api.anthropic.com/"), "https://api.anthropic.com/v1/messages");
+        assert_eq!(url("https://api.anthropic.com/v1"), "https://api.anthropic.com/v1/messages");
+        assert_eq!(url("http://proxy:8080/anthropic"), "http://proxy:8080/anthropic/v1/messages");
+        let gemini = |base| versioned_url(base, "v1beta", "models/m:generateContent");
+        assert_eq!(
+            gemini("https://generativelanguage.googleapis.com"),
+            "https://generativelanguage.googleapis.com/v1beta/models/m:generateContent"
+        );
+        assert_eq!(gemini("http://localhost:9/v1beta"), "http://localhost:9/v1beta/models/m:generateContent");
+        assert_eq!(gemini("http://localhost:9/v1"), "http://localhost:9/v1/models/m:generateContent");
+        assert_eq!(gemini("http://localhost:9/v1alpha"), "http://localhost:9/v1alpha/models/m:generateContent");
     }
 }

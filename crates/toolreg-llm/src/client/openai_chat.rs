@@ -2,7 +2,7 @@
 
 use serde_json::{Map, Value, json};
 use toolreg::provider::openai_chat::OpenAiChat;
-use toolreg::provider::{CallMapping, Declarations, ToolChoice, ToolRef, WireFormat};
+use toolreg::provider::{CallMapping, Declarations, ReadCalls, ToolChoice, ToolRef, WireFormat};
 
 use super::{ClientConfig, Http, arguments_text, sse};
 use crate::model::{FinishReason, LlmError, Message, ModelRequest, ModelResponse, OnEvent, StreamEvent, Usage};
@@ -86,6 +86,17 @@ fn messages(request: &ModelRequest, mapping: &CallMapping) -> Vec<Value> {
     out
 }
 
+/// The calls of an answer (a whole one, or one assembled from a stream:
+/// both go through the same checks), a refused answer being
+/// [`LlmError::Protocol`].
+pub(crate) fn read_calls(
+    format: &dyn WireFormat,
+    answer: &Value,
+    mapping: &CallMapping,
+) -> Result<ReadCalls, LlmError> {
+    format.read_calls(answer, mapping).map_err(|e| LlmError::Protocol(e.to_string()))
+}
+
 pub(crate) fn finish_reason(reason: Option<&str>) -> FinishReason {
     match reason {
         None | Some("stop") | Some("end_turn") | Some("STOP") => FinishReason::Stop,
@@ -127,10 +138,15 @@ impl OpenAiChatClient {
                 .pointer("/choices/0/message")
                 .ok_or_else(|| LlmError::Protocol("the answer has no `choices[0].message`".into()))?;
             let text = message.get("content").and_then(Value::as_str).unwrap_or_default().to_owned();
-            let tool_calls =
-                format.parse_calls(&answer, &declared.mapping).map_err(|e| LlmError::Protocol(e.to_string()))?;
+            let read = read_calls(&format, &answer, &declared.mapping)?;
             let finish = finish_reason(answer.pointer("/choices/0/finish_reason").and_then(Value::as_str));
-            return Ok(ModelResponse { text, tool_calls, usage: usage(&answer), finish });
+            return Ok(ModelResponse {
+                text,
+                tool_calls: read.calls,
+                sent_calls: read.sent,
+                usage: usage(&answer),
+                finish,
+            });
         }
 
         body["stream"] = true.into();
@@ -195,10 +211,15 @@ impl OpenAiChatClient {
             )
             .collect();
         let synthetic = json!({"choices": [{"message": {"role": "assistant", "tool_calls": assembled}}]});
-        let tool_calls =
-            format.parse_calls(&synthetic, &declared.mapping).map_err(|e| LlmError::Protocol(e.to_string()))?;
-        super::announce(&tool_calls, on_event);
-        Ok(ModelResponse { text, tool_calls, usage: used, finish: finish_reason(finish.as_deref()) })
+        let read = read_calls(&format, &synthetic, &declared.mapping)?;
+        super::announce(&read.calls, on_event);
+        Ok(ModelResponse {
+            text,
+            tool_calls: read.calls,
+            sent_calls: read.sent,
+            usage: used,
+            finish: finish_reason(finish.as_deref()),
+        })
     }
 }
 

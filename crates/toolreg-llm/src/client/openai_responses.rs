@@ -1,8 +1,8 @@
 //! OpenAI Responses.
 
 use serde_json::{Value, json};
+use toolreg::provider::CallMapping;
 use toolreg::provider::openai_responses::OpenAiResponses;
-use toolreg::provider::{CallMapping, WireFormat};
 
 use super::openai_chat::{choice, declare};
 use super::{ClientConfig, Http, arguments_text, sse};
@@ -63,7 +63,8 @@ fn read(answer: &Value, format: &OpenAiResponses, mapping: &CallMapping) -> Resu
             }
         }
     }
-    let tool_calls = format.parse_calls(answer, mapping).map_err(|e| LlmError::Protocol(e.to_string()))?;
+    let read = super::openai_chat::read_calls(format, answer, mapping)?;
+    let tool_calls = read.calls;
     let n = |p: &str| answer.pointer(p).and_then(Value::as_u64).unwrap_or(0);
     let usage = Usage { input_tokens: n("/usage/input_tokens"), output_tokens: n("/usage/output_tokens") };
     let finish = if !tool_calls.is_empty() {
@@ -76,7 +77,7 @@ fn read(answer: &Value, format: &OpenAiResponses, mapping: &CallMapping) -> Resu
             None => FinishReason::Stop,
         }
     };
-    Ok(ModelResponse { text, tool_calls, usage, finish })
+    Ok(ModelResponse { text, tool_calls, sent_calls: read.sent, usage, finish })
 }
 
 impl OpenAiResponsesClient {

@@ -302,6 +302,25 @@ pub enum ProviderError {
         /// What it cannot say.
         reason: String,
     },
+    /// Two calls of one response carry the same id, so their results could
+    /// not be told apart. The response is refused whole.
+    #[error("{provider}: two tool calls in one response share the id `{id}`")]
+    DuplicateCallId {
+        /// The provider.
+        provider: Provider,
+        /// The id given twice.
+        id: String,
+    },
+    /// The model called a tool the request did not declare (one left out
+    /// as [`ToolStatus::Refused`], or a name it made up). The response is
+    /// refused whole: the tool was never offered, so it never runs.
+    #[error("{provider}: the model called `{tool}`, which the request did not declare")]
+    UndeclaredTool {
+        /// The provider.
+        provider: Provider,
+        /// The name as the model wrote it.
+        tool: String,
+    },
     /// The JSON is not a response (or message) of this provider.
     #[error("not a {provider} response: {reason}")]
     InvalidResponse {
@@ -473,10 +492,60 @@ pub trait WireFormat: sealed::Format + fmt::Debug + Send + Sync {
     /// The tool calls of a provider response (or message, or part list),
     /// mapped back to the real tools with [`CallMapping::apply`]. A call
     /// without an id gets a stable generated one.
+    ///
+    /// A response is refused whole when two of its calls share an id
+    /// ([`ProviderError::DuplicateCallId`]: their results could not be told
+    /// apart), or, with the mapping of a [`declare`](WireFormat::declare), when
+    /// it calls a tool that declaration did not send
+    /// ([`ProviderError::UndeclaredTool`]). A default [`CallMapping`] accepts
+    /// any name.
     fn parse_calls(&self, response: &Value, mapping: &CallMapping) -> Result<Vec<ToolCall>, ProviderError> {
-        let mut calls = self.calls_in(response, mapping)?;
+        Ok(self.read_calls(response, mapping)?.calls)
+    }
+
+    /// [`parse_calls`](WireFormat::parse_calls), and the calls as the model
+    /// sent them ([`ReadCalls::sent`]): what the conversation's history
+    /// must repeat, whatever toolreg does to the arguments on their way to
+    /// the tool.
+    ///
+    /// ```
+    /// use toolreg::provider::{ToolRef, WireFormat, openai_chat::OpenAiChat};
+    /// use toolreg::{ParamType, ToolArguments, ToolDeclaration};
+    /// use serde_json::json;
+    ///
+    /// let decl = ToolDeclaration::builder("find").optional_param("limit", ParamType::Integer, "At most").build();
+    /// let format = OpenAiChat::new();
+    /// let declared = format.declare(&[ToolRef::from(&decl)])?;
+    /// // Strict mode made `limit` nullable; the model sends `null` for "absent".
+    /// let text = r#"{"limit": null}"#;
+    /// let response = json!([{"id": "c1", "type": "function", "function": {"name": "find", "arguments": text}}]);
+    /// let read = format.read_calls(&response, &declared.mapping)?;
+    /// assert_eq!(read.calls[0].arguments, ToolArguments::Json(json!({})));  // to the tool: absent
+    /// assert_eq!(read.sent[0].arguments, ToolArguments::Raw(text.into()));  // to the history: verbatim
+    /// # Ok::<(), toolreg::provider::ProviderError>(())
+    /// ```
+    fn read_calls(&self, response: &Value, mapping: &CallMapping) -> Result<ReadCalls, ProviderError> {
+        let provider = self.provider();
+        let mut sent = self.calls_in(response, mapping)?;
+        let mut ids = HashSet::with_capacity(sent.len());
+        for call in &sent {
+            if !ids.insert(call.id.as_str()) {
+                return Err(ProviderError::DuplicateCallId { provider, id: call.id.clone() });
+            }
+            if let Some(declared) = &mapping.declared
+                && !declared.contains(&call.name)
+            {
+                return Err(ProviderError::UndeclaredTool { provider, tool: call.name.clone() });
+            }
+        }
+        let mut calls = sent.clone();
         mapping.apply(&mut calls);
-        Ok(calls)
+        for call in &mut sent {
+            if let Some(real) = mapping.real.get(&call.name) {
+                call.name.clone_from(real);
+            }
+        }
+        Ok(ReadCalls { calls, sent })
     }
 
     /// What to append to the conversation to answer a batch of calls: one
@@ -505,6 +574,19 @@ pub(crate) mod sealed {
     }
 }
 
+/// The calls of one response, read by [`WireFormat::read_calls`].
+#[derive(Debug, Clone, PartialEq, Default)]
+#[non_exhaustive]
+pub struct ReadCalls {
+    /// The calls to execute: real names, arguments mapped back
+    /// ([`CallMapping::apply`]).
+    pub calls: Vec<ToolCall>,
+    /// The same calls as the model sent them — same ids, argument text or
+    /// object untouched — with real names (a request respells them): what
+    /// the history repeats to the model.
+    pub sent: Vec<ToolCall>,
+}
+
 /// How to get the model's calls back to the real tools: provider spellings
 /// of names, for strict tools the optional arguments strict mode made
 /// nullable (a `null` there means "absent"), and the call ids toolreg made
@@ -515,6 +597,9 @@ pub struct CallMapping {
     spelled: HashMap<String, String>,
     nullable: HashMap<String, Arc<ToolDeclaration>>,
     generated: Arc<Mutex<HashSet<String>>>,
+    /// The names (as the provider spells them) a declaration sent; `None`
+    /// for a mapping not made by one, which accepts any name.
+    declared: Option<HashSet<String>>,
 }
 
 impl CallMapping {
@@ -538,6 +623,15 @@ impl CallMapping {
     /// [`WireFormat::parse_calls`] with this mapping (and its clones).
     pub fn is_generated_id(&self, id: &str) -> bool {
         self.generated.lock().unwrap_or_else(PoisonError::into_inner).contains(id)
+    }
+
+    /// Accept calls to any name, declared or not: for a caller that answers
+    /// a call to an unknown tool itself (the engine's unknown-tool error
+    /// result), and knows the tools it did not declare cannot be reached.
+    #[must_use]
+    pub fn accept_undeclared(mut self) -> Self {
+        self.declared = None;
+        self
     }
 
     pub(crate) fn note_generated_id(&self, id: &str) {
@@ -867,7 +961,9 @@ impl<'a> Preparation<'a> {
 
     /// The declarations, with the provider's `tools` value.
     pub(crate) fn finish(self, tools: Value) -> Declarations {
-        Declarations { tools, mapping: self.mapping, report: self.report }
+        let mut mapping = self.mapping;
+        mapping.declared = Some(self.tools.iter().map(|p| p.name.clone().into_owned()).collect());
+        Declarations { tools, mapping, report: self.report }
     }
 }
 
@@ -1010,5 +1106,82 @@ mod tests {
         assert!(std::ptr::eq(a.as_ref(), b.as_ref()), "one cached strict schema for both OpenAI formats");
         // A bare declaration is lowered on the spot.
         assert!(matches!(ToolRef::from(&decl).lowered(Lowering::Gemini).unwrap(), Cow::Owned(_)));
+    }
+
+    /// A response in each format with calls `(id, name)`.
+    fn responses(calls: &[(&str, &str)]) -> Vec<(Provider, Value)> {
+        let chat: Vec<Value> = calls
+            .iter()
+            .map(|(id, n)| json!({"id": id, "type": "function", "function": {"name": n, "arguments": "{}"}}))
+            .collect();
+        let message = json!({"choices": [{"message": {"role": "assistant", "tool_calls": chat}}]});
+        let items: Vec<Value> = calls
+            .iter()
+            .map(|(id, n)| json!({"type": "function_call", "call_id": id, "name": n, "arguments": "{}"}))
+            .collect();
+        let blocks: Vec<Value> =
+            calls.iter().map(|(id, n)| json!({"type": "tool_use", "id": id, "name": n, "input": {}})).collect();
+        let parts: Vec<Value> =
+            calls.iter().map(|(id, n)| json!({"functionCall": {"id": id, "name": n, "args": {}}})).collect();
+        let uses: Vec<Value> =
+            calls.iter().map(|(id, n)| json!({"toolUse": {"toolUseId": id, "name": n, "input": {}}})).collect();
+        vec![
+            (Provider::OpenAiChat, message.clone()),
+            (Provider::Mistral, message),
+            (Provider::OpenAiResponses, json!({"output": items})),
+            (Provider::Anthropic, json!({"content": blocks})),
+            (Provider::Gemini, json!({"candidates": [{"content": {"role": "model", "parts": parts}}]})),
+            (Provider::Bedrock, json!({"output": {"message": {"role": "assistant", "content": uses}}})),
+        ]
+    }
+
+    #[test]
+    fn duplicate_call_ids_refuse_the_response_in_every_format() {
+        let decl = ToolDeclaration::new("t", "", json!({"type": "object", "properties": {}}));
+        for (provider, response) in responses(&[("call_1", "t"), ("call_1", "t")]) {
+            let format = provider.wire_format();
+            let declared = format.declare(&[ToolRef::from(&decl)]).unwrap();
+            for mapping in [&declared.mapping, &CallMapping::default()] {
+                let read = format.parse_calls(&response, mapping);
+                // Mistral respells ids to its 9 characters: the id it sent.
+                let id = if provider == Provider::Mistral { mistral::tool_call_id("call_1") } else { "call_1".into() };
+                assert_eq!(read, Err(ProviderError::DuplicateCallId { provider, id }), "{provider}");
+            }
+        }
+        // Distinct ids are fine.
+        for (provider, response) in responses(&[("call_1", "t"), ("call_2", "t")]) {
+            assert_eq!(provider.wire_format().parse_calls(&response, &CallMapping::default()).unwrap().len(), 2);
+        }
+    }
+
+    #[test]
+    fn calls_to_tools_the_request_did_not_declare_are_refused_in_every_format() {
+        let decl = ToolDeclaration::new("t", "", json!({"type": "object", "properties": {}}));
+        for (provider, response) in responses(&[("call_1", "t"), ("call_2", "delete_everything")]) {
+            let format = provider.wire_format();
+            let declared = format.declare(&[ToolRef::from(&decl)]).unwrap();
+            assert_eq!(
+                format.parse_calls(&response, &declared.mapping),
+                Err(ProviderError::UndeclaredTool { provider, tool: "delete_everything".into() }),
+                "{provider}"
+            );
+        }
+        // A tool Gemini cannot take (a recursive schema) is left out by
+        // `declare_partial`, and a call to it is refused.
+        let recursive = ToolDeclaration::new(
+            "tree",
+            "",
+            json!({"type": "object", "properties": {"node": {"$ref": "#/$defs/Node"}},
+                   "$defs": {"Node": {"type": "object", "properties": {"kids": {"type": "array", "items": {"$ref": "#/$defs/Node"}}}}}}),
+        );
+        let gemini = Provider::Gemini.wire_format();
+        let declared = gemini.declare_partial(&[ToolRef::from(&decl), ToolRef::from(&recursive)]);
+        assert_eq!(declared.refused().count(), 1);
+        let response = json!({"candidates": [{"content": {"role": "model", "parts": [
+            {"functionCall": {"name": "tree", "args": {}}}]}}]});
+        assert_eq!(
+            gemini.parse_calls(&response, &declared.mapping),
+            Err(ProviderError::UndeclaredTool { provider: Provider::Gemini, tool: "tree".into() })
+        );
     }
 }
