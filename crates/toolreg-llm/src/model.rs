@@ -196,6 +196,11 @@ pub struct ModelResponse {
     /// not toolreg's reading of them (strict mode's `null`s dropped, text
     /// reformatted). Empty when a client gives none: `tool_calls` then.
     pub sent_calls: Vec<ToolCall>,
+    /// The answers to calls of tools the request did not declare (a tool
+    /// the provider's format left out, or a name the model made up). They
+    /// are not in `tool_calls` and must not run; the agent sends these
+    /// answers back so the model can pick a tool it was offered.
+    pub refused: Vec<ToolResult>,
     /// Tokens used.
     pub usage: Usage,
     /// Why the model stopped.
@@ -206,7 +211,7 @@ impl ModelResponse {
     /// The assistant message to append to the conversation: the calls as
     /// the model sent them ([`sent_calls`](Self::sent_calls)).
     pub fn to_message(&self) -> Message {
-        let calls = if self.sent_calls.len() == self.tool_calls.len() { &self.sent_calls } else { &self.tool_calls };
+        let calls = if self.sent_calls.is_empty() { &self.tool_calls } else { &self.sent_calls };
         Message::assistant(self.text.clone(), calls.clone())
     }
 }

@@ -427,3 +427,43 @@ async fn an_agent_layers_its_own_functions_over_a_shared_registry() {
     assert!(model.requests()[0].tools.iter().any(|t| t.name == "my_notes"));
     assert!(!shared.contains("my_notes"), "the shared registry is unchanged");
 }
+
+/// A call to a tool the request did not declare is answered, never run,
+/// and the run goes on: the model reads which tools it has.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_call_to_an_undeclared_tool_is_answered_and_the_run_goes_on() {
+    let before = WIPED.load(Ordering::SeqCst);
+    let mut refused_step = calls_response(vec![ToolCall::new("c1", "add", json!({"a": 1, "b": 1}))]);
+    refused_step.sent_calls =
+        vec![ToolCall::new("c1", "add", json!({"a": 1, "b": 1})), ToolCall::new("c2", "wipe", json!({"path": "/"}))];
+    refused_step.refused = vec![toolreg::ToolResult {
+        id: "c2".into(),
+        name: "wipe".into(),
+        outcome: Err(toolreg::ToolError::NotOffered { available: vec!["add".into()] }),
+    }];
+    let model = ScriptedClient::new().then(Ok(refused_step)).then_text("done");
+    let agent = Agent::builder(model.clone(), "m", &registry()).build();
+    let done = finished(agent.run("go").await.unwrap());
+    assert_eq!(done.answer, "done");
+    assert_eq!(WIPED.load(Ordering::SeqCst), before, "the undeclared call ran");
+    let results = tool_results(&model.requests()[1].messages);
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert!(results.iter().any(|(id, text, error)| id == "c1" && text == "2.0" && !error), "{results:?}");
+    assert!(
+        results.iter().any(|(id, text, error)| id == "c2" && text.contains("not available") && *error),
+        "{results:?}"
+    );
+
+    // Only undeclared calls: the run still goes on.
+    let mut only_refused = calls_response(vec![]);
+    only_refused.sent_calls = vec![ToolCall::new("c9", "ghost", json!({}))];
+    only_refused.refused = vec![toolreg::ToolResult {
+        id: "c9".into(),
+        name: "ghost".into(),
+        outcome: Err(toolreg::ToolError::NotOffered { available: vec!["add".into()] }),
+    }];
+    let model = ScriptedClient::new().then(Ok(only_refused)).then_text("ok");
+    let agent = Agent::builder(model.clone(), "m", &registry()).build();
+    assert_eq!(finished(agent.run("go").await.unwrap()).answer, "ok");
+    assert_eq!(model.requests().len(), 2);
+}

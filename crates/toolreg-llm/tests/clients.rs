@@ -699,8 +699,8 @@ async fn the_history_repeats_the_calls_exactly_as_the_model_sent_them() {
     }
 }
 
-/// Two calls with one id, or a call to a tool the request did not declare,
-/// refuse the answer, whether streamed or not, in every client.
+/// Two calls with one id refuse the answer; a call to a tool the request
+/// did not declare is answered, never run; streamed or not, in every client.
 #[tokio::test]
 async fn duplicate_ids_and_undeclared_tools_are_refused_streamed_or_not() {
     let twice = |name: &str, id2: &str| {
@@ -745,7 +745,19 @@ async fn duplicate_ids_and_undeclared_tools_are_refused_streamed_or_not() {
         ];
         for client in clients {
             match client.complete(&request(), &|_| {}).await {
-                Err(LlmError::Protocol(message)) => assert!(message.contains(expect), "{}: {message}", client.name()),
+                Err(LlmError::Protocol(message)) if id2 == "call_1" => {
+                    assert!(message.contains(expect), "{}: {message}", client.name());
+                }
+                Ok(response) if id2 == "call_2" => {
+                    let names: Vec<&str> = response.tool_calls.iter().map(|c| c.name.as_str()).collect();
+                    assert_eq!(names, ["get_weather"], "{}", client.name());
+                    assert_eq!(response.sent_calls.len(), 2, "{}", client.name());
+                    assert_eq!(response.refused.len(), 1, "{}", client.name());
+                    let refused = &response.refused[0];
+                    assert_eq!((refused.id.as_str(), refused.name.as_str()), ("call_2", "rm_rf"));
+                    assert!(refused.text().contains("not available"), "{}: {}", client.name(), refused.text());
+                    let _ = expect;
+                }
                 other => panic!("{}: {other:?}", client.name()),
             }
         }

@@ -750,7 +750,12 @@ impl Agent {
                 done.insert(result.id.clone(), message);
             }
         }
-        let results: Vec<ToolResultMessage> = suspended.calls.iter().filter_map(|c| done.remove(&c.id)).collect();
+        let mut results: Vec<ToolResultMessage> = suspended.calls.iter().filter_map(|c| done.remove(&c.id)).collect();
+        // What is left answers calls that never ran (tools the request did
+        // not declare): they go back too, every call needs its answer.
+        let mut refused: Vec<ToolResultMessage> = done.into_values().collect();
+        refused.sort_by(|a, b| a.call_id.cmp(&b.call_id));
+        results.extend(refused);
         state.messages.push(Message::Tool { results });
         if let Some(value) = run.finish.get() {
             return Ok(Outcome::Finished(self.finished(state, value_text(value))));
@@ -899,12 +904,20 @@ impl Agent {
             state.usage += response.usage;
             self.emit(&AgentEvent::ModelResponse { step, usage: response.usage, total: state.usage });
             request.messages.push(response.to_message());
-            if response.tool_calls.is_empty() {
+            if response.tool_calls.is_empty() && response.refused.is_empty() {
                 state.messages = request.messages;
                 return Ok(Outcome::Finished(self.finished(state, response.text)));
             }
             for call in &response.tool_calls {
                 self.emit(&AgentEvent::ToolCall(call.clone()));
+            }
+            // Calls of tools the request did not declare never run: the
+            // model reads why, and which tools it has.
+            let mut done = Vec::with_capacity(response.sent_calls.len().max(response.tool_calls.len()));
+            for result in &response.refused {
+                let message = ToolResultMessage::from(result);
+                self.emit(&AgentEvent::ToolResult(message.clone()));
+                done.push(message);
             }
             // Tools the host runs itself wait; the rest run now.
             let (external, local): (Vec<ToolCall>, Vec<ToolCall>) =
@@ -918,7 +931,6 @@ impl Agent {
             state.usage += std::mem::take(&mut *run.spent_by_children.lock().unwrap_or_else(PoisonError::into_inner));
             let waiting: Vec<PendingApproval> =
                 std::mem::take(&mut *suspender.pending.lock().unwrap_or_else(PoisonError::into_inner));
-            let mut done = Vec::with_capacity(results.len());
             for result in &results {
                 if waiting.iter().any(|p| p.call_id == result.id) {
                     continue;

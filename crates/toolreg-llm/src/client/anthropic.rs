@@ -101,7 +101,14 @@ impl AnthropicClient {
             let n = |p: &str| answer.pointer(p).and_then(Value::as_u64).unwrap_or(0);
             let usage = Usage { input_tokens: n("/usage/input_tokens"), output_tokens: n("/usage/output_tokens") };
             let finish = finish_reason(answer.get("stop_reason").and_then(Value::as_str));
-            return Ok(ModelResponse { text, tool_calls: read.calls, sent_calls: read.sent, usage, finish });
+            return Ok(ModelResponse {
+                text,
+                tool_calls: read.calls,
+                sent_calls: read.sent,
+                refused: read.refused,
+                usage,
+                finish,
+            });
         }
 
         body["stream"] = true.into();
@@ -190,6 +197,7 @@ impl AnthropicClient {
             text,
             tool_calls: read.calls,
             sent_calls: read.sent,
+            refused: read.refused,
             usage,
             finish: finish_reason(stop.as_deref()),
         })

@@ -137,6 +137,7 @@ impl GeminiClient {
                 text: text_of(&answer),
                 tool_calls: read.calls,
                 sent_calls: read.sent,
+                refused: read.refused,
                 usage: usage(&answer).unwrap_or_default(),
                 finish,
             });
@@ -182,6 +183,7 @@ impl GeminiClient {
             text,
             tool_calls: read.calls,
             sent_calls: read.sent,
+            refused: read.refused,
             usage: used,
             finish: finish_reason(finish.as_deref()),
         })

@@ -144,6 +144,7 @@ impl OpenAiChatClient {
                 text,
                 tool_calls: read.calls,
                 sent_calls: read.sent,
+                refused: read.refused,
                 usage: usage(&answer),
                 finish,
             });
@@ -217,6 +218,7 @@ impl OpenAiChatClient {
             text,
             tool_calls: read.calls,
             sent_calls: read.sent,
+            refused: read.refused,
             usage: used,
             finish: finish_reason(finish.as_deref()),
         })

@@ -77,7 +77,7 @@ fn read(answer: &Value, format: &OpenAiResponses, mapping: &CallMapping) -> Resu
             None => FinishReason::Stop,
         }
     };
-    Ok(ModelResponse { text, tool_calls, sent_calls: read.sent, usage, finish })
+    Ok(ModelResponse { text, tool_calls, sent_calls: read.sent, refused: read.refused, usage, finish })
 }
 
 impl OpenAiResponsesClient {

@@ -103,7 +103,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::declaration::ToolDeclaration;
-use crate::exec::{ToolArguments, ToolCall, ToolResult};
+use crate::exec::{ToolArguments, ToolCall, ToolError, ToolResult};
 use crate::registry::ToolEntry;
 
 pub mod anthropic;
@@ -498,15 +498,24 @@ pub trait WireFormat: sealed::Format + fmt::Debug + Send + Sync {
     /// apart), or, with the mapping of a [`declare`](WireFormat::declare), when
     /// it calls a tool that declaration did not send
     /// ([`ProviderError::UndeclaredTool`]). A default [`CallMapping`] accepts
-    /// any name.
+    /// any name. [`read_calls`](WireFormat::read_calls) answers such calls
+    /// instead, so a conversation can go on.
     fn parse_calls(&self, response: &Value, mapping: &CallMapping) -> Result<Vec<ToolCall>, ProviderError> {
-        Ok(self.read_calls(response, mapping)?.calls)
+        let read = self.read_calls(response, mapping)?;
+        match read.refused.first() {
+            Some(refused) => {
+                Err(ProviderError::UndeclaredTool { provider: self.provider(), tool: refused.name.clone() })
+            }
+            None => Ok(read.calls),
+        }
     }
 
     /// [`parse_calls`](WireFormat::parse_calls), and the calls as the model
     /// sent them ([`ReadCalls::sent`]): what the conversation's history
     /// must repeat, whatever toolreg does to the arguments on their way to
-    /// the tool.
+    /// the tool. A call to a tool the declaration did not send is not
+    /// refused here but answered: its [`ToolError::NotOffered`] result is in
+    /// [`ReadCalls::refused`], for the model to read, and it must not run.
     ///
     /// ```
     /// use toolreg::provider::{ToolRef, WireFormat, openai_chat::OpenAiChat};
@@ -528,6 +537,7 @@ pub trait WireFormat: sealed::Format + fmt::Debug + Send + Sync {
         let provider = self.provider();
         let mut sent = self.calls_in(response, mapping)?;
         let mut ids = HashSet::with_capacity(sent.len());
+        let mut refused = Vec::new();
         for call in &sent {
             if !ids.insert(call.id.as_str()) {
                 return Err(ProviderError::DuplicateCallId { provider, id: call.id.clone() });
@@ -535,17 +545,20 @@ pub trait WireFormat: sealed::Format + fmt::Debug + Send + Sync {
             if let Some(declared) = &mapping.declared
                 && !declared.contains(&call.name)
             {
-                return Err(ProviderError::UndeclaredTool { provider, tool: call.name.clone() });
+                let available = declared.iter().map(|n| mapping.real.get(n).unwrap_or(n).clone()).take(8).collect();
+                let outcome = Err(ToolError::NotOffered { available });
+                refused.push(ToolResult { id: call.id.clone(), name: call.name.clone(), outcome });
             }
         }
         let mut calls = sent.clone();
+        calls.retain(|call| !refused.iter().any(|r| r.id == call.id));
         mapping.apply(&mut calls);
         for call in &mut sent {
             if let Some(real) = mapping.real.get(&call.name) {
                 call.name.clone_from(real);
             }
         }
-        Ok(ReadCalls { calls, sent })
+        Ok(ReadCalls { calls, sent, refused })
     }
 
     /// What to append to the conversation to answer a batch of calls: one
@@ -579,12 +592,16 @@ pub(crate) mod sealed {
 #[non_exhaustive]
 pub struct ReadCalls {
     /// The calls to execute: real names, arguments mapped back
-    /// ([`CallMapping::apply`]).
+    /// ([`CallMapping::apply`]). Calls in `refused` are not among them.
     pub calls: Vec<ToolCall>,
-    /// The same calls as the model sent them — same ids, argument text or
-    /// object untouched — with real names (a request respells them): what
-    /// the history repeats to the model.
+    /// Every call as the model sent it — same ids, argument text or object
+    /// untouched — with real names (a request respells them): what the
+    /// history repeats to the model.
     pub sent: Vec<ToolCall>,
+    /// The answers to calls of tools the request did not declare (a tool the
+    /// format left out, or a name the model made up): never run, answered
+    /// with [`ToolError::NotOffered`] naming tools that are offered.
+    pub refused: Vec<ToolResult>,
 }
 
 /// How to get the model's calls back to the real tools: provider spellings
@@ -1165,6 +1182,14 @@ mod tests {
                 Err(ProviderError::UndeclaredTool { provider, tool: "delete_everything".into() }),
                 "{provider}"
             );
+            // Read for a conversation, the call is answered, not run.
+            let read = format.read_calls(&response, &declared.mapping).unwrap();
+            let names = |calls: &[ToolCall]| calls.iter().map(|c| c.name.clone()).collect::<Vec<_>>();
+            assert_eq!(names(&read.calls), ["t"], "{provider}");
+            assert_eq!(names(&read.sent), ["t", "delete_everything"], "{provider}");
+            assert_eq!(read.refused.len(), 1, "{provider}");
+            assert_eq!(read.refused[0].id, read.sent[1].id);
+            assert_eq!(read.refused[0].error(), Some(&ToolError::NotOffered { available: vec!["t".into()] }));
         }
         // A tool Gemini cannot take (a recursive schema) is left out by
         // `declare_partial`, and a call to it is refused.
