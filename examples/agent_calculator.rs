@@ -13,7 +13,7 @@
 //! Run with `cargo run --example agent_calculator`.
 
 use serde::{Deserialize, Serialize};
-use toolreg::{FunctionRegistry, ToolArgs, ToolCall, tool};
+use toolreg::{FunctionRegistry, ToolCall, tool};
 use toolreg_llm::LlmClient;
 use toolreg_llm::agent::{Agent, AgentEvent, Outcome};
 use toolreg_llm::client::{self, ProviderKind};
@@ -29,8 +29,9 @@ enum Operation {
     Divide,
 }
 
-/// Arguments of the calculator.
-#[derive(Debug, Deserialize, schemars::JsonSchema, ToolArgs)]
+/// Arguments of the calculator: as the lone parameter of the tool, this
+/// struct is the whole argument object (`{"operation": "add", "a": 2, "b": 3}`).
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 struct CalculatorArgs {
     /// The operation to perform.
     operation: Operation,
@@ -48,7 +49,7 @@ struct CalculatorResult {
 }
 
 #[tool(description = "Perform basic arithmetic operations", safety = "safe", category = "math")]
-async fn calculator(#[args] args: CalculatorArgs) -> Result<CalculatorResult, String> {
+async fn calculator(args: CalculatorArgs) -> Result<CalculatorResult, String> {
     let result = match args.operation {
         Operation::Add => args.a + args.b,
         Operation::Subtract => args.a - args.b,

@@ -295,9 +295,17 @@ pub(crate) fn expand(options: Options, function: &mut ItemFn) -> syn::Result<Tok
                 let ty = quote_spanned!(ty.span()=> <#ty as #krate::__private::ToolArgument>::Type);
                 quote!(#(#attrs)* #nested_vis #ident: #ty,)
             });
-            let doc = format!(
-                "Arguments of the `{name}` tool, one field per parameter of [`{fn_ident}`](super::{fn_ident})."
-            );
+            let doc = match lone {
+                None => format!(
+                    "Arguments of the `{name}` tool, one field per parameter of [`{fn_ident}`](super::{fn_ident})."
+                ),
+                // Both forms are built; the schema of the parameter's type picks one.
+                Some(_) => format!(
+                    "Arguments of the `{name}` tool when its one parameter is one named argument: used only if \
+                     the parameter's type is not itself an argument object (a struct with named fields), which \
+                     is then the whole argument object (see `toolreg::schema::is_argument_object`)."
+                ),
+            };
             let checks = params.iter().map(|p| {
                 let ty = &p.ty;
                 quote_spanned!(ty.span()=> const _: () = <#ty as #krate::__private::ToolArgument>::CHECK;)

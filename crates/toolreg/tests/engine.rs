@@ -849,7 +849,10 @@ async fn a_panic_is_reported_where_it_started() {
     assert!(!r.text().contains("panicked"), "{}", r.text());
     assert!(r.text().contains("refused and did not run"), "{}", r.text());
     assert!(!log.lock().unwrap().iter().any(|l| l.starts_with("run rm")));
-    assert_eq!(audit.events().last().unwrap().outcome, "approval_failed");
+    let event = audit.events().last().cloned().unwrap();
+    assert_eq!(event.outcome, "approval_failed");
+    assert_eq!(event.decision, toolreg::policy::AuditDecision::ApprovalFailed);
+    assert_eq!(event.approver.as_deref(), Some("flaky"));
 
     // The tool panicked under an approval and two layers: the tool's panic,
     // synchronous or in its future.

@@ -186,10 +186,11 @@ async fn stage_by_stage(
             } else {
                 trail.decide(decl.safety);
             }
+            // What the approval stage recorded reaches the trail even when
+            // the call unwinds (an approver that panicked).
+            let taking = TakeAsked { trail: &mut *trail, record };
             let outcome = stack.call(cx, value).await;
-            if let Some(asked) = record.and_then(|r| r.take()) {
-                trail.asked(asked);
-            }
+            drop(taking);
             outcome?
         }
         None => {
@@ -198,6 +199,21 @@ async fn stage_by_stage(
         }
     };
     Ok(ToolOutput::new(value))
+}
+
+/// Moves what the approval stage recorded into the trail when dropped,
+/// whether the call finished or unwound.
+struct TakeAsked<'t> {
+    trail: &'t mut Trail,
+    record: Option<Arc<ApprovalRecord>>,
+}
+
+impl Drop for TakeAsked<'_> {
+    fn drop(&mut self) {
+        if let Some(asked) = self.record.take().and_then(|r| r.take()) {
+            self.trail.asked(asked);
+        }
+    }
 }
 
 /// The registry, the tool and, in an engine, its slot; or why there is none.

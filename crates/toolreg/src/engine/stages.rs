@@ -112,14 +112,34 @@ impl ErasedTool for ApprovalStage {
         let (inner, approver, entry) = (Arc::clone(&self.inner), self.approver.clone(), self.entry.clone());
         let (hooked, site) = (self.hooked, self.site.clone());
         ToolFuture::new(async move {
+            // Should the approver panic, the audit still records who failed.
+            let unwinding =
+                RecordIfUnwinding { record: cx.extensions().get_arc::<ApprovalRecord>(), site: site.clone() };
             let mut asked = Asked::default();
             let approving = approve(&entry, approver.as_deref(), &mut cx, args, &mut asked, hooked);
             let approved = AtSite::new(site, approving).await;
+            // Past the approver: a panic further in is not the approval's.
+            drop(unwinding);
             if let Some(record) = cx.extensions().get::<ApprovalRecord>() {
                 record.set(asked);
             }
             inner.call(cx, approved?).await
         })
+    }
+}
+
+/// Records [`AuditDecision::ApprovalFailed`] when dropped by a panic.
+struct RecordIfUnwinding {
+    record: Option<Arc<ApprovalRecord>>,
+    site: Site,
+}
+
+impl Drop for RecordIfUnwinding {
+    fn drop(&mut self) {
+        if let (true, Some(record), Site::Approval(approver)) = (std::thread::panicking(), &self.record, &self.site) {
+            let approver = Some(approver.to_string());
+            record.set(Asked { decision: AuditDecision::ApprovalFailed, approver, ..Asked::default() });
+        }
     }
 }
 

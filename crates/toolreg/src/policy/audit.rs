@@ -34,6 +34,9 @@ pub enum AuditDecision {
     NoApprover,
     /// The approver returned an approval for another call.
     Mismatch,
+    /// The approver failed (panicked) before it decided: the call was
+    /// refused (fail closed).
+    ApprovalFailed,
 }
 
 impl AuditDecision {
@@ -48,6 +51,7 @@ impl AuditDecision {
             AuditDecision::Denied => "denied",
             AuditDecision::NoApprover => "no_approver",
             AuditDecision::Mismatch => "mismatch",
+            AuditDecision::ApprovalFailed => "approval_failed",
         }
     }
 }

@@ -28,4 +28,11 @@ fn documented(
     let _ = cx;
 }
 
+/// `#[arg]` is a plain argument: not beside `#[args]`, not with options,
+/// not on a context parameter.
+#[tool]
+fn arg_misused(#[args] query: Query, #[arg] extra: Query, #[arg(named)] more: u32, #[arg] #[context] cx: CallContext) {
+    let _ = (query, extra, more, cx);
+}
+
 fn main() {}
