@@ -20,13 +20,14 @@ import sys
 import venv
 from pathlib import Path
 
+# Pinned, so CI checks against the same SDKs every run; raise them on purpose.
 REQUIREMENTS = [
-    "openai>=1.99",
-    "anthropic>=0.60",
-    "google-genai>=1.20",
-    "mcp>=1.10",
-    "botocore>=1.38",
-    "mistral-common>=1.6",
+    "openai==3.54.0",
+    "anthropic==2.12.0",
+    "google-genai==3.4.0",
+    "mcp==2.3.0",
+    "botocore==1.44.5",
+    "mistral-common==1.13.1",
 ]
 ROOT = Path(__file__).resolve().parent.parent
 VENV = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target")) / "provider-venv"
