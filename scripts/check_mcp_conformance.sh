@@ -15,7 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 SUITE_VERSION=0.1.16
-NODE_VERSION=22
+NODE_VERSION=22.23.3
 target="${CARGO_TARGET_DIR:-target}"
 mkdir -p "$target"
 target="$(cd "$target" && pwd)"

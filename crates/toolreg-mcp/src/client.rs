@@ -114,7 +114,7 @@ pub enum ClientError {
     Connect {
         /// The server.
         server: String,
-        /// Where it was looked for: `at <url>` or `started as `<command>``.
+        /// Where it was looked for: `at <url>` or ``started as `<command>` ``.
         target: String,
         /// Why, in one line (the innermost cause, without Rust type names).
         message: String,
@@ -445,7 +445,7 @@ impl RemoteServer {
         }
     }
 
-    /// Where the server is, for messages: `at <url>` or `started as `<command>``.
+    /// Where the server is, for messages: `at <url>` or ``started as `<command>` ``.
     fn target(&self) -> String {
         match &self.inner.config.transport {
             Transport::Command { command, .. } => format!("started as `{command}`"),

@@ -58,7 +58,7 @@ use toolreg::{Extensions, FunctionRegistry, ProgressReporter, ToolCall, ToolEngi
 
 pub use approval::ElicitationApprover;
 pub use http::{HttpOptions, bearer_token_from_env};
-pub use stdio::StdioOptions;
+pub use stdio::{SERVER_BUSY, StdioOptions};
 
 /// Why a server could not start or stopped with an error.
 #[derive(Debug, thiserror::Error)]
