@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use toolreg::provider::ToolChoice;
+use toolreg::provider::{ReadCalls, ToolChoice};
 use toolreg::{BoxFuture, ToolCall, ToolDeclaration, ToolResult};
 
 /// One entry of a conversation, in no provider's format.
@@ -208,6 +208,13 @@ pub struct ModelResponse {
 }
 
 impl ModelResponse {
+    /// An answer: its text, the calls its wire format read
+    /// ([`WireFormat::read_calls`](toolreg::provider::WireFormat::read_calls)),
+    /// the tokens it used and why the model stopped.
+    pub fn new(text: String, read: ReadCalls, usage: Usage, finish: FinishReason) -> Self {
+        ModelResponse { text, tool_calls: read.calls, sent_calls: read.sent, refused: read.refused, usage, finish }
+    }
+
     /// The assistant message to append to the conversation: the calls as
     /// the model sent them ([`sent_calls`](Self::sent_calls)).
     pub fn to_message(&self) -> Message {

@@ -101,14 +101,7 @@ impl AnthropicClient {
             let n = |p: &str| answer.pointer(p).and_then(Value::as_u64).unwrap_or(0);
             let usage = Usage { input_tokens: n("/usage/input_tokens"), output_tokens: n("/usage/output_tokens") };
             let finish = finish_reason(answer.get("stop_reason").and_then(Value::as_str));
-            return Ok(ModelResponse {
-                text,
-                tool_calls: read.calls,
-                sent_calls: read.sent,
-                refused: read.refused,
-                usage,
-                finish,
-            });
+            return Ok(ModelResponse::new(text, read, usage, finish));
         }
 
         body["stream"] = true.into();
@@ -193,14 +186,7 @@ impl AnthropicClient {
             .collect();
         let read = read_calls(&format, &json!({ "content": content }), &declared.mapping)?;
         super::announce(&read.calls, on_event);
-        Ok(ModelResponse {
-            text,
-            tool_calls: read.calls,
-            sent_calls: read.sent,
-            refused: read.refused,
-            usage,
-            finish: finish_reason(stop.as_deref()),
-        })
+        Ok(ModelResponse::new(text, read, usage, finish_reason(stop.as_deref())))
     }
 }
 

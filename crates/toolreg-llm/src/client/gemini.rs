@@ -133,14 +133,7 @@ impl GeminiClient {
             let answer = self.http.post(&url, &headers, &body, on_event, None).await?;
             let read = read_calls(&format, &answer, &declared.mapping)?;
             let finish = finish_reason(answer.pointer("/candidates/0/finishReason").and_then(Value::as_str));
-            return Ok(ModelResponse {
-                text: text_of(&answer),
-                tool_calls: read.calls,
-                sent_calls: read.sent,
-                refused: read.refused,
-                usage: usage(&answer).unwrap_or_default(),
-                finish,
-            });
+            return Ok(ModelResponse::new(text_of(&answer), read, usage(&answer).unwrap_or_default(), finish));
         }
 
         let url =
@@ -179,14 +172,7 @@ impl GeminiClient {
         let synthetic = json!({"candidates": [{"content": {"role": "model", "parts": call_parts}}]});
         let read = read_calls(&format, &synthetic, &declared.mapping)?;
         super::announce(&read.calls, on_event);
-        Ok(ModelResponse {
-            text,
-            tool_calls: read.calls,
-            sent_calls: read.sent,
-            refused: read.refused,
-            usage: used,
-            finish: finish_reason(finish.as_deref()),
-        })
+        Ok(ModelResponse::new(text, read, used, finish_reason(finish.as_deref())))
     }
 }
 

@@ -140,14 +140,7 @@ impl OpenAiChatClient {
             let text = message.get("content").and_then(Value::as_str).unwrap_or_default().to_owned();
             let read = read_calls(&format, &answer, &declared.mapping)?;
             let finish = finish_reason(answer.pointer("/choices/0/finish_reason").and_then(Value::as_str));
-            return Ok(ModelResponse {
-                text,
-                tool_calls: read.calls,
-                sent_calls: read.sent,
-                refused: read.refused,
-                usage: usage(&answer),
-                finish,
-            });
+            return Ok(ModelResponse::new(text, read, usage(&answer), finish));
         }
 
         body["stream"] = true.into();
@@ -214,14 +207,7 @@ impl OpenAiChatClient {
         let synthetic = json!({"choices": [{"message": {"role": "assistant", "tool_calls": assembled}}]});
         let read = read_calls(&format, &synthetic, &declared.mapping)?;
         super::announce(&read.calls, on_event);
-        Ok(ModelResponse {
-            text,
-            tool_calls: read.calls,
-            sent_calls: read.sent,
-            refused: read.refused,
-            usage: used,
-            finish: finish_reason(finish.as_deref()),
-        })
+        Ok(ModelResponse::new(text, read, used, finish_reason(finish.as_deref())))
     }
 }
 

@@ -64,10 +64,9 @@ fn read(answer: &Value, format: &OpenAiResponses, mapping: &CallMapping) -> Resu
         }
     }
     let read = super::openai_chat::read_calls(format, answer, mapping)?;
-    let tool_calls = read.calls;
     let n = |p: &str| answer.pointer(p).and_then(Value::as_u64).unwrap_or(0);
     let usage = Usage { input_tokens: n("/usage/input_tokens"), output_tokens: n("/usage/output_tokens") };
-    let finish = if !tool_calls.is_empty() {
+    let finish = if !read.calls.is_empty() {
         FinishReason::ToolCalls
     } else {
         match answer.pointer("/incomplete_details/reason").and_then(Value::as_str) {
@@ -77,7 +76,7 @@ fn read(answer: &Value, format: &OpenAiResponses, mapping: &CallMapping) -> Resu
             None => FinishReason::Stop,
         }
     };
-    Ok(ModelResponse { text, tool_calls, sent_calls: read.sent, refused: read.refused, usage, finish })
+    Ok(ModelResponse::new(text, read, usage, finish))
 }
 
 impl OpenAiResponsesClient {
