@@ -31,7 +31,9 @@
 //! tools (and listing them logs them at `info`). rmcp's `Tool` has no
 //! `execution` field, so toolreg reads it from the raw answer; it can do so
 //! on stdio, where it reads the lines itself. Over streamable HTTP the field
-//! is not seen yet and such a tool is still imported.
+//! is not seen, so such a tool is imported; its first call fails with
+//! "method not found", as the specification has the server answer, and
+//! from then on it is left out (and [`RemoteServer::changes`] announces it).
 //!
 //! Waiting for the server to answer `initialize` is bounded by the server's
 //! `timeoutMs` ([`ServerConfig::call_timeout`]).
@@ -197,6 +199,11 @@ struct Inner {
     tools: Mutex<Vec<Tool>>,
     /// Remote names of the listed tools that can only run as MCP tasks.
     task_only: Arc<Mutex<HashSet<String>>>,
+    /// Remote names of tools whose plain `tools/call` the server refused as
+    /// "method not found", which the specification reserves for a tool that
+    /// must run as a task: how such a tool is found where the listing does
+    /// not show `execution` (streamable HTTP). Kept for the connection.
+    task_only_called: Mutex<HashSet<String>>,
     changes: watch::Sender<u64>,
     /// The child process of the live connection, for a command server.
     child: Mutex<Option<u32>>,
@@ -275,6 +282,7 @@ impl RemoteServer {
             reconnecting: AtomicBool::new(false),
             tools: Mutex::new(Vec::new()),
             task_only: Arc::default(),
+            task_only_called: Mutex::default(),
             changes: watch::channel(0).0,
             child: Mutex::new(None),
         });
@@ -307,10 +315,11 @@ impl RemoteServer {
     /// support yet.
     pub fn left_out(&self) -> Vec<(String, String)> {
         let task_only = self.inner.task_only.lock().unwrap_or_else(PoisonError::into_inner);
+        let called = self.inner.task_only_called.lock().unwrap_or_else(PoisonError::into_inner);
         let mut left: Vec<(String, String)> = self
             .tools()
             .iter()
-            .filter(|tool| task_only.contains(tool.name.as_ref()))
+            .filter(|tool| task_only.contains(tool.name.as_ref()) || called.contains(tool.name.as_ref()))
             .map(|tool| {
                 let why = "it runs only as an MCP task (execution.taskSupport: required), which toolreg does not \
                            support yet";
@@ -608,6 +617,25 @@ impl RemoteServer {
                 serde_json::to_string(&other).unwrap_or_default()
             ))),
             Err(rmcp::ServiceError::Timeout { timeout }) => Err(ToolError::Timeout { limit: timeout }),
+            Err(rmcp::ServiceError::McpError(error)) if error.code == rmcp::model::ErrorCode::METHOD_NOT_FOUND => {
+                // The specification's answer to a plain call of a tool that
+                // must run as a task: leave it out from now on, and say so.
+                let new = self
+                    .inner
+                    .task_only_called
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .insert(remote.to_owned());
+                if new {
+                    tracing::info!(server = %self.inner.name, tool = %remote, "tool left out: it runs only as an MCP task");
+                    self.inner.changes.send_modify(|n| *n += 1);
+                }
+                Err(ToolError::failed(format!(
+                    "MCP server `{}`: `{remote}` runs only as an MCP task, which toolreg does not support yet; \
+                     it is left out from now on ({})",
+                    self.inner.name, error.message
+                )))
+            }
             Err(rmcp::ServiceError::McpError(error)) => {
                 Err(ToolError::failed(format!("MCP server `{}`: {}", self.inner.name, error.message)))
             }

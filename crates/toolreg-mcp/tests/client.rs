@@ -519,3 +519,22 @@ async fn an_answer_over_the_message_limit_fails_its_call_at_once() {
     // The connection is whole.
     assert_eq!(call(&registry, "fake__echo", json!({"text": "after"})).await.value(), Some(&json!({"text": "after"})));
 }
+
+/// A tool whose listing does not say it needs tasks (as over streamable
+/// HTTP, where rmcp drops `execution`) is found by the server's answer to
+/// its first plain call, and left out from then on.
+#[tokio::test]
+async fn a_tool_refused_as_needing_a_task_is_left_out_after_its_first_call() {
+    let server = RemoteServer::connect("fake", fake()).await.unwrap();
+    let registry = import(&server).await;
+    let mut changes = server.changes();
+    changes.borrow_and_update();
+    let first = call(&registry, "fake__tasky", json!({})).await;
+    assert!(first.text().contains("runs only as an MCP task"), "{}", first.text());
+    assert!(changes.has_changed().unwrap(), "the change was not announced");
+    assert!(server.left_out().iter().any(|(tool, _)| tool == "tasky"), "{:?}", server.left_out());
+    assert!(!server.registrations().iter().any(|r| r.name() == "fake__tasky"));
+    // Listed again, it stays out for this connection.
+    server.refresh().await.unwrap();
+    assert!(!server.registrations().iter().any(|r| r.name() == "fake__tasky"));
+}

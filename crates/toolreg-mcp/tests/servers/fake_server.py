@@ -4,7 +4,7 @@ Tools: echo (read-only), wipe (destructive), "odd name/with.dots", fail (isError
 die (exits mid-call), garbage (writes a line that is not JSON, then answers),
 hang (never answers), slow (answers only if not cancelled: never), change (adds a
 tool and sends notifications/tools/list_changed), cancelled (the ids cancelled so far),
-env (its environment and working directory), huge (a 17 MiB answer).
+env (its environment and working directory), huge (a 17 MiB answer), tasky (answers a plain call -32601, as a task-only tool must).
 
 Flags: --mute (never answers initialize), --slow-start SECONDS (sleeps before
 reading anything), --fail-first FILE (exits at once unless FILE exists, creating
@@ -44,6 +44,7 @@ TOOLS = [
     {"name": "huge", "description": "Answers with 17 MiB.", "inputSchema": {"type": "object"}},
     {"name": "research", "description": "Only as an MCP task.", "inputSchema": {"type": "object"},
      "execution": {"taskSupport": "required"}},
+    {"name": "tasky", "description": "A task-only tool whose listing does not say so.", "inputSchema": {"type": "object"}},
     {"name": "maybe", "description": "As a task or not.", "inputSchema": {"type": "object"},
      "execution": {"taskSupport": "optional"}},
 ]
@@ -98,6 +99,8 @@ for line in sys.stdin:
         args = params.get("arguments") or {}
         if name == "echo":
             text(id, json.dumps(args), structured=args)
+        elif name == "tasky":
+            send({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "tools/call needs task augmentation"}})
         elif name == "wipe" or name == "odd name/with.dots":
             text(id, "done " + name)
         elif name == "fail":
