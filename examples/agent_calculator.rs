@@ -6,7 +6,7 @@
 //!
 //! With `OPENAI_BASE_URL` or `OPENAI_API_KEY` (an OpenAI-compatible server:
 //! OpenAI, a local Ollama at `http://localhost:11434/v1`, vLLM, …),
-//! `ANTHROPIC_API_KEY` or `GEMINI_API_KEY` set, it asks that model
+//! `ANTHROPIC_API_KEY`, `GOOGLE_API_KEY` or `GEMINI_API_KEY` set, it asks that model
 //! (`TOOLREG_MODEL` names it). Otherwise it runs offline against a scripted
 //! model, so it always works without a key.
 //!
@@ -75,7 +75,7 @@ fn model() -> Result<(std::sync::Arc<dyn LlmClient>, String), Box<dyn std::error
     if env("ANTHROPIC_API_KEY").is_some() {
         return pick(ProviderKind::Anthropic, "claude-sonnet-4-5");
     }
-    if env("GEMINI_API_KEY").is_some() {
+    if env("GOOGLE_API_KEY").is_some() || env("GEMINI_API_KEY").is_some() {
         return pick(ProviderKind::Gemini, "gemini-2.5-flash");
     }
     // Offline: a model that makes the calls a real one might, mistakes included.
