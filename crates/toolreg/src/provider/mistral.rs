@@ -13,9 +13,10 @@
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use super::openai_chat::{chat_tool_call, chat_tool_calls};
 use super::{
-    CallMapping, Declarations, Fnv, NameStyle, Provider, ProviderError, SchemaMode, ToolRef, WireFormat,
-    chat_tool_call, chat_tool_calls, prepare, result_text, sealed,
+    CallMapping, Declarations, Fnv, NameStyle, Provider, ProviderError, SchemaMode, ToolRef, WireFormat, prepare,
+    result_text, sealed,
 };
 use crate::exec::{ToolCall, ToolResult};
 

@@ -8,10 +8,10 @@
 
 use serde_json::{Value, json};
 
-use super::openai_chat::{ChatFunction, ChatTool};
+use super::openai_chat::{ChatFunction, ChatTool, chat_tool_call, chat_tool_calls};
 use super::{
-    CallMapping, Declarations, NameStyle, Provider, ProviderError, SchemaMode, ToolRef, WireFormat, chat_tool_call,
-    chat_tool_calls, prepare, result_text, sealed,
+    CallMapping, Declarations, NameStyle, Provider, ProviderError, SchemaMode, ToolRef, WireFormat, prepare,
+    result_text, sealed,
 };
 use crate::exec::{ToolCall, ToolResult};
 

@@ -27,9 +27,9 @@ use serde_json::{Value, json};
 
 use super::{
     CallMapping, Declarations, Lowering, NameStyle, Provider, ProviderError, SchemaMode, StrictOptions, Strictness,
-    ToolRef, WireFormat, chat_tool_call, chat_tool_calls, prepare, result_text, sealed,
+    ToolRef, WireFormat, find, generated_id, invalid, object_arguments, prepare, result_text, sealed, str_field,
 };
-use crate::exec::{ToolCall, ToolResult};
+use crate::exec::{ToolArguments, ToolCall, ToolResult};
 
 /// OpenAI's limit on tools in one request.
 pub const MAX_TOOLS: usize = 128;
@@ -129,4 +129,41 @@ impl sealed::Format for OpenAiChat {
             .map(|(i, call)| chat_tool_call(Provider::OpenAiChat, i, call, mapping))
             .collect()
     }
+}
+
+/// The OpenAI-shaped `tool_calls` of a chat response, message or bare list.
+pub(crate) fn chat_tool_calls(provider: Provider, body: &Value) -> Result<Vec<(usize, &Value)>, ProviderError> {
+    let list = if body.is_array() {
+        Some(body)
+    } else {
+        find(body, &["/choices/0/message/tool_calls", "/message/tool_calls", "/tool_calls"])
+    };
+    match list {
+        Some(Value::Array(calls)) => Ok(calls.iter().enumerate().collect()),
+        Some(Value::Null) => Ok(Vec::new()),
+        Some(_) => Err(invalid(provider, "`tool_calls` is not an array")),
+        None if body.pointer("/choices/0/message").is_some() || body.get("message").is_some() => Ok(Vec::new()),
+        None if body.get("role").is_some() => Ok(Vec::new()),
+        None => Err(invalid(provider, "expected a chat completion, a message or a `tool_calls` array")),
+    }
+}
+
+/// One OpenAI-shaped tool call: `{"id","type":"function","function":{"name","arguments"}}`.
+pub(crate) fn chat_tool_call(
+    provider: Provider,
+    index: usize,
+    call: &Value,
+    mapping: &CallMapping,
+) -> Result<ToolCall, ProviderError> {
+    let function = call.get("function").ok_or_else(|| invalid(provider, "a tool call has no `function`"))?;
+    let name = str_field(provider, function, "name", "a tool call's function")?;
+    let arguments = match function.get("arguments") {
+        Some(Value::String(text)) => ToolArguments::Raw(text.clone()),
+        other => object_arguments(other),
+    };
+    let id = match call.get("id").and_then(Value::as_str) {
+        Some(id) if !id.is_empty() => id.to_owned(),
+        _ => generated_id("call_", index, name, function.get("arguments").unwrap_or(&Value::Null), mapping),
+    };
+    Ok(ToolCall { id, name: name.to_owned(), arguments })
 }
