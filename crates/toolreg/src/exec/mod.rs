@@ -118,7 +118,18 @@ impl fmt::Display for ToolOutput {
     }
 }
 
-fn value_text(value: &Value) -> Cow<'_, str> {
+/// The text a model reads for a JSON value: a string as its contents,
+/// anything else as compact JSON. [`ToolOutput::text`] and every place that
+/// shows a value to a model use this one rule.
+///
+/// ```
+/// use serde_json::json;
+/// use toolreg::exec::value_text;
+///
+/// assert_eq!(value_text(&json!("plain")), "plain");
+/// assert_eq!(value_text(&json!({"a": [1, "b"]})), r#"{"a":[1,"b"]}"#);
+/// ```
+pub fn value_text(value: &Value) -> Cow<'_, str> {
     match value {
         Value::String(s) => Cow::Borrowed(s),
         other => Cow::Owned(other.to_string()),
