@@ -121,7 +121,7 @@ pub use prepare::{Strictness, ToolRef};
 pub use wire::{Declarations, ProviderError, ReadCalls, ToolReport, ToolStatus, WireFormat};
 
 pub(crate) use mapping::{Fnv, find, generated_id, invalid, object_arguments, str_field};
-pub(crate) use prepare::{Lowering, SchemaMode, StrictOptions, description, prepare, to_json};
+pub(crate) use prepare::{LoweredSchemas, Lowering, SchemaMode, StrictOptions, description, prepare, to_json};
 pub(crate) use wire::{result_text, sealed};
 
 /// The wire formats toolreg renders.

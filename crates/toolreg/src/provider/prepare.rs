@@ -50,7 +50,8 @@ impl StrictOptions {
 }
 
 /// Lowered schemas of one registered tool, computed on first use per
-/// provider and kept for the life of the entry.
+/// provider and kept for the life of the entry, in its typed `lowered` field
+/// (the lowering depends on nothing but the entry's declaration).
 #[derive(Debug, Default)]
 pub(crate) struct LoweredSchemas {
     openai_strict: OnceLock<Result<Value, LoweringError>>,
@@ -140,7 +141,7 @@ impl<'a> From<&'a ToolEntry> for ToolRef<'a> {
         ToolRef {
             declaration: entry.declaration(),
             shared: Some(entry.declaration_arc()),
-            cache: entry.derived(LoweredSchemas::default),
+            cache: Some(entry.lowered()),
         }
     }
 }
