@@ -11,7 +11,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::{
-    CallMapping, Declarations, Lowering, LoweringError, NameStyle, Provider, ProviderError, SchemaMode, StrictOptions,
+    CallMapping, Declarations, Dialect, LoweringError, NameStyle, Provider, ProviderError, SchemaMode, StrictOptions,
     Strictness, ToolRef, ToolStatus, WireFormat, find, generated_id, invalid, object_arguments, prepare, result_text,
     sealed, str_field,
 };
@@ -95,7 +95,7 @@ impl WireFormat for Anthropic {
     }
 
     fn declare_partial(&self, tools: &[ToolRef<'_>]) -> Declarations {
-        let mode = SchemaMode::Strict(Lowering::AnthropicStrict, &self.strict);
+        let mode = SchemaMode::Strict(Dialect::AnthropicStrict, &self.strict);
         let mut prepared = prepare(Provider::Anthropic, mode, self.names, tools);
         // Per-request budgets of strict mode: a tool that would go over is
         // sent plain when strictness was "if compatible", refused when required.

@@ -16,7 +16,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::{
-    CallMapping, Declarations, Lowering, NameStyle, Provider, ProviderError, SchemaMode, ToolRef, ToolStatus,
+    CallMapping, Declarations, Dialect, NameStyle, Provider, ProviderError, SchemaMode, ToolRef, ToolStatus,
     WireFormat, find, generated_id, invalid, object_arguments, prepare, result_text, sealed, str_field,
 };
 use crate::exec::{ToolCall, ToolResult};
@@ -77,7 +77,7 @@ impl WireFormat for Gemini {
 
     /// One `Tool` holding every declaration; none at all for no tools.
     fn declare_partial(&self, tools: &[ToolRef<'_>]) -> Declarations {
-        let mode = if self.json_schema { SchemaMode::Canonical } else { SchemaMode::Lowered(Lowering::Gemini) };
+        let mode = if self.json_schema { SchemaMode::Canonical } else { SchemaMode::Lowered(Dialect::Gemini) };
         let mut prepared = prepare(Provider::Gemini, mode, self.names, tools);
         let mut declarations = Vec::with_capacity(prepared.tools.len());
         for p in &prepared.tools {

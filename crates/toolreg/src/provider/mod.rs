@@ -109,6 +109,7 @@ pub mod openai_chat;
 pub mod openai_responses;
 
 pub use choice::ToolChoice;
+pub(crate) use lower::Dialect;
 pub use lower::LoweringError;
 pub use names::{NameRule, NameStyle};
 
@@ -121,7 +122,7 @@ pub use prepare::{Strictness, ToolRef};
 pub use wire::{Declarations, ProviderError, ReadCalls, ToolReport, ToolStatus, WireFormat};
 
 pub(crate) use mapping::{Fnv, find, generated_id, invalid, object_arguments, str_field};
-pub(crate) use prepare::{LoweredSchemas, Lowering, SchemaMode, StrictOptions, description, prepare, to_json};
+pub(crate) use prepare::{LoweredSchemas, SchemaMode, StrictOptions, description, prepare, to_json};
 pub(crate) use wire::{result_text, sealed};
 
 /// The wire formats toolreg renders.

@@ -26,7 +26,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::{
-    CallMapping, Declarations, Lowering, NameStyle, Provider, ProviderError, SchemaMode, StrictOptions, Strictness,
+    CallMapping, Declarations, Dialect, NameStyle, Provider, ProviderError, SchemaMode, StrictOptions, Strictness,
     ToolRef, WireFormat, find, generated_id, invalid, object_arguments, prepare, result_text, sealed, str_field,
 };
 use crate::exec::{ToolArguments, ToolCall, ToolResult};
@@ -95,7 +95,7 @@ impl WireFormat for OpenAiChat {
     }
 
     fn declare_partial(&self, tools: &[ToolRef<'_>]) -> Declarations {
-        let mode = SchemaMode::Strict(Lowering::OpenAiStrict, &self.strict);
+        let mode = SchemaMode::Strict(Dialect::OpenAiStrict, &self.strict);
         let mut prepared = prepare(Provider::OpenAiChat, mode, self.names, tools);
         prepared.limit(MAX_TOOLS);
         let tools: Vec<ChatTool<'_>> = prepared

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::openai_chat::MAX_TOOLS;
 use super::{
-    CallMapping, Declarations, Lowering, NameStyle, Provider, ProviderError, SchemaMode, StrictOptions, Strictness,
+    CallMapping, Declarations, Dialect, NameStyle, Provider, ProviderError, SchemaMode, StrictOptions, Strictness,
     ToolRef, WireFormat, find, generated_id, invalid, prepare, result_text, sealed, str_field,
 };
 use crate::exec::{ToolArguments, ToolCall, ToolResult};
@@ -65,7 +65,7 @@ impl WireFormat for OpenAiResponses {
     }
 
     fn declare_partial(&self, tools: &[ToolRef<'_>]) -> Declarations {
-        let mode = SchemaMode::Strict(Lowering::OpenAiStrict, &self.strict);
+        let mode = SchemaMode::Strict(Dialect::OpenAiStrict, &self.strict);
         let mut prepared = prepare(Provider::OpenAiResponses, mode, self.names, tools);
         prepared.limit(MAX_TOOLS);
         let tools: Vec<ResponsesTool<'_>> = prepared

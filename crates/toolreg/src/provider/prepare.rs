@@ -15,7 +15,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::{
-    CallMapping, Declarations, LoweringError, NameStyle, Provider, ProviderError, ToolReport, ToolStatus, lower,
+    CallMapping, Declarations, Dialect, LoweringError, NameStyle, Provider, ProviderError, ToolReport, ToolStatus,
+    lower,
 };
 use crate::declaration::ToolDeclaration;
 use crate::registry::ToolEntry;
@@ -60,14 +61,6 @@ pub(crate) struct LoweredSchemas {
     strict_nulls: OnceLock<bool>,
 }
 
-/// Which lowering of the canonical schema.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Lowering {
-    OpenAiStrict,
-    AnthropicStrict,
-    Gemini,
-}
-
 /// A tool to render: a registered [`ToolEntry`] (whose lowered schemas are
 /// cached) or a bare [`ToolDeclaration`] (lowered on each use).
 #[derive(Debug, Clone, Copy)]
@@ -93,19 +86,15 @@ impl<'a> ToolRef<'a> {
         self.declaration
     }
 
-    pub(crate) fn lowered(&self, lowering: Lowering) -> Result<Cow<'a, Value>, LoweringError> {
+    pub(crate) fn lowered(&self, dialect: Dialect) -> Result<Cow<'a, Value>, LoweringError> {
         let schema = &self.declaration.input_schema;
-        let run = move || match lowering {
-            Lowering::OpenAiStrict => lower::openai_strict(schema),
-            Lowering::AnthropicStrict => lower::anthropic_strict(schema),
-            Lowering::Gemini => lower::gemini(schema),
-        };
+        let run = move || dialect.lower(schema);
         match self.cache {
             Some(cache) => {
-                let cell = match lowering {
-                    Lowering::OpenAiStrict => &cache.openai_strict,
-                    Lowering::AnthropicStrict => &cache.anthropic_strict,
-                    Lowering::Gemini => &cache.gemini,
+                let cell = match dialect {
+                    Dialect::OpenAiStrict => &cache.openai_strict,
+                    Dialect::AnthropicStrict => &cache.anthropic_strict,
+                    Dialect::Gemini => &cache.gemini,
                 };
                 match cell.get_or_init(run) {
                     Ok(v) => Ok(Cow::Borrowed(v)),
@@ -170,9 +159,9 @@ pub(crate) enum SchemaMode<'o> {
     Canonical,
     /// Strict where the options ask for it, with this lowering; the
     /// canonical schema otherwise.
-    Strict(Lowering, &'o StrictOptions),
+    Strict(Dialect, &'o StrictOptions),
     /// Always this lowering; a schema it cannot take refuses the tool.
-    Lowered(Lowering),
+    Lowered(Dialect),
     /// MCP's `inputSchema`.
     Mcp,
 }
@@ -292,7 +281,7 @@ pub(crate) fn prepare<'a>(
         if let Cow::Owned(respelled) = &name {
             mapping.add_name(real, respelled.clone());
         }
-        if strict && matches!(mode, SchemaMode::Strict(Lowering::OpenAiStrict, _)) {
+        if strict && matches!(mode, SchemaMode::Strict(Dialect::OpenAiStrict, _)) {
             mapping.add_strict(tool);
         }
         report.push(ToolReport { tool: real.to_owned(), status });
@@ -316,10 +305,10 @@ mod tests {
         registry.register_sync_tool("t", |_: Value| Ok::<_, String>(()), decl.clone()).unwrap();
         let entry = registry.get("t").unwrap();
         let cached = ToolRef::from(entry);
-        let (a, b) = (cached.lowered(Lowering::OpenAiStrict).unwrap(), cached.lowered(Lowering::OpenAiStrict).unwrap());
+        let (a, b) = (cached.lowered(Dialect::OpenAiStrict).unwrap(), cached.lowered(Dialect::OpenAiStrict).unwrap());
         assert!(matches!((&a, &b), (Cow::Borrowed(_), Cow::Borrowed(_))));
         assert!(std::ptr::eq(a.as_ref(), b.as_ref()), "one cached strict schema for both OpenAI formats");
         // A bare declaration is lowered on the spot.
-        assert!(matches!(ToolRef::from(&decl).lowered(Lowering::Gemini).unwrap(), Cow::Owned(_)));
+        assert!(matches!(ToolRef::from(&decl).lowered(Dialect::Gemini).unwrap(), Cow::Owned(_)));
     }
 }
