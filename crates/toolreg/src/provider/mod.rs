@@ -114,15 +114,18 @@ pub use lower::LoweringError;
 pub use names::{NameRule, NameStyle};
 
 mod mapping;
+mod options;
 mod prepare;
 mod wire;
 
 pub use mapping::CallMapping;
-pub use prepare::{Strictness, ToolRef};
+pub use options::{FormatOptions, Strictness};
+pub use prepare::ToolRef;
 pub use wire::{Declarations, ProviderError, ReadCalls, ToolReport, ToolStatus, WireFormat};
 
 pub(crate) use mapping::{Fnv, find, generated_id, invalid, object_arguments, str_field};
-pub(crate) use prepare::{LoweredSchemas, SchemaMode, StrictOptions, description, prepare, to_json};
+pub(crate) use options::format_options;
+pub(crate) use prepare::{LoweredSchemas, SchemaMode, description, prepare, to_json};
 pub(crate) use wire::{result_text, sealed};
 
 /// The wire formats toolreg renders.
@@ -184,15 +187,22 @@ impl Provider {
     /// # Ok::<(), toolreg::provider::UnknownProvider>(())
     /// ```
     pub fn wire_format(self) -> Box<dyn WireFormat> {
+        self.wire_format_with(FormatOptions::default())
+    }
+
+    /// This provider's wire format with `options` (see [`FormatOptions`]
+    /// for an example): a format configured the same way whichever
+    /// provider is picked at run time.
+    pub fn wire_format_with(self, options: FormatOptions) -> Box<dyn WireFormat> {
         match self {
-            Provider::OpenAiChat => Box::new(openai_chat::OpenAiChat::new()),
-            Provider::OpenAiResponses => Box::new(openai_responses::OpenAiResponses::new()),
-            Provider::Anthropic => Box::new(anthropic::Anthropic::new()),
-            Provider::Gemini => Box::new(gemini::Gemini::new()),
-            Provider::Mcp => Box::new(mcp::Mcp::new()),
-            Provider::Bedrock => Box::new(bedrock::Bedrock::new()),
-            Provider::Mistral => Box::new(mistral::Mistral::new()),
-            Provider::Ollama => Box::new(ollama::Ollama::new()),
+            Provider::OpenAiChat => Box::new(openai_chat::OpenAiChat::with_options(options)),
+            Provider::OpenAiResponses => Box::new(openai_responses::OpenAiResponses::with_options(options)),
+            Provider::Anthropic => Box::new(anthropic::Anthropic::with_options(options)),
+            Provider::Gemini => Box::new(gemini::Gemini::with_options(options)),
+            Provider::Mcp => Box::new(mcp::Mcp::with_options(options)),
+            Provider::Bedrock => Box::new(bedrock::Bedrock::with_options(options)),
+            Provider::Mistral => Box::new(mistral::Mistral::with_options(options)),
+            Provider::Ollama => Box::new(ollama::Ollama::with_options(options)),
         }
     }
 

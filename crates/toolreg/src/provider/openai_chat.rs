@@ -26,8 +26,8 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::{
-    CallMapping, Declarations, Dialect, NameStyle, Provider, ProviderError, SchemaMode, StrictOptions, Strictness,
-    ToolRef, WireFormat, find, generated_id, invalid, object_arguments, prepare, result_text, sealed, str_field,
+    CallMapping, Declarations, Dialect, FormatOptions, Provider, ProviderError, SchemaMode, Strictness, ToolRef,
+    WireFormat, find, generated_id, invalid, object_arguments, prepare, result_text, sealed, str_field,
 };
 use crate::exec::{ToolArguments, ToolCall, ToolResult};
 
@@ -41,8 +41,7 @@ pub const MAX_TOOLS: usize = 128;
 /// reported as [`ToolStatus::NotStrict`](super::ToolStatus::NotStrict).
 #[derive(Debug, Clone, Default)]
 pub struct OpenAiChat {
-    strict: StrictOptions,
-    names: NameStyle,
+    options: FormatOptions,
 }
 
 /// One entry of Chat Completions' `tools` (also Ollama's).
@@ -69,25 +68,9 @@ impl OpenAiChat {
     pub fn new() -> Self {
         Self::default()
     }
-
-    /// Strict mode for every tool without its own setting.
-    pub fn strict(mut self, strictness: Strictness) -> Self {
-        self.strict.default = strictness;
-        self
-    }
-
-    /// Strict mode for one tool.
-    pub fn strict_for(mut self, tool: impl Into<String>, strictness: Strictness) -> Self {
-        self.strict.per_tool.insert(tool.into(), strictness);
-        self
-    }
-
-    /// What to do with names OpenAI cannot take.
-    pub fn name_style(mut self, style: NameStyle) -> Self {
-        self.names = style;
-        self
-    }
 }
+
+super::format_options!(OpenAiChat, strict);
 
 impl WireFormat for OpenAiChat {
     fn provider(&self) -> Provider {
@@ -95,8 +78,8 @@ impl WireFormat for OpenAiChat {
     }
 
     fn declare_partial(&self, tools: &[ToolRef<'_>]) -> Declarations {
-        let mode = SchemaMode::Strict(Dialect::OpenAiStrict, &self.strict);
-        let mut prepared = prepare(Provider::OpenAiChat, mode, self.names, tools);
+        let mode = SchemaMode::Strict(Dialect::OpenAiStrict, Strictness::IfCompatible);
+        let mut prepared = prepare(Provider::OpenAiChat, mode, &self.options, tools);
         prepared.limit(MAX_TOOLS);
         let tools: Vec<ChatTool<'_>> = prepared
             .tools

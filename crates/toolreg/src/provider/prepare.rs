@@ -1,8 +1,7 @@
-//! Getting tools ready to declare, shared by every format: which
-//! [`Strictness`] each tool asks for, the [`ToolRef`] that points at a tool
-//! and keeps its lowered schemas (computed once per registered tool and
-//! provider, then borrowed), and `prepare`, which checks or respells
-//! names, refuses collisions and picks each tool's schema.
+//! Getting tools ready to declare, shared by every format: the [`ToolRef`]
+//! that points at a tool and keeps its lowered schemas (computed once per
+//! registered tool and provider, then borrowed), and `prepare`, which checks
+//! or respells names, refuses collisions and picks each tool's schema.
 //!
 //! Apart from the trait because a format only calls into it: each format
 //! prepares its tools here, then writes them in its own serde structs.
@@ -15,40 +14,11 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::{
-    CallMapping, Declarations, Dialect, LoweringError, NameStyle, Provider, ProviderError, ToolReport, ToolStatus,
-    lower,
+    CallMapping, Declarations, Dialect, FormatOptions, LoweringError, NameStyle, Provider, ProviderError, Strictness,
+    ToolReport, ToolStatus, lower,
 };
 use crate::declaration::ToolDeclaration;
 use crate::registry::ToolEntry;
-
-/// Whether a tool is declared in the provider's strict mode (OpenAI's and
-/// Anthropic's constrained decoding).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-#[non_exhaustive]
-pub enum Strictness {
-    /// Never strict.
-    Off,
-    /// Strict when the schema can be made strict; otherwise sent non-strict
-    /// and reported as [`ToolStatus::NotStrict`].
-    #[default]
-    IfCompatible,
-    /// Strict, or the tool is refused ([`ToolStatus::Refused`]) with what
-    /// stands in the way.
-    Required,
-}
-
-/// Per-tool options shared by the formats with a strict mode.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct StrictOptions {
-    pub(crate) default: Strictness,
-    pub(crate) per_tool: HashMap<String, Strictness>,
-}
-
-impl StrictOptions {
-    pub(crate) fn for_tool(&self, name: &str) -> Strictness {
-        self.per_tool.get(name).copied().unwrap_or(self.default)
-    }
-}
 
 /// Lowered schemas of one registered tool, computed on first use per
 /// provider and kept for the life of the entry, in its typed `lowered` field
@@ -154,12 +124,12 @@ pub(crate) fn description(decl: &ToolDeclaration) -> Option<&str> {
 
 /// Which schema a format sends for each tool.
 #[derive(Clone, Copy)]
-pub(crate) enum SchemaMode<'o> {
+pub(crate) enum SchemaMode {
     /// The canonical schema.
     Canonical,
-    /// Strict where the options ask for it, with this lowering; the
-    /// canonical schema otherwise.
-    Strict(Dialect, &'o StrictOptions),
+    /// Strict where the options ask for it (the provider's default
+    /// strictness second), with this lowering; the canonical schema otherwise.
+    Strict(Dialect, Strictness),
     /// Always this lowering; a schema it cannot take refuses the tool.
     Lowered(Dialect),
     /// MCP's `inputSchema`.
@@ -218,8 +188,8 @@ pub(crate) fn to_json(value: &impl Serialize) -> Value {
 /// schema. Tools that cannot be sent are reported as refused.
 pub(crate) fn prepare<'a>(
     provider: Provider,
-    mode: SchemaMode<'_>,
-    style: NameStyle,
+    mode: SchemaMode,
+    options: &FormatOptions,
     tools: &[ToolRef<'a>],
 ) -> Preparation<'a> {
     let rule = provider.name_rule();
@@ -236,7 +206,7 @@ pub(crate) fn prepare<'a>(
         };
         let name: Cow<'a, str> = match rule.check(real) {
             Ok(()) => Cow::Borrowed(real),
-            Err(_) if style == NameStyle::Respell => Cow::Owned(rule.respell(real)),
+            Err(_) if options.name_style == NameStyle::Respell => Cow::Owned(rule.respell(real)),
             Err(reason) => {
                 refuse(ProviderError::InvalidName { provider, tool: real.to_owned(), rule: rule.pattern, reason });
                 continue;
@@ -262,7 +232,7 @@ pub(crate) fn prepare<'a>(
                     continue;
                 }
             },
-            SchemaMode::Strict(lowering, options) => match options.for_tool(real) {
+            SchemaMode::Strict(lowering, default) => match options.strictness(real, default) {
                 Strictness::Off => (Cow::Borrowed(&decl.input_schema), false, ToolStatus::Declared),
                 wanted => match tool.lowered(lowering) {
                     Ok(schema) => (schema, true, ToolStatus::Lowered { strict: true }),
