@@ -49,7 +49,8 @@ impl CallMapping {
 
     /// Whether toolreg made up this call id because the provider sent none
     /// (such an id is not sent back). Ids are recorded by
-    /// [`WireFormat::parse_calls`] with this mapping (and its clones).
+    /// [`WireFormat::parse_calls`](super::WireFormat::parse_calls) with this
+    /// mapping (and its clones).
     pub fn is_generated_id(&self, id: &str) -> bool {
         self.generated.lock().unwrap_or_else(PoisonError::into_inner).contains(id)
     }

@@ -5,8 +5,9 @@
 //! provider's `tools` value (typed serde structs, never string templates)
 //! with a [`CallMapping`] and a report per tool;
 //! [`parse_calls`](WireFormat::parse_calls) reads the provider's response
-//! into [`ToolCall`]s for the real tools; [`render_results`](WireFormat::render_results)
-//! writes what to append to the conversation for a batch of [`ToolResult`]s.
+//! into [`ToolCall`](crate::ToolCall)s for the real tools;
+//! [`render_results`](WireFormat::render_results) writes what to append to
+//! the conversation for a batch of [`ToolResult`](crate::ToolResult)s.
 //!
 //! | format | declarations | calls in | results out |
 //! |---|---|---|---|
@@ -25,9 +26,11 @@
 //! Every tool has one canonical JSON Schema. What a provider accepts is
 //! derived from it by the [`lower`] transforms: OpenAI's strict mode,
 //! Anthropic's strict subset, Gemini's OpenAPI subset. For a tool taken from
-//! a [`FunctionRegistry`](crate::FunctionRegistry) ([`ToolEntry`]) the
-//! lowered schema is computed once per tool and provider and kept in the
-//! entry; a bare [`ToolDeclaration`] is lowered each time it is rendered.
+//! a [`FunctionRegistry`](crate::FunctionRegistry)
+//! ([`ToolEntry`](crate::ToolEntry)) the lowered schema is computed once per
+//! tool and provider and kept in the entry; a bare
+//! [`ToolDeclaration`](crate::ToolDeclaration) is lowered each time it is
+//! rendered.
 //!
 //! A tool a provider cannot take (a name it refuses, a schema it cannot
 //! express, one tool too many) is reported as [`ToolStatus::Refused`] with

@@ -8,7 +8,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::sync::{Arc, LazyLock, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 use serde::Serialize;
 use serde_json::Value;
@@ -88,10 +88,7 @@ impl<'a> ToolRef<'a> {
     /// MCP's input schema: the canonical one, or the closed empty object
     /// for a tool without parameters. Borrowed either way.
     pub(crate) fn mcp_input(&self) -> &'a Value {
-        static CLOSED_EMPTY: LazyLock<Value> =
-            LazyLock::new(|| serde_json::json!({"type": "object", "additionalProperties": false}));
-        let schema = &self.declaration.input_schema;
-        if lower::has_no_parameters(schema) { &CLOSED_EMPTY } else { schema }
+        lower::mcp_input(&self.declaration.input_schema)
     }
 }
 

@@ -35,6 +35,8 @@
 //! # Ok::<(), toolreg::provider::LoweringError>(())
 //! ```
 
+use std::sync::LazyLock;
+
 use schemars::Schema;
 use schemars::transform::Transform;
 use serde_json::{Map, Value};
@@ -99,16 +101,28 @@ pub fn gemini(schema: &Value) -> Result<Value, LoweringError> {
 
 /// MCP's `inputSchema`: the canonical schema, except that a tool without
 /// parameters gets `{"type":"object","additionalProperties":false}`.
+///
+/// ```
+/// use serde_json::json;
+/// use toolreg::provider::lower;
+///
+/// assert_eq!(lower::mcp(&json!({"type": "object"})), json!({"type": "object", "additionalProperties": false}));
+/// let some = json!({"type": "object", "properties": {"city": {"type": "string"}}});
+/// assert_eq!(lower::mcp(&some), some);
+/// ```
 pub fn mcp(schema: &Value) -> Value {
-    if has_no_parameters(schema) {
-        serde_json::json!({"type": "object", "additionalProperties": false})
-    } else {
-        schema.clone()
-    }
+    mcp_input(schema).clone()
+}
+
+/// [`mcp`], borrowed either way: what the MCP format sends.
+pub(crate) fn mcp_input(schema: &Value) -> &Value {
+    static CLOSED_EMPTY: LazyLock<Value> =
+        LazyLock::new(|| serde_json::json!({"type": "object", "additionalProperties": false}));
+    if has_no_parameters(schema) { &CLOSED_EMPTY } else { schema }
 }
 
 /// Whether an object schema declares no parameters at all.
-pub(crate) fn has_no_parameters(schema: &Value) -> bool {
+fn has_no_parameters(schema: &Value) -> bool {
     schema.get("properties").and_then(Value::as_object).is_none_or(Map::is_empty)
         && schema.get("additionalProperties").is_none_or(|a| a == false)
         && !["anyOf", "oneOf", "allOf", "$ref", "patternProperties"].iter().any(|k| schema.get(*k).is_some())
