@@ -116,6 +116,11 @@ pub(crate) use lower::Dialect;
 pub use lower::LoweringError;
 pub use names::{NameRule, NameStyle};
 
+// What every format shares, one job per file: `wire` (the trait, its error
+// and what it returns), `options` (how a format is configured), `prepare`
+// (names, schemas and the lowering cache of a declaration) and `mapping`
+// (the model's calls back to the real tools). Their public items are
+// re-exported here, so `toolreg::provider::X` is the one path users see.
 mod mapping;
 mod options;
 mod prepare;
