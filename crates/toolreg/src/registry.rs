@@ -1,9 +1,8 @@
 //! [`FunctionRegistry`]: every tool's function and declaration in one entry.
 
-use std::any::Any;
 use std::fmt::{self, Display};
 use std::future::Future;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use indexmap::IndexMap;
 use serde::Serialize;
@@ -13,6 +12,7 @@ use crate::args::ArgumentLimits;
 use crate::declaration::ToolDeclaration;
 use crate::exec::{CallContext, ToolError};
 use crate::handler::{AsyncFnTool, ErasedTool, SyncFnTool};
+use crate::provider::LoweredSchemas;
 use crate::schema::{self, CachedSchema};
 use crate::validate::ArgumentValidator;
 
@@ -223,10 +223,10 @@ pub struct ToolEntry {
     /// registering many tools of a few types stays cheap.
     validator: Arc<ArgumentValidator>,
     serde_checked: bool,
-    /// Data a higher layer derives from the declaration once and keeps for
-    /// the life of the entry (the provider formats keep their lowered
-    /// schemas here), without this module having to know its type.
-    derived: Arc<OnceLock<Box<dyn Any + Send + Sync>>>,
+    /// The declaration's schema lowered for each provider, computed on first
+    /// use and kept for the life of the entry (and its clones): a typed
+    /// field, so nothing is downcast and no other value can take the slot.
+    lowered: Arc<LoweredSchemas>,
     preview: Option<ApprovalPreview>,
 }
 
@@ -277,10 +277,9 @@ impl ToolEntry {
         }
     }
 
-    /// What a higher layer derived from this entry, computed on first use.
-    /// `None` when something of another type was derived first.
-    pub(crate) fn derived<T: Any + Send + Sync>(&self, init: impl FnOnce() -> T) -> Option<&T> {
-        self.derived.get_or_init(|| Box::new(init())).downcast_ref::<T>()
+    /// The provider formats' cache of this tool's lowered schemas.
+    pub(crate) fn lowered(&self) -> &LoweredSchemas {
+        &self.lowered
     }
 }
 
@@ -452,7 +451,7 @@ impl FunctionRegistry {
             tool,
             validator,
             serde_checked: serde_checked.is_some(),
-            derived: Arc::default(),
+            lowered: Arc::default(),
             preview,
         };
         Ok((Arc::from(name), entry))

@@ -11,9 +11,9 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::{
-    CallMapping, Declarations, Lowering, LoweringError, NameStyle, Provider, ProviderError, SchemaMode, StrictOptions,
-    Strictness, ToolRef, ToolStatus, WireFormat, find, generated_id, invalid, object_arguments, prepare, result_text,
-    sealed, str_field,
+    CallMapping, Declarations, Dialect, FormatOptions, LoweringError, Provider, ProviderError, SchemaMode, Strictness,
+    ToolRef, ToolStatus, WireFormat, find, generated_id, invalid, object_arguments, prepare, result_text, sealed,
+    str_field,
 };
 use crate::exec::{ToolCall, ToolResult};
 
@@ -27,19 +27,9 @@ pub const MAX_UNION_PARAMS: usize = 16;
 /// Anthropic Messages' wire format.
 ///
 /// Strict mode defaults to [`Strictness::Off`], Anthropic's own default.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Anthropic {
-    strict: StrictOptions,
-    names: NameStyle,
-}
-
-impl Default for Anthropic {
-    fn default() -> Self {
-        Anthropic {
-            strict: StrictOptions { default: Strictness::Off, ..StrictOptions::default() },
-            names: NameStyle::default(),
-        }
-    }
+    options: FormatOptions,
 }
 
 /// One entry of Anthropic's `tools`.
@@ -69,25 +59,9 @@ impl Anthropic {
     pub fn new() -> Self {
         Self::default()
     }
-
-    /// Strict mode for every tool without its own setting.
-    pub fn strict(mut self, strictness: Strictness) -> Self {
-        self.strict.default = strictness;
-        self
-    }
-
-    /// Strict mode for one tool.
-    pub fn strict_for(mut self, tool: impl Into<String>, strictness: Strictness) -> Self {
-        self.strict.per_tool.insert(tool.into(), strictness);
-        self
-    }
-
-    /// What to do with names Anthropic cannot take.
-    pub fn name_style(mut self, style: NameStyle) -> Self {
-        self.names = style;
-        self
-    }
 }
+
+super::format_options!(Anthropic, strict);
 
 impl WireFormat for Anthropic {
     fn provider(&self) -> Provider {
@@ -95,8 +69,8 @@ impl WireFormat for Anthropic {
     }
 
     fn declare_partial(&self, tools: &[ToolRef<'_>]) -> Declarations {
-        let mode = SchemaMode::Strict(Lowering::AnthropicStrict, &self.strict);
-        let mut prepared = prepare(Provider::Anthropic, mode, self.names, tools);
+        let mode = SchemaMode::Strict(Dialect::AnthropicStrict, Strictness::Off);
+        let mut prepared = prepare(Provider::Anthropic, mode, &self.options, tools);
         // Per-request budgets of strict mode: a tool that would go over is
         // sent plain when strictness was "if compatible", refused when required.
         let mut used = [0usize; 3];
@@ -117,7 +91,7 @@ impl WireFormat for Anthropic {
                 continue;
             };
             let decl = p.tool.declaration();
-            if self.strict.for_tool(&decl.name) == Strictness::Required {
+            if self.options.strictness(&decl.name, Strictness::Off) == Strictness::Required {
                 let reason = ProviderError::TooMany {
                     provider: Provider::Anthropic,
                     what: what[k],

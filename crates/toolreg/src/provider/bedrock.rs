@@ -9,15 +9,15 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::{
-    CallMapping, Declarations, NameStyle, Provider, ProviderError, SchemaMode, ToolRef, WireFormat, find, generated_id,
-    invalid, object_arguments, prepare, result_text, sealed, str_field,
+    CallMapping, Declarations, FormatOptions, Provider, ProviderError, SchemaMode, ToolRef, WireFormat, find,
+    generated_id, invalid, object_arguments, prepare, result_text, sealed, str_field,
 };
 use crate::exec::{ToolCall, ToolResult};
 
 /// Bedrock Converse's wire format.
 #[derive(Debug, Clone, Default)]
 pub struct Bedrock {
-    names: NameStyle,
+    options: FormatOptions,
 }
 
 /// One entry of `toolConfig.tools`.
@@ -49,13 +49,9 @@ impl Bedrock {
     pub fn new() -> Self {
         Self::default()
     }
-
-    /// What to do with names Bedrock cannot take.
-    pub fn name_style(mut self, style: NameStyle) -> Self {
-        self.names = style;
-        self
-    }
 }
+
+super::format_options!(Bedrock);
 
 impl WireFormat for Bedrock {
     fn provider(&self) -> Provider {
@@ -63,7 +59,7 @@ impl WireFormat for Bedrock {
     }
 
     fn declare_partial(&self, tools: &[ToolRef<'_>]) -> Declarations {
-        let prepared = prepare(Provider::Bedrock, SchemaMode::Canonical, self.names, tools);
+        let prepared = prepare(Provider::Bedrock, SchemaMode::Canonical, &self.options, tools);
         let tools: Vec<BedrockTool<'_>> = prepared
             .tools
             .iter()

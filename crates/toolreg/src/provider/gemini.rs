@@ -16,7 +16,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::{
-    CallMapping, Declarations, Lowering, NameStyle, Provider, ProviderError, SchemaMode, ToolRef, ToolStatus,
+    CallMapping, Declarations, Dialect, FormatOptions, Provider, ProviderError, SchemaMode, ToolRef, ToolStatus,
     WireFormat, find, generated_id, invalid, object_arguments, prepare, result_text, sealed, str_field,
 };
 use crate::exec::{ToolCall, ToolResult};
@@ -25,7 +25,7 @@ use crate::exec::{ToolCall, ToolResult};
 #[derive(Debug, Clone, Default)]
 pub struct Gemini {
     json_schema: bool,
-    names: NameStyle,
+    options: FormatOptions,
 }
 
 /// The single entry of Gemini's `tools` that holds every declaration.
@@ -62,13 +62,9 @@ impl Gemini {
         self.json_schema = yes;
         self
     }
-
-    /// What to do with names Gemini cannot take.
-    pub fn name_style(mut self, style: NameStyle) -> Self {
-        self.names = style;
-        self
-    }
 }
+
+super::format_options!(Gemini);
 
 impl WireFormat for Gemini {
     fn provider(&self) -> Provider {
@@ -77,8 +73,8 @@ impl WireFormat for Gemini {
 
     /// One `Tool` holding every declaration; none at all for no tools.
     fn declare_partial(&self, tools: &[ToolRef<'_>]) -> Declarations {
-        let mode = if self.json_schema { SchemaMode::Canonical } else { SchemaMode::Lowered(Lowering::Gemini) };
-        let mut prepared = prepare(Provider::Gemini, mode, self.names, tools);
+        let mode = if self.json_schema { SchemaMode::Canonical } else { SchemaMode::Lowered(Dialect::Gemini) };
+        let mut prepared = prepare(Provider::Gemini, mode, &self.options, tools);
         let mut declarations = Vec::with_capacity(prepared.tools.len());
         for p in &prepared.tools {
             let (parameters, parameters_json_schema) = if self.json_schema {

@@ -17,7 +17,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::{
-    CallMapping, Declarations, NameStyle, Provider, ProviderError, SchemaMode, ToolRef, WireFormat, invalid,
+    CallMapping, Declarations, FormatOptions, Provider, ProviderError, SchemaMode, ToolRef, WireFormat, invalid,
     object_arguments, prepare, result_text, sealed, str_field,
 };
 use crate::declaration::{SafetyLevel, ToolDeclaration};
@@ -26,7 +26,7 @@ use crate::exec::{ToolCall, ToolResult};
 /// MCP's tool and result formats.
 #[derive(Debug, Clone, Default)]
 pub struct Mcp {
-    names: NameStyle,
+    options: FormatOptions,
 }
 
 /// An MCP `Tool`.
@@ -121,13 +121,9 @@ impl Mcp {
     pub fn new() -> Self {
         Self::default()
     }
-
-    /// What to do with names MCP's rule refuses.
-    pub fn name_style(mut self, style: NameStyle) -> Self {
-        self.names = style;
-        self
-    }
 }
+
+super::format_options!(Mcp);
 
 impl WireFormat for Mcp {
     fn provider(&self) -> Provider {
@@ -135,7 +131,7 @@ impl WireFormat for Mcp {
     }
 
     fn declare_partial(&self, tools: &[ToolRef<'_>]) -> Declarations {
-        let prepared = prepare(Provider::Mcp, SchemaMode::Mcp, self.names, tools);
+        let prepared = prepare(Provider::Mcp, SchemaMode::Mcp, &self.options, tools);
         let tools: Vec<McpTool<'_>> = prepared
             .tools
             .iter()

@@ -13,16 +13,17 @@
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use super::openai_chat::{chat_tool_call, chat_tool_calls};
 use super::{
-    CallMapping, Declarations, Fnv, NameStyle, Provider, ProviderError, SchemaMode, ToolRef, WireFormat,
-    chat_tool_call, chat_tool_calls, prepare, result_text, sealed,
+    CallMapping, Declarations, Fnv, FormatOptions, Provider, ProviderError, SchemaMode, ToolRef, WireFormat, prepare,
+    result_text, sealed,
 };
 use crate::exec::{ToolCall, ToolResult};
 
 /// Mistral's wire format.
 #[derive(Debug, Clone, Default)]
 pub struct Mistral {
-    names: NameStyle,
+    options: FormatOptions,
 }
 
 /// One entry of Mistral's `tools`.
@@ -66,13 +67,9 @@ impl Mistral {
     pub fn new() -> Self {
         Self::default()
     }
-
-    /// What to do with names Mistral cannot take.
-    pub fn name_style(mut self, style: NameStyle) -> Self {
-        self.names = style;
-        self
-    }
 }
+
+super::format_options!(Mistral);
 
 impl WireFormat for Mistral {
     fn provider(&self) -> Provider {
@@ -80,7 +77,7 @@ impl WireFormat for Mistral {
     }
 
     fn declare_partial(&self, tools: &[ToolRef<'_>]) -> Declarations {
-        let prepared = prepare(Provider::Mistral, SchemaMode::Canonical, self.names, tools);
+        let prepared = prepare(Provider::Mistral, SchemaMode::Canonical, &self.options, tools);
         let tools: Vec<MistralTool<'_>> = prepared
             .tools
             .iter()

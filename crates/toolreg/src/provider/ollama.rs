@@ -8,17 +8,17 @@
 
 use serde_json::{Value, json};
 
-use super::openai_chat::{ChatFunction, ChatTool};
+use super::openai_chat::{ChatFunction, ChatTool, chat_tool_call, chat_tool_calls};
 use super::{
-    CallMapping, Declarations, NameStyle, Provider, ProviderError, SchemaMode, ToolRef, WireFormat, chat_tool_call,
-    chat_tool_calls, prepare, result_text, sealed,
+    CallMapping, Declarations, FormatOptions, Provider, ProviderError, SchemaMode, ToolRef, WireFormat, prepare,
+    result_text, sealed,
 };
 use crate::exec::{ToolCall, ToolResult};
 
 /// Ollama's native wire format.
 #[derive(Debug, Clone, Default)]
 pub struct Ollama {
-    names: NameStyle,
+    options: FormatOptions,
 }
 
 impl Ollama {
@@ -26,13 +26,9 @@ impl Ollama {
     pub fn new() -> Self {
         Self::default()
     }
-
-    /// What to do with names the OpenAI rule refuses.
-    pub fn name_style(mut self, style: NameStyle) -> Self {
-        self.names = style;
-        self
-    }
 }
+
+super::format_options!(Ollama);
 
 impl WireFormat for Ollama {
     fn provider(&self) -> Provider {
@@ -40,7 +36,7 @@ impl WireFormat for Ollama {
     }
 
     fn declare_partial(&self, tools: &[ToolRef<'_>]) -> Declarations {
-        let prepared = prepare(Provider::Ollama, SchemaMode::Canonical, self.names, tools);
+        let prepared = prepare(Provider::Ollama, SchemaMode::Canonical, &self.options, tools);
         let tools: Vec<ChatTool<'_>> = prepared
             .tools
             .iter()

@@ -26,10 +26,10 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::{
-    CallMapping, Declarations, Lowering, NameStyle, Provider, ProviderError, SchemaMode, StrictOptions, Strictness,
-    ToolRef, WireFormat, chat_tool_call, chat_tool_calls, prepare, result_text, sealed,
+    CallMapping, Declarations, Dialect, FormatOptions, Provider, ProviderError, SchemaMode, Strictness, ToolRef,
+    WireFormat, find, generated_id, invalid, object_arguments, prepare, result_text, sealed, str_field,
 };
-use crate::exec::{ToolCall, ToolResult};
+use crate::exec::{ToolArguments, ToolCall, ToolResult};
 
 /// OpenAI's limit on tools in one request.
 pub const MAX_TOOLS: usize = 128;
@@ -41,8 +41,7 @@ pub const MAX_TOOLS: usize = 128;
 /// reported as [`ToolStatus::NotStrict`](super::ToolStatus::NotStrict).
 #[derive(Debug, Clone, Default)]
 pub struct OpenAiChat {
-    strict: StrictOptions,
-    names: NameStyle,
+    options: FormatOptions,
 }
 
 /// One entry of Chat Completions' `tools` (also Ollama's).
@@ -69,25 +68,9 @@ impl OpenAiChat {
     pub fn new() -> Self {
         Self::default()
     }
-
-    /// Strict mode for every tool without its own setting.
-    pub fn strict(mut self, strictness: Strictness) -> Self {
-        self.strict.default = strictness;
-        self
-    }
-
-    /// Strict mode for one tool.
-    pub fn strict_for(mut self, tool: impl Into<String>, strictness: Strictness) -> Self {
-        self.strict.per_tool.insert(tool.into(), strictness);
-        self
-    }
-
-    /// What to do with names OpenAI cannot take.
-    pub fn name_style(mut self, style: NameStyle) -> Self {
-        self.names = style;
-        self
-    }
 }
+
+super::format_options!(OpenAiChat, strict);
 
 impl WireFormat for OpenAiChat {
     fn provider(&self) -> Provider {
@@ -95,8 +78,8 @@ impl WireFormat for OpenAiChat {
     }
 
     fn declare_partial(&self, tools: &[ToolRef<'_>]) -> Declarations {
-        let mode = SchemaMode::Strict(Lowering::OpenAiStrict, &self.strict);
-        let mut prepared = prepare(Provider::OpenAiChat, mode, self.names, tools);
+        let mode = SchemaMode::Strict(Dialect::OpenAiStrict, Strictness::IfCompatible);
+        let mut prepared = prepare(Provider::OpenAiChat, mode, &self.options, tools);
         prepared.limit(MAX_TOOLS);
         let tools: Vec<ChatTool<'_>> = prepared
             .tools
@@ -129,4 +112,41 @@ impl sealed::Format for OpenAiChat {
             .map(|(i, call)| chat_tool_call(Provider::OpenAiChat, i, call, mapping))
             .collect()
     }
+}
+
+/// The OpenAI-shaped `tool_calls` of a chat response, message or bare list.
+pub(crate) fn chat_tool_calls(provider: Provider, body: &Value) -> Result<Vec<(usize, &Value)>, ProviderError> {
+    let list = if body.is_array() {
+        Some(body)
+    } else {
+        find(body, &["/choices/0/message/tool_calls", "/message/tool_calls", "/tool_calls"])
+    };
+    match list {
+        Some(Value::Array(calls)) => Ok(calls.iter().enumerate().collect()),
+        Some(Value::Null) => Ok(Vec::new()),
+        Some(_) => Err(invalid(provider, "`tool_calls` is not an array")),
+        None if body.pointer("/choices/0/message").is_some() || body.get("message").is_some() => Ok(Vec::new()),
+        None if body.get("role").is_some() => Ok(Vec::new()),
+        None => Err(invalid(provider, "expected a chat completion, a message or a `tool_calls` array")),
+    }
+}
+
+/// One OpenAI-shaped tool call: `{"id","type":"function","function":{"name","arguments"}}`.
+pub(crate) fn chat_tool_call(
+    provider: Provider,
+    index: usize,
+    call: &Value,
+    mapping: &CallMapping,
+) -> Result<ToolCall, ProviderError> {
+    let function = call.get("function").ok_or_else(|| invalid(provider, "a tool call has no `function`"))?;
+    let name = str_field(provider, function, "name", "a tool call's function")?;
+    let arguments = match function.get("arguments") {
+        Some(Value::String(text)) => ToolArguments::Raw(text.clone()),
+        other => object_arguments(other),
+    };
+    let id = match call.get("id").and_then(Value::as_str) {
+        Some(id) if !id.is_empty() => id.to_owned(),
+        _ => generated_id("call_", index, name, function.get("arguments").unwrap_or(&Value::Null), mapping),
+    };
+    Ok(ToolCall { id, name: name.to_owned(), arguments })
 }

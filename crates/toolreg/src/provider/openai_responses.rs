@@ -9,16 +9,15 @@ use serde_json::{Value, json};
 
 use super::openai_chat::MAX_TOOLS;
 use super::{
-    CallMapping, Declarations, Lowering, NameStyle, Provider, ProviderError, SchemaMode, StrictOptions, Strictness,
-    ToolRef, WireFormat, find, generated_id, invalid, prepare, result_text, sealed, str_field,
+    CallMapping, Declarations, Dialect, FormatOptions, Provider, ProviderError, SchemaMode, Strictness, ToolRef,
+    WireFormat, find, generated_id, invalid, prepare, result_text, sealed, str_field,
 };
 use crate::exec::{ToolArguments, ToolCall, ToolResult};
 
 /// The Responses API's wire format.
 #[derive(Debug, Clone, Default)]
 pub struct OpenAiResponses {
-    strict: StrictOptions,
-    names: NameStyle,
+    options: FormatOptions,
 }
 
 /// One entry of the Responses API's `tools`.
@@ -39,25 +38,9 @@ impl OpenAiResponses {
     pub fn new() -> Self {
         Self::default()
     }
-
-    /// Strict mode for every tool without its own setting.
-    pub fn strict(mut self, strictness: Strictness) -> Self {
-        self.strict.default = strictness;
-        self
-    }
-
-    /// Strict mode for one tool.
-    pub fn strict_for(mut self, tool: impl Into<String>, strictness: Strictness) -> Self {
-        self.strict.per_tool.insert(tool.into(), strictness);
-        self
-    }
-
-    /// What to do with names OpenAI cannot take.
-    pub fn name_style(mut self, style: NameStyle) -> Self {
-        self.names = style;
-        self
-    }
 }
+
+super::format_options!(OpenAiResponses, strict);
 
 impl WireFormat for OpenAiResponses {
     fn provider(&self) -> Provider {
@@ -65,8 +48,8 @@ impl WireFormat for OpenAiResponses {
     }
 
     fn declare_partial(&self, tools: &[ToolRef<'_>]) -> Declarations {
-        let mode = SchemaMode::Strict(Lowering::OpenAiStrict, &self.strict);
-        let mut prepared = prepare(Provider::OpenAiResponses, mode, self.names, tools);
+        let mode = SchemaMode::Strict(Dialect::OpenAiStrict, Strictness::IfCompatible);
+        let mut prepared = prepare(Provider::OpenAiResponses, mode, &self.options, tools);
         prepared.limit(MAX_TOOLS);
         let tools: Vec<ResponsesTool<'_>> = prepared
             .tools

@@ -1,19 +1,24 @@
-//! Calls in, results out: [`ToolCall`], [`ToolOutput`], [`ToolError`],
-//! [`ToolResult`] and the [`ToolExecutor`] trait.
+//! Calls in, results out: [`ToolCall`] and its [`ToolArguments`], the
+//! [`ToolOutput`] or [`ToolError`] a call ends in, the [`ToolResult`] that
+//! carries either back under the call's id, and the [`ToolExecutor`] trait.
+//!
+//! What a running call can see of itself ([`CallContext`], its typed
+//! [`Extensions`] and [`Progress`] reports) is in its own file: it travels
+//! down the stack with the call, while everything here is the call's data.
 
-use std::any::{Any, TypeId};
 use std::borrow::Cow;
 use std::fmt;
 use std::future::Future;
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tokio_util::sync::CancellationToken;
 
-use crate::declaration::ToolDeclaration;
 use crate::validate::{ArgumentError, render_errors};
+
+mod context;
+
+pub use context::{CallContext, Extensions, Progress, ProgressReporter};
 
 /// The arguments of a tool call as they arrived.
 ///
@@ -113,7 +118,18 @@ impl fmt::Display for ToolOutput {
     }
 }
 
-fn value_text(value: &Value) -> Cow<'_, str> {
+/// The text a model reads for a JSON value: a string as its contents,
+/// anything else as compact JSON. [`ToolOutput::text`] and every place that
+/// shows a value to a model use this one rule.
+///
+/// ```
+/// use serde_json::json;
+/// use toolreg::exec::value_text;
+///
+/// assert_eq!(value_text(&json!("plain")), "plain");
+/// assert_eq!(value_text(&json!({"a": [1, "b"]})), r#"{"a":[1,"b"]}"#);
+/// ```
+pub fn value_text(value: &Value) -> Cow<'_, str> {
     match value {
         Value::String(s) => Cow::Borrowed(s),
         other => Cow::Owned(other.to_string()),
@@ -378,196 +394,6 @@ impl ToolResult {
     }
 }
 
-/// Typed values that travel with a call down the stack, in the manner of
-/// `http::Extensions`: a layer puts something in for the layers below it (the
-/// approval stage its grant, an agent loop its run's state) without the core
-/// having to know the type. Cloning shares the values.
-#[derive(Clone, Default)]
-pub struct Extensions {
-    // A short list: a call carries a handful of values at most, so a linear
-    // search beats hashing, and an empty list costs no allocation.
-    values: Vec<(TypeId, Arc<dyn Any + Send + Sync>)>,
-}
-
-impl Extensions {
-    /// Put `value` in, replacing any value of the same type.
-    pub fn insert<T: Send + Sync + 'static>(&mut self, value: T) {
-        self.insert_arc(Arc::new(value));
-    }
-
-    /// Put a shared value in, replacing any value of the same type.
-    pub fn insert_arc<T: Send + Sync + 'static>(&mut self, value: Arc<T>) {
-        let id = TypeId::of::<T>();
-        match self.values.iter_mut().find(|(t, _)| *t == id) {
-            Some(slot) => slot.1 = value,
-            None => self.values.push((id, value)),
-        }
-    }
-
-    /// The value of type `T`, if one was put in.
-    pub fn get<T: Send + Sync + 'static>(&self) -> Option<&T> {
-        let id = TypeId::of::<T>();
-        self.values.iter().find(|(t, _)| *t == id).and_then(|(_, v)| v.as_ref().downcast_ref::<T>())
-    }
-
-    /// The shared value of type `T`, if one was put in.
-    pub fn get_arc<T: Send + Sync + 'static>(&self) -> Option<Arc<T>> {
-        let id = TypeId::of::<T>();
-        self.values.iter().find(|(t, _)| *t == id).and_then(|(_, v)| Arc::clone(v).downcast::<T>().ok())
-    }
-
-    /// Take the value of type `T` out.
-    pub fn remove<T: Send + Sync + 'static>(&mut self) -> Option<Arc<T>> {
-        let id = TypeId::of::<T>();
-        let at = self.values.iter().position(|(t, _)| *t == id)?;
-        self.values.swap_remove(at).1.downcast::<T>().ok()
-    }
-
-    /// Whether no value was put in.
-    pub fn is_empty(&self) -> bool {
-        self.values.is_empty()
-    }
-}
-
-impl fmt::Debug for Extensions {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Extensions").field("len", &self.values.len()).finish()
-    }
-}
-
-/// What a running tool (and each stage around it) can see of its call: the
-/// call id, a cancellation token, the tool's declaration and typed
-/// [`Extensions`].
-///
-/// A `#[tool]` function takes it with a `#[context] cx: CallContext`
-/// parameter; hooks get
-/// it in their [`HookCall`](crate::engine::HookCall).
-#[derive(Debug, Clone, Default)]
-pub struct CallContext {
-    call_id: Option<Arc<str>>,
-    /// Shared, so that the calls of a batch hold one token between them
-    /// (cloning a `CancellationToken` takes a lock).
-    cancellation: Option<Arc<CancellationToken>>,
-    declaration: Option<Arc<ToolDeclaration>>,
-    extensions: Extensions,
-}
-
-impl CallContext {
-    /// A context for the call with this id.
-    pub fn new(call_id: impl Into<Arc<str>>) -> Self {
-        CallContext { call_id: Some(call_id.into()), ..CallContext::default() }
-    }
-
-    /// Attach a cancellation token.
-    pub fn with_cancellation(mut self, token: CancellationToken) -> Self {
-        self.cancellation = Some(Arc::new(token));
-        self
-    }
-
-    /// Attach a token shared with other calls.
-    pub(crate) fn with_shared_cancellation(mut self, token: Arc<CancellationToken>) -> Self {
-        self.cancellation = Some(token);
-        self
-    }
-
-    /// The provider's id for this call, when there is one.
-    pub fn call_id(&self) -> Option<&str> {
-        self.call_id.as_deref()
-    }
-
-    /// Whether the caller has asked the call to stop.
-    pub fn is_cancelled(&self) -> bool {
-        self.cancellation.as_deref().is_some_and(CancellationToken::is_cancelled)
-    }
-
-    /// Completes when the call is cancelled; never, if it cannot be.
-    pub async fn cancelled(&self) {
-        match &self.cancellation {
-            Some(token) => token.cancelled().await,
-            None => std::future::pending().await,
-        }
-    }
-
-    /// The cancellation token, if the caller supplied one.
-    pub fn cancellation(&self) -> Option<&CancellationToken> {
-        self.cancellation.as_deref()
-    }
-
-    /// Attach the declaration of the tool being called (the pipeline does
-    /// this, so hooks and tools can see what they are running).
-    pub fn with_declaration(mut self, declaration: Arc<ToolDeclaration>) -> Self {
-        self.declaration = Some(declaration);
-        self
-    }
-
-    /// The declaration of the tool being called, when it was attached.
-    pub fn declaration(&self) -> Option<&ToolDeclaration> {
-        self.declaration.as_deref()
-    }
-
-    /// The name of the tool being called, when its declaration was attached.
-    pub fn tool_name(&self) -> Option<&str> {
-        self.declaration.as_deref().map(|d| d.name.as_str())
-    }
-
-    /// The typed values passed down with this call.
-    pub fn extensions(&self) -> &Extensions {
-        &self.extensions
-    }
-
-    /// The typed values, to add to them.
-    pub fn extensions_mut(&mut self) -> &mut Extensions {
-        &mut self.extensions
-    }
-
-    /// Add a typed value (builder style).
-    pub fn with_extension<T: Send + Sync + 'static>(mut self, value: T) -> Self {
-        self.extensions.insert(value);
-        self
-    }
-
-    /// Tell the caller how far the call has got: `progress` of `total`
-    /// (when known), with an optional message. It reaches whoever put a
-    /// [`ProgressReporter`] in the call's extensions (an MCP server sends it
-    /// to the client as `notifications/progress`); without one it does nothing.
-    pub fn report_progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
-        if let Some(reporter) = self.extensions.get::<ProgressReporter>() {
-            (reporter.report)(Progress { progress, total, message: message.map(str::to_owned) });
-        }
-    }
-}
-
-/// One progress report of a running call (see [`CallContext::report_progress`]).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Progress {
-    /// How far the call has got; grows with every report.
-    pub progress: f64,
-    /// The value `progress` reaches at the end, when known.
-    pub total: Option<f64>,
-    /// What is happening, in words.
-    pub message: Option<String>,
-}
-
-/// Where a call's [`Progress`] goes: put one in the call's
-/// [`Extensions`] to receive the reports of [`CallContext::report_progress`].
-#[derive(Clone)]
-pub struct ProgressReporter {
-    report: Arc<dyn Fn(Progress) + Send + Sync>,
-}
-
-impl ProgressReporter {
-    /// A reporter that hands every report to `report`.
-    pub fn new(report: impl Fn(Progress) + Send + Sync + 'static) -> Self {
-        ProgressReporter { report: Arc::new(report) }
-    }
-}
-
-impl fmt::Debug for ProgressReporter {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("ProgressReporter")
-    }
-}
-
 /// Anything that can answer a model's tool calls.
 ///
 /// [`FunctionRegistry`](crate::FunctionRegistry) and
@@ -602,19 +428,6 @@ mod tests {
         assert_eq!(e.model_text("x"), "Error: unknown tool `x`. Available tools: a, b.");
         assert!(e.retryable());
         assert_eq!(ToolError::Cancelled.model_text("t"), "Error: `t`: the call was cancelled");
-    }
-
-    #[test]
-    fn extensions_are_typed_slots() {
-        let mut ext = Extensions::default();
-        assert!(ext.get::<u32>().is_none());
-        ext.insert(7u32);
-        ext.insert("x");
-        ext.insert(8u32);
-        assert_eq!(ext.get::<u32>(), Some(&8));
-        assert_eq!(ext.get::<&str>(), Some(&"x"));
-        assert_eq!(ext.remove::<u32>().as_deref(), Some(&8));
-        assert!(ext.get::<u32>().is_none());
     }
 
     #[test]

@@ -1,0 +1,281 @@
+//! Getting tools ready to declare, shared by every format: the [`ToolRef`]
+//! that points at a tool and keeps its lowered schemas (computed once per
+//! registered tool and provider, then borrowed), and `prepare`, which checks
+//! or respells names, refuses collisions and picks each tool's schema.
+//!
+//! Apart from the trait because a format only calls into it: each format
+//! prepares its tools here, then writes them in its own serde structs.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{
+    CallMapping, Declarations, Dialect, FormatOptions, LoweringError, NameStyle, Provider, ProviderError, Strictness,
+    ToolReport, ToolStatus, lower,
+};
+use crate::declaration::ToolDeclaration;
+use crate::registry::ToolEntry;
+
+/// Lowered schemas of one registered tool, computed on first use per
+/// provider and kept for the life of the entry, in its typed `lowered` field
+/// (the lowering depends on nothing but the entry's declaration).
+#[derive(Debug, Default)]
+pub(crate) struct LoweredSchemas {
+    openai_strict: OnceLock<Result<Value, LoweringError>>,
+    anthropic_strict: OnceLock<Result<Value, LoweringError>>,
+    gemini: OnceLock<Result<Value, LoweringError>>,
+    strict_nulls: OnceLock<bool>,
+}
+
+/// A tool to render: a registered [`ToolEntry`] (whose lowered schemas are
+/// cached) or a bare [`ToolDeclaration`] (lowered on each use).
+#[derive(Debug, Clone, Copy)]
+pub struct ToolRef<'a> {
+    declaration: &'a ToolDeclaration,
+    pub(super) shared: Option<&'a Arc<ToolDeclaration>>,
+    cache: Option<&'a LoweredSchemas>,
+}
+
+impl<'a> ToolRef<'a> {
+    /// Tools to declare, from registry entries (`registry.entries()`),
+    /// declarations or shared declarations.
+    pub fn list<I>(tools: I) -> Vec<ToolRef<'a>>
+    where
+        I: IntoIterator,
+        I::Item: Into<ToolRef<'a>>,
+    {
+        tools.into_iter().map(Into::into).collect()
+    }
+
+    /// The declaration.
+    pub fn declaration(&self) -> &'a ToolDeclaration {
+        self.declaration
+    }
+
+    pub(crate) fn lowered(&self, dialect: Dialect) -> Result<Cow<'a, Value>, LoweringError> {
+        let schema = &self.declaration.input_schema;
+        let run = move || dialect.lower(schema);
+        match self.cache {
+            Some(cache) => {
+                let cell = match dialect {
+                    Dialect::OpenAiStrict => &cache.openai_strict,
+                    Dialect::AnthropicStrict => &cache.anthropic_strict,
+                    Dialect::Gemini => &cache.gemini,
+                };
+                match cell.get_or_init(run) {
+                    Ok(v) => Ok(Cow::Borrowed(v)),
+                    Err(e) => Err(e.clone()),
+                }
+            }
+            None => run().map(Cow::Owned),
+        }
+    }
+
+    /// Whether strict mode makes some optional argument nullable, so that
+    /// `null` must be read back as "absent".
+    pub(crate) fn strict_nulls(&self) -> bool {
+        let schema = &self.declaration.input_schema;
+        match self.cache {
+            Some(cache) => *cache.strict_nulls.get_or_init(|| lower::has_optional_non_null(schema)),
+            None => lower::has_optional_non_null(schema),
+        }
+    }
+
+    /// MCP's input schema: the canonical one, or the closed empty object
+    /// for a tool without parameters. Borrowed either way.
+    pub(crate) fn mcp_input(&self) -> &'a Value {
+        lower::mcp_input(&self.declaration.input_schema)
+    }
+}
+
+impl<'a> From<&'a ToolEntry> for ToolRef<'a> {
+    fn from(entry: &'a ToolEntry) -> Self {
+        ToolRef {
+            declaration: entry.declaration(),
+            shared: Some(entry.declaration_arc()),
+            cache: Some(entry.lowered()),
+        }
+    }
+}
+
+impl<'a> From<&'a ToolDeclaration> for ToolRef<'a> {
+    fn from(declaration: &'a ToolDeclaration) -> Self {
+        ToolRef { declaration, shared: None, cache: None }
+    }
+}
+
+impl<'a> From<&'a Arc<ToolDeclaration>> for ToolRef<'a> {
+    fn from(declaration: &'a Arc<ToolDeclaration>) -> Self {
+        ToolRef { declaration, shared: Some(declaration), cache: None }
+    }
+}
+
+/// The description, or `None` when it is empty (some providers refuse "").
+pub(crate) fn description(decl: &ToolDeclaration) -> Option<&str> {
+    Some(decl.description.as_str()).filter(|d| !d.is_empty())
+}
+
+/// Which schema a format sends for each tool.
+#[derive(Clone, Copy)]
+pub(crate) enum SchemaMode {
+    /// The canonical schema.
+    Canonical,
+    /// Strict where the options ask for it (the provider's default
+    /// strictness second), with this lowering; the canonical schema otherwise.
+    Strict(Dialect, Strictness),
+    /// Always this lowering; a schema it cannot take refuses the tool.
+    Lowered(Dialect),
+    /// MCP's `inputSchema`.
+    Mcp,
+}
+
+/// A tool ready to be written: name as the provider spells it, the schema
+/// to send, whether it is strict, and its line in the report.
+pub(crate) struct Prepared<'a> {
+    pub(crate) tool: ToolRef<'a>,
+    pub(crate) name: Cow<'a, str>,
+    pub(crate) schema: Cow<'a, Value>,
+    pub(crate) strict: bool,
+    pub(crate) report: usize,
+}
+
+/// The tools of one declaration in progress.
+pub(crate) struct Preparation<'a> {
+    pub(crate) provider: Provider,
+    pub(crate) tools: Vec<Prepared<'a>>,
+    pub(crate) mapping: CallMapping,
+    pub(crate) report: Vec<ToolReport>,
+}
+
+impl<'a> Preparation<'a> {
+    /// Leave out the `i`th prepared tool, saying why.
+    pub(crate) fn refuse(&mut self, i: usize, reason: ProviderError) {
+        let p = self.tools.remove(i);
+        self.report[p.report].status = ToolStatus::Refused { reason };
+    }
+
+    /// Refuse every tool past the provider's per-request limit.
+    pub(crate) fn limit(&mut self, limit: usize) {
+        let count = self.tools.len();
+        while self.tools.len() > limit {
+            let provider = self.provider;
+            self.refuse(limit, ProviderError::TooMany { provider, what: "tools", count, limit });
+        }
+    }
+
+    /// The declarations, with the provider's `tools` value.
+    pub(crate) fn finish(self, tools: Value) -> Declarations {
+        let mut mapping = self.mapping;
+        mapping.declared = Some(self.tools.iter().map(|p| p.name.clone().into_owned()).collect());
+        Declarations { tools, mapping, report: self.report }
+    }
+}
+
+/// A format's serialisation types as JSON. They hold only strings, numbers,
+/// booleans and JSON values, which always serialise.
+pub(crate) fn to_json(value: &impl Serialize) -> Value {
+    serde_json::to_value(value).expect("tool declarations serialise to JSON")
+}
+
+/// Check (or respell) names, refusing collisions, and pick each tool's
+/// schema. Tools that cannot be sent are reported as refused.
+pub(crate) fn prepare<'a>(
+    provider: Provider,
+    mode: SchemaMode,
+    options: &FormatOptions,
+    tools: &[ToolRef<'a>],
+) -> Preparation<'a> {
+    let rule = provider.name_rule();
+    let mut mapping = CallMapping::default();
+    let mut seen: HashMap<Cow<'a, str>, &'a str> = HashMap::with_capacity(tools.len());
+    let mut report = Vec::with_capacity(tools.len());
+    let mut out = Vec::with_capacity(tools.len());
+    for tool in tools {
+        let decl = tool.declaration;
+        let real = decl.name.as_str();
+        let index = report.len();
+        let mut refuse = |reason: ProviderError| {
+            report.push(ToolReport { tool: real.to_owned(), status: ToolStatus::Refused { reason } });
+        };
+        let name: Cow<'a, str> = match rule.check(real) {
+            Ok(()) => Cow::Borrowed(real),
+            Err(_) if options.name_style == NameStyle::Respell => Cow::Owned(rule.respell(real)),
+            Err(reason) => {
+                refuse(ProviderError::InvalidName { provider, tool: real.to_owned(), rule: rule.pattern, reason });
+                continue;
+            }
+        };
+        if let Some(first) = seen.get(&name) {
+            refuse(ProviderError::NameCollision {
+                provider,
+                first: (*first).to_owned(),
+                second: real.to_owned(),
+                spelled: name.into_owned(),
+            });
+            continue;
+        }
+        let unsupported = |reason| ProviderError::UnsupportedSchema { provider, tool: real.to_owned(), reason };
+        let (schema, strict, status) = match mode {
+            SchemaMode::Canonical => (Cow::Borrowed(&decl.input_schema), false, ToolStatus::Declared),
+            SchemaMode::Mcp => (Cow::Borrowed(tool.mcp_input()), false, ToolStatus::Declared),
+            SchemaMode::Lowered(lowering) => match tool.lowered(lowering) {
+                Ok(schema) => (schema, false, ToolStatus::Lowered { strict: false }),
+                Err(reason) => {
+                    refuse(unsupported(reason));
+                    continue;
+                }
+            },
+            SchemaMode::Strict(lowering, default) => match options.strictness(real, default) {
+                Strictness::Off => (Cow::Borrowed(&decl.input_schema), false, ToolStatus::Declared),
+                wanted => match tool.lowered(lowering) {
+                    Ok(schema) => (schema, true, ToolStatus::Lowered { strict: true }),
+                    Err(reason) if wanted == Strictness::Required => {
+                        refuse(unsupported(reason));
+                        continue;
+                    }
+                    Err(reason) => {
+                        tracing::debug!(tool = %real, %provider, %reason, "tool sent without strict mode");
+                        (Cow::Borrowed(&decl.input_schema), false, ToolStatus::NotStrict { reason })
+                    }
+                },
+            },
+        };
+        seen.insert(name.clone(), real);
+        if let Cow::Owned(respelled) = &name {
+            mapping.add_name(real, respelled.clone());
+        }
+        if strict && matches!(mode, SchemaMode::Strict(Dialect::OpenAiStrict, _)) {
+            mapping.add_strict(tool);
+        }
+        report.push(ToolReport { tool: real.to_owned(), status });
+        out.push(Prepared { tool: *tool, name, schema, strict, report: index });
+    }
+    Preparation { provider, tools: out, mapping, report }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::FunctionRegistry;
+    use serde_json::json;
+
+    #[test]
+    fn lowering_is_computed_once_per_tool_and_provider() {
+        let schema = json!({"type": "object", "properties": {"n": {"type": "integer"}, "s": {"type": "string"}},
+                            "required": ["n"]});
+        let decl = ToolDeclaration::new("t", "", schema);
+        let mut registry = FunctionRegistry::new();
+        registry.register_sync_tool("t", |_: Value| Ok::<_, String>(()), decl.clone()).unwrap();
+        let entry = registry.get("t").unwrap();
+        let cached = ToolRef::from(entry);
+        let (a, b) = (cached.lowered(Dialect::OpenAiStrict).unwrap(), cached.lowered(Dialect::OpenAiStrict).unwrap());
+        assert!(matches!((&a, &b), (Cow::Borrowed(_), Cow::Borrowed(_))));
+        assert!(std::ptr::eq(a.as_ref(), b.as_ref()), "one cached strict schema for both OpenAI formats");
+        // A bare declaration is lowered on the spot.
+        assert!(matches!(ToolRef::from(&decl).lowered(Dialect::Gemini).unwrap(), Cow::Owned(_)));
+    }
+}

@@ -1,0 +1,447 @@
+//! The contract every format keeps: the [`WireFormat`] trait (declare,
+//! read calls, render results), what a declaration produces
+//! ([`Declarations`], with a [`ToolReport`] per tool), what reading a
+//! response produces ([`ReadCalls`]), and the one error type,
+//! [`ProviderError`].
+//!
+//! Apart from the formats themselves so that a reader sees the promises
+//! once; how a format keeps them is in its own module, with the shared
+//! steps in `prepare` (declarations) and `mapping` (calls back).
+
+use std::collections::HashSet;
+use std::fmt;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{CallMapping, LoweringError, Provider, ToolChoice, ToolRef};
+use crate::exec::{ToolCall, ToolError, ToolResult};
+
+/// Why tools could not be rendered for a provider, or a response not read.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProviderError {
+    /// The provider cannot take this tool name (and renaming was not asked for).
+    #[error("{provider} cannot take the tool name `{tool}`: {reason} (names must match {rule})")]
+    InvalidName {
+        /// The provider.
+        provider: Provider,
+        /// The tool's name.
+        tool: String,
+        /// The provider's rule, as a pattern.
+        rule: &'static str,
+        /// Which part of the rule the name breaks.
+        reason: String,
+    },
+    /// Two tools would reach the provider under the same name.
+    #[error("{provider}: tools `{first}` and `{second}` would both be sent as `{spelled}`")]
+    NameCollision {
+        /// The provider.
+        provider: Provider,
+        /// The first tool.
+        first: String,
+        /// The second tool.
+        second: String,
+        /// The name both would have.
+        spelled: String,
+    },
+    /// The tool's schema cannot be lowered to what the provider accepts.
+    #[error("{provider} cannot take the input schema of `{tool}`: {reason}")]
+    UnsupportedSchema {
+        /// The provider.
+        provider: Provider,
+        /// The tool.
+        tool: String,
+        /// What the provider cannot take.
+        reason: LoweringError,
+    },
+    /// More tools (or strict tools) than the provider accepts in one request.
+    #[error("{provider} accepts at most {limit} {what} per request, got {count}")]
+    TooMany {
+        /// The provider.
+        provider: Provider,
+        /// What was counted (`"tools"`, `"strict tools"`).
+        what: &'static str,
+        /// How many there were.
+        count: usize,
+        /// The provider's limit.
+        limit: usize,
+    },
+    /// The provider has no way to say this [`ToolChoice`].
+    #[error("{reason}")]
+    UnsupportedChoice {
+        /// The provider.
+        provider: Provider,
+        /// What it cannot say.
+        reason: String,
+    },
+    /// Two calls of one response carry the same id, so their results could
+    /// not be told apart. The response is refused whole.
+    #[error("{provider}: two tool calls in one response share the id `{id}`")]
+    DuplicateCallId {
+        /// The provider.
+        provider: Provider,
+        /// The id given twice.
+        id: String,
+    },
+    /// The model called a tool the request did not declare (one left out
+    /// as [`ToolStatus::Refused`], or a name it made up). The response is
+    /// refused whole: the tool was never offered, so it never runs.
+    #[error("{provider}: the model called `{tool}`, which the request did not declare")]
+    UndeclaredTool {
+        /// The provider.
+        provider: Provider,
+        /// The name as the model wrote it.
+        tool: String,
+    },
+    /// The JSON is not a response (or message) of this provider.
+    #[error("not a {provider} response: {reason}")]
+    InvalidResponse {
+        /// The provider.
+        provider: Provider,
+        /// What was expected and not found.
+        reason: String,
+    },
+}
+
+/// What became of one tool when a selection was declared for a provider.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ToolReport {
+    /// The tool's real name.
+    pub tool: String,
+    /// Whether and how it was sent.
+    pub status: ToolStatus,
+}
+
+/// How a tool was sent to a provider, or why it was not.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ToolStatus {
+    /// Sent with its canonical JSON Schema.
+    Declared,
+    /// Sent with a schema rewritten into the provider's subset: strict mode
+    /// (`strict: true`) or Gemini's OpenAPI subset.
+    Lowered {
+        /// Whether the tool is declared in strict mode.
+        strict: bool,
+    },
+    /// Asked to be strict "if compatible" and could not be: sent with the
+    /// canonical schema, not strict.
+    NotStrict {
+        /// Why the schema cannot be strict.
+        reason: LoweringError,
+    },
+    /// Not sent. [`WireFormat::declare`] fails with this error;
+    /// [`WireFormat::declare_partial`] leaves the tool out.
+    Refused {
+        /// Why the provider cannot take it.
+        reason: ProviderError,
+    },
+}
+
+impl ToolStatus {
+    /// Whether the tool is in the request.
+    pub fn is_sent(&self) -> bool {
+        !matches!(self, ToolStatus::Refused { .. })
+    }
+}
+
+/// Tools declared for one provider: the request's `tools` value, the name
+/// mapping for the calls that come back, and a report per tool.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Declarations {
+    /// The provider's `tools` value, ready to put in a request (for Bedrock,
+    /// `toolConfig.tools`; for MCP, the tools of a `tools/list` result).
+    pub tools: Value,
+    /// Maps the provider's spelling of names back to the real tools.
+    pub mapping: CallMapping,
+    /// One entry per tool asked for, in order.
+    pub report: Vec<ToolReport>,
+}
+
+impl Declarations {
+    /// The tools sent without strict mode though it was asked for "if
+    /// compatible", with why.
+    pub fn not_strict(&self) -> impl Iterator<Item = (&str, &LoweringError)> {
+        self.report.iter().filter_map(|r| match &r.status {
+            ToolStatus::NotStrict { reason } => Some((r.tool.as_str(), reason)),
+            _ => None,
+        })
+    }
+
+    /// The tools left out, with why.
+    pub fn refused(&self) -> impl Iterator<Item = (&str, &ProviderError)> {
+        self.report.iter().filter_map(|r| match &r.status {
+            ToolStatus::Refused { reason } => Some((r.tool.as_str(), reason)),
+            _ => None,
+        })
+    }
+}
+
+impl Serialize for Declarations {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.tools.serialize(serializer)
+    }
+}
+
+/// One provider's wire format: declarations out, tool calls in, results out.
+///
+/// Every format in this module implements it with the same three jobs, so
+/// a client or agent loop can hold a `Box<dyn WireFormat>` chosen at run
+/// time. The trait is sealed: the formats live here.
+///
+/// ```
+/// use toolreg::provider::{WireFormat, ToolRef, anthropic::Anthropic, openai_chat::OpenAiChat};
+/// use toolreg::{FunctionRegistry, ToolDeclaration, ParamType, ToolExecutor};
+/// use serde_json::{json, Value};
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let mut registry = FunctionRegistry::new();
+/// let decl = ToolDeclaration::builder("double").param("x", ParamType::Number, "A number").build();
+/// registry.register_sync_tool("double", |a: Value| Ok::<_, String>(a["x"].as_f64().unwrap_or(0.0) * 2.0), decl)?;
+///
+/// let format: Box<dyn WireFormat> = Box::new(Anthropic::new());
+/// let declared = format.declare(&ToolRef::list(registry.entries()))?;
+/// let response = json!({"content": [{"type": "tool_use", "id": "toolu_1", "name": "double", "input": {"x": 21}}]});
+/// let mut results = Vec::new();
+/// for call in format.parse_calls(&response, &declared.mapping)? {
+///     results.push(registry.execute_call(call).await);
+/// }
+/// let messages = format.render_results(&results, &declared.mapping);
+/// assert_eq!(messages[0]["content"][0]["content"], "42.0");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # }).unwrap();
+/// ```
+pub trait WireFormat: sealed::Format + fmt::Debug + Send + Sync {
+    /// Which provider this format speaks to.
+    fn provider(&self) -> Provider;
+
+    /// Declare every tool that can be sent and report on each: tools the
+    /// provider cannot take are left out and reported as
+    /// [`ToolStatus::Refused`], so the rest can still be offered.
+    fn declare_partial(&self, tools: &[ToolRef<'_>]) -> Declarations;
+
+    /// Declare tools, all or nothing: the first refused tool is the error.
+    fn declare(&self, tools: &[ToolRef<'_>]) -> Result<Declarations, ProviderError> {
+        let declared = self.declare_partial(tools);
+        let refused = declared.refused().next().map(|(_, reason)| reason.clone());
+        match refused {
+            Some(reason) => Err(reason),
+            None => Ok(declared),
+        }
+    }
+
+    /// The tool calls of a provider response (or message, or part list),
+    /// mapped back to the real tools with [`CallMapping::apply`]. A call
+    /// without an id gets a stable generated one.
+    ///
+    /// A response is refused whole when two of its calls share an id
+    /// ([`ProviderError::DuplicateCallId`]: their results could not be told
+    /// apart), or, with the mapping of a [`declare`](WireFormat::declare), when
+    /// it calls a tool that declaration did not send
+    /// ([`ProviderError::UndeclaredTool`]). A default [`CallMapping`] accepts
+    /// any name. [`read_calls`](WireFormat::read_calls) answers such calls
+    /// instead, so a conversation can go on.
+    fn parse_calls(&self, response: &Value, mapping: &CallMapping) -> Result<Vec<ToolCall>, ProviderError> {
+        let read = self.read_calls(response, mapping)?;
+        match read.refused.first() {
+            Some(refused) => {
+                Err(ProviderError::UndeclaredTool { provider: self.provider(), tool: refused.name.clone() })
+            }
+            None => Ok(read.calls),
+        }
+    }
+
+    /// [`parse_calls`](WireFormat::parse_calls), and the calls as the model
+    /// sent them ([`ReadCalls::sent`]): what the conversation's history
+    /// must repeat, whatever toolreg does to the arguments on their way to
+    /// the tool. A call to a tool the declaration did not send is not
+    /// refused here but answered: its [`ToolError::NotOffered`] result is in
+    /// [`ReadCalls::refused`], for the model to read, and it must not run.
+    ///
+    /// ```
+    /// use toolreg::provider::{ToolRef, WireFormat, openai_chat::OpenAiChat};
+    /// use toolreg::{ParamType, ToolArguments, ToolDeclaration};
+    /// use serde_json::json;
+    ///
+    /// let decl = ToolDeclaration::builder("find").optional_param("limit", ParamType::Integer, "At most").build();
+    /// let format = OpenAiChat::new();
+    /// let declared = format.declare(&[ToolRef::from(&decl)])?;
+    /// // Strict mode made `limit` nullable; the model sends `null` for "absent".
+    /// let text = r#"{"limit": null}"#;
+    /// let response = json!([{"id": "c1", "type": "function", "function": {"name": "find", "arguments": text}}]);
+    /// let read = format.read_calls(&response, &declared.mapping)?;
+    /// assert_eq!(read.calls[0].arguments, ToolArguments::Json(json!({})));  // to the tool: absent
+    /// assert_eq!(read.sent[0].arguments, ToolArguments::Raw(text.into()));  // to the history: verbatim
+    /// # Ok::<(), toolreg::provider::ProviderError>(())
+    /// ```
+    fn read_calls(&self, response: &Value, mapping: &CallMapping) -> Result<ReadCalls, ProviderError> {
+        let provider = self.provider();
+        let mut sent = self.calls_in(response, mapping)?;
+        let mut ids = HashSet::with_capacity(sent.len());
+        let mut refused = Vec::new();
+        for call in &sent {
+            if !ids.insert(call.id.as_str()) {
+                return Err(ProviderError::DuplicateCallId { provider, id: call.id.clone() });
+            }
+            if let Some(declared) = &mapping.declared
+                && !declared.contains(&call.name)
+            {
+                let available = declared.iter().map(|n| mapping.real.get(n).unwrap_or(n).clone()).take(8).collect();
+                let outcome = Err(ToolError::NotOffered { available });
+                refused.push(ToolResult { id: call.id.clone(), name: call.name.clone(), outcome });
+            }
+        }
+        let mut calls = sent.clone();
+        calls.retain(|call| !refused.iter().any(|r| r.id == call.id));
+        mapping.apply(&mut calls);
+        for call in &mut sent {
+            if let Some(real) = mapping.real.get(&call.name) {
+                call.name.clone_from(real);
+            }
+        }
+        Ok(ReadCalls { calls, sent, refused })
+    }
+
+    /// What to append to the conversation to answer a batch of calls: one
+    /// message per result (OpenAI Chat, Mistral, Ollama), one item per result
+    /// (OpenAI Responses), one `CallToolResult` per result (MCP), or a single
+    /// user turn holding every result (Anthropic, Bedrock, Gemini). Names
+    /// are spelled as `mapping` sent them. No results, no messages.
+    fn render_results(&self, results: &[ToolResult], mapping: &CallMapping) -> Vec<Value>;
+
+    /// This provider's spelling of a [`ToolChoice`] (see [`ToolChoice::render`]).
+    fn tool_choice(&self, choice: &ToolChoice, mapping: &CallMapping) -> Result<Value, ProviderError> {
+        choice.render(self.provider(), mapping)
+    }
+}
+
+pub(crate) mod sealed {
+    use serde_json::Value;
+
+    use super::{CallMapping, ProviderError};
+    use crate::exec::ToolCall;
+
+    /// The part of a format only this crate sees: its calls as the provider
+    /// wrote them, before names are mapped back.
+    pub trait Format {
+        fn calls_in(&self, response: &Value, mapping: &CallMapping) -> Result<Vec<ToolCall>, ProviderError>;
+    }
+}
+
+/// The calls of one response, read by [`WireFormat::read_calls`].
+#[derive(Debug, Clone, PartialEq, Default)]
+#[non_exhaustive]
+pub struct ReadCalls {
+    /// The calls to execute: real names, arguments mapped back
+    /// ([`CallMapping::apply`]). Calls in `refused` are not among them.
+    pub calls: Vec<ToolCall>,
+    /// Every call as the model sent it — same ids, argument text or object
+    /// untouched — with real names (a request respells them): what the
+    /// history repeats to the model.
+    pub sent: Vec<ToolCall>,
+    /// The answers to calls of tools the request did not declare (a tool the
+    /// format left out, or a name the model made up): never run, answered
+    /// with [`ToolError::NotOffered`] naming tools that are offered.
+    pub refused: Vec<ToolResult>,
+}
+
+/// The text of a result, for formats that take text.
+pub(crate) fn result_text(result: &ToolResult) -> String {
+    result.text().into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::declaration::ToolDeclaration;
+    use crate::provider::mistral;
+    use serde_json::json;
+
+    /// A response in each format with calls `(id, name)`.
+    fn responses(calls: &[(&str, &str)]) -> Vec<(Provider, Value)> {
+        let chat: Vec<Value> = calls
+            .iter()
+            .map(|(id, n)| json!({"id": id, "type": "function", "function": {"name": n, "arguments": "{}"}}))
+            .collect();
+        let message = json!({"choices": [{"message": {"role": "assistant", "tool_calls": chat}}]});
+        let items: Vec<Value> = calls
+            .iter()
+            .map(|(id, n)| json!({"type": "function_call", "call_id": id, "name": n, "arguments": "{}"}))
+            .collect();
+        let blocks: Vec<Value> =
+            calls.iter().map(|(id, n)| json!({"type": "tool_use", "id": id, "name": n, "input": {}})).collect();
+        let parts: Vec<Value> =
+            calls.iter().map(|(id, n)| json!({"functionCall": {"id": id, "name": n, "args": {}}})).collect();
+        let uses: Vec<Value> =
+            calls.iter().map(|(id, n)| json!({"toolUse": {"toolUseId": id, "name": n, "input": {}}})).collect();
+        vec![
+            (Provider::OpenAiChat, message.clone()),
+            (Provider::Mistral, message),
+            (Provider::OpenAiResponses, json!({"output": items})),
+            (Provider::Anthropic, json!({"content": blocks})),
+            (Provider::Gemini, json!({"candidates": [{"content": {"role": "model", "parts": parts}}]})),
+            (Provider::Bedrock, json!({"output": {"message": {"role": "assistant", "content": uses}}})),
+        ]
+    }
+
+    #[test]
+    fn duplicate_call_ids_refuse_the_response_in_every_format() {
+        let decl = ToolDeclaration::new("t", "", json!({"type": "object", "properties": {}}));
+        for (provider, response) in responses(&[("call_1", "t"), ("call_1", "t")]) {
+            let format = provider.wire_format();
+            let declared = format.declare(&[ToolRef::from(&decl)]).unwrap();
+            for mapping in [&declared.mapping, &CallMapping::default()] {
+                let read = format.parse_calls(&response, mapping);
+                // Mistral respells ids to its 9 characters: the id it sent.
+                let id = if provider == Provider::Mistral { mistral::tool_call_id("call_1") } else { "call_1".into() };
+                assert_eq!(read, Err(ProviderError::DuplicateCallId { provider, id }), "{provider}");
+            }
+        }
+        // Distinct ids are fine.
+        for (provider, response) in responses(&[("call_1", "t"), ("call_2", "t")]) {
+            assert_eq!(provider.wire_format().parse_calls(&response, &CallMapping::default()).unwrap().len(), 2);
+        }
+    }
+
+    #[test]
+    fn calls_to_tools_the_request_did_not_declare_are_refused_in_every_format() {
+        let decl = ToolDeclaration::new("t", "", json!({"type": "object", "properties": {}}));
+        for (provider, response) in responses(&[("call_1", "t"), ("call_2", "delete_everything")]) {
+            let format = provider.wire_format();
+            let declared = format.declare(&[ToolRef::from(&decl)]).unwrap();
+            assert_eq!(
+                format.parse_calls(&response, &declared.mapping),
+                Err(ProviderError::UndeclaredTool { provider, tool: "delete_everything".into() }),
+                "{provider}"
+            );
+            // Read for a conversation, the call is answered, not run.
+            let read = format.read_calls(&response, &declared.mapping).unwrap();
+            let names = |calls: &[ToolCall]| calls.iter().map(|c| c.name.clone()).collect::<Vec<_>>();
+            assert_eq!(names(&read.calls), ["t"], "{provider}");
+            assert_eq!(names(&read.sent), ["t", "delete_everything"], "{provider}");
+            assert_eq!(read.refused.len(), 1, "{provider}");
+            assert_eq!(read.refused[0].id, read.sent[1].id);
+            assert_eq!(read.refused[0].error(), Some(&ToolError::NotOffered { available: vec!["t".into()] }));
+        }
+        // A tool Gemini cannot take (a recursive schema) is left out by
+        // `declare_partial`, and a call to it is refused.
+        let recursive = ToolDeclaration::new(
+            "tree",
+            "",
+            json!({"type": "object", "properties": {"node": {"$ref": "#/$defs/Node"}},
+                   "$defs": {"Node": {"type": "object", "properties": {"kids": {"type": "array", "items": {"$ref": "#/$defs/Node"}}}}}}),
+        );
+        let gemini = Provider::Gemini.wire_format();
+        let declared = gemini.declare_partial(&[ToolRef::from(&decl), ToolRef::from(&recursive)]);
+        assert_eq!(declared.refused().count(), 1);
+        let response = json!({"candidates": [{"content": {"role": "model", "parts": [
+            {"functionCall": {"name": "tree", "args": {}}}]}}]});
+        assert_eq!(
+            gemini.parse_calls(&response, &declared.mapping),
+            Err(ProviderError::UndeclaredTool { provider: Provider::Gemini, tool: "tree".into() })
+        );
+    }
+}
