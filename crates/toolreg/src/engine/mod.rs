@@ -22,8 +22,9 @@
 //! [`Approver`] approves each call.
 //!
 //! Arguments are checked against the limits once, validated once (again only
-//! if a hook or an approver's edit changed them), hashed once (again only if
-//! changed), and a call has one panic boundary, whose result says where the
+//! if a hook or an approver's edit changed them: a hook that writes
+//! [`HookCall::arguments`] marks them changed, see [`ArgumentsChanged`]),
+//! hashed once (again only if changed), and a call has one panic boundary, whose result says where the
 //! panic started: in the tool, [`ToolError::Panicked`]; in a hook or layer,
 //! [`ToolError::HookFailed`] (named after it, see [`ToolLayer::name`]); in
 //! the approver, [`ToolError::ApprovalFailed`], the call refused (fail
@@ -96,7 +97,7 @@ use crate::policy::{Approver, AuditSink, Selection, ToolSet};
 use crate::registry::FunctionRegistry;
 
 pub use budget::{OutputBudget, Overflow, truncate_middle};
-pub use layer::{HookCall, HookFn, Next, ToolLayer, hook_fn};
+pub use layer::{ArgumentsChanged, HookArguments, HookCall, HookFn, Next, ToolLayer, hook_fn};
 
 /// Limits for running calls, alone or in a batch.
 ///
