@@ -758,7 +758,7 @@ impl Agent {
         results.extend(refused);
         state.messages.push(Message::Tool { results });
         if let Some(value) = run.finish.get() {
-            return Ok(Outcome::Finished(self.finished(state, value_text(value))));
+            return Ok(Outcome::Finished(self.finished(state, finished_text(value))));
         }
         self.drive(state, cancel).await
     }
@@ -959,7 +959,7 @@ impl Agent {
             }
             state.messages.push(Message::Tool { results: done });
             if let Some(value) = run.finish.get() {
-                return Ok(Outcome::Finished(self.finished(state, value_text(value))));
+                return Ok(Outcome::Finished(self.finished(state, finished_text(value))));
             }
             if let Some(answer) = inner.final_answer.as_ref().and_then(FinalAnswer::take) {
                 return Ok(Outcome::Finished(self.finished(state, answer)));
@@ -1007,11 +1007,11 @@ fn claim_key(kind: &str, id: &str) -> Result<String, AgentError> {
     Ok(key)
 }
 
-fn value_text(value: &Value) -> String {
-    match value {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
+/// The text of a result set by `return_result`: the core's rendering of a
+/// tool result ([`ToolOutput::text`]), so that a run's answer reads exactly
+/// as the model read the value.
+fn finished_text(value: &Value) -> String {
+    ToolOutput::new(value.clone()).to_string()
 }
 
 /// The run's approver: the live one when there is one; otherwise it records
