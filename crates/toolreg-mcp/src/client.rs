@@ -89,6 +89,7 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::{ClientHandler, ServiceExt};
 use serde_json::Value;
 use tokio::sync::watch;
+use toolreg::provider::NameRule;
 use toolreg::{
     CallContext, ErasedTool, FunctionRegistry, RegistryError, SafetyLevel, ToolDeclaration, ToolError, ToolFuture,
     ToolRegistration,
@@ -635,14 +636,17 @@ impl ErasedTool for RemoteTool {
     }
 }
 
-/// `server__tool`, sanitised to `[A-Za-z0-9_-]` and at most 64 characters;
-/// a name that had to change gets a short hash of the original, so two
-/// remote names never collapse into one. A name in `taken` is never given
-/// again, even when a remote name was crafted to equal another's shortened
-/// form: the hash is then salted until the name is free.
+/// `server__tool`, the tool's name spelled by the core's strictest rule
+/// ([`NameRule::OPENAI`]'s [`respell`](NameRule::respell): `[A-Za-z0-9_-]`,
+/// `.` as `__`) and at most 64 characters; a name that had to change gets a
+/// short hash of the original, so two remote names never collapse into one.
+/// A name in `taken` is never given again, even when a remote name was
+/// crafted to equal another's shortened form: the hash is then salted until
+/// the name is free.
 pub fn local_name(server: &str, tool: &str, taken: &mut HashSet<String>) -> String {
-    let clean: String =
-        tool.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect();
+    // The core's sanitiser; what it cannot promise (no two remote names
+    // collide once the server is prefixed and the result shortened) is added here.
+    let clean = NameRule::OPENAI.respell(tool);
     let plain = format!("{server}{SEPARATOR}{clean}");
     let changed = clean != tool;
     let mut name = plain.clone();
