@@ -267,8 +267,6 @@ impl ToolEntry {
     /// Check `args` against the input schema, filling defaults: every
     /// problem at once, as [`ToolError::InvalidArguments`].
     pub fn check_arguments(&self, args: &mut serde_json::Value) -> Result<(), ToolError> {
-        #[cfg(test)]
-        VALIDATIONS.with(|n| n.set(n.get() + 1));
         crate::args::normalise_root(args)?;
         let validator = &self.validator;
         validator.fill_defaults(args);
@@ -284,13 +282,6 @@ impl ToolEntry {
     pub(crate) fn derived<T: Any + Send + Sync>(&self, init: impl FnOnce() -> T) -> Option<&T> {
         self.derived.get_or_init(|| Box::new(init())).downcast_ref::<T>()
     }
-}
-
-#[cfg(test)]
-thread_local! {
-    /// How many times [`ToolEntry::check_arguments`] ran on this thread: the
-    /// pipeline's tests count validations with it.
-    pub(crate) static VALIDATIONS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 /// Names to entries in registration order. Keys come from the application, so

@@ -283,7 +283,7 @@ mod tests {
     use crate::engine::{OutputBudget, ToolEngine, hook_fn};
     use crate::exec::{ToolCall, ToolExecutor};
     use crate::policy::{ApprovalRequest, approver_fn};
-    use crate::registry::VALIDATIONS;
+    use crate::validate::VALIDATIONS;
     use crate::{FunctionRegistry, ParamType, SafetyLevel, ToolDeclaration};
 
     fn registry() -> FunctionRegistry {
