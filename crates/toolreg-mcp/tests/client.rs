@@ -45,7 +45,7 @@ async fn imports_a_child_process_server_namespaced_and_untrusted() {
     for name in &names {
         toolreg::validate_name(name).unwrap();
     }
-    let odd = names.iter().find(|n| n.starts_with("fake__odd_name_with_dots_")).expect("a sanitised name");
+    let odd = names.iter().find(|n| n.starts_with("fake__odd_name_with__dots_")).expect("a sanitised name");
     assert!(odd.len() <= 64);
 
     // Annotations never lower the floor (cautious); destructive raises it.
