@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use clap::Parser;
 use serde_json::Value;
-use toolreg::policy::{Approver, TerminalApprover, approver_fn};
+use toolreg::policy::{ApproveAll, Approver, TerminalApprover};
 use toolreg::provider::{Provider, ToolRef};
 use toolreg::{SafetyLevel, ToolCall, ToolEngine, ToolExecutor};
 use toolreg_mcp::server::{HttpOptions, McpServer, ServerOptions, bearer_token_from_env};
@@ -149,10 +149,7 @@ async fn call(tools: setup::Tools, name: &str, arguments: Option<&str>, yes: boo
     }
     let dangerous = entry.declaration().safety == SafetyLevel::Dangerous;
     let approver: Box<dyn Approver> = if yes {
-        Box::new(approver_fn("--yes", |request: toolreg::policy::ApprovalRequest| {
-            let decision = request.approve();
-            async move { decision }
-        }))
+        Box::new(ApproveAll::new("--yes"))
     } else if dangerous && !std::io::stdin().is_terminal() {
         return Err(CliError::new(format!(
             "`{name}` is dangerous and needs approval; run it on a terminal to be asked, or pass --yes"
@@ -179,10 +176,10 @@ async fn call(tools: setup::Tools, name: &str, arguments: Option<&str>, yes: boo
 }
 
 /// The engine every served call goes through: one policy for the built-ins
-/// and every imported server (approval through elicitation, the audit file).
-fn serving_engine(registry: &toolreg::FunctionRegistry, tools: &setup::Tools, allow_dangerous: bool) -> ToolEngine {
-    let mut builder =
-        ToolEngine::builder(registry).approver(toolreg_mcp::server::ElicitationApprover::new(allow_dangerous));
+/// and every imported server (the MCP server's approval through elicitation,
+/// `--allow-dangerous` applied by the server itself, the audit file).
+fn serving_engine(registry: &toolreg::FunctionRegistry, tools: &setup::Tools, options: &ServerOptions) -> ToolEngine {
+    let mut builder = McpServer::engine_builder(registry, options);
     if let Some(audit) = &tools.audit {
         builder = builder.audit(Arc::clone(audit));
     }
@@ -191,7 +188,7 @@ fn serving_engine(registry: &toolreg::FunctionRegistry, tools: &setup::Tools, al
 
 async fn serve(tools: setup::Tools, args: ServeArgs) -> Result<(), CliError> {
     let options = ServerOptions::default().allow_dangerous(args.allow_dangerous);
-    let server = McpServer::new(serving_engine(&tools.registry, &tools, args.allow_dangerous), options);
+    let server = McpServer::new(serving_engine(&tools.registry, &tools, &options), options.clone());
     // The gateway: when an imported server's tools change, serve the new set
     // and tell the clients.
     let tools = Arc::new(tools);
@@ -200,12 +197,12 @@ async fn serve(tools: setup::Tools, args: ServeArgs) -> Result<(), CliError> {
         let mut changes = remote.changes();
         changes.borrow_and_update();
         let (server, tools, remote) = (server.clone(), Arc::clone(&tools), remote.clone());
-        let allow = args.allow_dangerous;
+        let options = options.clone();
         tokio::spawn(async move {
             while changes.changed().await.is_ok() {
                 report_left_out(&remote);
                 let registry = tools.rebuild();
-                server.set_engine(serving_engine(&registry, &tools, allow)).await;
+                server.set_engine(serving_engine(&registry, &tools, &options)).await;
             }
         });
     }

@@ -3,7 +3,7 @@
 use std::io::{IsTerminal, Write};
 use std::sync::Arc;
 
-use toolreg::policy::{ApprovalRequest, TerminalApprover, approver_fn};
+use toolreg::policy::{ApproveAll, TerminalApprover};
 use toolreg_builtins::user::{TerminalChannel, UserTools};
 use toolreg_llm::agent::functions::AgentTools;
 use toolreg_llm::agent::{Agent, AgentEvent, Limits, Outcome};
@@ -58,10 +58,7 @@ pub async fn run(tools: Tools, args: RunArgs) -> Result<(), CliError> {
         .final_answer(answer_slot)
         .on_event(progress);
     if args.yes {
-        builder = builder.approver(approver_fn("--yes", |request: ApprovalRequest| {
-            let decision = request.approve();
-            async move { decision }
-        }));
+        builder = builder.approver(ApproveAll::new("--yes"));
     } else if std::io::stdin().is_terminal() {
         builder = builder.approver(TerminalApprover::stdio());
     }

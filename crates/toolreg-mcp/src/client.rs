@@ -91,6 +91,8 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::{ClientHandler, ServiceExt};
 use serde_json::Value;
 use tokio::sync::watch;
+use toolreg::policy::ArgumentsHash;
+use toolreg::provider::NameRule;
 use toolreg::{
     CallContext, ErasedTool, FunctionRegistry, RegistryError, SafetyLevel, ToolDeclaration, ToolError, ToolFuture,
     ToolRegistration,
@@ -663,23 +665,28 @@ impl ErasedTool for RemoteTool {
     }
 }
 
-/// `server__tool`, sanitised to `[A-Za-z0-9_-]` and at most 64 characters;
-/// a name that had to change gets a short hash of the original, so two
-/// remote names never collapse into one. A name in `taken` is never given
-/// again, even when a remote name was crafted to equal another's shortened
-/// form: the hash is then salted until the name is free.
+/// `server__tool`, the tool's name spelled by the core's strictest rule
+/// ([`NameRule::OPENAI`]'s [`respell`](NameRule::respell): `[A-Za-z0-9_-]`,
+/// `.` as `__`) and at most 64 characters; a name that had to change gets a
+/// short hash of the original, so two remote names never collapse into one.
+/// A name in `taken` is never given again, even when a remote name was
+/// crafted to equal another's shortened form: the hash is then salted until
+/// the name is free.
 pub fn local_name(server: &str, tool: &str, taken: &mut HashSet<String>) -> String {
-    let clean: String =
-        tool.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect();
+    // The core's sanitiser; what it cannot promise (no two remote names
+    // collide once the server is prefixed and the result shortened) is added here.
+    let clean = NameRule::OPENAI.respell(tool);
     let plain = format!("{server}{SEPARATOR}{clean}");
     let changed = clean != tool;
     let mut name = plain.clone();
     let mut salt = 0u64;
     while changed || name.len() > toolreg::registry::MAX_NAME_LEN || taken.contains(&name) {
-        // The first try hashes the name alone, so names stay stable across
-        // listings; a collision adds a counter.
-        let hash = fnv(tool.as_bytes()) ^ salt.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        let suffix = format!("_{:08x}", hash as u32);
+        // The core's stable hash of the remote name and a counter (0 on the
+        // first try), so names stay the same across listings; a collision
+        // counts up. Computed only when importing a listing.
+        let hash = ArgumentsHash::of(&serde_json::json!([tool, salt]));
+        let [a, b, c, d, ..] = *hash.as_bytes();
+        let suffix = format!("_{a:02x}{b:02x}{c:02x}{d:02x}");
         let keep = toolreg::registry::MAX_NAME_LEN - suffix.len();
         name.clone_from(&plain);
         name.truncate(keep.min(name.len()));
@@ -888,10 +895,6 @@ fn json_len(value: &impl serde::Serialize) -> usize {
     // Writing to a counter cannot fail; a value that cannot be written counts as nothing.
     let _ = serde_json::to_writer(&mut count, value);
     count.0
-}
-
-fn fnv(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &b| (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
 }
 
 #[cfg(test)]

@@ -45,7 +45,7 @@ async fn imports_a_child_process_server_namespaced_and_untrusted() {
     for name in &names {
         toolreg::validate_name(name).unwrap();
     }
-    let odd = names.iter().find(|n| n.starts_with("fake__odd_name_with_dots_")).expect("a sanitised name");
+    let odd = names.iter().find(|n| n.starts_with("fake__odd_name_with__dots_")).expect("a sanitised name");
     assert!(odd.len() <= 64);
 
     // Annotations never lower the floor (cautious); destructive raises it.
@@ -200,6 +200,8 @@ fn local_names_follow_every_providers_rule_and_never_collide() {
         local_name("srv", &format!("{long}y"), &mut taken),
     ];
     assert_eq!(names[0], "srv__read");
+    // Spelled by the core's rule (`.` as `__`), with a hash since it changed.
+    assert!(names[1].starts_with("srv__a__b_"), "{names:?}");
     let unique: HashSet<&String> = names.iter().collect();
     assert_eq!(unique.len(), names.len(), "{names:?}");
     for name in &names {

@@ -205,6 +205,36 @@ async fn allow_dangerous_runs_dangerous_tools() {
 }
 
 #[tokio::test]
+async fn allow_dangerous_is_honoured_for_any_engine_served() {
+    // An engine built without an approver would refuse the dangerous tool;
+    // the operator's option on the server overrides it, at start and after
+    // `set_engine`.
+    let seen = seen();
+    let engine = ToolEngine::builder(&registry(&seen)).build();
+    let served = McpServer::new(engine.clone(), ServerOptions::default().allow_dangerous(true));
+    let mut raw = Raw::start(served.clone(), StdioOptions::default());
+    raw.initialize(json!({})).await;
+    let answer = raw.call(1, "wipe", json!({})).await;
+    assert_eq!(answer["result"]["isError"], false, "{answer}");
+    assert!(seen.wiped.swap(false, Ordering::SeqCst));
+    served.set_engine(engine.clone()).await;
+    let answer = raw.call(2, "wipe", json!({})).await;
+    assert_eq!(answer["result"]["isError"], false, "{answer}");
+    assert!(seen.wiped.load(Ordering::SeqCst));
+
+    // Without the option the engine is served as it is: refused.
+    let seen = self::seen();
+    let mut raw = Raw::start(
+        McpServer::new(ToolEngine::builder(&registry(&seen)).build(), ServerOptions::default()),
+        StdioOptions::default(),
+    );
+    raw.initialize(json!({})).await;
+    let answer = raw.call(1, "wipe", json!({})).await;
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    assert!(!seen.wiped.load(Ordering::SeqCst));
+}
+
+#[tokio::test]
 async fn dangerous_tools_are_approved_through_elicitation() {
     for (action, content, runs) in [
         ("accept", json!({"approve": true}), true),

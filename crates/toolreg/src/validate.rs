@@ -51,6 +51,8 @@ impl ArgumentValidator {
     }
 
     pub(crate) fn is_valid(&self, args: &Value) -> bool {
+        #[cfg(test)]
+        VALIDATIONS.with(|n| n.set(n.get() + 1));
         self.validator.is_valid(args)
     }
 
@@ -88,6 +90,13 @@ fn fill_defaults(schema: &Value, args: &mut Value) {
             Some(child) => fill_defaults(prop, child),
         }
     }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// How many validations ran on this thread: the pipeline's tests count
+    /// them with it.
+    pub(crate) static VALIDATIONS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 /// Name of a JSON value's type as JSON Schema spells it, plus the value when short.

@@ -6,7 +6,7 @@ use rmcp::model::{ElicitRequestParams, ElicitationAction};
 use rmcp::service::{Peer, RoleServer};
 use serde_json::json;
 use toolreg::BoxFuture;
-use toolreg::policy::{ApprovalRequest, Approver, Decision};
+use toolreg::policy::{ApprovalRequest, ApproveAll, Approver, Decision};
 
 /// Approves a dangerous call by asking the user through MCP elicitation
 /// (a form with one `approve` checkbox, showing the tool and its exact
@@ -15,23 +15,24 @@ use toolreg::policy::{ApprovalRequest, Approver, Decision};
 /// When the client cannot be asked the call is refused with a result that
 /// says so — unless the operator allowed dangerous tools outright. The
 /// approval is bound to the exact arguments shown, like every approval.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct ElicitationApprover {
-    allow_dangerous: bool,
+    /// Set when the operator allowed dangerous tools outright.
+    allow: Option<ApproveAll>,
 }
 
 impl ElicitationApprover {
     /// Ask the client; with `allow_dangerous`, approve without asking.
     pub fn new(allow_dangerous: bool) -> Self {
-        ElicitationApprover { allow_dangerous }
+        ElicitationApprover { allow: allow_dangerous.then(|| ApproveAll::new("allow-dangerous")) }
     }
 }
 
 impl Approver for ElicitationApprover {
     fn decide(&self, request: ApprovalRequest) -> BoxFuture<'_, Decision> {
         Box::pin(async move {
-            if self.allow_dangerous {
-                return request.approve();
+            if let Some(allow) = &self.allow {
+                return allow.decide(request).await;
             }
             let Some(peer) = request.extensions().get::<Peer<RoleServer>>() else {
                 return request.deny(refusal(request.tool()));
@@ -75,7 +76,10 @@ impl Approver for ElicitationApprover {
     }
 
     fn name(&self) -> Cow<'_, str> {
-        Cow::Borrowed(if self.allow_dangerous { "allow-dangerous" } else { "mcp-elicitation" })
+        match &self.allow {
+            Some(allow) => allow.name(),
+            None => Cow::Borrowed("mcp-elicitation"),
+        }
     }
 }
 

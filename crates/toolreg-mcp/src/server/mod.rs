@@ -52,6 +52,8 @@ use rmcp::model::{
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer};
 use serde_json::Value;
+use toolreg::engine::EngineBuilder;
+use toolreg::policy::ApproveAll;
 use toolreg::provider::mcp::Mcp;
 use toolreg::provider::{ToolRef, WireFormat};
 use toolreg::{Extensions, FunctionRegistry, ProgressReporter, ToolCall, ToolEngine};
@@ -84,9 +86,12 @@ pub struct ServerOptions {
     pub instructions: Option<String>,
     /// Tools per `tools/list` page.
     pub page_size: usize,
-    /// Run dangerous tools without asking (the operator's `--allow-dangerous`).
-    /// Otherwise they are approved through elicitation, or refused when the
-    /// client cannot be asked.
+    /// Run dangerous tools without asking (the operator's `--allow-dangerous`):
+    /// the server then serves every engine it is given ([`McpServer::new`],
+    /// [`McpServer::set_engine`]) with its approver replaced by an
+    /// [`ApproveAll`]. Otherwise dangerous tools go to the engine's approver
+    /// (with [`McpServer::engine_builder`]'s, they are approved through
+    /// elicitation, or refused when the client cannot be asked).
     pub allow_dangerous: bool,
 }
 
@@ -147,6 +152,17 @@ struct Shared {
     log_level: Mutex<Option<rmcp::model::LoggingLevel>>,
 }
 
+/// The engine as `options` would have it served: with `allow_dangerous`,
+/// every call that needs approval is approved (the operator said so),
+/// whatever approver the engine was built with.
+fn policed(engine: ToolEngine, options: &ServerOptions) -> ToolEngine {
+    if options.allow_dangerous {
+        engine.to_builder().approver(ApproveAll::new("allow-dangerous")).build()
+    } else {
+        engine
+    }
+}
+
 /// The engine and its `tools/list` answer, computed once per engine.
 struct Served {
     engine: ToolEngine,
@@ -187,15 +203,19 @@ impl std::fmt::Debug for McpServer {
 }
 
 impl McpServer {
-    /// Serve this engine as it is (its selection, approver, hooks and audit).
+    /// Serve this engine as it is (its selection, approver, hooks and
+    /// audit) — except that with [`ServerOptions::allow_dangerous`] its
+    /// approver is replaced by an [`ApproveAll`].
     ///
     /// Dangerous tools need an approver on the engine; build it with an
-    /// [`ElicitationApprover`] to ask the MCP client.
+    /// [`ElicitationApprover`] to ask the MCP client
+    /// ([`engine_builder`](Self::engine_builder) does).
     pub fn new(engine: ToolEngine, options: ServerOptions) -> Self {
+        let served = Served::new(policed(engine, &options));
         McpServer {
             shared: Arc::new(Shared {
                 options,
-                tools: RwLock::new(Arc::new(Served::new(engine))),
+                tools: RwLock::new(Arc::new(served)),
                 peers: Mutex::new(Vec::new()),
                 log_level: Mutex::new(None),
                 listeners: Mutex::new(Vec::new()),
@@ -213,7 +233,13 @@ impl McpServer {
     /// The engine [`from_registry`](Self::from_registry) builds: all tools,
     /// an [`ElicitationApprover`] following `options.allow_dangerous`.
     pub fn engine_for(registry: &FunctionRegistry, options: &ServerOptions) -> ToolEngine {
-        ToolEngine::builder(registry).approver(ElicitationApprover::new(options.allow_dangerous)).build()
+        Self::engine_builder(registry, options).build()
+    }
+
+    /// The builder of [`engine_for`](Self::engine_for)'s engine, for a host
+    /// that adds to it (audit sinks, layers, a selection) before serving it.
+    pub fn engine_builder(registry: &FunctionRegistry, options: &ServerOptions) -> EngineBuilder {
+        ToolEngine::builder(registry).approver(ElicitationApprover::new(options.allow_dangerous))
     }
 
     /// The options the server was made with.
@@ -227,10 +253,11 @@ impl McpServer {
     }
 
     /// Serve another engine from now on (calls already running finish on the
-    /// old one) and tell every connected client with
+    /// old one; [`ServerOptions::allow_dangerous`] applies as in
+    /// [`new`](Self::new)) and tell every connected client with
     /// `notifications/tools/list_changed`.
     pub async fn set_engine(&self, engine: ToolEngine) {
-        let served = Arc::new(Served::new(engine));
+        let served = Arc::new(Served::new(policed(engine, &self.shared.options)));
         *self.shared.tools.write().unwrap_or_else(PoisonError::into_inner) = served;
         let peers: Vec<Peer<RoleServer>> = self.shared.peers.lock().unwrap_or_else(PoisonError::into_inner).clone();
         let mut any_closed = false;

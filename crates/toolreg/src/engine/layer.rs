@@ -4,6 +4,7 @@
 use std::borrow::Cow;
 use std::fmt;
 use std::future::Future;
+use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -17,7 +18,9 @@ use crate::handler::{ErasedTool, ToolFuture};
 /// Layers are applied by [`EngineBuilder::layer`](crate::engine::EngineBuilder::layer)
 /// once, when the engine is built; the layer added first sees the call
 /// first. The inner tool of the innermost layer runs the tool itself
-/// (arguments checked again, panics contained).
+/// (panics contained). Arguments reach the first layer validated; a layer
+/// that passes on changed arguments marks the context with
+/// [`ArgumentsChanged`] so that they are validated again.
 ///
 /// Most hooks are easiest to write with [`hook_fn`]; implement this trait for
 /// layers that need their own state or type.
@@ -45,6 +48,80 @@ impl<L: ToolLayer + ?Sized> ToolLayer for Arc<L> {
     }
 }
 
+/// The mark on a call's [`CallContext`] saying that a layer replaced or
+/// edited the arguments it passes on: the run then validates them again (and,
+/// under an approval, checks them against the approved hash).
+///
+/// Arguments are validated once, before the first layer; a layer that
+/// passes on the arguments it got needs nothing. [`hook_fn`] hooks set the
+/// mark themselves (see [`HookArguments`]); a hand-written [`ToolLayer`] that
+/// passes different arguments to its inner tool inserts it:
+///
+/// ```
+/// # use toolreg::engine::ArgumentsChanged;
+/// # let mut cx = toolreg::CallContext::default();
+/// cx.extensions_mut().insert(ArgumentsChanged);
+/// ```
+///
+/// Under an approval the run compares the arguments with the approved ones
+/// anyway, so an unmarked change to a dangerous tool's arguments is still
+/// refused ([`ToolError::ApprovalMismatch`]), never run unchecked.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ArgumentsChanged;
+
+/// A hook's view of the call's arguments: reads go through to the JSON
+/// value; any mutable use (`call.arguments["path"] = ..`,
+/// `*call.arguments = ..`, `as_object_mut()`) marks them changed, so that
+/// they are validated again before the tool runs. Arguments a hook only
+/// reads are validated once.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HookArguments {
+    value: Value,
+    changed: bool,
+}
+
+impl HookArguments {
+    /// Whether the hook took the arguments mutably (and so may have changed them).
+    pub fn changed(&self) -> bool {
+        self.changed
+    }
+
+    /// The arguments, taken out.
+    pub fn into_value(self) -> Value {
+        self.value
+    }
+}
+
+impl Deref for HookArguments {
+    type Target = Value;
+
+    fn deref(&self) -> &Value {
+        &self.value
+    }
+}
+
+impl DerefMut for HookArguments {
+    fn deref_mut(&mut self) -> &mut Value {
+        // The explicit signal: whoever can write the arguments is taken to
+        // have written them (no comparison afterwards).
+        self.changed = true;
+        &mut self.value
+    }
+}
+
+impl fmt::Display for HookArguments {
+    /// The arguments as JSON text, as [`Value`] writes them.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.value, f)
+    }
+}
+
+impl PartialEq<Value> for HookArguments {
+    fn eq(&self, other: &Value) -> bool {
+        self.value == *other
+    }
+}
+
 /// A call as a hook sees it: the context (call id, cancellation, the tool's
 /// declaration) and the validated arguments, which the hook may rewrite.
 #[derive(Debug, Clone)]
@@ -52,9 +129,9 @@ impl<L: ToolLayer + ?Sized> ToolLayer for Arc<L> {
 pub struct HookCall {
     /// The call's context; [`CallContext::declaration`] is always set.
     pub cx: CallContext,
-    /// The arguments, validated against the input schema. Rewritten
-    /// arguments are validated again before the tool runs.
-    pub arguments: Value,
+    /// The arguments, validated against the input schema. Arguments the
+    /// hook writes are validated again before the tool runs.
+    pub arguments: HookArguments,
     hook: Arc<str>,
 }
 
@@ -85,7 +162,11 @@ impl Next {
     /// Run the inner layers and the tool; the result (or error) comes back
     /// for the hook to pass on, transform or replace.
     pub async fn run(self, call: HookCall) -> Result<Value, ToolError> {
-        self.inner.call(call.cx, call.arguments).await
+        let HookCall { mut cx, arguments, .. } = call;
+        if arguments.changed {
+            cx.extensions_mut().insert(ArgumentsChanged);
+        }
+        self.inner.call(cx, arguments.value).await
     }
 }
 
@@ -112,7 +193,8 @@ impl<F> HookFn<F> {
 /// A hook from an async closure `|call, next| async { .. }`, axum
 /// `from_fn`-style.
 ///
-/// Before the call, the hook can rewrite `call.arguments` or refuse with
+/// Before the call, the hook can rewrite `call.arguments` (which are then
+/// validated again, see [`HookArguments`]) or refuse with
 /// [`HookCall::refuse`]; it runs the rest with `next.run(call).await`; after,
 /// it can transform or replace the result. A hook that panics fails its call
 /// with [`ToolError::HookFailed`] (its message says the hook panicked); other
@@ -170,7 +252,8 @@ where
     Fut: Future<Output = Result<Value, ToolError>> + Send + 'static,
 {
     fn call(&self, cx: CallContext, args: Value) -> ToolFuture {
-        let call = HookCall { cx, arguments: args, hook: Arc::clone(&self.name) };
+        let arguments = HookArguments { value: args, changed: false };
+        let call = HookCall { cx, arguments, hook: Arc::clone(&self.name) };
         let next = Next { inner: Arc::clone(&self.inner) };
         ToolFuture::new((self.f)(call, next))
     }

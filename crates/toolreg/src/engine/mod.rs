@@ -22,8 +22,9 @@
 //! [`Approver`] approves each call.
 //!
 //! Arguments are checked against the limits once, validated once (again only
-//! if a hook or an approver's edit changed them), hashed once (again only if
-//! changed), and a call has one panic boundary, whose result says where the
+//! if a hook or an approver's edit changed them: a hook that writes
+//! [`HookCall::arguments`] marks them changed, see [`ArgumentsChanged`]),
+//! hashed once (again only if changed), and a call has one panic boundary, whose result says where the
 //! panic started: in the tool, [`ToolError::Panicked`]; in a hook or layer,
 //! [`ToolError::HookFailed`] (named after it, see [`ToolLayer::name`]); in
 //! the approver, [`ToolError::ApprovalFailed`], the call refused (fail
@@ -96,7 +97,7 @@ use crate::policy::{Approver, AuditSink, Selection, ToolSet};
 use crate::registry::FunctionRegistry;
 
 pub use budget::{OutputBudget, Overflow, truncate_middle};
-pub use layer::{HookCall, HookFn, Next, ToolLayer, hook_fn};
+pub use layer::{ArgumentsChanged, HookArguments, HookCall, HookFn, Next, ToolLayer, hook_fn};
 
 /// Limits for running calls, alone or in a batch.
 ///
@@ -166,6 +167,7 @@ impl BatchOptions {
 
 /// Builds a [`ToolEngine`]; see the [module docs](self).
 #[must_use]
+#[derive(Clone)]
 pub struct EngineBuilder {
     registry: FunctionRegistry,
     selection: Selection,
@@ -227,6 +229,9 @@ impl EngineBuilder {
 
     /// Build the engine: select the tools and build each one's stack once.
     pub fn build(self) -> ToolEngine {
+        // Kept so that the engine can be rebuilt with one thing changed
+        // (see `ToolEngine::to_builder`); every field is cheap to clone.
+        let config = Arc::new(self.clone());
         let tools = ToolSet::new(self.registry, self.selection);
         let offload = self.options.has_timeout();
         let approver = self.approver;
@@ -242,6 +247,7 @@ impl EngineBuilder {
             })
             .collect();
         ToolEngine {
+            config,
             inner: Arc::new(pipeline::Stages {
                 tools: Some(tools),
                 stacks,
@@ -258,6 +264,8 @@ impl EngineBuilder {
 #[derive(Clone)]
 pub struct ToolEngine {
     inner: Arc<pipeline::Stages>,
+    /// What it was built from.
+    config: Arc<EngineBuilder>,
 }
 
 impl fmt::Debug for ToolEngine {
@@ -282,6 +290,24 @@ impl ToolEngine {
             sinks: Vec::new(),
             options: BatchOptions::default(),
         }
+    }
+
+    /// A builder holding everything this engine was built from (its
+    /// registry snapshot, selection, approver, layers, audit sinks and
+    /// limits): change one thing and build again. A host that must impose
+    /// its own policy on an engine it was handed uses it, as an MCP server
+    /// told to allow dangerous tools replaces the approver.
+    ///
+    /// ```
+    /// use toolreg::engine::ToolEngine;
+    /// use toolreg::policy::ApproveAll;
+    ///
+    /// let engine = ToolEngine::builder(&toolreg::FunctionRegistry::new()).build();
+    /// let trusting = engine.to_builder().approver(ApproveAll::new("operator")).build();
+    /// # let _ = trusting;
+    /// ```
+    pub fn to_builder(&self) -> EngineBuilder {
+        EngineBuilder::clone(&self.config)
     }
 
     /// The tools this engine offers: declare these to the model.

@@ -272,3 +272,37 @@ where
         Cow::Borrowed(&self.name)
     }
 }
+
+/// An [`Approver`] that approves every call as asked, without looking: the
+/// operator's explicit "run dangerous tools without asking" (`--yes`,
+/// `--allow-dangerous`). Each approval is still bound to its call id, tool
+/// and arguments, and the audit records it under this approver's name.
+///
+/// ```
+/// use toolreg::engine::ToolEngine;
+/// use toolreg::policy::ApproveAll;
+///
+/// let engine = ToolEngine::builder(&toolreg::FunctionRegistry::new()).approver(ApproveAll::new("--yes")).build();
+/// # let _ = engine;
+/// ```
+#[derive(Debug, Clone)]
+pub struct ApproveAll {
+    name: Cow<'static, str>,
+}
+
+impl ApproveAll {
+    /// Approve everything, recorded under `name` (say, the flag that asked for it).
+    pub fn new(name: impl Into<Cow<'static, str>>) -> Self {
+        ApproveAll { name: name.into() }
+    }
+}
+
+impl Approver for ApproveAll {
+    fn decide(&self, request: ApprovalRequest) -> BoxFuture<'_, Decision> {
+        Box::pin(std::future::ready(request.approve()))
+    }
+
+    fn name(&self) -> Cow<'_, str> {
+        Cow::Borrowed(&self.name)
+    }
+}

@@ -1,5 +1,5 @@
 //! Policy: which tools an agent is offered ([`Selection`], [`ToolSet`]),
-//! who approves dangerous calls ([`Approver`] and the shipped
+//! who approves dangerous calls ([`Approver`] and the shipped [`ApproveAll`],
 //! [`TerminalApprover`] and [`PolicyApprover`]), and what is recorded
 //! ([`AuditEvent`], [`AuditSink`], [`JsonLinesSink`]).
 //!
@@ -14,7 +14,7 @@ mod rules;
 mod selection;
 mod terminal;
 
-pub use approval::{Approval, ApprovalRequest, Approver, ApproverFn, Decision, approver_fn};
+pub use approval::{Approval, ApprovalRequest, ApproveAll, Approver, ApproverFn, Decision, approver_fn};
 pub use audit::{AuditDecision, AuditEvent, AuditSink, JsonLinesSink, MemorySink};
 pub use canonical::canonical_json;
 pub use hash::ArgumentsHash;

@@ -1,0 +1,330 @@
+//! Suspension: a run that stops for something from outside (an approval
+//! with no live approver, a tool the host runs itself) as a [`Suspended`]
+//! value, and [`Agent::resume`], which continues it once.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+use toolreg::policy::{ApprovalRequest, Approver, Decision as EngineDecision};
+use toolreg::{BoxFuture, ToolCall, ToolError, ToolOutput, ToolResult};
+use toolreg_builtins::store::StoreError;
+
+use super::{Agent, AgentError, AgentEvent, LoopState, Outcome, extensions, finished_text};
+use crate::model::{Message, ToolResultMessage, Usage};
+
+/// A dangerous call waiting for an approval, with the exact (validated)
+/// arguments and their hash the approval will be bound to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PendingApproval {
+    /// The call's id.
+    pub call_id: String,
+    /// The tool.
+    pub tool: String,
+    /// The arguments as validated (defaults filled in).
+    pub arguments: Value,
+    /// Their hash: an approval is for these arguments only.
+    pub arguments_hash: String,
+}
+
+impl PendingApproval {
+    /// Approve this call, bound to its id, its tool and its arguments hash.
+    pub fn approve(&self) -> Resolution {
+        Resolution::Approve {
+            call_id: self.call_id.clone(),
+            tool: self.tool.clone(),
+            arguments_hash: self.arguments_hash.clone(),
+        }
+    }
+
+    /// Refuse this call, with a reason the model reads.
+    pub fn deny(&self, reason: impl Into<String>) -> Resolution {
+        Resolution::Deny { call_id: self.call_id.clone(), reason: reason.into() }
+    }
+}
+
+/// What the host decided or answered for one pending call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Resolution {
+    /// Run the call: valid only for this tool and these arguments.
+    Approve {
+        /// The call.
+        call_id: String,
+        /// The tool approved.
+        tool: String,
+        /// The hash of the arguments approved.
+        arguments_hash: String,
+    },
+    /// Do not run it.
+    Deny {
+        /// The call.
+        call_id: String,
+        /// Why, for the model.
+        reason: String,
+    },
+    /// The result of a tool the host ran itself.
+    Answer {
+        /// The call.
+        call_id: String,
+        /// The result (`Err`: the text of a failure).
+        result: Result<Value, String>,
+    },
+}
+
+impl Resolution {
+    /// The result of an external tool's call.
+    pub fn answer(call_id: impl Into<String>, result: Result<Value, String>) -> Self {
+        Resolution::Answer { call_id: call_id.into(), result }
+    }
+
+    fn call_id(&self) -> &str {
+        match self {
+            Resolution::Approve { call_id, .. }
+            | Resolution::Deny { call_id, .. }
+            | Resolution::Answer { call_id, .. } => call_id,
+        }
+    }
+}
+
+/// A run stopped to wait for the outside, ready to be stored and resumed
+/// (once: see [`Agent::resume`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Suspended {
+    /// This suspension's id, unique to it: what [`Agent::resume`] records
+    /// as consumed. (A stored suspension without one cannot be resumed.)
+    #[serde(default)]
+    pub id: String,
+    /// The conversation, ending with the model's calls.
+    pub transcript: Vec<Message>,
+    /// The calls of the last turn, in order.
+    pub calls: Vec<ToolCall>,
+    /// Results already obtained for some of them.
+    pub done: Vec<ToolResultMessage>,
+    /// Dangerous calls waiting for an approval.
+    pub approvals: Vec<PendingApproval>,
+    /// Calls of tools the host runs itself.
+    pub external: Vec<ToolCall>,
+    /// Tokens used so far.
+    pub usage: Usage,
+    /// Model requests made so far.
+    pub steps: usize,
+}
+
+impl Agent {
+    /// Continue a suspended run with the host's decisions and answers: every
+    /// pending call needs one. An approval runs its call only if the call's
+    /// id, tool and arguments hash are the ones approved.
+    ///
+    /// A suspension resumes once: before anything runs, its id and the ids
+    /// of the calls it approves are recorded as consumed, and a suspension
+    /// (or an approved call) seen before is [`AgentError::AlreadyResumed`].
+    /// A resume refused for a missing decision consumes nothing.
+    pub async fn resume(
+        &self,
+        suspended: Suspended,
+        resolutions: Vec<Resolution>,
+        cancel: CancellationToken,
+    ) -> Result<Outcome, AgentError> {
+        let by_id: HashMap<&str, &Resolution> = resolutions.iter().map(|r| (r.call_id(), r)).collect();
+        for pending in suspended.approvals.iter().map(|p| &p.call_id).chain(suspended.external.iter().map(|c| &c.id)) {
+            if !by_id.contains_key(pending.as_str()) {
+                return Err(AgentError::Resume(format!("no decision or answer for call `{pending}`")));
+            }
+        }
+        if let Some(call) =
+            suspended.external.iter().find(|c| !matches!(by_id.get(c.id.as_str()), Some(Resolution::Answer { .. })))
+        {
+            return Err(AgentError::Resume(format!("call `{}` is an external tool's: it needs an answer", call.id)));
+        }
+        // Checked above, so a refused resume consumes nothing.
+        let approved = resolutions.iter().filter_map(|r| match r {
+            Resolution::Approve { call_id, .. } if suspended.approvals.iter().any(|p| &p.call_id == call_id) => {
+                Some(call_id.as_str())
+            }
+            _ => None,
+        });
+        self.claim(&suspended.id, approved).await?;
+        let mut done: HashMap<String, ToolResultMessage> =
+            suspended.done.into_iter().map(|r| (r.call_id.clone(), r)).collect();
+        // External tools: the host's answers (each checked present above).
+        for call in &suspended.external {
+            if let Some(Resolution::Answer { result, .. }) = by_id.get(call.id.as_str()) {
+                let outcome = match result {
+                    Ok(value) => Ok(ToolOutput::new(value.clone())),
+                    Err(text) => Err(ToolError::failed(text.clone())),
+                };
+                let result = ToolResult { id: call.id.clone(), name: call.name.clone(), outcome };
+                done.insert(call.id.clone(), ToolResultMessage::from(&result));
+            }
+        }
+        // Approvals: the pending calls again, through an engine whose approver
+        // answers from the recorded decisions.
+        let recorded = Recorded {
+            decisions: Mutex::new(
+                resolutions
+                    .iter()
+                    .filter_map(|r| match r {
+                        Resolution::Approve { call_id, tool, arguments_hash } => {
+                            Some((call_id.clone(), Ok((tool.clone(), arguments_hash.clone()))))
+                        }
+                        Resolution::Deny { call_id, reason } => Some((call_id.clone(), Err(reason.clone()))),
+                        Resolution::Answer { .. } => None,
+                    })
+                    .collect::<HashMap<_, _>>(),
+            ),
+        };
+        let approved_calls: Vec<ToolCall> =
+            suspended.calls.iter().filter(|c| suspended.approvals.iter().any(|p| p.call_id == c.id)).cloned().collect();
+        let mut state = LoopState {
+            messages: suspended.transcript,
+            usage: suspended.usage,
+            steps: suspended.steps,
+            started: Instant::now(),
+        };
+        let run = self.run_state(&cancel, &state);
+        if !approved_calls.is_empty() {
+            let engine = self.engine(Arc::new(recorded));
+            let results = engine.execute_batch_in(approved_calls, cancel.child_token(), extensions(&run)).await;
+            for result in &results {
+                let message = ToolResultMessage::from(result);
+                self.emit(&AgentEvent::ToolResult(message.clone()));
+                done.insert(result.id.clone(), message);
+            }
+        }
+        let mut results: Vec<ToolResultMessage> = suspended.calls.iter().filter_map(|c| done.remove(&c.id)).collect();
+        // What is left answers calls that never ran (tools the request did
+        // not declare): they go back too, every call needs its answer.
+        let mut refused: Vec<ToolResultMessage> = done.into_values().collect();
+        refused.sort_by(|a, b| a.call_id.cmp(&b.call_id));
+        results.extend(refused);
+        state.messages.push(Message::Tool { results });
+        if let Some(value) = run.finish.get() {
+            return Ok(Outcome::Finished(self.finished(state, finished_text(value))));
+        }
+        self.drive(state, cancel).await
+    }
+
+    /// Record the suspension `id` and the calls it approves as consumed,
+    /// or refuse if any was consumed before (fail closed: a store that
+    /// cannot record it refuses the resume).
+    async fn claim(&self, id: &str, approved: impl Iterator<Item = &str>) -> Result<(), AgentError> {
+        if id.is_empty() {
+            return Err(AgentError::Resume("the suspended run has no id, so it cannot be resumed safely".into()));
+        }
+        let mut keys = vec![claim_key("run", id)?];
+        for call in approved {
+            keys.push(claim_key("call", call)?);
+        }
+        {
+            let mut consumed = self.inner.consumed.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(key) = keys.iter().find(|k| consumed.contains(*k)) {
+                return Err(AgentError::AlreadyResumed { what: key.clone() });
+            }
+            consumed.extend(keys.iter().cloned());
+        }
+        if let Some(claims) = &self.inner.claims {
+            let failed = |e: StoreError| AgentError::Resume(format!("cannot record the resumption: {e}"));
+            // The store has no compare-and-set: a key read as absent is then
+            // written. Within a process the in-memory set above is the
+            // atomic guard; across processes a resume recorded before
+            // another starts refuses it.
+            for key in &keys {
+                match claims.get(key).await {
+                    Ok(_) => return Err(AgentError::AlreadyResumed { what: key.clone() }),
+                    Err(StoreError::NotFound { .. }) => {}
+                    Err(e) => return Err(failed(e)),
+                }
+            }
+            for key in &keys {
+                claims.set(key, &Value::Bool(true)).await.map_err(failed)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A new suspension's id: the clock, the process and a counter, so no two
+/// suspensions share one.
+pub(super) fn suspension_id() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    format!("s{nanos:x}-{:x}-{:x}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed))
+}
+
+/// The store key recording that `id` (a suspension's or a call's) was
+/// resumed: hex, since ids may hold any character.
+fn claim_key(kind: &str, id: &str) -> Result<String, AgentError> {
+    let hex: String = id.bytes().map(|b| format!("{b:02x}")).collect();
+    let key = format!("resumed/{kind}/{hex}");
+    if key.len() > toolreg_builtins::store::MAX_KEY_LEN {
+        return Err(AgentError::Resume(format!("the {kind} id is too long to record ({} bytes)", id.len())));
+    }
+    Ok(key)
+}
+
+/// The run's approver: the live one when there is one; otherwise it records
+/// the request as pending (the run then suspends) and refuses for now.
+pub(super) struct Suspending {
+    pub(super) live: Option<Arc<dyn Approver>>,
+    pub(super) pending: Mutex<Vec<PendingApproval>>,
+}
+
+impl Approver for Suspending {
+    fn decide(&self, request: ApprovalRequest) -> BoxFuture<'_, EngineDecision> {
+        if let Some(live) = &self.live {
+            return live.decide(request);
+        }
+        let pending = PendingApproval {
+            call_id: request.call_id().unwrap_or_default().to_owned(),
+            tool: request.tool().to_owned(),
+            arguments: request.arguments().clone(),
+            arguments_hash: request.arguments_hash().to_string(),
+        };
+        self.pending.lock().unwrap_or_else(PoisonError::into_inner).push(pending);
+        Box::pin(std::future::ready(request.deny("waiting for an approval from outside the run")))
+    }
+
+    fn name(&self) -> std::borrow::Cow<'_, str> {
+        match &self.live {
+            Some(live) => live.name(),
+            None => std::borrow::Cow::Borrowed("suspend"),
+        }
+    }
+}
+
+/// Decisions recorded while the run was suspended, each bound to a call id
+/// and (for approvals) a tool and an arguments hash, and usable once.
+struct Recorded {
+    decisions: Mutex<HashMap<String, RecordedDecision>>,
+}
+
+/// An approval's (tool, arguments hash), or a denial's reason.
+type RecordedDecision = Result<(String, String), String>;
+
+impl Approver for Recorded {
+    fn decide(&self, request: ApprovalRequest) -> BoxFuture<'_, EngineDecision> {
+        let id = request.call_id().unwrap_or_default();
+        let decision = self.decisions.lock().unwrap_or_else(PoisonError::into_inner).remove(id);
+        let decision = match decision {
+            Some(Ok((tool, _))) if tool != request.tool() => {
+                request.deny("the approval was given for another tool; this call was not approved")
+            }
+            Some(Ok((_, hash))) if hash == request.arguments_hash().to_string() => request.approve(),
+            Some(Ok(_)) => request.deny("the approval was given for other arguments; this call was not approved"),
+            Some(Err(reason)) => request.deny(reason),
+            None => request.deny("no approval was recorded for this call"),
+        };
+        Box::pin(std::future::ready(decision))
+    }
+
+    fn name(&self) -> std::borrow::Cow<'_, str> {
+        std::borrow::Cow::Borrowed("recorded")
+    }
+}
