@@ -65,10 +65,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use toolreg::engine::BatchOptions;
+use toolreg::exec::value_text;
 use toolreg::policy::{Approver, AuditSink, Selection};
-use toolreg::{
-    Extensions, FunctionRegistry, RegistryError, ToolCall, ToolDeclaration, ToolEngine, ToolOutput, ToolRegistration,
-};
+use toolreg::{Extensions, FunctionRegistry, RegistryError, ToolCall, ToolDeclaration, ToolEngine, ToolRegistration};
 use toolreg_builtins::store::Namespace;
 use toolreg_builtins::user::FinalAnswer;
 use tracing::Instrument;
@@ -731,7 +730,7 @@ impl Agent {
             }
             state.messages.push(Message::Tool { results: done });
             if let Some(value) = run.finish.get() {
-                return Ok(Outcome::Finished(self.finished(state, finished_text(value))));
+                return Ok(Outcome::Finished(self.finished(state, value_text(value).into_owned())));
             }
             if let Some(answer) = inner.final_answer.as_ref().and_then(FinalAnswer::take) {
                 return Ok(Outcome::Finished(self.finished(state, answer)));
@@ -757,11 +756,4 @@ fn extensions(run: &RunState) -> Extensions {
     let mut extensions = Extensions::default();
     extensions.insert(run.clone());
     extensions
-}
-
-/// The text of a result set by `return_result`: the core's rendering of a
-/// tool result ([`ToolOutput::text`]), so that a run's answer reads exactly
-/// as the model read the value.
-fn finished_text(value: &Value) -> String {
-    ToolOutput::new(value.clone()).to_string()
 }

@@ -13,8 +13,9 @@ use toolreg::policy::{ApprovalRequest, Approver, Decision as EngineDecision};
 use toolreg::{BoxFuture, ToolCall, ToolError, ToolOutput, ToolResult};
 use toolreg_builtins::store::StoreError;
 
-use super::{Agent, AgentError, AgentEvent, LoopState, Outcome, extensions, finished_text};
+use super::{Agent, AgentError, AgentEvent, LoopState, Outcome, extensions};
 use crate::model::{Message, ToolResultMessage, Usage};
+use toolreg::exec::value_text;
 
 /// A dangerous call waiting for an approval, with the exact (validated)
 /// arguments and their hash the approval will be bound to.
@@ -205,7 +206,7 @@ impl Agent {
         results.extend(refused);
         state.messages.push(Message::Tool { results });
         if let Some(value) = run.finish.get() {
-            return Ok(Outcome::Finished(self.finished(state, finished_text(value))));
+            return Ok(Outcome::Finished(self.finished(state, value_text(value).into_owned())));
         }
         self.drive(state, cancel).await
     }
