@@ -74,11 +74,9 @@
 //! ```
 
 use std::collections::HashSet;
-use std::pin::Pin;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use rmcp::model::{
@@ -100,55 +98,11 @@ use toolreg::{
 
 use crate::config::{ServerConfig, Transport};
 
-/// Why a server could not be used.
-#[derive(Debug, Clone, thiserror::Error)]
-#[non_exhaustive]
-pub enum ClientError {
-    /// The server's name cannot prefix tool names.
-    #[error("invalid server name `{name}`: {reason}")]
-    InvalidName {
-        /// The name.
-        name: String,
-        /// Why.
-        reason: String,
-    },
-    /// The process could not start, the URL could not be reached, or the
-    /// server did not complete the handshake in time.
-    #[error("cannot connect to MCP server '{server}' {target}: {message}")]
-    Connect {
-        /// The server.
-        server: String,
-        /// Where it was looked for: `at <url>` or ``started as `<command>` ``.
-        target: String,
-        /// Why, in one line (the innermost cause, without Rust type names).
-        message: String,
-    },
-    /// The server did not answer in time.
-    #[error("MCP server `{server}` did not answer within {timeout:?}")]
-    Timeout {
-        /// The server.
-        server: String,
-        /// The limit.
-        timeout: Duration,
-    },
-    /// The server's tool list is past one of the bounds ([`MAX_LIST_PAGES`],
-    /// [`MAX_TOOLS`], [`MAX_LIST_BYTES`]).
-    #[error("MCP server `{server}` lists too many tools: {message}")]
-    TooLarge {
-        /// The server.
-        server: String,
-        /// Which bound.
-        message: String,
-    },
-    /// The server answered something unusable.
-    #[error("MCP server `{server}`: {message}")]
-    Protocol {
-        /// The server.
-        server: String,
-        /// What went wrong.
-        message: String,
-    },
-}
+mod child;
+mod error;
+use child::{ChildOut, inherited_env};
+pub use error::ClientError;
+use error::{cut, init_cause, io_cause};
 
 /// Most `tools/list` pages read from one server (a server whose cursor never
 /// ends is cut off here rather than read until memory runs out).
@@ -700,185 +654,6 @@ pub fn local_name(server: &str, tool: &str, taken: &mut HashSet<String>) -> Stri
     name
 }
 
-/// A child server's standard output, as rmcp reads it, with an eye on the
-/// `tools/list` answers going by: rmcp's `Tool` drops `execution`, so the
-/// tools that run only as MCP tasks are picked out of the raw lines here.
-/// It owns the child, which is killed when rmcp drops the transport.
-struct ChildOut {
-    /// The child's stdout, through the relay that answers oversized lines.
-    stdout: tokio::io::DuplexStream,
-    child: Option<tokio::process::Child>,
-    scanner: TaskScanner,
-}
-
-impl ChildOut {
-    fn new(
-        stdout: tokio::io::DuplexStream,
-        child: tokio::process::Child,
-        task_only: Arc<Mutex<HashSet<String>>>,
-    ) -> Self {
-        ChildOut { stdout, child: Some(child), scanner: TaskScanner::new(task_only) }
-    }
-}
-
-/// Picks the tools that require tasks out of newline-delimited JSON-RPC
-/// messages, fed in whatever pieces they arrive.
-struct TaskScanner {
-    /// The line read so far, up to [`MAX_LIST_BYTES`]; a longer line is
-    /// not a tool list toolreg would accept, and is not kept.
-    line: Vec<u8>,
-    overflow: bool,
-    task_only: Arc<Mutex<HashSet<String>>>,
-}
-
-impl TaskScanner {
-    fn new(task_only: Arc<Mutex<HashSet<String>>>) -> Self {
-        TaskScanner { line: Vec::new(), overflow: false, task_only }
-    }
-
-    fn scan(&mut self, bytes: &[u8]) {
-        for chunk in bytes.split_inclusive(|&b| b == b'\n') {
-            if !self.overflow {
-                if self.line.len() + chunk.len() > MAX_LIST_BYTES {
-                    self.overflow = true;
-                    self.line = Vec::new();
-                } else {
-                    self.line.extend_from_slice(chunk);
-                }
-            }
-            if chunk.ends_with(b"\n") {
-                if !self.overflow && contains(&self.line, b"\"taskSupport\"") {
-                    self.note_task_only();
-                }
-                self.overflow = false;
-                // Keep a small buffer for the next line, not a large one.
-                if self.line.capacity() > 64 * 1024 {
-                    self.line = Vec::new();
-                }
-                self.line.clear();
-            }
-        }
-    }
-
-    /// Record the tools of a `tools/list` page that require tasks.
-    fn note_task_only(&self) {
-        let Ok(message) = serde_json::from_slice::<Value>(&self.line) else { return };
-        let Some(tools) = message.pointer("/result/tools").and_then(Value::as_array) else { return };
-        let mut task_only = self.task_only.lock().unwrap_or_else(PoisonError::into_inner);
-        for tool in tools {
-            let required = tool.pointer("/execution/taskSupport").and_then(Value::as_str) == Some("required");
-            if let (true, Some(name)) = (required, tool.get("name").and_then(Value::as_str)) {
-                task_only.insert(name.to_owned());
-            }
-        }
-    }
-}
-
-impl tokio::io::AsyncRead for ChildOut {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut tokio::io::ReadBuf<'_>,
-    ) -> Poll<std::io::Result<()>> {
-        let this = self.get_mut();
-        let before = buf.filled().len();
-        let polled = Pin::new(&mut this.stdout).poll_read(cx, buf);
-        if let Poll::Ready(Ok(())) = polled {
-            this.scanner.scan(&buf.filled()[before..]);
-        }
-        polled
-    }
-}
-
-impl Drop for ChildOut {
-    fn drop(&mut self) {
-        let Some(mut child) = self.child.take() else { return };
-        // Kill and wait, so no zombie is left; without a runtime, the
-        // child's own kill-on-drop still kills it.
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(async move {
-                let _ = child.kill().await;
-            });
-        }
-    }
-}
-
-fn contains(haystack: &[u8], needle: &[u8]) -> bool {
-    haystack.windows(needle.len()).any(|window| window == needle)
-}
-
-/// The part of toolreg's environment a command server inherits.
-fn inherited_env() -> impl Iterator<Item = (String, String)> {
-    std::env::vars_os().filter_map(|(key, value)| {
-        let key = key.into_string().ok()?;
-        let wanted = INHERITED_ENV.contains(&key.as_str()) || (cfg!(not(windows)) && key.starts_with("LC_"));
-        Some((key, value.into_string().ok()?)).filter(|_| wanted)
-    })
-}
-
-/// Why the handshake failed, in one line: the innermost cause of a transport
-/// error (say `connection refused`), not rmcp's wrapper types.
-fn init_cause(error: &rmcp::service::ClientInitializeError) -> String {
-    use rmcp::service::ClientInitializeError;
-    let text = match error {
-        ClientInitializeError::TransportError { error, .. } => innermost(error.error.as_ref()),
-        ClientInitializeError::ConnectionClosed(_) => "it closed the connection before answering `initialize`".into(),
-        other => innermost(other),
-    };
-    let line = text.lines().next().unwrap_or_default().trim();
-    // An error page's HTML says nothing a person needs here.
-    let line = line.find(": <").map_or(line, |at| &line[..at]);
-    cut(line, 300).to_owned()
-}
-
-fn innermost(error: &(dyn std::error::Error + 'static)) -> String {
-    use rmcp::transport::streamable_http_client::StreamableHttpError;
-    let mut inner = error;
-    loop {
-        // rmcp's HTTP transport wraps the client's error without naming it
-        // as the source; step into it by hand.
-        if let Some(StreamableHttpError::Client(client)) = inner.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
-            inner = client;
-            continue;
-        }
-        match inner.source() {
-            Some(source) => inner = source,
-            None => break,
-        }
-    }
-    match inner.downcast_ref::<std::io::Error>() {
-        Some(io) => io_cause(io),
-        None => inner.to_string(),
-    }
-}
-
-/// An I/O error as a person says it: `connection refused`, not
-/// `Connection refused (os error 111)`.
-fn io_cause(error: &std::io::Error) -> String {
-    let text = error.to_string();
-    let text = match text.find(" (os error") {
-        Some(at) => &text[..at],
-        None => &text,
-    };
-    let mut chars = text.chars();
-    match chars.next() {
-        Some(first) => first.to_lowercase().chain(chars).collect(),
-        None => text.to_owned(),
-    }
-}
-
-/// At most `max` bytes of `text`, on a character boundary.
-fn cut(text: &str, max: usize) -> &str {
-    if text.len() <= max {
-        return text;
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
-}
-
 /// The length of a value's JSON, counted without building the text.
 fn json_len(value: &impl serde::Serialize) -> usize {
     struct Count(usize);
@@ -895,35 +670,4 @@ fn json_len(value: &impl serde::Serialize) -> usize {
     // Writing to a counter cannot fail; a value that cannot be written counts as nothing.
     let _ = serde_json::to_writer(&mut count, value);
     count.0
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn task_only_tools_are_found_in_lines_split_anywhere() {
-        let found = Arc::new(Mutex::new(HashSet::new()));
-        let mut scanner = TaskScanner::new(Arc::clone(&found));
-        let page = serde_json::json!({"jsonrpc": "2.0", "id": 2, "result": {"tools": [
-            {"name": "plain", "inputSchema": {"type": "object"}},
-            {"name": "maybe", "inputSchema": {"type": "object"}, "execution": {"taskSupport": "optional"}},
-            {"name": "only", "inputSchema": {"type": "object"}, "execution": {"taskSupport": "required"}},
-        ]}});
-        let text = format!("{{\"jsonrpc\":\"2.0\",\"method\":\"x\"}}\n{page}\n");
-        // One byte at a time: every line boundary falls inside some piece.
-        for byte in text.as_bytes() {
-            scanner.scan(std::slice::from_ref(byte));
-        }
-        assert_eq!(*found.lock().unwrap(), HashSet::from(["only".to_owned()]));
-
-        // A line past the bound is not kept, and the next line is read whole.
-        let mut scanner = TaskScanner::new(Arc::clone(&found));
-        found.lock().unwrap().clear();
-        scanner.scan(&vec![b' '; MAX_LIST_BYTES + 1]);
-        assert!(scanner.line.is_empty() && scanner.overflow);
-        scanner.scan(b"\n");
-        scanner.scan(format!("{page}\n").as_bytes());
-        assert_eq!(*found.lock().unwrap(), HashSet::from(["only".to_owned()]));
-    }
 }
