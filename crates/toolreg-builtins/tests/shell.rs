@@ -134,13 +134,14 @@ async fn the_registered_tool_is_stopped_by_the_calls_cancellation() {
     assert_eq!(decl.categories, ["shell"]);
 
     let token = tokio_util::sync::CancellationToken::new();
-    let cx = toolreg::CallContext::new("c1").with_cancellation(token.clone());
+    let options = toolreg::CallOptions::new().cancel(token.clone());
     let canceller = tokio::spawn(async move {
         tokio::time::sleep(Duration::from_millis(300)).await;
         token.cancel();
     });
     let args = json!({"command": "sleep 300.105 & echo $! > pid; wait"});
-    let err = registry.execute_with("shell", args, cx).await.unwrap_err();
+    let call = toolreg::ToolCall::new("c1", "shell", args);
+    let err = toolreg::ToolExecutor::execute_call_with(&registry, call, options).await.outcome.unwrap_err();
     canceller.await.unwrap();
     assert!(err.to_string().contains("cancelled"), "{}", err.to_string());
     pid_in(&std::fs::read_to_string(dir.path().join("pid")).unwrap());

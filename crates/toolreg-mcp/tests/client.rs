@@ -87,7 +87,8 @@ async fn cancelling_a_call_tells_the_server() {
         tokio::time::sleep(Duration::from_millis(300)).await;
         stop.cancel();
     });
-    let result = engine.execute_call_with(ToolCall::new("c1", "fake__hang", json!({})), cancel).await;
+    let options = toolreg::CallOptions::new().cancel(cancel);
+    let result = engine.execute_call_with(ToolCall::new("c1", "fake__hang", json!({})), options).await;
     assert!(matches!(result.error(), Some(ToolError::Cancelled)), "{:?}", result.outcome);
     let seen = call(&registry, "fake__cancelled", json!({})).await;
     let ids: Vec<Value> = serde_json::from_str(seen.value().unwrap().as_str().unwrap()).unwrap();

@@ -10,7 +10,7 @@ use std::hint::black_box;
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use futures_util::FutureExt;
 use serde_json::{Value, json};
-use toolreg::{FunctionRegistry, ToolDeclaration, ToolRegistration, tool};
+use toolreg::{FunctionRegistry, ToolCall, ToolDeclaration, ToolExecutor, ToolRegistration, tool};
 
 /// Add two numbers.
 #[tool(safety = "safe")]
@@ -61,7 +61,10 @@ fn bench_execute(c: &mut Criterion) {
             b.iter(|| black_box(r.execute(black_box("add"), black_box(bad.clone())).now_or_never().unwrap()))
         });
         group.bench_with_input(BenchmarkId::new("registry/good_text", n), &registry, |b, r| {
-            b.iter(|| black_box(r.execute_json(black_box("add"), black_box(good_text)).now_or_never().unwrap()))
+            b.iter(|| {
+                let call = ToolCall::new("c1", black_box("add"), black_box(good_text));
+                black_box(r.execute_call(call).now_or_never().unwrap())
+            })
         });
     }
     group.finish();

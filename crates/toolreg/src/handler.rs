@@ -9,13 +9,16 @@ use std::fmt::{self, Display};
 use std::future::Future;
 use std::marker::PhantomData;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use crate::declaration::ToolDeclaration;
 use crate::exec::{CallContext, ToolError};
+use crate::schema::{self, CachedSchema};
 
 /// The future a tool call runs as: a result that was ready when the call
 /// started (synchronous tools, refusals), or a boxed future.
@@ -169,101 +172,143 @@ fn contains_null(value: &Value) -> bool {
     }
 }
 
-/// An async Rust function `Fn(CallContext, A) -> impl Future<Output = Result<R, E>>`.
-pub(crate) struct AsyncFnTool<F, A> {
+/// A Rust function that can be a tool, axum-`Handler`-style: synchronous or
+/// `async`, taking its typed arguments alone or after the call's
+/// [`CallContext`], returning `Result<R, E>` with `R: Serialize` and
+/// `E: Display`. [`ToolRegistration::new`](crate::ToolRegistration::new)
+/// takes any of them; `M` only tells the four forms apart (it is inferred).
+///
+/// ```
+/// use toolreg::{CallContext, ToolDeclaration, ToolRegistration};
+/// use serde_json::{json, Value};
+///
+/// let decl = |name: &str| ToolDeclaration::new(name, "t", json!({"type": "object"}));
+/// ToolRegistration::new(decl("sync"), |_: Value| Ok::<_, String>(1));
+/// ToolRegistration::new(decl("sync_cx"), |_: CallContext, _: Value| Ok::<_, String>(1));
+/// ToolRegistration::new(decl("async"), |_: Value| async { Ok::<_, String>(1) });
+/// ToolRegistration::new(decl("async_cx"), |_: CallContext, _: Value| async { Ok::<_, String>(1) });
+/// ```
+pub trait ToolHandler<M>: Send + Sync + 'static {
+    /// The tool made of it.
+    #[doc(hidden)]
+    fn into_tool(self, declaration: &ToolDeclaration) -> Erasure;
+}
+
+/// A [`ToolHandler`] made into a tool: the tool with its types erased, and
+/// the argument type's schema when the declaration says exactly what serde
+/// enforces for it.
+#[doc(hidden)]
+pub struct Erasure {
+    pub(crate) tool: Arc<dyn ErasedTool>,
+    pub(crate) serde_checked: Option<Arc<CachedSchema>>,
+}
+
+/// Which form a [`ToolHandler`] has (a type-level tag, never a value).
+#[doc(hidden)]
+pub enum Async {}
+/// Which form a [`ToolHandler`] has (a type-level tag, never a value).
+#[doc(hidden)]
+pub enum Blocking {}
+/// A hand-written [`ErasedTool`] (a type-level tag, never a value).
+#[doc(hidden)]
+pub enum Erased {}
+
+impl<T: ErasedTool> ToolHandler<Erased> for T {
+    fn into_tool(self, _: &ToolDeclaration) -> Erasure {
+        Erasure { tool: Arc::new(self), serde_checked: None }
+    }
+}
+
+impl ToolHandler<Erased> for Arc<dyn ErasedTool> {
+    fn into_tool(self, _: &ToolDeclaration) -> Erasure {
+        Erasure { tool: self, serde_checked: None }
+    }
+}
+
+/// The argument type's cached schema, when the declaration is exactly it
+/// (so a clean deserialisation needs no schema validation).
+fn serde_checked<A: schemars::JsonSchema + 'static>(declaration: &ToolDeclaration) -> Option<Arc<CachedSchema>> {
+    let cached = schema::cached_schema::<A>();
+    (!cached.serde_accepts_more && declaration.input_schema == cached.schema).then_some(cached)
+}
+
+/// A typed Rust function as an [`ErasedTool`]; `M` is its form.
+pub(crate) struct FnTool<F, M> {
     f: F,
-    _args: PhantomData<fn(A)>,
+    _form: PhantomData<fn() -> M>,
 }
 
-impl<F, A> AsyncFnTool<F, A> {
-    pub(crate) fn new(f: F) -> Self {
-        AsyncFnTool { f, _args: PhantomData }
-    }
-
-    fn start<Fut, R, E>(&self, cx: CallContext, a: A) -> ToolFuture
-    where
-        F: Fn(CallContext, A) -> Fut,
-        Fut: Future<Output = Result<R, E>> + Send + 'static,
-        R: Serialize,
-        E: Display,
-    {
-        let fut = (self.f)(cx, a);
-        ToolFuture::new(async move { finish(fut.await) })
-    }
-}
-
-impl<F, A, Fut, R, E> ErasedTool for AsyncFnTool<F, A>
-where
-    F: Fn(CallContext, A) -> Fut + Send + Sync + 'static,
-    A: DeserializeOwned + 'static,
-    Fut: Future<Output = Result<R, E>> + Send + 'static,
-    R: Serialize,
-    E: Display,
-{
-    fn call(&self, cx: CallContext, args: Value) -> ToolFuture {
-        match crate::args::from_value::<A>(&args) {
-            Ok(a) => self.start(cx, a),
-            Err(error) => ToolFuture::ready(Err(error)),
+/// One form of [`ToolHandler`]: `$form` is `Async` or `Blocking`, `$cx` the
+/// context parameter if any. Each form calls the function directly (no
+/// adapter closure in between).
+macro_rules! handler_form {
+    ($form:ident, ($($cx:ident)?), returns: [$($out:tt)*], |$f:ident, $c:ident, $a:ident| $start:expr, inline: $inline:expr) => {
+        impl<F, A, Out> ToolHandler<($form, $($cx,)? A)> for F
+        where
+            F: Fn($($cx,)? A) -> Out + Send + Sync + 'static,
+            A: DeserializeOwned + schemars::JsonSchema + 'static,
+            FnTool<F, ($form, $($cx,)? A)>: ErasedTool,
+        {
+            fn into_tool(self, declaration: &ToolDeclaration) -> Erasure {
+                Erasure {
+                    tool: Arc::new(FnTool::<F, ($form, $($cx,)? A)> { f: self, _form: PhantomData }),
+                    serde_checked: serde_checked::<A>(declaration),
+                }
+            }
         }
-    }
 
-    fn call_text(&self, cx: CallContext, text: &str) -> Result<ToolFuture, CallContext> {
-        match crate::args::from_str::<A>(text) {
-            Ok(a) => Ok(self.start(cx, a)),
-            Err(_) => Err(cx),
-        }
-    }
+        impl<F, A, Out> ErasedTool for FnTool<F, ($form, $($cx,)? A)>
+        where
+            F: Fn($($cx,)? A) -> Out + Send + Sync + 'static,
+            A: DeserializeOwned + 'static,
+            Out: $($out)*,
+        {
+            fn call(&self, $c: CallContext, args: Value) -> ToolFuture {
+                match crate::args::from_value::<A>(&args) {
+                    Ok($a) => { let $f = &self.f; $start }
+                    Err(error) => ToolFuture::ready(Err(error)),
+                }
+            }
 
-    fn call_value(&self, cx: CallContext, args: &Value) -> Result<ToolFuture, CallContext> {
-        match crate::args::from_value::<A>(args) {
-            Ok(a) => Ok(self.start(cx, a)),
-            Err(_) => Err(cx),
+            fn call_text(&self, $c: CallContext, text: &str) -> Result<ToolFuture, CallContext> {
+                match crate::args::from_str::<A>(text) {
+                    Ok($a) => { let $f = &self.f; Ok($start) }
+                    Err(_) => Err($c),
+                }
+            }
+
+            fn call_value(&self, $c: CallContext, args: &Value) -> Result<ToolFuture, CallContext> {
+                match crate::args::from_value::<A>(args) {
+                    Ok($a) => { let $f = &self.f; Ok($start) }
+                    Err(_) => Err($c),
+                }
+            }
+
+            fn runs_inline(&self) -> bool {
+                $inline
+            }
         }
+    };
+}
+
+/// What a tool function returns: `Result<R, E>` with a serialisable value
+/// and a displayable error.
+pub trait Outcome {
+    /// The result as JSON, or the tool's failure.
+    #[doc(hidden)]
+    fn into_json(self) -> Result<Value, ToolError>;
+}
+
+impl<R: Serialize, E: Display> Outcome for Result<R, E> {
+    fn into_json(self) -> Result<Value, ToolError> {
+        finish(self)
     }
 }
 
-/// A plain Rust function `Fn(CallContext, A) -> Result<R, E>`, run inline
-/// when the call starts (or on the blocking pool when a timeout applies).
-pub(crate) struct SyncFnTool<F, A> {
-    f: F,
-    _args: PhantomData<fn(A)>,
-}
-
-impl<F, A> SyncFnTool<F, A> {
-    pub(crate) fn new(f: F) -> Self {
-        SyncFnTool { f, _args: PhantomData }
-    }
-}
-
-impl<F, A, R, E> ErasedTool for SyncFnTool<F, A>
-where
-    F: Fn(CallContext, A) -> Result<R, E> + Send + Sync + 'static,
-    A: DeserializeOwned + Send + 'static,
-    R: Serialize,
-    E: Display,
-{
-    fn call(&self, cx: CallContext, args: Value) -> ToolFuture {
-        ToolFuture::ready(crate::args::from_value::<A>(&args).and_then(|a| finish((self.f)(cx, a))))
-    }
-
-    fn call_text(&self, cx: CallContext, text: &str) -> Result<ToolFuture, CallContext> {
-        match crate::args::from_str::<A>(text) {
-            Ok(a) => Ok(ToolFuture::ready(finish((self.f)(cx, a)))),
-            Err(_) => Err(cx),
-        }
-    }
-
-    fn call_value(&self, cx: CallContext, args: &Value) -> Result<ToolFuture, CallContext> {
-        match crate::args::from_value::<A>(args) {
-            Ok(a) => Ok(ToolFuture::ready(finish((self.f)(cx, a)))),
-            Err(_) => Err(cx),
-        }
-    }
-
-    fn runs_inline(&self) -> bool {
-        true
-    }
-}
+handler_form!(Async, (), returns: [Future<Output: Outcome> + Send + 'static], |f, cx, a| { let _ = cx; let running = f(a); ToolFuture::new(async move { running.await.into_json() }) }, inline: false);
+handler_form!(Async, (CallContext), returns: [Future<Output: Outcome> + Send + 'static], |f, cx, a| { let running = f(cx, a); ToolFuture::new(async move { running.await.into_json() }) }, inline: false);
+handler_form!(Blocking, (), returns: [Outcome], |f, cx, a| { let _ = cx; ToolFuture::ready(f(a).into_json()) }, inline: true);
+handler_form!(Blocking, (CallContext), returns: [Outcome], |f, cx, a| ToolFuture::ready(f(cx, a).into_json()), inline: true);
 
 /// A serializer that writes nothing and fails on a non-finite float: run
 /// only when a result's JSON holds a `null`, to tell a real `null` from an

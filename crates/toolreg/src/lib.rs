@@ -41,12 +41,12 @@ pub use args::ArgumentLimits;
 pub use declaration::{DeclarationBuilder, ParamType, SafetyLevel, Scope, ToolDeclaration, ToolHints};
 pub use engine::{BatchOptions, ToolEngine};
 pub use exec::{
-    CallContext, Extensions, Progress, ProgressReporter, ToolArguments, ToolCall, ToolError, ToolExecutor, ToolOutput,
-    ToolResult,
+    CallContext, CallOptions, Extensions, Progress, ProgressReporter, ToolArguments, ToolCall, ToolError, ToolExecutor,
+    ToolOutput, ToolResult,
 };
 /// The boxed future an [`Approver`] returns (from `futures-util`).
 pub use futures_util::future::BoxFuture;
-pub use handler::{ErasedTool, ToolFuture};
+pub use handler::{ErasedTool, Outcome, ToolFuture, ToolHandler};
 pub use policy::{Approver, Selection};
 pub use registry::{ApprovalPreview, FunctionRegistry, RegistryError, ToolEntry, ToolRegistration, validate_name};
 /// The cancellation token a [`CallContext`] carries (from `tokio-util`).

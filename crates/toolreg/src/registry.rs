@@ -11,7 +11,7 @@ use serde::de::DeserializeOwned;
 use crate::args::ArgumentLimits;
 use crate::declaration::ToolDeclaration;
 use crate::exec::{CallContext, ToolError};
-use crate::handler::{AsyncFnTool, ErasedTool, SyncFnTool};
+use crate::handler::{Async, Blocking, Erased, ErasedTool, Erasure, ToolHandler};
 use crate::provider::LoweredSchemas;
 use crate::schema::{self, CachedSchema};
 use crate::validate::ArgumentValidator;
@@ -73,12 +73,12 @@ pub fn validate_name(name: &str) -> Result<(), RegistryError> {
 }
 
 /// A function and its declaration, ready to register: what `#[tool]`
-/// generates as `<fn>_tool::registration()`.
+/// generates as `<fn>_tool::registration()`, or what
+/// [`ToolRegistration::new`] makes of a declaration and a function.
 ///
-/// The constructors are the only way to make one, so no function travels
-/// without a declaration.
+/// The constructor is the only way to make one, so no function travels
+/// without a declaration, and the tool's name is the declaration's.
 pub struct ToolRegistration {
-    name: String,
     declaration: ToolDeclaration,
     tool: Arc<dyn ErasedTool>,
     /// Set when the schema is exactly what serde enforces for the argument
@@ -86,6 +86,9 @@ pub struct ToolRegistration {
     /// type's cached schema, whose validator all its tools share.
     serde_checked: Option<Arc<CachedSchema>>,
     preview: Option<ApprovalPreview>,
+    /// The name the seed's `register_*_tool(name, ..)` gave, checked
+    /// against the declaration's when registered.
+    claimed_name: Option<String>,
 }
 
 /// Shows an approver what a call would do before it runs (the diff of an
@@ -95,29 +98,43 @@ pub type ApprovalPreview = Arc<dyn Fn(&serde_json::Value) -> Option<String> + Se
 
 impl fmt::Debug for ToolRegistration {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ToolRegistration")
-            .field("name", &self.name)
-            .field("declaration", &self.declaration)
-            .finish_non_exhaustive()
+        f.debug_struct("ToolRegistration").field("declaration", &self.declaration).finish_non_exhaustive()
     }
 }
 
-fn serde_checked<A: schemars::JsonSchema + 'static>(declaration: &ToolDeclaration) -> Option<Arc<CachedSchema>> {
-    let cached = schema::cached_schema::<A>();
-    (!cached.serde_accepts_more && declaration.input_schema == cached.schema).then_some(cached)
-}
-
 impl ToolRegistration {
+    /// A tool from its declaration and the function that runs it: any
+    /// [`ToolHandler`] — a synchronous or `async` function of typed
+    /// arguments, with or without a [`CallContext`] first, or a hand-written
+    /// [`ErasedTool`] (whose arguments are always checked against the
+    /// schema before it runs). The tool is registered under the
+    /// declaration's name.
+    ///
+    /// ```
+    /// use toolreg::{FunctionRegistry, ParamType, ToolDeclaration, ToolRegistration};
+    /// use serde_json::Value;
+    ///
+    /// let decl = ToolDeclaration::builder("echo").param("text", ParamType::String, "Text").build();
+    /// let mut registry = FunctionRegistry::new();
+    /// registry.register(ToolRegistration::new(decl, |args: Value| Ok::<_, String>(args["text"].clone())))?;
+    /// assert!(registry.contains("echo"));
+    /// # Ok::<(), toolreg::RegistryError>(())
+    /// ```
+    pub fn new<M>(declaration: ToolDeclaration, handler: impl ToolHandler<M>) -> Self {
+        let Erasure { tool, serde_checked } = handler.into_tool(&declaration);
+        ToolRegistration { declaration, tool, serde_checked, preview: None, claimed_name: None }
+    }
+
     /// An async function `Fn(Args) -> Future<Output = Result<R, E>>`.
     pub fn from_async<F, A, Fut, R, E>(name: impl Into<String>, func: F, declaration: ToolDeclaration) -> Self
     where
         F: Fn(A) -> Fut + Send + Sync + 'static,
-        A: DeserializeOwned + schemars::JsonSchema + 'static,
+        A: DeserializeOwned + schemars::JsonSchema + Send + 'static,
         Fut: Future<Output = Result<R, E>> + Send + 'static,
         R: Serialize,
         E: Display,
     {
-        Self::from_async_with_context(name, move |_cx: CallContext, a: A| func(a), declaration)
+        Self::new::<(Async, A)>(declaration, func).claiming(name)
     }
 
     /// An async function that also takes the call's [`CallContext`].
@@ -128,19 +145,12 @@ impl ToolRegistration {
     ) -> Self
     where
         F: Fn(CallContext, A) -> Fut + Send + Sync + 'static,
-        A: DeserializeOwned + schemars::JsonSchema + 'static,
+        A: DeserializeOwned + schemars::JsonSchema + Send + 'static,
         Fut: Future<Output = Result<R, E>> + Send + 'static,
         R: Serialize,
         E: Display,
     {
-        let serde_checked = serde_checked::<A>(&declaration);
-        ToolRegistration {
-            name: name.into(),
-            declaration,
-            tool: Arc::new(AsyncFnTool::new(func)),
-            serde_checked,
-            preview: None,
-        }
+        Self::new::<(Async, CallContext, A)>(declaration, func).claiming(name)
     }
 
     /// A synchronous function `Fn(Args) -> Result<R, E>`.
@@ -151,7 +161,7 @@ impl ToolRegistration {
         R: Serialize,
         E: Display,
     {
-        Self::from_sync_with_context(name, move |_cx: CallContext, a: A| func(a), declaration)
+        Self::new::<(Blocking, A)>(declaration, func).claiming(name)
     }
 
     /// A synchronous function that also takes the call's [`CallContext`].
@@ -162,25 +172,26 @@ impl ToolRegistration {
         R: Serialize,
         E: Display,
     {
-        let serde_checked = serde_checked::<A>(&declaration);
-        ToolRegistration {
-            name: name.into(),
-            declaration,
-            tool: Arc::new(SyncFnTool::new(func)),
-            serde_checked,
-            preview: None,
-        }
+        Self::new::<(Blocking, CallContext, A)>(declaration, func).claiming(name)
     }
 
     /// A tool implemented by hand; its arguments are always checked against
     /// the declaration's schema before it runs.
     pub fn from_erased(name: impl Into<String>, tool: Arc<dyn ErasedTool>, declaration: ToolDeclaration) -> Self {
-        ToolRegistration { name: name.into(), declaration, tool, serde_checked: None, preview: None }
+        Self::new::<Erased>(declaration, tool).claiming(name)
     }
 
-    /// The name the tool is registered under.
+    /// Check, when registered, that the declaration's name is `name`
+    /// ([`RegistryError::NameMismatch`] otherwise): the seed's
+    /// `register_*_tool(name, ..)` form.
+    fn claiming(mut self, name: impl Into<String>) -> Self {
+        self.claimed_name = Some(name.into());
+        self
+    }
+
+    /// The name the tool is registered under: the declaration's.
     pub fn name(&self) -> &str {
-        &self.name
+        &self.declaration.name
     }
 
     /// The declaration.
@@ -362,7 +373,7 @@ impl FunctionRegistry {
         R: Serialize,
         E: Display,
     {
-        self.register(ToolRegistration::from_async(name, func, declaration))
+        self.register(ToolRegistration::new::<(Async, A)>(declaration, func).claiming(name))
     }
 
     /// Register a synchronous function with its declaration.
@@ -378,7 +389,7 @@ impl FunctionRegistry {
         R: Serialize,
         E: Display,
     {
-        self.register(ToolRegistration::from_sync(name, func, declaration))
+        self.register(ToolRegistration::new::<(Blocking, A)>(declaration, func).claiming(name))
     }
 
     /// Register a prepared tool, such as `my_fn_tool::registration()`.
@@ -420,10 +431,11 @@ impl FunctionRegistry {
         registration: ToolRegistration,
         allow_existing: bool,
     ) -> Result<(Arc<str>, ToolEntry), RegistryError> {
-        let ToolRegistration { name, declaration, tool, serde_checked, preview } = registration;
-        if name != declaration.name {
+        let ToolRegistration { declaration, tool, serde_checked, preview, claimed_name } = registration;
+        if let Some(name) = claimed_name.filter(|name| *name != declaration.name) {
             return Err(RegistryError::NameMismatch { name, declaration_name: declaration.name });
         }
+        let name = declaration.name.clone();
         validate_name(&name)?;
         if !allow_existing && self.tools.contains_key(name.as_str()) {
             return Err(RegistryError::DuplicateTool { name });
@@ -513,9 +525,14 @@ impl FunctionRegistry {
         self.entries().map(|entry| Arc::clone(entry.declaration_arc())).collect()
     }
 
-    /// The error for a call to a name that is not registered.
-    pub fn unknown_tool(&self) -> ToolError {
-        const SHOWN: usize = 20;
-        ToolError::UnknownTool { available: self.tools.keys().take(SHOWN).map(|k| k.to_string()).collect() }
+    /// The tools `keep` admits, in registration order, their entries
+    /// shared: what a [`Selection`](crate::policy::Selection) offers.
+    pub(crate) fn filtered(&self, keep: impl Fn(&ToolDeclaration) -> bool) -> FunctionRegistry {
+        if self.list().all(&keep) {
+            return self.clone();
+        }
+        let tools =
+            self.tools.iter().filter(|(_, entry)| keep(entry.declaration())).map(|(k, e)| (Arc::clone(k), e.clone()));
+        FunctionRegistry { tools: Arc::new(tools.collect()), limits: self.limits }
     }
 }

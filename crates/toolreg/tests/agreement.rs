@@ -5,7 +5,7 @@ use futures_util::FutureExt;
 use proptest::prelude::*;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use toolreg::{FunctionRegistry, ToolArgs, ToolDeclaration, ToolError, tool};
+use toolreg::{FunctionRegistry, ToolArgs, ToolCall, ToolDeclaration, ToolError, ToolExecutor, tool};
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -78,7 +78,8 @@ proptest! {
         let serde_ok = serde_json::from_value::<Args>(args.clone()).is_ok();
 
         let by_value = registry.execute("accept", args.clone()).now_or_never().unwrap();
-        let by_text = registry.execute_json("accept", &args.to_string()).now_or_never().unwrap();
+        let call = ToolCall::new("c1", "accept", args.to_string());
+        let by_text = registry.execute_call(call).now_or_never().unwrap().outcome;
         prop_assert_eq!(by_value.is_ok(), schema_ok && serde_ok, "{} -> {:?}", args, by_value);
         prop_assert_eq!(by_text.is_ok(), by_value.is_ok());
         if let Err(e) = by_value {

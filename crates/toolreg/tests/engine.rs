@@ -167,7 +167,7 @@ async fn cancellation_reaches_every_tool_and_stops_the_batch() {
     ];
     let batch = tokio::spawn({
         let (engine, token) = (engine.clone(), token.clone());
-        async move { engine.execute_batch_with(calls, token).await }
+        async move { engine.execute_batch_with(calls, toolreg::CallOptions::new().cancel(token)).await }
     });
     // Wait until the quick call has run, then cancel.
     tokio::time::timeout(HANG, async {
@@ -192,7 +192,9 @@ async fn cancellation_reaches_every_tool_and_stops_the_batch() {
     let token = CancellationToken::new();
     let single = tokio::spawn({
         let (engine, token) = (engine.clone(), token.clone());
-        async move { engine.execute_call_with(ToolCall::new("z", "hang", "{}"), token).await }
+        async move {
+            engine.execute_call_with(ToolCall::new("z", "hang", "{}"), toolreg::CallOptions::new().cancel(token)).await
+        }
     });
     tokio::time::sleep(Duration::from_millis(20)).await;
     token.cancel();
@@ -211,7 +213,10 @@ async fn tools_see_cancellation_through_their_context() {
             next.run(call).await
         }))
         .build();
-    let call = engine.execute_call_with(ToolCall::new("k", "wait_cancel", "{}"), CancellationToken::new());
+    let call = engine.execute_call_with(
+        ToolCall::new("k", "wait_cancel", "{}"),
+        toolreg::CallOptions::new().cancel(CancellationToken::new()),
+    );
     let result = tokio::time::timeout(HANG, call).await.expect("call hung");
     assert_eq!(result.text(), "cancelled");
     assert_eq!(log.lock().unwrap().as_slice(), ["saw cancel k"]);
@@ -536,7 +541,7 @@ async fn a_cancelled_batch_starts_nothing_more_and_audits_every_call() {
     let calls = vec![ToolCall::new("w1", "slow_write", "{}"), ToolCall::new("w2", "quick_write", "{}")];
     let batch = tokio::spawn({
         let (engine, token) = (engine.clone(), token.clone());
-        async move { engine.execute_batch_with(calls, token).await }
+        async move { engine.execute_batch_with(calls, toolreg::CallOptions::new().cancel(token)).await }
     });
     tokio::time::sleep(Duration::from_millis(50)).await;
     token.cancel();
@@ -552,7 +557,9 @@ async fn a_cancelled_batch_starts_nothing_more_and_audits_every_call() {
     // A single call whose token is already cancelled does not run either.
     let token = CancellationToken::new();
     token.cancel();
-    let result = engine.execute_call_with(ToolCall::new("w3", "quick_write", "{}"), token).await;
+    let result = engine
+        .execute_call_with(ToolCall::new("w3", "quick_write", "{}"), toolreg::CallOptions::new().cancel(token))
+        .await;
     assert!(matches!(result.outcome, Err(ToolError::Cancelled)), "{:?}", result.outcome);
     assert!(log.lock().unwrap().is_empty());
 }
@@ -773,14 +780,14 @@ async fn caller_extensions_reach_approver_tool_and_progress() {
         .insert(toolreg::ProgressReporter::new(move |p| sink.lock().unwrap().push((p.progress, p.total, p.message))));
 
     let call = ToolCall::new("c1", "wipe", json!({}));
-    let result = engine.execute_call_in(call.clone(), CancellationToken::new(), &extensions).await;
+    let options = toolreg::CallOptions::new().extensions(extensions.clone());
+    let result = engine.execute_call_with(call.clone(), options).await;
     assert_eq!(result.value(), Some(&json!("mcp-client-1")));
     assert_eq!(*seen.lock().unwrap(), Some("mcp-client-1"));
     assert_eq!(*reports.lock().unwrap(), vec![(1.0, Some(2.0), Some("half".to_owned())), (2.0, Some(2.0), None)]);
 
-    let results = engine
-        .execute_batch_in(vec![ToolCall::new("c2", "wipe", json!({}))], CancellationToken::new(), extensions)
-        .await;
+    let options = toolreg::CallOptions::new().extensions(extensions);
+    let results = engine.execute_batch_with(vec![ToolCall::new("c2", "wipe", json!({}))], options).await;
     assert_eq!(results[0].value(), Some(&json!("mcp-client-1")));
     // Without extensions the tool sees none and progress goes nowhere.
     let plain = engine.execute_call(call).await;
@@ -791,17 +798,11 @@ async fn caller_extensions_reach_approver_tool_and_progress() {
 struct Exploding;
 
 impl toolreg::engine::ToolLayer for Exploding {
-    fn layer(&self, inner: Arc<dyn toolreg::ErasedTool>) -> Arc<dyn toolreg::ErasedTool> {
-        struct Wrapped(Arc<dyn toolreg::ErasedTool>);
-        impl toolreg::ErasedTool for Wrapped {
-            fn call(&self, cx: CallContext, args: Value) -> toolreg::ToolFuture {
-                if args["path"] == "explode" {
-                    panic!("layer bug");
-                }
-                self.0.call(cx, args)
-            }
+    fn call(&self, call: toolreg::engine::HookCall, next: toolreg::engine::Next) -> toolreg::ToolFuture {
+        if call.arguments["path"] == "explode" {
+            panic!("layer bug");
         }
-        Arc::new(Wrapped(inner))
+        next.run(call)
     }
 }
 

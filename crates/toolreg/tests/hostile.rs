@@ -72,7 +72,10 @@ async fn parsed_arguments_get_the_same_limits_as_text() {
     let args = json!({"text": "a fairly long string here"});
     assert!(args.to_string().len() > 32);
     assert!(matches!(small.execute("echo", args.clone()).await, Err(ToolError::ArgumentsTooLarge { .. })));
-    assert!(matches!(small.execute_json("echo", &args.to_string()).await, Err(ToolError::ArgumentsTooLarge { .. })));
+    assert!(matches!(
+        small.execute_call(ToolCall::new("c", "echo", args.to_string())).await.outcome,
+        Err(ToolError::ArgumentsTooLarge { .. })
+    ));
 }
 
 #[test]
@@ -97,14 +100,15 @@ fn a_hundred_thousand_levels_deep_is_refused_on_a_small_stack() {
 async fn integral_floats_are_integers() {
     let registry = registry();
     for (args, n) in [(r#"{"n": 3.0}"#, 3), (r#"{"n": 1e3}"#, 1000), (r#"{"n": -0.0}"#, 0)] {
-        let out = registry.execute_json("count", args).await.unwrap();
+        let out = registry.execute_call(ToolCall::new("c", "count", args)).await.outcome.unwrap();
         assert_eq!(out.value["n"], n, "{args}");
         let out = registry.execute("count", serde_json::from_str(args).unwrap()).await.unwrap();
         assert_eq!(out.value["n"], n, "{args}");
     }
-    let err = registry.execute_json("count", r#"{"n": 1.5}"#).await.unwrap_err();
+    let err = registry.execute_call(ToolCall::new("c", "count", r#"{"n": 1.5}"#)).await.outcome.unwrap_err();
     assert!(err.to_string().contains("`/n`: expected integer"), "{err}");
-    let err = registry.execute_json("count", r#"{"n": 1, "small": 256.0}"#).await.unwrap_err();
+    let err =
+        registry.execute_call(ToolCall::new("c", "count", r#"{"n": 1, "small": 256.0}"#)).await.outcome.unwrap_err();
     assert!(err.to_string().contains("`/small`"), "{err}");
 }
 

@@ -6,8 +6,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use toolreg::{
-    CallContext, FunctionRegistry, RegistryError, SafetyLevel, Scope, ToolArgs, ToolDeclaration, ToolError,
-    register_tools, tool,
+    CallContext, FunctionRegistry, RegistryError, SafetyLevel, Scope, ToolArgs, ToolCall, ToolDeclaration, ToolError,
+    ToolExecutor, register_tools, tool,
 };
 
 #[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
@@ -175,7 +175,7 @@ fn generated_tools_run_through_the_registry() {
         assert_eq!(out.value, json!("Hello, Dr Ada!"));
         assert_eq!(out.text(), "Hello, Dr Ada!");
 
-        let out = registry.execute_with("which_call", json!({}), CallContext::new("call_9")).await.unwrap();
+        let out = registry.execute_call(ToolCall::new("call_9", "which_call", json!({}))).await.outcome.unwrap();
         assert_eq!(out.value, json!("call_9"));
 
         let err = registry.execute("always_fails", json!({"reason": "no disk"})).await.unwrap_err();
@@ -192,9 +192,9 @@ fn async_tools_see_cancellation() {
     registry.register(slow_answer_tool::registration()).unwrap();
     let token = tokio_util::sync::CancellationToken::new();
     token.cancel();
-    let cx = CallContext::new("c").with_cancellation(token);
-    let out = block_on(registry.execute_with("slow_answer", json!({"millis": 60_000}), cx)).unwrap();
-    assert_eq!(out.value, json!(0));
+    let call = ToolCall::new("c", "slow_answer", json!({"millis": 60_000}));
+    let out = block_on(registry.execute_call_with(call, toolreg::CallOptions::new().cancel(token))).outcome;
+    assert_eq!(out, Err(ToolError::Cancelled));
     let out = block_on(registry.execute("slow_answer", json!({"millis": 1}))).unwrap();
     assert_eq!(out.value, json!(1));
 }
@@ -327,7 +327,8 @@ fn an_args_parameter_is_the_whole_object_and_context_may_come_first() {
     let mut registry = FunctionRegistry::new();
     registry.register(ship_tool::registration()).unwrap();
     block_on(async {
-        let out = registry.execute_with("ship", json!({"order": 7, "express": true}), CallContext::new("c1")).await;
+        let out =
+            registry.execute_call(ToolCall::new("c1", "ship", json!({"order": 7, "express": true}))).await.outcome;
         assert_eq!(out.unwrap().value, json!("c1 ships 7 by express"));
         let err = registry.execute("ship", json!({"order": 0})).await.unwrap_err();
         assert_eq!(err, ToolError::Failed { message: "no such order".into() });
@@ -348,7 +349,8 @@ fn context_parameters_may_stand_anywhere_and_are_not_arguments() {
     assert_eq!(schema["properties"].as_object().unwrap().len(), 2);
     let mut registry = FunctionRegistry::new();
     registry.register(tagged_tool::registration()).unwrap();
-    let out = block_on(registry.execute_with("tagged", json!({"prefix": ">", "word": "w"}), CallContext::new("id7")));
+    let out =
+        block_on(registry.execute_call(ToolCall::new("id7", "tagged", json!({"prefix": ">", "word": "w"})))).outcome;
     assert_eq!(out.unwrap().value, json!(">id7:w"));
 }
 
@@ -496,7 +498,10 @@ fn seed_002_a_lone_struct_is_the_whole_argument_object() {
     // A call shaped as the declaration says, as value and as text.
     let out = block_on(registry.execute("calculator", json!({"operation": "add", "a": 2, "b": 3}))).unwrap();
     assert_eq!(out.value, json!({"result": 5.0}));
-    let out = block_on(registry.execute_json("calculator", r#"{"operation": "divide", "a": 1, "b": 4}"#)).unwrap();
+    let out =
+        block_on(registry.execute_call(ToolCall::new("c", "calculator", r#"{"operation": "divide", "a": 1, "b": 4}"#)))
+            .outcome
+            .unwrap();
     assert_eq!(out.value, json!({"result": 0.25}));
     let err = block_on(registry.execute("calculator", json!({"operation": "divide", "a": 1, "b": 0}))).unwrap_err();
     assert_eq!(err, ToolError::Failed { message: "division by zero".into() });
@@ -506,8 +511,8 @@ fn seed_002_a_lone_struct_is_the_whole_argument_object() {
 
     let schema = &registry.get("calculator_sync").unwrap().declaration().input_schema;
     assert_eq!(schema["required"], json!(["operation", "a", "b"]));
-    let cx = CallContext::new("call_7");
-    let out = block_on(registry.execute_with("calculator_sync", json!({"operation": "add", "a": 2, "b": 3}), cx));
+    let call = ToolCall::new("call_7", "calculator_sync", json!({"operation": "add", "a": 2, "b": 3}));
+    let out = block_on(registry.execute_call(call)).outcome;
     assert_eq!(out.unwrap().value, json!("add 5 for call_7"));
 }
 

@@ -67,7 +67,9 @@ use tokio_util::sync::CancellationToken;
 use toolreg::engine::BatchOptions;
 use toolreg::exec::value_text;
 use toolreg::policy::{Approver, AuditSink, Selection};
-use toolreg::{Extensions, FunctionRegistry, RegistryError, ToolCall, ToolDeclaration, ToolEngine, ToolRegistration};
+use toolreg::{
+    CallOptions, Extensions, FunctionRegistry, RegistryError, ToolCall, ToolDeclaration, ToolEngine, ToolRegistration,
+};
 use toolreg_builtins::store::Namespace;
 use toolreg_builtins::user::FinalAnswer;
 use tracing::Instrument;
@@ -615,7 +617,7 @@ impl Agent {
         let limits = inner.limits;
         let suspender = Arc::new(Suspending { live: inner.approver.clone(), pending: Mutex::default() });
         let engine = self.engine(Arc::clone(&suspender) as Arc<dyn Approver>);
-        let tools: Vec<Arc<ToolDeclaration>> = engine.get_declarations();
+        let tools: Vec<Arc<ToolDeclaration>> = engine.tools().get_declarations();
         let mut request = ModelRequest::new(inner.model.clone(), std::mem::take(&mut state.messages)).tools(tools);
         request.system = inner.system.clone();
         request.max_tokens = inner.max_tokens_per_request;
@@ -696,7 +698,7 @@ impl Agent {
             state.messages = std::mem::take(&mut request.messages);
             let run = self.run_state(&cancel, &state);
             let results = engine
-                .execute_batch_in(local, cancel.child_token(), extensions(&run))
+                .execute_batch_with(local, CallOptions::new().cancel(cancel.child_token()).extensions(extensions(&run)))
                 .instrument(tracing::info_span!("tool_calls", step))
                 .await;
             state.usage += std::mem::take(&mut *run.spent_by_children.lock().unwrap_or_else(PoisonError::into_inner));

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use toolreg::policy::{ApprovalRequest, Approver, Decision as EngineDecision};
-use toolreg::{BoxFuture, ToolCall, ToolError, ToolOutput, ToolResult};
+use toolreg::{BoxFuture, CallOptions, ToolCall, ToolError, ToolOutput, ToolResult};
 use toolreg_builtins::store::StoreError;
 
 use super::{Agent, AgentError, AgentEvent, LoopState, Outcome, extensions};
@@ -191,7 +191,12 @@ impl Agent {
         let run = self.run_state(&cancel, &state);
         if !approved_calls.is_empty() {
             let engine = self.engine(Arc::new(recorded));
-            let results = engine.execute_batch_in(approved_calls, cancel.child_token(), extensions(&run)).await;
+            let results = engine
+                .execute_batch_with(
+                    approved_calls,
+                    CallOptions::new().cancel(cancel.child_token()).extensions(extensions(&run)),
+                )
+                .await;
             for result in &results {
                 let message = ToolResultMessage::from(result);
                 self.emit(&AgentEvent::ToolResult(message.clone()));

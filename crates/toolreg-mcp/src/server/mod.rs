@@ -56,7 +56,7 @@ use toolreg::engine::EngineBuilder;
 use toolreg::policy::ApproveAll;
 use toolreg::provider::mcp::Mcp;
 use toolreg::provider::{ToolRef, WireFormat};
-use toolreg::{Extensions, FunctionRegistry, ProgressReporter, ToolCall, ToolEngine};
+use toolreg::{CallOptions, Extensions, FunctionRegistry, ProgressReporter, ToolCall, ToolEngine, ToolExecutor};
 
 pub use approval::ElicitationApprover;
 pub use http::{HttpOptions, bearer_token_from_env};
@@ -364,7 +364,8 @@ impl McpServer {
         let id = call_id(&context.id)
             .ok_or_else(|| ErrorData::invalid_request("the request id cannot be used as a call id", None))?;
         let call = ToolCall::new(id, name, arguments);
-        let result = served.engine.execute_call_in(call, context.ct.clone(), &extensions).await;
+        let options = CallOptions::new().cancel(context.ct.clone()).extensions(extensions);
+        let result = served.engine.execute_call_with(call, options).await;
         Ok(to_call_tool_result(&result))
     }
 }

@@ -36,11 +36,11 @@ enum Lane {
 /// The lane a call must run in, if any. A call whose tool has an exclusive
 /// key has its arguments parsed here (once: they travel on parsed).
 fn lane_of(engine: &ToolEngine, call: &mut ToolCall) -> Option<Lane> {
-    let inner = &engine.inner;
-    let decl = inner.stacks.get(call.name.as_str())?.entry.declaration();
+    let pipeline = &engine.pipeline;
+    let decl = pipeline.offered.get(call.name.as_str())?.declaration();
     if let Some(key) = decl.exclusive_key.as_deref() {
         if let ToolArguments::Raw(text) = &call.arguments {
-            let limits = engine.tools().registry().limits();
+            let limits = pipeline.registered.limits();
             if limits.check_text(text).is_err() {
                 return None; // refused before it runs: nothing to protect
             }
@@ -55,7 +55,7 @@ fn lane_of(engine: &ToolEngine, call: &mut ToolCall) -> Option<Lane> {
             return Some(Lane::Key(canonical_json(value)));
         }
     }
-    if decl.is_read_only() || inner.options.parallel_writes { None } else { Some(Lane::Writes) }
+    if decl.is_read_only() || pipeline.options.parallel_writes { None } else { Some(Lane::Writes) }
 }
 
 /// What every worker of a batch shares.
@@ -80,9 +80,9 @@ pub(crate) async fn run(
     engine: &ToolEngine,
     calls: Vec<ToolCall>,
     cancel: CancellationToken,
-    extensions: Option<Extensions>,
+    extensions: Extensions,
 ) -> Vec<ToolResult> {
-    let options = engine.inner.options;
+    let options = engine.pipeline.options;
     let limit = options.max_concurrency.max(1);
     let shared = Shared {
         engine: engine.clone(),
@@ -92,7 +92,7 @@ pub(crate) async fn run(
         // No limit to enforce when the whole batch fits under it.
         semaphore: (calls.len() > limit).then(|| Arc::new(Semaphore::new(limit))),
         stopped: Arc::default(),
-        extensions: extensions.filter(|e| !e.is_empty()).map(Arc::new),
+        extensions: (!extensions.is_empty()).then(|| Arc::new(extensions)),
     };
     let mut results: Vec<Option<Finished>> = (0..calls.len()).map(|_| None).collect();
     let mut labels = Vec::with_capacity(calls.len());
@@ -156,7 +156,7 @@ pub(crate) async fn run(
 
 /// Answer a call that will not run, recorded like every other call.
 fn refused(engine: &ToolEngine, call: ToolCall, error: ToolError) -> ToolResult {
-    Record::new(&engine.inner, call.id, call.name, None).finish(Err(error))
+    Record::new(&engine.pipeline, call.id, call.name, None).finish(Err(error))
 }
 
 /// Run a worker's queue, all at once or one at a time, admitting a call
@@ -164,7 +164,6 @@ fn refused(engine: &ToolEngine, call: ToolCall, error: ToolError) -> ToolResult 
 async fn work(shared: Shared, mut queue: VecDeque<(usize, ToolCall)>, one_at_a_time: bool) -> Vec<(usize, Finished)> {
     let Shared { engine, cancel, token, deadline, semaphore, stopped, extensions } = &shared;
     let extensions = extensions.as_deref();
-    let registry = engine.tools().registry();
     let mut done = Vec::with_capacity(queue.len());
     let mut running = FuturesUnordered::new();
     // The calls this worker was dealt: those neither done nor queued when the
@@ -173,7 +172,7 @@ async fn work(shared: Shared, mut queue: VecDeque<(usize, ToolCall)>, one_at_a_t
     let mut stop_signal = std::pin::pin!(stop_signal(cancel, *deadline));
     let admit = |index: usize, call: ToolCall, permit: Option<OwnedSemaphorePermit>| {
         let control = Control { watch: None, token: Some(Arc::clone(token)), stopped: Some(&**stopped), extensions };
-        let call = pipeline::run(&engine.inner, registry, call, control);
+        let call = pipeline::run(&engine.pipeline, call, control);
         async move {
             let result = call.await;
             drop(permit); // free the slot before the next call is admitted

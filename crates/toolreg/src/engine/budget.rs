@@ -6,9 +6,9 @@ use std::sync::Arc;
 use futures_util::future::BoxFuture;
 use serde_json::Value;
 
-use crate::engine::layer::ToolLayer;
-use crate::exec::{CallContext, ToolError};
-use crate::handler::{ErasedTool, ToolFuture};
+use crate::engine::layer::{HookCall, Next, ToolLayer};
+use crate::exec::ToolError;
+use crate::handler::ToolFuture;
 
 /// Keep at most `max_chars` characters of `text`: the first half and the last
 /// half, with a marker between them saying how many characters were removed.
@@ -114,35 +114,11 @@ impl OutputBudget {
 }
 
 impl ToolLayer for OutputBudget {
-    fn layer(&self, inner: Arc<dyn ErasedTool>) -> Arc<dyn ErasedTool> {
-        Arc::new(BudgetService { max: self.max_chars, overflow: self.overflow.clone(), inner })
-    }
-}
-
-struct BudgetService {
-    max: usize,
-    overflow: Option<Arc<dyn Overflow>>,
-    inner: Arc<dyn ErasedTool>,
-}
-
-/// Whether a result's text is longer than `max` characters.
-fn over_budget(max: usize, value: &Value) -> bool {
-    match value {
-        Value::String(s) => s.len() > max && s.chars().count() > max,
-        Value::Null | Value::Bool(_) | Value::Number(_) => false,
-        other => {
-            let text = other.to_string();
-            text.len() > max && text.chars().count() > max
-        }
-    }
-}
-
-impl ErasedTool for BudgetService {
-    fn call(&self, cx: CallContext, args: Value) -> ToolFuture {
-        let max = self.max;
+    fn call(&self, call: HookCall, next: Next) -> ToolFuture {
+        let max = self.max_chars;
         let overflow = self.overflow.clone();
-        let (tool, call_id) = (cx.tool_name().unwrap_or_default().to_owned(), cx.call_id().map(str::to_owned));
-        let future = self.inner.call(cx, args);
+        let (tool, call_id) = (call.tool().to_owned(), call.cx.call_id().map(str::to_owned));
+        let future = next.run(call);
         ToolFuture::new(async move {
             match future.await {
                 Ok(value) => {
@@ -160,5 +136,17 @@ impl ErasedTool for BudgetService {
                 Err(other) => Err(other),
             }
         })
+    }
+}
+
+/// Whether a result's text is longer than `max` characters.
+fn over_budget(max: usize, value: &Value) -> bool {
+    match value {
+        Value::String(s) => s.len() > max && s.chars().count() > max,
+        Value::Null | Value::Bool(_) | Value::Number(_) => false,
+        other => {
+            let text = other.to_string();
+            text.len() > max && text.chars().count() > max
+        }
     }
 }

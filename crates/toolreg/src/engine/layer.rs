@@ -9,28 +9,45 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::pipeline::Chain;
 use crate::exec::{CallContext, ToolError};
-use crate::handler::{ErasedTool, ToolFuture};
+use crate::handler::ToolFuture;
 
-/// Wraps a tool in another, tower-style: the wrapper sees the call's
+/// Middleware around a tool call, axum `from_fn`-style: it sees the call's
 /// arguments before the tool runs and its result after.
 ///
-/// Layers are applied by [`EngineBuilder::layer`](crate::engine::EngineBuilder::layer)
-/// once, when the engine is built; the layer added first sees the call
-/// first. The inner tool of the innermost layer runs the tool itself
-/// (panics contained). Arguments reach the first layer validated; a layer
-/// that passes on changed arguments marks the context with
-/// [`ArgumentsChanged`] so that they are validated again.
+/// Layers are added with [`EngineBuilder::layer`](crate::engine::EngineBuilder::layer);
+/// the layer added first sees the call first. A layer passes the call on
+/// with [`Next::run`] (arguments changed or not: any mutable use of
+/// [`HookCall::arguments`] marks them changed, so they are validated again
+/// before the tool runs), or answers without running the tool.
 ///
 /// Most hooks are easiest to write with [`hook_fn`]; implement this trait for
 /// layers that need their own state or type.
+///
+/// ```
+/// use toolreg::engine::{HookCall, Next, ToolLayer};
+/// use toolreg::ToolFuture;
+///
+/// /// Refuses every call that changes something while the system is read-only.
+/// struct ReadOnly;
+///
+/// impl ToolLayer for ReadOnly {
+///     fn call(&self, call: HookCall, next: Next) -> ToolFuture {
+///         if call.cx.declaration().is_some_and(|d| !d.is_read_only()) {
+///             return ToolFuture::ready(Err(call.refuse("the system is read-only")));
+///         }
+///         next.run(call)
+///     }
+/// }
+/// ```
 pub trait ToolLayer: Send + Sync + 'static {
-    /// Wrap `inner`.
-    fn layer(&self, inner: Arc<dyn ErasedTool>) -> Arc<dyn ErasedTool>;
+    /// Handle one call: pass it on with `next.run(call)`, or answer it.
+    fn call(&self, call: HookCall, next: Next) -> ToolFuture;
 
     /// The name a failure of this layer is reported under
-    /// ([`ToolError::HookFailed`]'s `hook`, when the layer panics); the
-    /// default is the type's name without its path.
+    /// ([`ToolError::HookFailed`]'s `hook`, when the layer panics or
+    /// refuses); the default is the type's name without its path.
     fn name(&self) -> Cow<'_, str> {
         let full = std::any::type_name::<Self>();
         let base = full.split('<').next().unwrap_or(full);
@@ -39,35 +56,14 @@ pub trait ToolLayer: Send + Sync + 'static {
 }
 
 impl<L: ToolLayer + ?Sized> ToolLayer for Arc<L> {
-    fn layer(&self, inner: Arc<dyn ErasedTool>) -> Arc<dyn ErasedTool> {
-        (**self).layer(inner)
+    fn call(&self, call: HookCall, next: Next) -> ToolFuture {
+        (**self).call(call, next)
     }
 
     fn name(&self) -> Cow<'_, str> {
         (**self).name()
     }
 }
-
-/// The mark on a call's [`CallContext`] saying that a layer replaced or
-/// edited the arguments it passes on: the run then validates them again (and,
-/// under an approval, checks them against the approved hash).
-///
-/// Arguments are validated once, before the first layer; a layer that
-/// passes on the arguments it got needs nothing. [`hook_fn`] hooks set the
-/// mark themselves (see [`HookArguments`]); a hand-written [`ToolLayer`] that
-/// passes different arguments to its inner tool inserts it:
-///
-/// ```
-/// # use toolreg::engine::ArgumentsChanged;
-/// # let mut cx = toolreg::CallContext::default();
-/// cx.extensions_mut().insert(ArgumentsChanged);
-/// ```
-///
-/// Under an approval the run compares the arguments with the approved ones
-/// anyway, so an unmarked change to a dangerous tool's arguments is still
-/// refused ([`ToolError::ApprovalMismatch`]), never run unchecked.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct ArgumentsChanged;
 
 /// A hook's view of the call's arguments: reads go through to the JSON
 /// value; any mutable use (`call.arguments["path"] = ..`,
@@ -76,8 +72,8 @@ pub struct ArgumentsChanged;
 /// reads are validated once.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HookArguments {
-    value: Value,
-    changed: bool,
+    pub(crate) value: Value,
+    pub(crate) changed: bool,
 }
 
 impl HookArguments {
@@ -132,7 +128,7 @@ pub struct HookCall {
     /// The arguments, validated against the input schema. Arguments the
     /// hook writes are validated again before the tool runs.
     pub arguments: HookArguments,
-    hook: Arc<str>,
+    pub(crate) hook: Arc<str>,
 }
 
 impl HookCall {
@@ -147,28 +143,21 @@ impl HookCall {
     }
 }
 
-/// The rest of the stack, handed to a hook: call [`run`](Next::run) to go on.
+/// The rest of the call, handed to a layer: the layers after it and the
+/// tool. Call [`run`](Next::run) to go on.
 pub struct Next {
-    inner: Arc<dyn ErasedTool>,
+    pub(crate) chain: Arc<Chain>,
+    /// The index of the next layer; past the last, the tool.
+    pub(crate) index: usize,
 }
 
 impl fmt::Debug for Next {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Next").finish_non_exhaustive()
+        f.debug_struct("Next").field("index", &self.index).finish_non_exhaustive()
     }
 }
 
-impl Next {
-    /// Run the inner layers and the tool; the result (or error) comes back
-    /// for the hook to pass on, transform or replace.
-    pub async fn run(self, call: HookCall) -> Result<Value, ToolError> {
-        let HookCall { mut cx, arguments, .. } = call;
-        if arguments.changed {
-            cx.extensions_mut().insert(ArgumentsChanged);
-        }
-        self.inner.call(cx, arguments.value).await
-    }
-}
+// `Next::run` is written in the pipeline, with the rest of a call's steps.
 
 /// A hook made from an async closure; see [`hook_fn`].
 pub struct HookFn<F> {
@@ -231,30 +220,11 @@ where
     F: Fn(HookCall, Next) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<Value, ToolError>> + Send + 'static,
 {
-    fn layer(&self, inner: Arc<dyn ErasedTool>) -> Arc<dyn ErasedTool> {
-        Arc::new(HookService { name: Arc::clone(&self.name), f: Arc::clone(&self.f), inner })
+    fn call(&self, call: HookCall, next: Next) -> ToolFuture {
+        ToolFuture::new((self.f)(call, next))
     }
 
     fn name(&self) -> Cow<'_, str> {
         Cow::Borrowed(&self.name)
-    }
-}
-
-struct HookService<F> {
-    name: Arc<str>,
-    f: Arc<F>,
-    inner: Arc<dyn ErasedTool>,
-}
-
-impl<F, Fut> ErasedTool for HookService<F>
-where
-    F: Fn(HookCall, Next) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<Value, ToolError>> + Send + 'static,
-{
-    fn call(&self, cx: CallContext, args: Value) -> ToolFuture {
-        let arguments = HookArguments { value: args, changed: false };
-        let call = HookCall { cx, arguments, hook: Arc::clone(&self.name) };
-        let next = Next { inner: Arc::clone(&self.inner) };
-        ToolFuture::new((self.f)(call, next))
     }
 }

@@ -1,36 +1,43 @@
-//! The call pipeline: every call — through a bare [`FunctionRegistry`] or a
-//! configured [`ToolEngine`] — goes through the same stages, in this order:
+//! The call pipeline: every call — through a [`FunctionRegistry`] or a
+//! configured [`ToolEngine`] — runs the same steps, written in order in one
+//! module (`engine/pipeline.rs`):
 //!
-//! 1. **lookup** — an unknown name is [`ToolError::UnknownTool`];
-//! 2. **selection** — a tool outside the engine's [`Selection`] is
+//! 1. **lookup** and **selection** — an unknown name is
+//!    [`ToolError::UnknownTool`], a tool outside the engine's [`Selection`]
 //!    [`ToolError::NotOffered`];
-//! 3. **argument validation** — against the input schema, defaults filled;
+//! 2. **argument limits**, on the text or value as it came;
+//! 3. **validation** against the input schema, defaults filled;
 //! 4. **approval** — safe tools run, cautious tools run and are recorded,
 //!    dangerous tools need an [`Approver`]'s decision bound to exactly this
 //!    call (no approver: refused);
-//! 5. **before hooks**, 6. **run**, 7. **after hooks** — the [`ToolLayer`]s,
-//!    first added outermost, around the tool itself;
+//! 5. **hooks** and **run** — the [`ToolLayer`]s, first added outermost
+//!    ([`Next::run`] walks them), then the tool, under the per-call timeout;
+//! 6. **audit** — an [`AuditEvent`](crate::policy::AuditEvent) to every
+//!    [`AuditSink`] and a `tracing` event in a `tool_call` span.
 //!
-//! and then an [`AuditEvent`](crate::policy::AuditEvent) to every
-//! [`AuditSink`] and a `tracing` event in a `tool_call` span.
+//! A registry is the pipeline with nothing configured: every tool offered,
+//! no approval (approval is a policy, and a registry has none: it runs what
+//! your own code asks it to), no hooks, no audit sinks. Calls from a model
+//! should go through a [`ToolEngine`], which refuses
+//! [`Dangerous`](crate::SafetyLevel::Dangerous) tools unless an [`Approver`]
+//! approves each call.
 //!
-//! A bare registry is the pipeline with nothing configured: every tool
-//! offered, no approval stage (approval is a policy, and a registry has
-//! none: it runs what your own code asks it to), no hooks, no audit. Calls
-//! from a model should go through a [`ToolEngine`], whose approval stage
-//! refuses [`Dangerous`](crate::SafetyLevel::Dangerous) tools unless an
-//! [`Approver`] approves each call.
+//! The front doors, and when to use each: [`FunctionRegistry::execute`]
+//! runs a tool from your own code; [`ToolExecutor::execute_call`] and
+//! [`execute_call_with`](ToolExecutor::execute_call_with) run one call a
+//! model made (with a [`CallOptions`] for cancellation and extensions), on
+//! a registry or an engine; [`ToolEngine::execute_batch`] and
+//! [`execute_batch_with`](ToolEngine::execute_batch_with) run the calls of
+//! one model turn together (see [`BatchOptions`]).
 //!
-//! Arguments are checked against the limits once, validated once (again only
-//! if a hook or an approver's edit changed them: a hook that writes
-//! [`HookCall::arguments`] marks them changed, see [`ArgumentsChanged`]),
-//! hashed once (again only if changed), and a call has one panic boundary, whose result says where the
-//! panic started: in the tool, [`ToolError::Panicked`]; in a hook or layer,
+//! Arguments are checked against the limits once, validated once (again
+//! only when a layer or an approver's edit changed them: a layer's mutable
+//! use of [`HookCall::arguments`] is the signal), hashed once, and a call
+//! has one panic boundary, whose result says where the panic started: in the
+//! tool, [`ToolError::Panicked`]; in a hook or layer,
 //! [`ToolError::HookFailed`] (named after it, see [`ToolLayer::name`]); in
 //! the approver, [`ToolError::ApprovalFailed`], the call refused (fail
 //! closed) and the tool never run.
-//! [`ToolEngine::execute_batch`] runs the calls of one model turn together
-//! (see [`BatchOptions`]).
 //!
 //! Every failure is a [`ToolResult`] carrying the call's id, never a panic or
 //! a lost call. The engine needs a Tokio runtime with timers enabled.
@@ -78,26 +85,25 @@ mod batch;
 mod budget;
 mod layer;
 mod pipeline;
-mod run;
 mod site;
-mod stages;
+#[cfg(test)]
+mod tests;
 
 use std::fmt;
-use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use indexmap::IndexMap;
-use tokio_util::sync::CancellationToken;
+use futures_util::future::BoxFuture;
+use serde_json::Value;
 
 use crate::declaration::SafetyLevel;
-use crate::exec::{Extensions, ToolCall, ToolError, ToolExecutor, ToolResult};
-use crate::handler::ErasedTool;
-use crate::policy::{Approver, AuditSink, Selection, ToolSet};
+use crate::exec::{CallOptions, ToolCall, ToolError, ToolExecutor, ToolOutput, ToolResult};
+use crate::policy::{Approver, AuditSink, Selection};
 use crate::registry::FunctionRegistry;
+use pipeline::{Approval, Control, Layer, Pipeline};
 
 pub use budget::{OutputBudget, Overflow, truncate_middle};
-pub use layer::{ArgumentsChanged, HookArguments, HookCall, HookFn, Next, ToolLayer, hook_fn};
+pub use layer::{HookArguments, HookCall, HookFn, Next, ToolLayer, hook_fn};
 
 /// Limits for running calls, alone or in a batch.
 ///
@@ -227,43 +233,40 @@ impl EngineBuilder {
         self
     }
 
-    /// Build the engine: select the tools and build each one's stack once.
+    /// Build the engine: select the offered tools and name the layers, once.
     pub fn build(self) -> ToolEngine {
         // Kept so that the engine can be rebuilt with one thing changed
         // (see `ToolEngine::to_builder`); every field is cheap to clone.
         let config = Arc::new(self.clone());
-        let tools = ToolSet::new(self.registry, self.selection);
-        let offload = self.options.has_timeout();
-        let approver = self.approver;
-        let stacks = tools
-            .entries()
-            .map(|entry| {
-                let decl = entry.declaration();
-                let needs_approval = decl.safety >= self.approval_from;
-                let stack = (needs_approval || !self.layers.is_empty() || self.options.call_timeout.is_some())
-                    .then(|| stages::build(entry, needs_approval, approver.as_ref(), &self.layers, &self.options));
-                let slot = pipeline::Slot { entry: entry.clone(), stack, needs_approval, offload };
-                (Arc::<str>::from(decl.name.as_str()), slot)
-            })
+        let offered = self.selection.apply(&self.registry);
+        let layers = self
+            .layers
+            .iter()
+            .map(|layer| Layer { name: Arc::from(layer.name().as_ref()), layer: Arc::clone(layer) })
             .collect();
-        ToolEngine {
-            config,
-            inner: Arc::new(pipeline::Stages {
-                tools: Some(tools),
-                stacks,
-                sinks: self.sinks,
-                options: self.options,
-                approver_name: approver.as_ref().map(|a| a.name().into_owned()),
-            }),
-        }
+        let pipeline = Pipeline {
+            registered: self.registry,
+            offered,
+            approval: Approval::From { level: self.approval_from, approver: self.approver },
+            layers,
+            sinks: self.sinks,
+            options: self.options,
+        };
+        ToolEngine { pipeline: Arc::new(pipeline), config }
     }
 }
 
 /// Runs tool calls through selection, validation, approval, hooks and audit,
 /// alone or in batches. Cheap to clone. See the [module docs](self).
+///
+/// Its front doors: [`ToolExecutor::execute_call`] and
+/// [`execute_call_with`](ToolExecutor::execute_call_with) for one call
+/// (with a cancellation token and extensions), [`execute_batch`](Self::execute_batch)
+/// and [`execute_batch_with`](Self::execute_batch_with) for the calls of
+/// one model turn.
 #[derive(Clone)]
 pub struct ToolEngine {
-    inner: Arc<pipeline::Stages>,
+    pipeline: Arc<Pipeline>,
     /// What it was built from.
     config: Arc<EngineBuilder>,
 }
@@ -271,9 +274,8 @@ pub struct ToolEngine {
 impl fmt::Debug for ToolEngine {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ToolEngine")
-            .field("tools", &self.inner.tools)
-            .field("approver", &self.inner.approver_name)
-            .field("options", &self.inner.options)
+            .field("tools", &self.pipeline.offered)
+            .field("options", &self.pipeline.options)
             .finish_non_exhaustive()
     }
 }
@@ -310,50 +312,16 @@ impl ToolEngine {
         EngineBuilder::clone(&self.config)
     }
 
-    /// The tools this engine offers: declare these to the model.
-    pub fn tools(&self) -> &ToolSet {
-        self.inner.tools.as_ref().unwrap_or_else(|| unreachable!("an engine always has a selection"))
-    }
-
-    /// The offered declarations, in registration order, shared (no copies).
-    pub fn get_declarations(&self) -> Vec<Arc<crate::ToolDeclaration>> {
-        self.tools().get_declarations()
+    /// The tools this engine offers, as a registry holding only them (its
+    /// entries shared with the registry it was built from): declare these
+    /// to the model. Every other tool is refused.
+    pub fn tools(&self) -> &FunctionRegistry {
+        &self.pipeline.offered
     }
 
     /// The limits in force.
     pub fn options(&self) -> BatchOptions {
-        self.inner.options
-    }
-
-    /// Run one call, cancellable with `cancel` (also visible to the tool
-    /// through its [`CallContext`](crate::CallContext)). Without a token
-    /// ([`ToolExecutor::execute_call`]), a tool sees a token only when a
-    /// per-call timeout applies.
-    pub async fn execute_call_with(&self, call: ToolCall, cancel: CancellationToken) -> ToolResult {
-        let token = Arc::new(cancel);
-        let control = pipeline::Control { watch: Some(&token), token: Some(Arc::clone(&token)), ..Default::default() };
-        pipeline::run(&self.inner, self.registry(), call, control).await
-    }
-
-    /// [`execute_call_with`](Self::execute_call_with), with typed values
-    /// for the call's [`CallContext::extensions`](crate::CallContext::extensions):
-    /// what a host passes down to its hooks, approver and tools (an MCP
-    /// server its client connection and progress reporter, an agent loop its
-    /// run's state).
-    pub async fn execute_call_in(
-        &self,
-        call: ToolCall,
-        cancel: CancellationToken,
-        extensions: &Extensions,
-    ) -> ToolResult {
-        let token = Arc::new(cancel);
-        let control = pipeline::Control {
-            watch: Some(&token),
-            token: Some(Arc::clone(&token)),
-            extensions: Some(extensions),
-            ..Default::default()
-        };
-        pipeline::run(&self.inner, self.registry(), call, control).await
+        self.pipeline.options
     }
 
     /// Run the calls of one model turn together; results come back in the
@@ -369,38 +337,62 @@ impl ToolEngine {
     /// others go on. A call whose id repeats an earlier call's id in the same
     /// batch is not run: it answers [`ToolError::DuplicateCallId`].
     pub async fn execute_batch(&self, calls: Vec<ToolCall>) -> Vec<ToolResult> {
-        self.execute_batch_with(calls, CancellationToken::new()).await
+        self.execute_batch_with(calls, CallOptions::default()).await
     }
 
-    /// [`execute_batch`](Self::execute_batch), cancellable with `cancel`:
-    /// cancelling it answers every unfinished call with
-    /// [`ToolError::Cancelled`] at once, and every tool sees it through
-    /// [`CallContext::cancelled`](crate::CallContext::cancelled).
-    pub async fn execute_batch_with(&self, calls: Vec<ToolCall>, cancel: CancellationToken) -> Vec<ToolResult> {
-        batch::run(self, calls, cancel, None).await
-    }
-
-    /// [`execute_batch_with`](Self::execute_batch_with), with typed values
-    /// for every call's [`CallContext::extensions`](crate::CallContext::extensions)
-    /// (see [`execute_call_in`](Self::execute_call_in)).
-    pub async fn execute_batch_in(
-        &self,
-        calls: Vec<ToolCall>,
-        cancel: CancellationToken,
-        extensions: Extensions,
-    ) -> Vec<ToolResult> {
-        batch::run(self, calls, cancel, Some(extensions)).await
-    }
-
-    fn registry(&self) -> &FunctionRegistry {
-        self.tools().registry()
+    /// [`execute_batch`](Self::execute_batch) under `options`: cancelling
+    /// its token answers every unfinished call with
+    /// [`ToolError::Cancelled`] at once (every tool sees it through
+    /// [`CallContext::cancelled`](crate::CallContext::cancelled)), and its
+    /// extensions reach every call's
+    /// [`CallContext::extensions`](crate::CallContext::extensions).
+    pub async fn execute_batch_with(&self, calls: Vec<ToolCall>, options: CallOptions) -> Vec<ToolResult> {
+        let CallOptions { cancel, extensions } = options;
+        batch::run(self, calls, cancel.unwrap_or_default(), extensions).await
     }
 }
 
 impl ToolExecutor for ToolEngine {
     /// Run one call through the whole pipeline, with the per-call timeout.
-    fn execute_call(&self, call: ToolCall) -> impl Future<Output = ToolResult> + Send {
-        pipeline::run(&self.inner, self.registry(), call, pipeline::Control::default())
+    fn execute_call(&self, call: ToolCall) -> BoxFuture<'_, ToolResult> {
+        Box::pin(pipeline::run(&self.pipeline, call, Control::default()))
+    }
+
+    /// Run one call, cancellable with the options' token (also visible to
+    /// the tool through its [`CallContext`](crate::CallContext)), with the
+    /// options' extensions. Without a token, a tool sees one only when a
+    /// per-call timeout applies.
+    fn execute_call_with(&self, call: ToolCall, options: CallOptions) -> BoxFuture<'_, ToolResult> {
+        Box::pin(async move {
+            let token = options.cancel.clone().map(Arc::new);
+            let control = Control::of(&options, token.as_ref());
+            pipeline::run(&self.pipeline, call, control).await
+        })
+    }
+}
+
+/// A registry runs its calls through the same pipeline as an engine, with
+/// nothing configured: every tool offered, no approval (a registry runs what
+/// your own code asks it to), no hooks, no audit sinks. Calls from a model
+/// should go through a [`ToolEngine`].
+impl FunctionRegistry {
+    /// Run a tool by name on parsed arguments: the seed's convenience for
+    /// your own code. A model's calls (with ids, argument text, cancellation)
+    /// go through [`ToolExecutor::execute_call`].
+    pub async fn execute(&self, name: &str, args: Value) -> Result<ToolOutput, ToolError> {
+        let pipeline = Pipeline::of_registry(self);
+        pipeline::run(&pipeline, ToolCall::new("", name, args), Control::default()).await.outcome
+    }
+}
+
+impl ToolExecutor for FunctionRegistry {
+    fn execute_call_with(&self, call: ToolCall, options: CallOptions) -> BoxFuture<'_, ToolResult> {
+        Box::pin(async move {
+            let pipeline = Pipeline::of_registry(self);
+            let token = options.cancel.clone().map(Arc::new);
+            let control = Control::of(&options, token.as_ref());
+            pipeline::run(&pipeline, call, control).await
+        })
     }
 }
 
@@ -419,10 +411,3 @@ impl Stop {
         }
     }
 }
-
-/// The stack of stages built for one offered tool (approval, timeout,
-/// hooks, run), when it has any.
-type Stack = Arc<dyn ErasedTool>;
-
-/// Stacks by tool name, in registration order.
-type Stacks = IndexMap<Arc<str>, pipeline::Slot, foldhash::fast::FixedState>;

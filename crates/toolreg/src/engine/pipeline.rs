@@ -1,48 +1,106 @@
-//! The one call pipeline: lookup → selection → argument limits →
-//! validation → approval → hooks → run → audit, for a bare registry and a
-//! configured engine alike.
+//! The call pipeline, read top to bottom. Every call — through a
+//! [`FunctionRegistry`] (nothing configured) or a
+//! [`ToolEngine`](super::ToolEngine) — runs [`run`]:
+//!
+//! 1. **lookup** and **selection**: the tool, or [`ToolError::UnknownTool`] /
+//!    [`ToolError::NotOffered`];
+//! 2. **argument limits**, on the text or value as it came;
+//! 3. **validation** against the input schema (defaults filled), once;
+//! 4. **approval**, for tools at or above the engine's approval level: the
+//!    approver's decision, bound to this call id and these arguments;
+//! 5. **hooks** ([`Next::run`] walks the layers in order) and the **run**
+//!    of the tool, under the per-call timeout;
+//! 6. **audit**: the [`AuditEvent`] to every sink, in a `tool_call` span.
+//!
+//! A call has one panic boundary (in [`run`]); the [`site`](super::site)
+//! marks say whether a panic started in the approver, a hook or the tool.
+//! The only state passed between the steps travels in [`Chain`], owned by
+//! the call: no side channel in the call's extensions.
 
-use std::borrow::Cow;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, LazyLock, OnceLock};
 use std::task::Poll;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use futures_util::FutureExt;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use super::run::{Arguments, panicked, run_direct};
-use super::stages::{ApprovalRecord, Asked};
-use super::{BatchOptions, Stack, Stacks, Stop};
+use super::layer::{HookArguments, HookCall, Next, ToolLayer};
+use super::site::{self, Site};
+use super::{BatchOptions, Stop};
 use crate::args;
-use crate::declaration::SafetyLevel;
-use crate::exec::{CallContext, Extensions, ToolArguments, ToolCall, ToolError, ToolExecutor, ToolOutput, ToolResult};
-use crate::policy::{ArgumentsHash, AuditDecision, AuditEvent, AuditSink, ToolSet};
+use crate::declaration::{SafetyLevel, ToolDeclaration};
+use crate::exec::{CallContext, CallOptions, Extensions, ToolArguments, ToolCall, ToolError, ToolOutput, ToolResult};
+use crate::handler::ToolFuture;
+use crate::policy::{ApprovalRequest, Approver, ArgumentsHash, AuditDecision, AuditEvent, AuditSink, Decision};
 use crate::registry::{FunctionRegistry, ToolEntry};
 
-/// What an engine adds to the bare pipeline. [`BARE`] is a registry's:
-/// nothing.
-pub(crate) struct Stages {
-    /// The offered tools; `None`: every registered tool.
-    pub(crate) tools: Option<ToolSet>,
-    /// Each offered tool with its stack; empty for a bare registry.
-    pub(crate) stacks: Stacks,
+/// Everything a call runs against, fixed when an engine is built.
+pub(crate) struct Pipeline {
+    /// Every registered tool (an engine's snapshot of its registry).
+    pub(crate) registered: FunctionRegistry,
+    /// The tools a model may call: all of `registered` for a registry, the
+    /// selection's for an engine.
+    pub(crate) offered: FunctionRegistry,
+    pub(crate) approval: Approval,
+    pub(crate) layers: Arc<[Layer]>,
     pub(crate) sinks: Vec<Arc<dyn AuditSink>>,
     pub(crate) options: BatchOptions,
-    pub(crate) approver_name: Option<String>,
 }
 
-/// An offered tool and the stages built for it.
-pub(crate) struct Slot {
-    pub(crate) entry: ToolEntry,
-    /// Approval, timeout and hooks around the run; `None` when the tool has none.
-    pub(crate) stack: Option<Stack>,
-    pub(crate) needs_approval: bool,
-    /// Whether a synchronous tool runs on the blocking pool (a timeout applies).
-    pub(crate) offload: bool,
+impl Pipeline {
+    /// A registry's pipeline: every tool offered, no approval, no layers, no audit.
+    pub(crate) fn of_registry(registry: &FunctionRegistry) -> Self {
+        Pipeline {
+            registered: registry.clone(),
+            offered: registry.clone(),
+            approval: Approval::None,
+            layers: Arc::clone(&NO_LAYERS),
+            sinks: Vec::new(),
+            options: BatchOptions::default(),
+        }
+    }
+
+    /// Whether calls are recorded: when a sink or a `tracing` subscriber
+    /// listens.
+    fn records(&self) -> bool {
+        !self.sinks.is_empty() || tracing::enabled!(target: "toolreg::audit", tracing::Level::INFO)
+    }
+}
+
+/// The layers of a pipeline that has none (a registry's), shared.
+static NO_LAYERS: LazyLock<Arc<[Layer]>> = LazyLock::new(|| Arc::from([]));
+
+/// Which calls need an approver's decision.
+pub(crate) enum Approval {
+    /// None: a registry runs what your own code asks it to.
+    None,
+    /// Tools at `level` or above; without an approver they are refused.
+    From { level: SafetyLevel, approver: Option<Arc<dyn Approver>> },
+}
+
+impl Approval {
+    fn needed_for(&self, decl: &ToolDeclaration) -> bool {
+        matches!(self, Approval::From { level, .. } if decl.safety >= *level)
+    }
+}
+
+/// A layer with its name, resolved once when the engine is built.
+pub(crate) struct Layer {
+    pub(crate) name: Arc<str>,
+    pub(crate) layer: Arc<dyn ToolLayer>,
+}
+
+/// What the layers of one call pass on to the tool: the tool, the hash the
+/// approval is bound to, and how to run it.
+pub(crate) struct Chain {
+    pub(crate) layers: Arc<[Layer]>,
+    entry: ToolEntry,
+    approved: Option<ArgumentsHash>,
+    offload: bool,
 }
 
 /// How a caller controls one call.
@@ -56,178 +114,363 @@ pub(crate) struct Control<'a> {
     /// Set by a batch before it drops a call it stopped, so that the call
     /// is still recorded.
     pub(crate) stopped: Option<&'a OnceLock<Stop>>,
-    /// Typed values the caller passes down to every stage and the tool.
+    /// Typed values the caller passes down to the hooks, approver and tool.
     pub(crate) extensions: Option<&'a Extensions>,
 }
 
-/// Run one call through the pipeline and record it. An engine's calls run
-/// in a `tool_call` span; the audit event is emitted in it.
+impl<'a> Control<'a> {
+    /// A single call's control from its options; `token` is the options'
+    /// token, shared with the tool.
+    pub(crate) fn of(options: &'a CallOptions, token: Option<&'a Arc<CancellationToken>>) -> Self {
+        Control {
+            watch: token.map(|token| &**token),
+            token: token.cloned(),
+            stopped: None,
+            extensions: Some(&options.extensions).filter(|e| !e.is_empty()),
+        }
+    }
+}
+
+/// Run one call through the pipeline and record it.
 pub(crate) fn run<'a>(
-    stages: &'a Stages,
-    registry: &'a FunctionRegistry,
+    p: &'a Pipeline,
     call: ToolCall,
     control: Control<'a>,
 ) -> impl Future<Output = ToolResult> + Send + 'a {
     let span = tracing::info_span!("tool_call", tool = %call.name, call_id = %call.id);
-    let ToolCall { id, name, arguments } = call;
-    let arguments = match arguments {
-        ToolArguments::Json(value) => Arguments::Value(value),
-        ToolArguments::Raw(text) => Arguments::Text(Cow::Owned(text)),
-    };
-    let mut cx = CallContext::new(id.as_str());
-    if let Some(extensions) = control.extensions {
-        *cx.extensions_mut() = extensions.clone();
+    async move {
+        let ToolCall { id, name, arguments } = call;
+        let mut record = Record::new(p, id, name, control.stopped);
+        let Record { id, name, trail, .. } = &mut record;
+        let steps = async {
+            // 1. Lookup and selection.
+            let entry = lookup(p, name)?;
+            let decl = entry.declaration_arc();
+            trail.safety = Some(decl.safety);
+            // 2. Argument limits, in whatever form the arguments came.
+            let arguments = check_limits(p, arguments)?;
+            // A call from your own code (`FunctionRegistry::execute`) has no id.
+            let cx = if id.is_empty() { CallContext::default() } else { CallContext::new(id.as_str()) };
+            let mut cx = cx.with_declaration(Arc::clone(decl));
+            if let Some(extensions) = control.extensions {
+                *cx.extensions_mut() = extensions.clone();
+            }
+            if let Some(token) = &control.token {
+                cx = cx.with_shared_cancellation(Arc::clone(token));
+            }
+            let offload = p.options.has_timeout();
+            let needs_approval = p.approval.needed_for(decl);
+            if !needs_approval && p.layers.is_empty() {
+                // Nothing stands between the arguments and the tool: a typed
+                // tool deserialises straight from the text (serde is its
+                // validation), anything else is validated in `run_tool`.
+                trail.decide(decl.safety, trail.recording().then(|| hash(&arguments)).flatten());
+                let (cx, deadline) = deadline(p, cx);
+                return within(deadline, run_tool(entry, cx, arguments, offload)).await;
+            }
+            // 3. Validation, once for every later step.
+            let mut args = into_value(arguments)?;
+            entry.check_arguments(&mut args)?;
+            // 4. Approval.
+            let approved = match &p.approval {
+                Approval::From { approver, .. } if needs_approval => {
+                    Some(approve(entry, approver.as_deref(), &mut cx, &mut args, trail).await?)
+                }
+                _ => {
+                    trail.decide(decl.safety, trail.recording().then(|| ArgumentsHash::of(&args)));
+                    None
+                }
+            };
+            // 5. Hooks and run.
+            let chain = Arc::new(Chain { layers: Arc::clone(&p.layers), entry: entry.clone(), approved, offload });
+            let arguments = HookArguments { value: args, changed: false };
+            // The first layer's name (or none: approval without layers).
+            let hook = chain.layers.first().map_or_else(|| Arc::from(""), |layer| Arc::clone(&layer.name));
+            let (cx, deadline) = deadline(p, cx);
+            within(deadline, Next { chain, index: 0 }.run(HookCall { cx, arguments, hook })).await
+        };
+        // The one panic boundary: where a panic started is in the site marks.
+        let outcome = {
+            let guarded = AssertUnwindSafe(steps)
+                .catch_unwind()
+                .map(|outcome| outcome.unwrap_or_else(|panic| Err(panicked(name, &*panic))));
+            let mut guarded = std::pin::pin!(guarded);
+            match control.watch {
+                None => guarded.await,
+                Some(watch) if watch.is_cancelled() => Err(ToolError::Cancelled),
+                Some(watch) => {
+                    let mut cancelled = std::pin::pin!(watch.cancelled());
+                    std::future::poll_fn(|task| {
+                        if let Poll::Ready(outcome) = guarded.as_mut().poll(task) {
+                            return Poll::Ready(outcome);
+                        }
+                        cancelled.as_mut().poll(task).map(|()| Err(ToolError::Cancelled))
+                    })
+                    .await
+                }
+            }
+        };
+        if let Err(ToolError::ApprovalFailed { .. }) = &outcome {
+            trail.decision = AuditDecision::ApprovalFailed;
+        }
+        // 6. Audit.
+        record.finish(outcome.map(ToolOutput::new))
     }
-    let record = Record::new(stages, id, name, control.stopped);
-    recorded(stages, registry, record, arguments, cx, control).instrument(span)
+    .instrument(span)
 }
 
-async fn recorded(
-    stages: &Stages,
-    registry: &FunctionRegistry,
-    mut record: Record<'_>,
-    arguments: Arguments<'_>,
-    cx: CallContext,
-    control: Control<'_>,
-) -> ToolResult {
-    let outcome = {
-        let Record { name, trail, .. } = &mut record;
-        let found = lookup(stages, registry, name);
-        // Pinned once and polled in place on both paths: moving the call into
-        // a `select!` would give this future a second slot the size of the
-        // whole call, paid by every call of a batch.
-        let mut call = std::pin::pin!(guarded(name, found, arguments, cx, &control, trail));
-        match control.watch {
-            None => call.await,
-            Some(watch) if watch.is_cancelled() => Err(ToolError::Cancelled),
-            Some(watch) => {
-                let mut cancelled = std::pin::pin!(watch.cancelled());
-                std::future::poll_fn(|task| {
-                    if let Poll::Ready(outcome) = call.as_mut().poll(task) {
-                        return Poll::Ready(outcome);
-                    }
-                    cancelled.as_mut().poll(task).map(|()| Err(ToolError::Cancelled))
-                })
-                .await
+impl Next {
+    /// Run the inner layers and the tool; the result (or error) comes back
+    /// for the layer to pass on, transform or replace.
+    ///
+    /// Past the last layer, arguments a layer changed are validated again
+    /// (and, under an approval, must still hash to what was approved); a
+    /// layer that only read them costs nothing more.
+    pub fn run(self, call: HookCall) -> ToolFuture {
+        let Next { chain, index } = self;
+        if let Some(layer) = chain.layers.get(index) {
+            let site = Site::Hook(Arc::clone(&layer.name));
+            let call = HookCall { hook: Arc::clone(&layer.name), ..call };
+            let layer = Arc::clone(&layer.layer);
+            let next = Next { chain, index: index + 1 };
+            // Started and polled under the layer's site, so that its panic
+            // is reported as the hook's.
+            let mark = site::Mark(&site);
+            let started = layer.call(call, next);
+            drop(mark);
+            return site::poll_at(site, started);
+        }
+        let HookCall { cx, arguments: HookArguments { mut value, changed }, .. } = call;
+        if changed {
+            if let Err(error) = chain.entry.check_arguments(&mut value) {
+                return ToolFuture::ready(Err(error));
+            }
+            if chain.approved.is_some_and(|approved| approved != ArgumentsHash::of(&value)) {
+                let detail = "the arguments changed after they were approved".to_owned();
+                return ToolFuture::ready(Err(ToolError::ApprovalMismatch { detail }));
             }
         }
-    };
-    record.finish(outcome)
+        if chain.offload && chain.entry.tool().runs_inline() {
+            return offloaded(&chain.entry, cx, ToolArguments::Json(value));
+        }
+        let mark = site::Mark(&Site::Tool);
+        let started = chain.entry.tool().call(cx, value);
+        drop(mark);
+        site::poll_at(Site::Tool, started)
+    }
 }
 
-/// The stages of one call inside its one panic boundary. A combinator, not
-/// an `async fn`, so that the call's future does not hold the arguments
-/// once more (a batch holds one such future per call).
-fn guarded<'a>(
-    name: &'a str,
-    found: Found<'a>,
-    arguments: Arguments<'a>,
-    cx: CallContext,
-    control: &'a Control<'a>,
-    trail: &'a mut Trail,
-) -> impl Future<Output = Result<ToolOutput, ToolError>> + Send + 'a {
-    AssertUnwindSafe(stage_by_stage(found, arguments, cx, control, trail))
-        .catch_unwind()
-        .map(move |outcome| outcome.unwrap_or_else(|panic| Err(panicked(name, &*panic))))
+/// Step 1: the offered tool with this name, or the error the model reads.
+fn lookup<'p>(p: &'p Pipeline, name: &str) -> Result<&'p ToolEntry, ToolError> {
+    const SHOWN: usize = 20;
+    if let Some(entry) = p.offered.get(name) {
+        return Ok(entry);
+    }
+    let available = p.offered.names().take(SHOWN).map(str::to_owned).collect();
+    if p.registered.contains(name) {
+        Err(ToolError::NotOffered { available })
+    } else {
+        Err(ToolError::UnknownTool { available })
+    }
 }
 
-async fn stage_by_stage(
-    found: Found<'_>,
-    arguments: Arguments<'_>,
-    mut cx: CallContext,
-    control: &Control<'_>,
-    trail: &mut Trail,
-) -> Result<ToolOutput, ToolError> {
-    // Lookup and selection (done by the caller, which holds the name).
-    let (registry, entry, slot) = found?;
-    let decl = entry.declaration_arc();
-    trail.safety = Some(decl.safety);
-    // Argument limits, in whatever form the arguments came; parsed now when
-    // a stage before the tool reads them.
-    let limits = registry.limits();
-    let arguments = match arguments {
-        Arguments::Value(value) => match limits.check_value(&value) {
-            Ok(()) => Arguments::Value(value),
+/// Step 2: the argument limits, before anything parses or walks the arguments.
+fn check_limits(p: &Pipeline, arguments: ToolArguments) -> Result<ToolArguments, ToolError> {
+    let limits = p.registered.limits();
+    match arguments {
+        ToolArguments::Raw(text) => limits.check_text(&text).map(|()| ToolArguments::Raw(text)),
+        ToolArguments::Json(value) => match limits.check_value(&value) {
+            Ok(()) => Ok(ToolArguments::Json(value)),
             Err(error) => {
                 args::dispose(value);
-                return Err(error);
+                Err(error)
             }
         },
-        Arguments::Text(text) => {
-            limits.check_text(&text)?;
-            let stacked = slot.is_some_and(|s| s.stack.is_some());
-            if stacked || !entry.is_serde_checked() {
-                Arguments::Value(args::parse(&text)?)
-            } else {
-                Arguments::Text(text)
+    }
+}
+
+fn into_value(arguments: ToolArguments) -> Result<Value, ToolError> {
+    match arguments {
+        ToolArguments::Json(value) => Ok(value),
+        ToolArguments::Raw(text) => args::parse(&text),
+    }
+}
+
+/// The hash of the canonical arguments; `None` for text that is not JSON
+/// (the call fails on it anyway).
+fn hash(arguments: &ToolArguments) -> Option<ArgumentsHash> {
+    match arguments {
+        ToolArguments::Json(value) => Some(ArgumentsHash::of(value)),
+        ToolArguments::Raw(text) if text.trim().is_empty() => Some(ArgumentsHash::of(&args::empty())),
+        ToolArguments::Raw(text) => ArgumentsHash::of_json(text).ok(),
+    }
+}
+
+/// Step 4: ask the approver about exactly these arguments. On approval the
+/// arguments are what it approved (its edit, validated again) and the hash
+/// is the one the run is bound to. Runs under the approval's site: an
+/// approver that panics refuses the call ([`ToolError::ApprovalFailed`]).
+async fn approve(
+    entry: &ToolEntry,
+    approver: Option<&dyn Approver>,
+    cx: &mut CallContext,
+    args: &mut Value,
+    trail: &mut Trail,
+) -> Result<ArgumentsHash, ToolError> {
+    let Some(approver) = approver else {
+        trail.decision = AuditDecision::NoApprover;
+        return Err(ToolError::ApprovalRequired);
+    };
+    let approver_name = approver.name().into_owned();
+    trail.approver = Some(approver_name.clone());
+    let site = Site::Approval(Arc::from(approver_name.as_str()));
+    let preview = site::run(&site, || entry.approval_preview(args));
+    let mut request = ApprovalRequest::new(Arc::clone(entry.declaration_arc()), cx.call_id(), std::mem::take(args));
+    if let Some(preview) = preview {
+        request = request.with_preview(preview);
+    }
+    if !cx.extensions().is_empty() {
+        request = request.with_extensions(cx.extensions().clone());
+    }
+    let mut bound = request.arguments_hash();
+    trail.hash = Some(bound);
+    let deciding = site::run(&site, || approver.decide(request.clone()));
+    let approval = match site::AtSite::new(site, deciding).await {
+        Decision::Deny { reason } => {
+            trail.decision = AuditDecision::Denied;
+            return Err(ToolError::Denied { reason, approver: approver_name });
+        }
+        Decision::Approve(approval) => approval,
+    };
+    if !approval.is_for(&request) {
+        trail.decision = AuditDecision::Mismatch;
+        let detail = "the approver answered with an approval given for another call".to_owned();
+        return Err(ToolError::ApprovalMismatch { detail });
+    }
+    trail.decision = AuditDecision::Approved;
+    *args = request.into_arguments();
+    if let Some(edited) = approval.edited_arguments() {
+        trail.decision = AuditDecision::ApprovedEdited;
+        *args = edited.clone();
+        entry.check_arguments(args).map_err(|error| match error {
+            ToolError::InvalidArguments { errors } => ToolError::InvalidEdit { errors },
+            other => other,
+        })?;
+        bound = ArgumentsHash::of(args);
+    }
+    trail.approved_hash = Some(bound);
+    Ok(bound)
+}
+
+/// Step 5's time limit, for hooks and run together (approval excluded):
+/// the call gets a token of its own, cancelled when the limit passes so
+/// that work the tool started stops too.
+fn deadline(p: &Pipeline, cx: CallContext) -> (CallContext, Option<(Duration, CancellationToken)>) {
+    let Some(limit) = p.options.call_timeout else {
+        return (cx, None);
+    };
+    let own = cx.cancellation().map_or_else(CancellationToken::new, CancellationToken::child_token);
+    (cx.with_cancellation(own.clone()), Some((limit, own)))
+}
+
+/// Await a started call within its deadline, if it has one.
+async fn within(deadline: Option<(Duration, CancellationToken)>, running: ToolFuture) -> Result<Value, ToolError> {
+    let Some((limit, own)) = deadline else {
+        return running.await;
+    };
+    match tokio::time::timeout(limit, running).await {
+        Ok(outcome) => outcome,
+        Err(_) => {
+            own.cancel();
+            Err(ToolError::Timeout { limit })
+        }
+    }
+}
+
+/// Start a tool with nothing around it: a typed tool deserialises straight
+/// from the text or value, anything else is validated first. A synchronous
+/// tool runs on the blocking pool when `offload` is set, so that a deadline
+/// can answer while it blocks.
+fn run_tool(entry: &ToolEntry, cx: CallContext, arguments: ToolArguments, offload: bool) -> ToolFuture {
+    if offload && entry.tool().runs_inline() {
+        return offloaded(entry, cx, arguments);
+    }
+    let started = site::run(&Site::Tool, || start(entry, cx, arguments));
+    site::poll_at(Site::Tool, started)
+}
+
+/// Run a synchronous tool on the blocking pool.
+fn offloaded(entry: &ToolEntry, cx: CallContext, arguments: ToolArguments) -> ToolFuture {
+    let entry = entry.clone();
+    ToolFuture::new(async move {
+        let name = entry.declaration().name.clone();
+        let started = tokio::task::spawn_blocking(move || start(&entry, cx, arguments).into_ready()).await;
+        match started {
+            Ok(Ok(result)) => result,
+            Ok(Err(future)) => future.await,
+            Err(error) => Err(match error.try_into_panic() {
+                // Joined from the blocking pool, where only the tool ran.
+                Ok(panic) => panicked_at(&name, Some(Site::Tool), &*panic),
+                Err(_) => ToolError::Cancelled,
+            }),
+        }
+    })
+}
+
+/// Start the tool: deserialised straight from its arguments when serde is
+/// the check, else validated against the schema first.
+fn start(entry: &ToolEntry, cx: CallContext, arguments: ToolArguments) -> ToolFuture {
+    let tool = entry.tool();
+    let (cx, value) = match arguments {
+        // Only an object goes straight to serde: serde would also take an array for a struct.
+        ToolArguments::Raw(text) if entry.is_serde_checked() && text.trim_start().starts_with('{') => {
+            match tool.call_text(cx, &text) {
+                Ok(future) => return future,
+                Err(cx) => (cx, args::parse(&text)),
             }
         }
-    };
-    let needs_approval = slot.is_some_and(|s| s.needs_approval);
-    if trail.started_at.is_some() && !needs_approval {
-        // With an approval stage, the approval request's hash is recorded.
-        trail.hash = arguments.hash();
-    }
-    if slot.is_some() {
-        // Hooks and tools of an engine see what they run; a bare registry
-        // call skips the reference count.
-        cx = cx.with_declaration(Arc::clone(decl));
-    }
-    if let Some(token) = &control.token {
-        cx = cx.with_shared_cancellation(Arc::clone(token));
-    }
-    let value = match slot.and_then(|s| s.stack.as_ref().map(|stack| (s, stack))) {
-        Some((slot, stack)) => {
-            let mut value = arguments.into_value()?;
-            entry.check_arguments(&mut value)?; // validated once, for every stage
-            let record = slot.needs_approval.then(|| Arc::new(ApprovalRecord::default()));
-            if let Some(record) = &record {
-                cx.extensions_mut().insert_arc(Arc::clone(record));
-            } else {
-                trail.decide(decl.safety);
+        ToolArguments::Raw(text) => (cx, args::parse(&text)),
+        ToolArguments::Json(value) if entry.is_serde_checked() && value.is_object() => {
+            match tool.call_value(cx, &value) {
+                Ok(future) => return future,
+                Err(cx) => (cx, Ok(value)),
             }
-            // What the approval stage recorded reaches the trail even when
-            // the call unwinds (an approver that panicked).
-            let taking = TakeAsked { trail: &mut *trail, record };
-            let outcome = stack.call(cx, value).await;
-            drop(taking);
-            outcome?
         }
-        None => {
-            trail.decide(decl.safety);
-            run_direct(entry, cx, arguments, slot.is_some_and(|s| s.offload)).await?
-        }
+        ToolArguments::Json(value) => (cx, Ok(value)),
     };
-    Ok(ToolOutput::new(value))
+    let mut value = match value {
+        Ok(value) => value,
+        Err(error) => return ToolFuture::ready(Err(error)),
+    };
+    match entry.check_arguments(&mut value) {
+        Ok(()) => tool.call(cx, value),
+        Err(error) => ToolFuture::ready(Err(error)),
+    }
 }
 
-/// Moves what the approval stage recorded into the trail when dropped,
-/// whether the call finished or unwound.
-struct TakeAsked<'t> {
-    trail: &'t mut Trail,
-    record: Option<Arc<ApprovalRecord>>,
+/// The error for a panic caught at the call's panic boundary, logged: it
+/// says where the panic started (see [`site`](super::site)).
+fn panicked(tool: &str, payload: &(dyn std::any::Any + Send)) -> ToolError {
+    panicked_at(tool, site::take(), payload)
 }
 
-impl Drop for TakeAsked<'_> {
-    fn drop(&mut self) {
-        if let Some(asked) = self.record.take().and_then(|r| r.take()) {
-            self.trail.asked(asked);
+/// The error for a panic that started at `site`, logged.
+fn panicked_at(tool: &str, site: Option<Site>, payload: &(dyn std::any::Any + Send)) -> ToolError {
+    let message = if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "panic with a non-string payload".to_owned()
+    };
+    match &site {
+        Some(Site::Approval(approver)) => {
+            tracing::error!(tool = %tool, %approver, %message, "an approver panicked; the call was refused");
         }
+        Some(Site::Hook(hook)) => tracing::error!(tool = %tool, %hook, %message, "a hook panicked"),
+        Some(Site::Tool) | None => tracing::error!(tool = %tool, %message, "a tool call panicked"),
     }
-}
-
-/// The registry, the tool and, in an engine, its slot; or why there is none.
-type Found<'a> = Result<(&'a FunctionRegistry, &'a ToolEntry, Option<&'a Slot>), ToolError>;
-
-/// The lookup and selection stages.
-fn lookup<'a>(stages: &'a Stages, registry: &'a FunctionRegistry, name: &str) -> Found<'a> {
-    match &stages.tools {
-        None => registry.get(name).map(|entry| (registry, entry, None)).ok_or_else(|| registry.unknown_tool()),
-        Some(tools) => match stages.stacks.get(name) {
-            Some(slot) => Ok((registry, &slot.entry, Some(slot))),
-            None => Err(tools.lookup(name).err().unwrap_or_else(|| registry.unknown_tool())),
-        },
-    }
+    site::error(site, message)
 }
 
 /// What the audit records besides the outcome.
@@ -237,29 +480,29 @@ pub(crate) struct Trail {
     started_at: Option<SystemTime>,
     safety: Option<SafetyLevel>,
     decision: AuditDecision,
+    approver: Option<String>,
+    /// The hash of the arguments as called (as shown to the approver).
     hash: Option<ArgumentsHash>,
-    /// What the approval stage recorded; boxed, as most calls have none.
-    asked: Option<Box<Asked>>,
+    /// The hash the run is bound to (of the approver's edit, if edited).
+    approved_hash: Option<ArgumentsHash>,
 }
 
 impl Trail {
-    fn decide(&mut self, safety: SafetyLevel) {
-        self.decision = if safety == SafetyLevel::Safe { AuditDecision::NotRequired } else { AuditDecision::Recorded };
+    fn recording(&self) -> bool {
+        self.started_at.is_some()
     }
 
-    fn asked(&mut self, asked: Asked) {
-        self.decision = asked.decision;
-        if self.hash.is_none() {
-            self.hash = asked.request_hash;
-        }
-        self.asked = Some(Box::new(asked));
+    /// The decision for a call that needs no approval.
+    fn decide(&mut self, safety: SafetyLevel, hash: Option<ArgumentsHash>) {
+        self.decision = if safety == SafetyLevel::Safe { AuditDecision::NotRequired } else { AuditDecision::Recorded };
+        self.hash = hash;
     }
 }
 
 /// A call being recorded: finished with its outcome, or, when a batch drops
 /// it unfinished, recorded as stopped.
 pub(crate) struct Record<'a> {
-    stages: &'a Stages,
+    pipeline: &'a Pipeline,
     id: String,
     name: String,
     trail: Trail,
@@ -268,11 +511,9 @@ pub(crate) struct Record<'a> {
 }
 
 impl<'a> Record<'a> {
-    pub(crate) fn new(stages: &'a Stages, id: String, name: String, stopped: Option<&'a OnceLock<Stop>>) -> Self {
-        let auditing = stages.tools.is_some()
-            && (!stages.sinks.is_empty() || tracing::enabled!(target: "toolreg::audit", tracing::Level::INFO));
-        let trail = Trail { started_at: auditing.then(SystemTime::now), ..Trail::default() };
-        Record { stages, id, name, trail, stopped, done: false }
+    pub(crate) fn new(pipeline: &'a Pipeline, id: String, name: String, stopped: Option<&'a OnceLock<Stop>>) -> Self {
+        let trail = Trail { started_at: pipeline.records().then(SystemTime::now), ..Trail::default() };
+        Record { pipeline, id, name, trail, stopped, done: false }
     }
 
     /// Record the call and hand back its result.
@@ -284,7 +525,7 @@ impl<'a> Record<'a> {
             return ToolResult { id, name, outcome };
         };
         let trail = std::mem::take(&mut self.trail);
-        let (id, name) = audit(self.stages, id, name, &outcome, started_at, trail);
+        let (id, name) = audit(self.pipeline, id, name, &outcome, started_at, trail);
         ToolResult { id, name, outcome }
     }
 }
@@ -297,14 +538,14 @@ impl Drop for Record<'_> {
         if let (Some(stop), Some(started_at)) = (self.stopped.and_then(OnceLock::get), self.trail.started_at) {
             let trail = std::mem::take(&mut self.trail);
             let (id, name) = (std::mem::take(&mut self.id), std::mem::take(&mut self.name));
-            audit(self.stages, id, name, &Err(stop.error()), started_at, trail);
+            audit(self.pipeline, id, name, &Err(stop.error()), started_at, trail);
         }
     }
 }
 
-/// Emit the audit event of a finished call; gives the id and name back.
+/// Step 6: emit the audit event of a finished call; gives the id and name back.
 fn audit(
-    stages: &Stages,
+    p: &Pipeline,
     id: String,
     name: String,
     outcome: &Result<ToolOutput, ToolError>,
@@ -315,17 +556,16 @@ fn audit(
         Ok(output) => ("ok", text_len(&output.value)),
         Err(error) => (error.kind(), error.model_text(&name).len()),
     };
-    let duration = started_at.elapsed().unwrap_or_default();
-    let asked = trail.asked.map(|asked| *asked).unwrap_or_default();
+    let duration = started_at.elapsed().unwrap_or(Duration::ZERO);
     // The event takes the call's id and name, and gives them back for the result.
     let event = AuditEvent::new(
         name,
         id,
         trail.safety,
         trail.hash,
-        asked.approved_hash,
+        trail.approved_hash,
         trail.decision,
-        asked.approver,
+        trail.approver,
         started_at,
         duration,
         outcome_kind,
@@ -344,7 +584,7 @@ fn audit(
         result_bytes = event.result_bytes,
         "tool call"
     );
-    for sink in &stages.sinks {
+    for sink in &p.sinks {
         // A failing sink loses its own record, not the call's result or the
         // other sinks' records.
         if std::panic::catch_unwind(AssertUnwindSafe(|| sink.record(&event))).is_err() {
@@ -378,78 +618,5 @@ fn text_len(value: &Value) -> usize {
             let _ = serde_json::to_writer(&mut counter, other);
             counter.0
         }
-    }
-}
-
-/// A registry's pipeline: nothing configured.
-static BARE: Stages = Stages {
-    tools: None,
-    stacks: Stacks::with_hasher(foldhash::fast::FixedState::with_seed(0)),
-    sinks: Vec::new(),
-    options: BatchOptions { max_concurrency: 64, call_timeout: None, batch_timeout: None, parallel_writes: false },
-    approver_name: None,
-};
-
-/// Running tools straight from a registry: the pipeline with nothing
-/// configured — no selection, no approval stage, no hooks, no audit. See
-/// [`crate::engine`] for what an engine adds.
-impl FunctionRegistry {
-    /// Run a tool by name on parsed arguments.
-    pub fn execute(&self, name: &str, args: Value) -> impl Future<Output = Result<ToolOutput, ToolError>> + Send + '_ {
-        self.execute_with(name, args, CallContext::default())
-    }
-
-    /// Run a tool by name on parsed arguments, with a call context.
-    pub fn execute_with(
-        &self,
-        name: &str,
-        args: Value,
-        cx: CallContext,
-    ) -> impl Future<Output = Result<ToolOutput, ToolError>> + Send + '_ {
-        self.bare(name, Arguments::Value(args), cx)
-    }
-
-    /// Run a tool by name on argument text, as models emit it. The text is
-    /// checked against the [`ArgumentLimits`](crate::ArgumentLimits) before
-    /// it is parsed; empty text means no arguments.
-    pub fn execute_json<'a>(
-        &'a self,
-        name: &str,
-        args: &'a str,
-    ) -> impl Future<Output = Result<ToolOutput, ToolError>> + Send + 'a {
-        self.execute_json_with(name, args, CallContext::default())
-    }
-
-    /// [`execute_json`](Self::execute_json) with a call context.
-    pub fn execute_json_with<'a>(
-        &'a self,
-        name: &str,
-        args: &'a str,
-        cx: CallContext,
-    ) -> impl Future<Output = Result<ToolOutput, ToolError>> + Send + 'a {
-        self.bare(name, Arguments::Text(Cow::Borrowed(args)), cx)
-    }
-
-    fn bare<'a>(
-        &'a self,
-        name: &str,
-        arguments: Arguments<'a>,
-        cx: CallContext,
-    ) -> impl Future<Output = Result<ToolOutput, ToolError>> + Send + 'a {
-        // Looked up now, so that the future does not borrow `name`.
-        let found = lookup(&BARE, self, name);
-        async move {
-            let name = match &found {
-                Ok((_, entry, _)) => entry.declaration().name.as_str(),
-                Err(_) => "",
-            };
-            guarded(name, found, arguments, cx, &Control::default(), &mut Trail::default()).await
-        }
-    }
-}
-
-impl ToolExecutor for FunctionRegistry {
-    fn execute_call(&self, call: ToolCall) -> impl Future<Output = ToolResult> + Send {
-        run(&BARE, self, call, Control::default())
     }
 }

@@ -19,10 +19,8 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use serde_json::Value;
-
-use crate::exec::{CallContext, ToolError};
-use crate::handler::{ErasedTool, ToolFuture};
+use crate::exec::ToolError;
+use crate::handler::ToolFuture;
 
 /// The stage a panic started in.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,8 +43,9 @@ pub(crate) fn take() -> Option<Site> {
     PANIC_SITE.try_with(|cell| cell.borrow_mut().take()).ok().flatten()
 }
 
-/// Marks the code that runs while it lives as `site`.
-struct Mark<'a>(&'a Site);
+/// Marks the code that runs while it lives as `site`: a guard, so that the
+/// code it marks is called straight from where the mark is made.
+pub(crate) struct Mark<'a>(pub(crate) &'a Site);
 
 impl Drop for Mark<'_> {
     fn drop(&mut self) {
@@ -93,25 +92,11 @@ impl<F: Future> Future for AtSite<F> {
     }
 }
 
-/// A stage of a stack whose calls, and the polls of their futures, run
-/// under a site.
-pub(crate) struct Marked {
-    pub(crate) site: Site,
-    pub(crate) inner: Arc<dyn ErasedTool>,
-}
-
-impl ErasedTool for Marked {
-    fn call(&self, cx: CallContext, args: Value) -> ToolFuture {
-        mark(&self.site, || self.inner.call(cx, args))
-    }
-}
-
-/// Start a call under `site`, and poll it under `site` unless its result is
-/// already known.
-pub(crate) fn mark(site: &Site, start: impl FnOnce() -> ToolFuture) -> ToolFuture {
-    match run(site, start).into_ready() {
+/// Poll a started call under `site`, unless its result is already known.
+pub(crate) fn poll_at(site: Site, started: ToolFuture) -> ToolFuture {
+    match started.into_ready() {
         Ok(result) => ToolFuture::ready(result),
-        Err(future) => ToolFuture::new(AtSite::new(site.clone(), future)),
+        Err(future) => ToolFuture::new(AtSite::new(site, future)),
     }
 }
 

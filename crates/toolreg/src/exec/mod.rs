@@ -8,8 +8,10 @@
 
 use std::borrow::Cow;
 use std::fmt;
-use std::future::Future;
 use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use tokio_util::sync::CancellationToken;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -394,13 +396,84 @@ impl ToolResult {
     }
 }
 
-/// Anything that can answer a model's tool calls.
+/// How a caller controls one call or batch: a cancellation token and typed
+/// values for every call's [`CallContext::extensions`].
 ///
-/// [`FunctionRegistry`](crate::FunctionRegistry) and
-/// [`ToolEngine`](crate::engine::ToolEngine) implement it; remote servers can too.
+/// ```
+/// use toolreg::CallOptions;
+/// use toolreg::CancellationToken;
+///
+/// let cancel = CancellationToken::new();
+/// let options = CallOptions::new().cancel(cancel.clone()).extension(42_u32);
+/// assert_eq!(options.extensions.get::<u32>(), Some(&42));
+/// ```
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct CallOptions {
+    /// Cancelling it answers the call (every unfinished call of a batch)
+    /// with [`ToolError::Cancelled`] at once; tools see it through
+    /// [`CallContext::cancelled`]. Without one, a tool sees a token only
+    /// when a timeout applies.
+    pub cancel: Option<CancellationToken>,
+    /// What a host passes down to its hooks, approver and tools (an MCP
+    /// server its client connection and progress reporter, an agent loop
+    /// its run's state).
+    pub extensions: Extensions,
+}
+
+impl CallOptions {
+    /// No cancellation, no extensions.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Stop the call when `token` is cancelled.
+    pub fn cancel(mut self, token: CancellationToken) -> Self {
+        self.cancel = Some(token);
+        self
+    }
+
+    /// Add a typed value to every call's extensions.
+    pub fn extension<T: Send + Sync + 'static>(mut self, value: T) -> Self {
+        self.extensions.insert(value);
+        self
+    }
+
+    /// Use these extensions.
+    pub fn extensions(mut self, extensions: Extensions) -> Self {
+        self.extensions = extensions;
+        self
+    }
+}
+
+/// Anything that can answer a model's tool calls: object-safe, so a host can
+/// hold a `&dyn ToolExecutor` or `Arc<dyn ToolExecutor>`.
+///
+/// [`FunctionRegistry`](crate::FunctionRegistry) (every tool, nothing
+/// configured) and [`ToolEngine`](crate::engine::ToolEngine) (selection,
+/// approval, hooks, audit) implement it; remote servers can too. Both run a
+/// call through the same pipeline (see [`crate::engine`]).
+///
+/// ```
+/// use std::sync::Arc;
+/// use toolreg::{FunctionRegistry, ToolCall, ToolExecutor};
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let executor: Arc<dyn ToolExecutor> = Arc::new(FunctionRegistry::new());
+/// let result = executor.execute_call(ToolCall::new("c1", "missing", "{}")).await;
+/// assert!(result.is_error());
+/// assert_eq!(result.id, "c1");
+/// # });
+/// ```
 pub trait ToolExecutor: Send + Sync {
+    /// Run one call under `options`; the result carries the call's id
+    /// whatever happens.
+    fn execute_call_with(&self, call: ToolCall, options: CallOptions) -> BoxFuture<'_, ToolResult>;
+
     /// Run one call; the result carries the call's id whatever happens.
-    fn execute_call(&self, call: ToolCall) -> impl Future<Output = ToolResult> + Send;
+    fn execute_call(&self, call: ToolCall) -> BoxFuture<'_, ToolResult> {
+        self.execute_call_with(call, CallOptions::default())
+    }
 }
 
 #[cfg(test)]

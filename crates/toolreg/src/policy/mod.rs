@@ -1,4 +1,4 @@
-//! Policy: which tools an agent is offered ([`Selection`], [`ToolSet`]),
+//! Policy: which tools an agent is offered ([`Selection`]),
 //! who approves dangerous calls ([`Approver`] and the shipped [`ApproveAll`],
 //! [`TerminalApprover`] and [`PolicyApprover`]), and what is recorded
 //! ([`AuditEvent`], [`AuditSink`], [`JsonLinesSink`]).
@@ -19,5 +19,5 @@ pub use audit::{AuditDecision, AuditEvent, AuditSink, JsonLinesSink, MemorySink}
 pub use canonical::canonical_json;
 pub use hash::ArgumentsHash;
 pub use rules::PolicyApprover;
-pub use selection::{Selection, ToolSet};
+pub use selection::Selection;
 pub use terminal::TerminalApprover;

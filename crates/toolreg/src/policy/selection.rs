@@ -2,12 +2,9 @@
 //! of a registry through one.
 
 use std::collections::HashSet;
-use std::fmt;
-use std::sync::Arc;
 
 use crate::declaration::{SafetyLevel, Scope, ToolDeclaration};
-use crate::exec::ToolError;
-use crate::registry::{FunctionRegistry, ToolEntry};
+use crate::registry::FunctionRegistry;
 
 /// Which tools an agent is offered.
 ///
@@ -118,126 +115,37 @@ impl Selection {
             && (self.deny.is_empty() || !self.deny.contains(&declaration.name))
     }
 
-    /// The tools of `registry` this selection admits.
-    pub fn apply(&self, registry: &FunctionRegistry) -> ToolSet {
-        ToolSet::new(registry.clone(), self.clone())
-    }
-}
-
-/// A registry seen through a [`Selection`]: the tools to declare to a model.
-/// A [`ToolEngine`](crate::engine::ToolEngine) built with the same selection
-/// runs their calls and refuses every other tool.
-///
-/// The view holds a snapshot of the registry (cloning a registry is cheap and
-/// later changes to the original do not show through), so what the model was
-/// offered and what it may call are always the same set.
-///
-/// ```
-/// use toolreg::engine::ToolEngine;
-/// use toolreg::policy::Selection;
-/// use toolreg::{FunctionRegistry, SafetyLevel, ToolCall, ToolDeclaration, ToolExecutor};
-/// use serde_json::{json, Value};
-///
-/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-/// let mut registry = FunctionRegistry::new();
-/// let decl = |name: &str, safety| ToolDeclaration::new(name, "t", json!({"type": "object"})).with_safety(safety);
-/// registry.register_sync_tool("look", |_: Value| Ok::<_, String>("seen"), decl("look", SafetyLevel::Safe))?;
-/// registry.register_sync_tool("wipe", |_: Value| Ok::<_, String>("gone"), decl("wipe", SafetyLevel::Dangerous))?;
-///
-/// let selection = Selection::all().max_safety(SafetyLevel::Cautious);
-/// let tools = selection.apply(&registry);
-/// assert_eq!(tools.names().collect::<Vec<_>>(), ["look"]); // declare these
-///
-/// let engine = ToolEngine::builder(&registry).selection(selection).build();
-/// let result = engine.execute_call(ToolCall::new("c1", "wipe", "{}")).await;
-/// assert!(result.is_error()); // not offered, so not run
-/// assert!(result.text().contains("not available"));
-/// # Ok::<(), toolreg::RegistryError>(())
-/// # }).unwrap();
-/// ```
-#[derive(Clone)]
-pub struct ToolSet {
-    registry: FunctionRegistry,
-    selection: Arc<Selection>,
-    entries: Arc<[ToolEntry]>,
-}
-
-impl fmt::Debug for ToolSet {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ToolSet").field("tools", &self.names().collect::<Vec<_>>()).finish_non_exhaustive()
-    }
-}
-
-impl ToolSet {
-    /// The tools of `registry` that `selection` admits.
-    pub fn new(registry: FunctionRegistry, selection: Selection) -> Self {
-        let entries = registry.entries().filter(|e| selection.admits(e.declaration())).cloned().collect();
-        ToolSet { registry, selection: Arc::new(selection), entries }
-    }
-
-    /// The selection in force.
-    pub fn selection(&self) -> &Selection {
-        &self.selection
-    }
-
-    /// The registry snapshot behind the view (all tools, selected or not).
-    pub fn registry(&self) -> &FunctionRegistry {
-        &self.registry
-    }
-
-    /// The selected entries, in registration order: what provider renderers
-    /// turn into declarations.
-    pub fn entries(&self) -> impl ExactSizeIterator<Item = &ToolEntry> + '_ {
-        self.entries.iter()
-    }
-
-    /// The selected declarations, in registration order.
-    pub fn list(&self) -> impl ExactSizeIterator<Item = &ToolDeclaration> + '_ {
-        self.entries.iter().map(ToolEntry::declaration)
-    }
-
-    /// The selected declarations, in registration order, shared (no copies).
-    pub fn get_declarations(&self) -> Vec<std::sync::Arc<ToolDeclaration>> {
-        self.entries().map(|entry| std::sync::Arc::clone(entry.declaration_arc())).collect()
-    }
-
-    /// The selected names, in registration order.
-    pub fn names(&self) -> impl ExactSizeIterator<Item = &str> + '_ {
-        self.entries.iter().map(|e| e.declaration().name.as_str())
-    }
-
-    /// Number of selected tools.
-    pub fn len(&self) -> usize {
-        self.entries.len()
-    }
-
-    /// Whether no tool is selected.
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-
-    /// Whether the tool is selected.
-    pub fn contains(&self, name: &str) -> bool {
-        self.get(name).is_some()
-    }
-
-    /// The selected tool with this name.
-    pub fn get(&self, name: &str) -> Option<&ToolEntry> {
-        self.registry.get(name).filter(|e| self.selection.admits(e.declaration()))
-    }
-
-    /// Look a called name up: the entry, or the error the model should read
-    /// ([`ToolError::UnknownTool`] or [`ToolError::NotOffered`]).
-    pub fn lookup(&self, name: &str) -> Result<&ToolEntry, ToolError> {
-        match self.registry.get(name) {
-            Some(entry) if self.selection.admits(entry.declaration()) => Ok(entry),
-            Some(_) => Err(ToolError::NotOffered { available: self.shown_names() }),
-            None => Err(ToolError::UnknownTool { available: self.shown_names() }),
-        }
-    }
-
-    fn shown_names(&self) -> Vec<String> {
-        const SHOWN: usize = 20;
-        self.names().take(SHOWN).map(str::to_owned).collect()
+    /// The tools of `registry` this selection admits: a registry holding
+    /// only them, in registration order, their entries shared (the
+    /// declarations to offer a model). A [`ToolEngine`](crate::engine::ToolEngine)
+    /// built with the same selection runs their calls and refuses every
+    /// other tool ([`ToolEngine::tools`](crate::engine::ToolEngine::tools)
+    /// is this set).
+    ///
+    /// ```
+    /// use toolreg::engine::ToolEngine;
+    /// use toolreg::policy::Selection;
+    /// use toolreg::{FunctionRegistry, SafetyLevel, ToolCall, ToolDeclaration, ToolExecutor};
+    /// use serde_json::{json, Value};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let mut registry = FunctionRegistry::new();
+    /// let decl = |name: &str, safety| ToolDeclaration::new(name, "t", json!({"type": "object"})).with_safety(safety);
+    /// registry.register_sync_tool("look", |_: Value| Ok::<_, String>("seen"), decl("look", SafetyLevel::Safe))?;
+    /// registry.register_sync_tool("wipe", |_: Value| Ok::<_, String>("gone"), decl("wipe", SafetyLevel::Dangerous))?;
+    ///
+    /// let selection = Selection::all().max_safety(SafetyLevel::Cautious);
+    /// let offered = selection.apply(&registry);
+    /// assert_eq!(offered.names().collect::<Vec<_>>(), ["look"]); // declare these
+    ///
+    /// let engine = ToolEngine::builder(&registry).selection(selection).build();
+    /// let result = engine.execute_call(ToolCall::new("c1", "wipe", "{}")).await;
+    /// assert!(result.is_error()); // not offered, so not run
+    /// assert!(result.text().contains("not available"));
+    /// # Ok::<(), toolreg::RegistryError>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn apply(&self, registry: &FunctionRegistry) -> FunctionRegistry {
+        registry.filtered(|declaration| self.admits(declaration))
     }
 }
