@@ -32,14 +32,10 @@ async fn run(options: StdioOptions) -> u64 {
     let mut registry = FunctionRegistry::new();
     let decl = ToolDeclaration::builder("big").description("A slow, large answer.").safety(SafetyLevel::Safe).build();
     registry
-        .register(ToolRegistration::from_async(
-            "big",
-            |_: Value| async {
-                tokio::time::sleep(Duration::from_millis(5)).await;
-                Ok::<_, String>(Value::String("x".repeat(ANSWER)))
-            },
-            decl,
-        ))
+        .register(ToolRegistration::new(decl, |_: Value| async {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            Ok::<_, String>(Value::String("x".repeat(ANSWER)))
+        }))
         .expect("register");
     let server = McpServer::from_registry(&registry, ServerOptions::default());
     let (mut client, server_side) = tokio::io::duplex(64 * 1024);

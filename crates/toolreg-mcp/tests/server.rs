@@ -42,19 +42,15 @@ fn registry(seen: &Arc<Seen>) -> FunctionRegistry {
     )
     .unwrap();
     let s = Arc::clone(seen);
-    r.register(ToolRegistration::from_async_with_context(
-        "wait",
-        move |cx: CallContext, _: Value| {
-            let s = Arc::clone(&s);
-            async move {
-                cx.report_progress(1.0, Some(3.0), Some("started"));
-                cx.cancelled().await;
-                s.cancelled.store(true, Ordering::SeqCst);
-                Ok::<_, String>(json!("stopped"))
-            }
-        },
-        decl("wait", SafetyLevel::Safe),
-    ))
+    r.register(ToolRegistration::new(decl("wait", SafetyLevel::Safe), move |cx: CallContext, _: Value| {
+        let s = Arc::clone(&s);
+        async move {
+            cx.report_progress(1.0, Some(3.0), Some("started"));
+            cx.cancelled().await;
+            s.cancelled.store(true, Ordering::SeqCst);
+            Ok::<_, String>(json!("stopped"))
+        }
+    }))
     .unwrap();
     let s = Arc::clone(seen);
     r.register_sync_tool(

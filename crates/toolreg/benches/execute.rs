@@ -25,7 +25,7 @@ fn registry_with(n: usize) -> FunctionRegistry {
         .map(|i| {
             let name = format!("tool_{i:06}");
             let decl = ToolDeclaration::for_args::<add_tool::Args>(name.clone(), "Filler");
-            ToolRegistration::from_sync(name, |a: add_tool::Args| Ok::<_, String>(a.a - a.b), decl)
+            ToolRegistration::new(decl, |a: add_tool::Args| Ok::<_, String>(a.a - a.b))
         })
         .collect();
     registry.register_all(filler).unwrap();

@@ -40,9 +40,7 @@ fn declarations() -> Vec<ToolDeclaration> {
 fn registry(decls: &[ToolDeclaration]) -> FunctionRegistry {
     let mut registry = FunctionRegistry::new();
     for d in decls {
-        registry
-            .register(ToolRegistration::from_erased(d.name.clone(), std::sync::Arc::new(common::Echo), d.clone()))
-            .unwrap();
+        registry.register(ToolRegistration::new(d.clone(), std::sync::Arc::new(common::Echo))).unwrap();
     }
     registry
 }

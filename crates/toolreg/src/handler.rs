@@ -219,6 +219,12 @@ impl<T: ErasedTool> ToolHandler<Erased> for T {
     }
 }
 
+impl<T: ErasedTool> ToolHandler<Erased> for Arc<T> {
+    fn into_tool(self, _: &ToolDeclaration) -> Erasure {
+        Erasure { tool: self, serde_checked: None }
+    }
+}
+
 impl ToolHandler<Erased> for Arc<dyn ErasedTool> {
     fn into_tool(self, _: &ToolDeclaration) -> Erasure {
         Erasure { tool: self, serde_checked: None }

@@ -60,14 +60,10 @@ fn registry(runs: &Runs) -> FunctionRegistry {
     let runs = Arc::clone(runs);
     let mut registry = FunctionRegistry::new();
     registry
-        .register(ToolRegistration::from_sync_with_context(
-            "rm",
-            move |cx: CallContext, args: Value| {
-                runs.lock().unwrap().push((cx.call_id().unwrap_or_default().to_owned(), args));
-                Ok::<_, String>("removed")
-            },
-            decl,
-        ))
+        .register(ToolRegistration::new(decl, move |cx: CallContext, args: Value| {
+            runs.lock().unwrap().push((cx.call_id().unwrap_or_default().to_owned(), args));
+            Ok::<_, String>("removed")
+        }))
         .unwrap();
     registry
 }

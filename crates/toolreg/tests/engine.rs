@@ -72,18 +72,14 @@ fn registry(log: &Log) -> FunctionRegistry {
     )
     .unwrap();
     let l = Arc::clone(log);
-    r.register(ToolRegistration::from_async_with_context(
-        "wait_cancel",
-        move |cx: CallContext, _: Value| {
-            let l = Arc::clone(&l);
-            async move {
-                cx.cancelled().await;
-                push(&l, format!("saw cancel {}", cx.call_id().unwrap_or("?")));
-                Ok::<_, String>("cancelled")
-            }
-        },
-        decl("wait_cancel", SafetyLevel::Safe),
-    ))
+    r.register(ToolRegistration::new(decl("wait_cancel", SafetyLevel::Safe), move |cx: CallContext, _: Value| {
+        let l = Arc::clone(&l);
+        async move {
+            cx.cancelled().await;
+            push(&l, format!("saw cancel {}", cx.call_id().unwrap_or("?")));
+            Ok::<_, String>("cancelled")
+        }
+    }))
     .unwrap();
     let l = Arc::clone(log);
     r.register_sync_tool(
@@ -753,15 +749,11 @@ async fn caller_extensions_reach_approver_tool_and_progress() {
     struct Client(&'static str);
 
     let mut r = FunctionRegistry::new();
-    r.register(ToolRegistration::from_async_with_context(
-        "wipe",
-        |cx: CallContext, _: Value| async move {
-            cx.report_progress(1.0, Some(2.0), Some("half"));
-            cx.report_progress(2.0, Some(2.0), None);
-            Ok::<_, String>(json!(cx.extensions().get::<Client>().map(|c| c.0)))
-        },
-        decl("wipe", SafetyLevel::Dangerous),
-    ))
+    r.register(ToolRegistration::new(decl("wipe", SafetyLevel::Dangerous), |cx: CallContext, _: Value| async move {
+        cx.report_progress(1.0, Some(2.0), Some("half"));
+        cx.report_progress(2.0, Some(2.0), None);
+        Ok::<_, String>(json!(cx.extensions().get::<Client>().map(|c| c.0)))
+    }))
     .unwrap();
     let seen = Arc::new(Mutex::new(None));
     let seen_by_approver = Arc::clone(&seen);

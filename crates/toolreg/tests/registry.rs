@@ -66,7 +66,7 @@ fn invalid_names_are_refused_with_the_reason() {
         ("naïve", "'ï'"),
     ] {
         let decl = ToolDeclaration::new(name, "d", json!({"type": "object"}));
-        match registry.register(ToolRegistration::from_sync(name, add, decl)) {
+        match registry.register(ToolRegistration::new(decl, add)) {
             Err(RegistryError::InvalidName { reason, .. }) => assert!(reason.contains(fragment), "{name}: {reason}"),
             other => panic!("{name}: {other:?}"),
         }
@@ -79,15 +79,9 @@ fn invalid_names_are_refused_with_the_reason() {
 fn unusable_schemas_are_refused_at_registration() {
     let mut registry = FunctionRegistry::new();
     let decl = ToolDeclaration::new("t", "d", json!({"type": "string"}));
-    assert!(matches!(
-        registry.register(ToolRegistration::from_sync("t", add, decl)),
-        Err(RegistryError::InvalidSchema { .. })
-    ));
+    assert!(matches!(registry.register(ToolRegistration::new(decl, add)), Err(RegistryError::InvalidSchema { .. })));
     let decl = ToolDeclaration::new("t", "d", json!({"type": "object", "properties": {"a": {"type": 7}}}));
-    assert!(matches!(
-        registry.register(ToolRegistration::from_sync("t", add, decl)),
-        Err(RegistryError::InvalidSchema { .. })
-    ));
+    assert!(matches!(registry.register(ToolRegistration::new(decl, add)), Err(RegistryError::InvalidSchema { .. })));
     assert!(registry.is_empty());
 }
 
@@ -117,7 +111,7 @@ fn a_typed_tool_whose_schema_does_not_compile_is_refused_not_waved_through() {
     let decl = ToolDeclaration::for_args::<Misdescribed>("odd", "d");
     let tool = |m: Misdescribed| Ok::<_, String>(m.x);
     let mut registry = FunctionRegistry::new();
-    let err = registry.register(ToolRegistration::from_sync("odd", tool, decl.clone())).unwrap_err();
+    let err = registry.register(ToolRegistration::new(decl.clone(), tool)).unwrap_err();
     match &err {
         RegistryError::InvalidSchema { name, reason } => {
             assert_eq!(name, "odd");
@@ -127,7 +121,7 @@ fn a_typed_tool_whose_schema_does_not_compile_is_refused_not_waved_through() {
     }
     assert!(registry.is_empty());
     // The same, once more (the type's compiled result is cached), and async.
-    let err = registry.register(ToolRegistration::from_async("odd", move |m| async move { tool(m) }, decl));
+    let err = registry.register(ToolRegistration::new(decl, move |m| async move { tool(m) }));
     assert!(matches!(err, Err(RegistryError::InvalidSchema { .. })), "{err:?}");
     assert!(registry.is_empty());
 }
@@ -136,7 +130,7 @@ fn a_typed_tool_whose_schema_does_not_compile_is_refused_not_waved_through() {
 fn lists_in_registration_order_and_removes() {
     let mut registry = registry();
     let decl = ToolDeclaration::new("zeta", "last", json!({"type": "object"}));
-    registry.register(ToolRegistration::from_sync("zeta", |_: Value| Ok::<_, String>(0), decl)).unwrap();
+    registry.register(ToolRegistration::new(decl, |_: Value| Ok::<_, String>(0))).unwrap();
     assert_eq!(registry.names().collect::<Vec<_>>(), ["add", "echo_async", "zeta"]);
     assert_eq!(
         registry.get_declarations().iter().map(|d| d.name.as_str()).collect::<Vec<_>>(),
@@ -158,22 +152,22 @@ fn lists_in_registration_order_and_removes() {
 fn replace_overwrites_in_place() {
     let mut registry = registry();
     let decl = add_decl().with_safety(SafetyLevel::Cautious);
-    let old = registry.replace(ToolRegistration::from_sync("add", |_: AddArgs| Ok::<_, String>(0.0), decl)).unwrap();
+    let old = registry.replace(ToolRegistration::new(decl, |_: AddArgs| Ok::<_, String>(0.0))).unwrap();
     assert_eq!(old.unwrap().declaration().safety, SafetyLevel::Safe);
     assert_eq!(registry.names().collect::<Vec<_>>(), ["add", "echo_async"]);
     assert_eq!(registry.get("add").unwrap().declaration().safety, SafetyLevel::Cautious);
     let out = block_on(registry.execute("add", json!({"a": 1, "b": 2}))).unwrap();
     assert_eq!(out.value, json!(0.0));
-    // Replacing also checks the name.
-    let bad = ToolRegistration::from_sync("add", add, ToolDeclaration::for_args::<AddArgs>("sum", "d"));
-    assert!(matches!(registry.replace(bad), Err(RegistryError::NameMismatch { .. })));
+    // Replacing also checks the name rule.
+    let bad = ToolRegistration::new(ToolDeclaration::for_args::<AddArgs>("bad name", "d"), add);
+    assert!(matches!(registry.replace(bad), Err(RegistryError::InvalidName { .. })));
 }
 
 #[test]
 fn register_all_is_all_or_nothing() {
     let mut registry = FunctionRegistry::new();
-    let ok = ToolRegistration::from_sync("add", add, add_decl());
-    let dup = ToolRegistration::from_sync("add", add, add_decl());
+    let ok = ToolRegistration::new(add_decl(), add);
+    let dup = ToolRegistration::new(add_decl(), add);
     assert_eq!(registry.register_all([ok, dup]).unwrap_err(), RegistryError::DuplicateTool { name: "add".into() });
     assert!(registry.is_empty());
 }
@@ -413,7 +407,7 @@ fn erased_tools_always_see_validated_arguments_and_their_context() {
     }
     let mut registry = FunctionRegistry::new();
     let decl = ToolDeclaration::builder("whoami").description("d").param("n", ParamType::Integer, "n").build();
-    registry.register(ToolRegistration::from_erased("whoami", Arc::new(Whoami), decl)).unwrap();
+    registry.register(ToolRegistration::new(decl, Arc::new(Whoami))).unwrap();
     let result = block_on(registry.execute_call(ToolCall::new("abc", "whoami", json!({"n": 1}))));
     assert_eq!(result.outcome.unwrap().value, json!({"id": "abc", "args": {"n": 1}}));
     let result = block_on(registry.execute_call(ToolCall::new("abc", "whoami", json!({"n": "1"}))));

@@ -361,7 +361,7 @@ impl RemoteServer {
                 let name = local_name(&self.inner.name, &tool.name, &mut taken);
                 let declaration = self.declaration(&name, tool);
                 let remote = RemoteTool { server: self.clone(), remote: tool.name.to_string() };
-                ToolRegistration::from_erased(name, Arc::new(remote), declaration)
+                ToolRegistration::new(declaration, Arc::new(remote))
             })
             .collect()
     }

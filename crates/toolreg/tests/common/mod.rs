@@ -251,8 +251,7 @@ pub const NOT_OPENAI_STRICT: &[(&str, &str)] = &[("set_labels", "map"), ("store_
 pub fn registry() -> FunctionRegistry {
     let mut registry = FunctionRegistry::new();
     for (decl, _) in corpus() {
-        let name = decl.name.clone();
-        registry.register(ToolRegistration::from_erased(name, std::sync::Arc::new(Echo), decl)).unwrap();
+        registry.register(ToolRegistration::new(decl, std::sync::Arc::new(Echo))).unwrap();
     }
     registry
 }
