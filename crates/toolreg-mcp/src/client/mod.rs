@@ -79,30 +79,22 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
-use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest, PaginatedRequestParams,
-    ServerResult, Tool,
-};
-use rmcp::service::{NotificationContext, Peer, PeerRequestOptions, RoleClient, RunningService};
+use rmcp::model::{PaginatedRequestParams, Tool};
+use rmcp::service::{NotificationContext, Peer, RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientHandler, ServiceExt};
-use serde_json::Value;
 use tokio::sync::watch;
-use toolreg::policy::ArgumentsHash;
-use toolreg::provider::NameRule;
-use toolreg::{
-    CallContext, ErasedTool, FunctionRegistry, RegistryError, SafetyLevel, ToolDeclaration, ToolError, ToolFuture,
-    ToolRegistration,
-};
 
 use crate::config::{ServerConfig, Transport};
 
 mod child;
 mod error;
+mod tools;
 use child::{ChildOut, inherited_env};
 pub use error::ClientError;
 use error::{cut, init_cause, io_cause};
+pub use tools::local_name;
 
 /// Most `tools/list` pages read from one server (a server whose cursor never
 /// ends is cut off here rather than read until memory runs out).
@@ -348,56 +340,6 @@ impl RemoteServer {
         Err(too_large(format!("more than {MAX_LIST_PAGES} pages of tools/list")))
     }
 
-    /// The server's tools as registrations named `server__tool` (shortened
-    /// to the providers' 64-character limit with a stable hash when needed).
-    pub fn registrations(&self) -> Vec<ToolRegistration> {
-        let tools = self.tools();
-        let left_out: HashSet<String> = self.left_out().into_iter().map(|(tool, _)| tool).collect();
-        let mut taken = HashSet::new();
-        tools
-            .iter()
-            .filter(|tool| !left_out.contains(tool.name.as_ref()))
-            .map(|tool| {
-                let name = local_name(&self.inner.name, &tool.name, &mut taken);
-                let declaration = self.declaration(&name, tool);
-                let remote = RemoteTool { server: self.clone(), remote: tool.name.to_string() };
-                ToolRegistration::new(declaration, Arc::new(remote))
-            })
-            .collect()
-    }
-
-    /// Register every tool the registry accepts; the ones it refuses (a
-    /// hostile schema, a clash with a local name) are left out and returned
-    /// with why.
-    pub fn register_into(&self, registry: &mut FunctionRegistry) -> Vec<(String, RegistryError)> {
-        let mut refused = Vec::new();
-        for registration in self.registrations() {
-            let name = registration.name().to_owned();
-            if let Err(error) = registry.register(registration) {
-                tracing::warn!(server = %self.inner.name, tool = %name, %error, "remote tool not imported");
-                refused.push((name, error));
-            }
-        }
-        refused
-    }
-
-    fn declaration(&self, name: &str, tool: &Tool) -> ToolDeclaration {
-        let schema = Value::Object((*tool.input_schema).clone());
-        let description = tool.description.as_deref().unwrap_or_default();
-        let mut declaration = ToolDeclaration::new(name, description, schema);
-        let destructive = tool.annotations.as_ref().and_then(|a| a.destructive_hint) == Some(true);
-        let floor = self.inner.config.safety;
-        declaration.safety = if destructive { SafetyLevel::Dangerous } else { floor };
-        if let Some(output) = &tool.output_schema {
-            declaration = declaration.with_output_schema(Value::Object((**output).clone()));
-        }
-        let title = tool.title.clone().or_else(|| tool.annotations.as_ref().and_then(|a| a.title.clone()));
-        if let Some(title) = title {
-            declaration = declaration.with_title(title);
-        }
-        declaration.with_category("mcp").with_category(self.inner.name.clone())
-    }
-
     fn connection(&self) -> Option<Arc<RunningService<RoleClient, Handler>>> {
         self.inner.connection.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
@@ -519,139 +461,6 @@ impl RemoteServer {
             }
         });
     }
-
-    /// Call one tool by its remote name.
-    async fn call(&self, remote: &str, cx: &CallContext, arguments: Value) -> Result<Value, ToolError> {
-        let connection = self.connection().ok_or_else(|| ToolError::failed(self.reconnecting_error().to_string()))?;
-        if connection.is_closed() {
-            self.lost();
-            return Err(ToolError::failed(self.reconnecting_error().to_string()));
-        }
-        let arguments = match arguments {
-            Value::Object(map) => map,
-            Value::Null => Default::default(),
-            other => return Err(ToolError::failed(format!("arguments must be an object, got {other}"))),
-        };
-        let params = CallToolRequestParams::new(remote.to_owned()).with_arguments(arguments);
-        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        let timeout = self.inner.config.call_timeout;
-        let mut options = PeerRequestOptions::no_options();
-        options.timeout = Some(timeout);
-        let peer: &Peer<RoleClient> = connection.peer();
-        let handle = match peer.send_cancellable_request(request, options).await {
-            Ok(handle) => handle,
-            Err(error) => {
-                self.lost();
-                return Err(ToolError::failed(format!("MCP server `{}`: {error}", self.inner.name)));
-            }
-        };
-        let id = handle.id.clone();
-        let answer = tokio::select! {
-            answer = handle.await_response() => answer,
-            () = cx.cancelled() => {
-                let param = CancelledNotificationParam::new(Some(id), Some("cancelled by the caller".to_owned()));
-                let _ = peer.notify_cancelled(param).await;
-                return Err(ToolError::Cancelled);
-            }
-        };
-        match answer {
-            Ok(ServerResult::CallToolResult(result)) => {
-                let text: Vec<String> =
-                    result.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect();
-                if result.is_error == Some(true) {
-                    let message = if text.is_empty() { "the remote tool failed".to_owned() } else { text.join("\n") };
-                    return Err(ToolError::failed(message));
-                }
-                Ok(match result.structured_content {
-                    Some(value) => value,
-                    None => Value::String(text.join("\n")),
-                })
-            }
-            Ok(other) => Err(ToolError::failed(format!(
-                "MCP server `{}` answered tools/call with something else: {}",
-                self.inner.name,
-                serde_json::to_string(&other).unwrap_or_default()
-            ))),
-            Err(rmcp::ServiceError::Timeout { timeout }) => Err(ToolError::Timeout { limit: timeout }),
-            Err(rmcp::ServiceError::McpError(error)) if error.code == rmcp::model::ErrorCode::METHOD_NOT_FOUND => {
-                // The specification's answer to a plain call of a tool that
-                // must run as a task: leave it out from now on, and say so.
-                let new = self
-                    .inner
-                    .task_only_called
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .insert(remote.to_owned());
-                if new {
-                    tracing::info!(server = %self.inner.name, tool = %remote, "tool left out: it runs only as an MCP task");
-                    self.inner.changes.send_modify(|n| *n += 1);
-                }
-                Err(ToolError::failed(format!(
-                    "MCP server `{}`: `{remote}` runs only as an MCP task, which toolreg does not support yet; \
-                     it is left out from now on ({})",
-                    self.inner.name, error.message
-                )))
-            }
-            Err(rmcp::ServiceError::McpError(error)) => {
-                Err(ToolError::failed(format!("MCP server `{}`: {}", self.inner.name, error.message)))
-            }
-            Err(error) => {
-                if connection.is_closed() {
-                    self.lost();
-                }
-                Err(ToolError::failed(format!("MCP server `{}`: {error}", self.inner.name)))
-            }
-        }
-    }
-}
-
-/// One imported tool: a `tools/call` to its server.
-struct RemoteTool {
-    server: RemoteServer,
-    remote: String,
-}
-
-impl ErasedTool for RemoteTool {
-    fn call(&self, cx: CallContext, args: Value) -> ToolFuture {
-        let server = self.server.clone();
-        let remote = self.remote.clone();
-        ToolFuture::new(async move { server.call(&remote, &cx, args).await })
-    }
-}
-
-/// `server__tool`, the tool's name spelled by the core's strictest rule
-/// ([`NameRule::OPENAI`]'s [`respell`](NameRule::respell): `[A-Za-z0-9_-]`,
-/// `.` as `__`) and at most 64 characters; a name that had to change gets a
-/// short hash of the original, so two remote names never collapse into one.
-/// A name in `taken` is never given again, even when a remote name was
-/// crafted to equal another's shortened form: the hash is then salted until
-/// the name is free.
-pub fn local_name(server: &str, tool: &str, taken: &mut HashSet<String>) -> String {
-    // The core's sanitiser; what it cannot promise (no two remote names
-    // collide once the server is prefixed and the result shortened) is added here.
-    let clean = NameRule::OPENAI.respell(tool);
-    let plain = format!("{server}{SEPARATOR}{clean}");
-    let changed = clean != tool;
-    let mut name = plain.clone();
-    let mut salt = 0u64;
-    while changed || name.len() > toolreg::registry::MAX_NAME_LEN || taken.contains(&name) {
-        // The core's stable hash of the remote name and a counter (0 on the
-        // first try), so names stay the same across listings; a collision
-        // counts up. Computed only when importing a listing.
-        let hash = ArgumentsHash::of(&serde_json::json!([tool, salt]));
-        let [a, b, c, d, ..] = *hash.as_bytes();
-        let suffix = format!("_{a:02x}{b:02x}{c:02x}{d:02x}");
-        let keep = toolreg::registry::MAX_NAME_LEN - suffix.len();
-        name.clone_from(&plain);
-        name.truncate(keep.min(name.len()));
-        name.push_str(&suffix);
-        if !taken.contains(&name) {
-            break;
-        }
-        salt += 1;
-    }
-    taken.insert(name.clone());
-    name
 }
 
 /// The length of a value's JSON, counted without building the text.

@@ -19,7 +19,8 @@ use tokio::sync::{AcquireError, OwnedSemaphorePermit, Semaphore, TryAcquireError
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use super::pipeline::{self, Control, Record};
+use super::pipeline::{self, Control};
+use super::record::Record;
 use super::{Stop, ToolEngine};
 use crate::exec::{Extensions, ToolArguments, ToolCall, ToolError, ToolResult};
 use crate::policy::canonical_json;

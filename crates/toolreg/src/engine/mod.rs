@@ -85,6 +85,7 @@ mod batch;
 mod budget;
 mod layer;
 mod pipeline;
+mod record;
 mod site;
 #[cfg(test)]
 mod tests;

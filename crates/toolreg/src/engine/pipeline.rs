@@ -10,7 +10,8 @@
 //!    approver's decision, bound to this call id and these arguments;
 //! 5. **hooks** ([`Next::run`] walks the layers in order) and the **run**
 //!    of the tool, under the per-call timeout;
-//! 6. **audit**: the [`AuditEvent`] to every sink, in a `tool_call` span.
+//! 6. **audit**: the [`AuditEvent`](crate::policy::AuditEvent) to every
+//!    sink, in a `tool_call` span (written in [`record`](super::record)).
 //!
 //! A call has one panic boundary (in [`run`]); the [`site`](super::site)
 //! marks say whether a panic started in the approver, a hook or the tool.
@@ -21,7 +22,7 @@ use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, LazyLock, OnceLock};
 use std::task::Poll;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use futures_util::FutureExt;
 use serde_json::Value;
@@ -29,13 +30,14 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::layer::{HookArguments, HookCall, Next, ToolLayer};
-use super::site::{self, Site};
+use super::record::{Record, Trail};
+use super::site::{self, Site, panicked, panicked_at};
 use super::{BatchOptions, Stop};
 use crate::args;
 use crate::declaration::{SafetyLevel, ToolDeclaration};
 use crate::exec::{CallContext, CallOptions, Extensions, ToolArguments, ToolCall, ToolError, ToolOutput, ToolResult};
 use crate::handler::ToolFuture;
-use crate::policy::{ApprovalRequest, Approver, ArgumentsHash, AuditDecision, AuditEvent, AuditSink, Decision};
+use crate::policy::{ApprovalRequest, Approver, ArgumentsHash, AuditDecision, AuditSink, Decision};
 use crate::registry::{FunctionRegistry, ToolEntry};
 
 /// Everything a call runs against, fixed when an engine is built.
@@ -66,7 +68,7 @@ impl Pipeline {
 
     /// Whether calls are recorded: when a sink or a `tracing` subscriber
     /// listens.
-    fn records(&self) -> bool {
+    pub(crate) fn records(&self) -> bool {
         !self.sinks.is_empty() || tracing::enabled!(target: "toolreg::audit", tracing::Level::INFO)
     }
 }
@@ -445,178 +447,5 @@ fn start(entry: &ToolEntry, cx: CallContext, arguments: ToolArguments) -> ToolFu
     match entry.check_arguments(&mut value) {
         Ok(()) => tool.call(cx, value),
         Err(error) => ToolFuture::ready(Err(error)),
-    }
-}
-
-/// The error for a panic caught at the call's panic boundary, logged: it
-/// says where the panic started (see [`site`](super::site)).
-fn panicked(tool: &str, payload: &(dyn std::any::Any + Send)) -> ToolError {
-    panicked_at(tool, site::take(), payload)
-}
-
-/// The error for a panic that started at `site`, logged.
-fn panicked_at(tool: &str, site: Option<Site>, payload: &(dyn std::any::Any + Send)) -> ToolError {
-    let message = if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_owned()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "panic with a non-string payload".to_owned()
-    };
-    match &site {
-        Some(Site::Approval(approver)) => {
-            tracing::error!(tool = %tool, %approver, %message, "an approver panicked; the call was refused");
-        }
-        Some(Site::Hook(hook)) => tracing::error!(tool = %tool, %hook, %message, "a hook panicked"),
-        Some(Site::Tool) | None => tracing::error!(tool = %tool, %message, "a tool call panicked"),
-    }
-    site::error(site, message)
-}
-
-/// What the audit records besides the outcome.
-#[derive(Default)]
-pub(crate) struct Trail {
-    /// When the call started; `None` when nothing records the call.
-    started_at: Option<SystemTime>,
-    safety: Option<SafetyLevel>,
-    decision: AuditDecision,
-    approver: Option<String>,
-    /// The hash of the arguments as called (as shown to the approver).
-    hash: Option<ArgumentsHash>,
-    /// The hash the run is bound to (of the approver's edit, if edited).
-    approved_hash: Option<ArgumentsHash>,
-}
-
-impl Trail {
-    fn recording(&self) -> bool {
-        self.started_at.is_some()
-    }
-
-    /// The decision for a call that needs no approval.
-    fn decide(&mut self, safety: SafetyLevel, hash: Option<ArgumentsHash>) {
-        self.decision = if safety == SafetyLevel::Safe { AuditDecision::NotRequired } else { AuditDecision::Recorded };
-        self.hash = hash;
-    }
-}
-
-/// A call being recorded: finished with its outcome, or, when a batch drops
-/// it unfinished, recorded as stopped.
-pub(crate) struct Record<'a> {
-    pipeline: &'a Pipeline,
-    id: String,
-    name: String,
-    trail: Trail,
-    stopped: Option<&'a OnceLock<Stop>>,
-    done: bool,
-}
-
-impl<'a> Record<'a> {
-    pub(crate) fn new(pipeline: &'a Pipeline, id: String, name: String, stopped: Option<&'a OnceLock<Stop>>) -> Self {
-        let trail = Trail { started_at: pipeline.records().then(SystemTime::now), ..Trail::default() };
-        Record { pipeline, id, name, trail, stopped, done: false }
-    }
-
-    /// Record the call and hand back its result.
-    pub(crate) fn finish(mut self, outcome: Result<ToolOutput, ToolError>) -> ToolResult {
-        self.done = true;
-        let id = std::mem::take(&mut self.id);
-        let name = std::mem::take(&mut self.name);
-        let Some(started_at) = self.trail.started_at else {
-            return ToolResult { id, name, outcome };
-        };
-        let trail = std::mem::take(&mut self.trail);
-        let (id, name) = audit(self.pipeline, id, name, &outcome, started_at, trail);
-        ToolResult { id, name, outcome }
-    }
-}
-
-impl Drop for Record<'_> {
-    fn drop(&mut self) {
-        if self.done {
-            return;
-        }
-        if let (Some(stop), Some(started_at)) = (self.stopped.and_then(OnceLock::get), self.trail.started_at) {
-            let trail = std::mem::take(&mut self.trail);
-            let (id, name) = (std::mem::take(&mut self.id), std::mem::take(&mut self.name));
-            audit(self.pipeline, id, name, &Err(stop.error()), started_at, trail);
-        }
-    }
-}
-
-/// Step 6: emit the audit event of a finished call; gives the id and name back.
-fn audit(
-    p: &Pipeline,
-    id: String,
-    name: String,
-    outcome: &Result<ToolOutput, ToolError>,
-    started_at: SystemTime,
-    trail: Trail,
-) -> (String, String) {
-    let (outcome_kind, result_bytes) = match outcome {
-        Ok(output) => ("ok", text_len(&output.value)),
-        Err(error) => (error.kind(), error.model_text(&name).len()),
-    };
-    let duration = started_at.elapsed().unwrap_or(Duration::ZERO);
-    // The event takes the call's id and name, and gives them back for the result.
-    let event = AuditEvent::new(
-        name,
-        id,
-        trail.safety,
-        trail.hash,
-        trail.approved_hash,
-        trail.decision,
-        trail.approver,
-        started_at,
-        duration,
-        outcome_kind,
-        result_bytes,
-    );
-    tracing::info!(
-        target: "toolreg::audit",
-        tool = %event.tool,
-        call_id = %event.call_id,
-        decision = %event.decision,
-        approver = event.approver.as_deref().unwrap_or(""),
-        arguments_hash = %event.arguments_hash.map(|h| h.to_string()).unwrap_or_default(),
-        approved_hash = %event.approved_hash.map(|h| h.to_string()).unwrap_or_default(),
-        duration_us = event.duration_us,
-        outcome = %event.outcome,
-        result_bytes = event.result_bytes,
-        "tool call"
-    );
-    for sink in &p.sinks {
-        // A failing sink loses its own record, not the call's result or the
-        // other sinks' records.
-        if std::panic::catch_unwind(AssertUnwindSafe(|| sink.record(&event))).is_err() {
-            tracing::error!(
-                target: "toolreg::audit",
-                tool = %event.tool,
-                call_id = %event.call_id,
-                "an audit sink panicked while recording this call"
-            );
-        }
-    }
-    (event.call_id, event.tool)
-}
-
-/// Length in bytes of the text a model reads for this value.
-fn text_len(value: &Value) -> usize {
-    struct Counter(usize);
-    impl std::io::Write for Counter {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    match value {
-        Value::String(s) => s.len(),
-        other => {
-            let mut counter = Counter(0);
-            let _ = serde_json::to_writer(&mut counter, other);
-            counter.0
-        }
     }
 }

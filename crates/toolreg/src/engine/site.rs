@@ -112,6 +112,31 @@ pub(crate) fn error(site: Option<Site>, message: String) -> ToolError {
     }
 }
 
+/// The error for a panic caught at the call's panic boundary, logged: it
+/// says where the panic started (see the [module docs](self)).
+pub(crate) fn panicked(tool: &str, payload: &(dyn std::any::Any + Send)) -> ToolError {
+    panicked_at(tool, take(), payload)
+}
+
+/// The error for a panic that started at `site`, logged.
+pub(crate) fn panicked_at(tool: &str, site: Option<Site>, payload: &(dyn std::any::Any + Send)) -> ToolError {
+    let message = if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "panic with a non-string payload".to_owned()
+    };
+    match &site {
+        Some(Site::Approval(approver)) => {
+            tracing::error!(tool = %tool, %approver, %message, "an approver panicked; the call was refused");
+        }
+        Some(Site::Hook(hook)) => tracing::error!(tool = %tool, %hook, %message, "a hook panicked"),
+        Some(Site::Tool) | None => tracing::error!(tool = %tool, %message, "a tool call panicked"),
+    }
+    error(site, message)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,162 @@
+//! Step 6 of the pipeline: the audit record of a call, emitted when it
+//! finishes, or, when a batch drops it unfinished, as stopped.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::OnceLock;
+use std::time::{Duration, SystemTime};
+
+use serde_json::Value;
+
+use super::Stop;
+use super::pipeline::Pipeline;
+use crate::declaration::SafetyLevel;
+use crate::exec::{ToolError, ToolOutput, ToolResult};
+use crate::policy::{ArgumentsHash, AuditDecision, AuditEvent};
+
+/// What the audit records besides the outcome.
+#[derive(Default)]
+pub(crate) struct Trail {
+    /// When the call started; `None` when nothing records the call.
+    pub(crate) started_at: Option<SystemTime>,
+    pub(crate) safety: Option<SafetyLevel>,
+    pub(crate) decision: AuditDecision,
+    pub(crate) approver: Option<String>,
+    /// The hash of the arguments as called (as shown to the approver).
+    pub(crate) hash: Option<ArgumentsHash>,
+    /// The hash the run is bound to (of the approver's edit, if edited).
+    pub(crate) approved_hash: Option<ArgumentsHash>,
+}
+
+impl Trail {
+    pub(crate) fn recording(&self) -> bool {
+        self.started_at.is_some()
+    }
+
+    /// The decision for a call that needs no approval.
+    pub(crate) fn decide(&mut self, safety: SafetyLevel, hash: Option<ArgumentsHash>) {
+        self.decision = if safety == SafetyLevel::Safe { AuditDecision::NotRequired } else { AuditDecision::Recorded };
+        self.hash = hash;
+    }
+}
+
+/// A call being recorded: finished with its outcome, or, when a batch drops
+/// it unfinished, recorded as stopped.
+pub(crate) struct Record<'a> {
+    pipeline: &'a Pipeline,
+    pub(crate) id: String,
+    pub(crate) name: String,
+    pub(crate) trail: Trail,
+    stopped: Option<&'a OnceLock<Stop>>,
+    done: bool,
+}
+
+impl<'a> Record<'a> {
+    pub(crate) fn new(pipeline: &'a Pipeline, id: String, name: String, stopped: Option<&'a OnceLock<Stop>>) -> Self {
+        let trail = Trail { started_at: pipeline.records().then(SystemTime::now), ..Trail::default() };
+        Record { pipeline, id, name, trail, stopped, done: false }
+    }
+
+    /// Record the call and hand back its result.
+    pub(crate) fn finish(mut self, outcome: Result<ToolOutput, ToolError>) -> ToolResult {
+        self.done = true;
+        let id = std::mem::take(&mut self.id);
+        let name = std::mem::take(&mut self.name);
+        let Some(started_at) = self.trail.started_at else {
+            return ToolResult { id, name, outcome };
+        };
+        let trail = std::mem::take(&mut self.trail);
+        let (id, name) = audit(self.pipeline, id, name, &outcome, started_at, trail);
+        ToolResult { id, name, outcome }
+    }
+}
+
+impl Drop for Record<'_> {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        if let (Some(stop), Some(started_at)) = (self.stopped.and_then(OnceLock::get), self.trail.started_at) {
+            let trail = std::mem::take(&mut self.trail);
+            let (id, name) = (std::mem::take(&mut self.id), std::mem::take(&mut self.name));
+            audit(self.pipeline, id, name, &Err(stop.error()), started_at, trail);
+        }
+    }
+}
+
+/// Step 6: emit the audit event of a finished call; gives the id and name back.
+fn audit(
+    p: &Pipeline,
+    id: String,
+    name: String,
+    outcome: &Result<ToolOutput, ToolError>,
+    started_at: SystemTime,
+    trail: Trail,
+) -> (String, String) {
+    let (outcome_kind, result_bytes) = match outcome {
+        Ok(output) => ("ok", text_len(&output.value)),
+        Err(error) => (error.kind(), error.model_text(&name).len()),
+    };
+    let duration = started_at.elapsed().unwrap_or(Duration::ZERO);
+    // The event takes the call's id and name, and gives them back for the result.
+    let event = AuditEvent::new(
+        name,
+        id,
+        trail.safety,
+        trail.hash,
+        trail.approved_hash,
+        trail.decision,
+        trail.approver,
+        started_at,
+        duration,
+        outcome_kind,
+        result_bytes,
+    );
+    tracing::info!(
+        target: "toolreg::audit",
+        tool = %event.tool,
+        call_id = %event.call_id,
+        decision = %event.decision,
+        approver = event.approver.as_deref().unwrap_or(""),
+        arguments_hash = %event.arguments_hash.map(|h| h.to_string()).unwrap_or_default(),
+        approved_hash = %event.approved_hash.map(|h| h.to_string()).unwrap_or_default(),
+        duration_us = event.duration_us,
+        outcome = %event.outcome,
+        result_bytes = event.result_bytes,
+        "tool call"
+    );
+    for sink in &p.sinks {
+        // A failing sink loses its own record, not the call's result or the
+        // other sinks' records.
+        if std::panic::catch_unwind(AssertUnwindSafe(|| sink.record(&event))).is_err() {
+            tracing::error!(
+                target: "toolreg::audit",
+                tool = %event.tool,
+                call_id = %event.call_id,
+                "an audit sink panicked while recording this call"
+            );
+        }
+    }
+    (event.call_id, event.tool)
+}
+
+/// Length in bytes of the text a model reads for this value.
+fn text_len(value: &Value) -> usize {
+    struct Counter(usize);
+    impl std::io::Write for Counter {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    match value {
+        Value::String(s) => s.len(),
+        other => {
+            let mut counter = Counter(0);
+            let _ = serde_json::to_writer(&mut counter, other);
+            counter.0
+        }
+    }
+}
