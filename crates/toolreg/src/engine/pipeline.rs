@@ -375,18 +375,20 @@ fn deadline(p: &Pipeline, cx: CallContext) -> (CallContext, Option<(Duration, Ca
     (cx.with_cancellation(own.clone()), Some((limit, own)))
 }
 
-/// Await a started call within its deadline, if it has one.
-async fn within(deadline: Option<(Duration, CancellationToken)>, running: ToolFuture) -> Result<Value, ToolError> {
+/// A started call within its deadline, if it has one.
+fn within(deadline: Option<(Duration, CancellationToken)>, running: ToolFuture) -> ToolFuture {
     let Some((limit, own)) = deadline else {
-        return running.await;
+        return running;
     };
-    match tokio::time::timeout(limit, running).await {
-        Ok(outcome) => outcome,
-        Err(_) => {
-            own.cancel();
-            Err(ToolError::Timeout { limit })
+    ToolFuture::new(async move {
+        match tokio::time::timeout(limit, running).await {
+            Ok(outcome) => outcome,
+            Err(_) => {
+                own.cancel();
+                Err(ToolError::Timeout { limit })
+            }
         }
-    }
+    })
 }
 
 /// Start a tool with nothing around it: a typed tool deserialises straight
