@@ -127,7 +127,6 @@ fn execute(c: &mut Criterion, good: bool) {
 
         let name = format!("{}/{}", if good { "execute" } else { "bad_arguments" }, case.shape);
         let mut group = c.benchmark_group(name);
-        group.warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(2));
         let (direct_value, direct_text) = direct_for(&case);
         bench_calls(&mut group, &rt, "direct_value", || value.clone(), |v| async move { direct_value(v) });
         bench_calls(&mut group, &rt, "direct_text", || (), |()| async move { direct_text(text) });
@@ -201,7 +200,6 @@ fn engine(c: &mut Criterion) {
         assert!(!through_engine.is_error(), "engine {}: {through_engine:?}", case.shape);
 
         let mut group = c.benchmark_group(format!("engine/{}", case.shape));
-        group.warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(2));
         let (registry, engine, server) = (&registry, &engine, &server);
         bench_calls(&mut group, &rt, "toolreg_registry_value", by_value, move |call| registry.execute_call(call));
         bench_calls(&mut group, &rt, "toolreg_registry_text", by_text, move |call| registry.execute_call(call));
@@ -244,6 +242,116 @@ fn list(c: &mut Criterion) {
         }
         assert_eq!(set.tool_definitions().len(), N);
         group.bench_function("rig_tool_definitions", |b| b.iter(|| black_box(set.tool_definitions())));
+    }
+    group.finish();
+}
+
+/// Declaring 1,000 tools to the text of a request (the five argument types
+/// in turn): toolreg's MCP and Anthropic formats from registry entries
+/// (lowered schemas kept in the entries, as an agent or server has them)
+/// against rmcp's `list_all()` written as JSON, which is what an rmcp
+/// server sends for `tools/list`.
+///
+/// `*_value` builds the `tools` value with `declare_partial` and writes it;
+/// `*_text` (feature `declare-view`, for a toolreg that has it) writes
+/// `declare_view`'s tools straight to text.
+fn declare(c: &mut Criterion) {
+    use toolreg::provider::{ToolRef, WireFormat, anthropic::Anthropic, mcp::Mcp};
+    const N: usize = 1_000;
+    let mut registry = FunctionRegistry::new();
+    registry.register_all(fillers::toolreg(N)).expect("fillers");
+    let mut router = rmcp::handler::server::tool::ToolRouter::new();
+    for route in fillers::rmcp(N) {
+        router.add_route(route);
+    }
+    let formats: [(&str, Box<dyn WireFormat>); 2] = [("mcp", Box::new(Mcp::new())), ("anthropic", Box::new(Anthropic::new()))];
+    for (_, format) in &formats {
+        let declared = format.declare_partial(&ToolRef::list(registry.entries()));
+        assert_eq!(declared.tools.as_array().map(Vec::len), Some(N));
+    }
+    let mut group = c.benchmark_group("declare_1000");
+    group.bench_function("rmcp_list_all_json", |b| {
+        b.iter(|| serde_json::to_string(&router.list_all()).expect("json"))
+    });
+    for (label, format) in &formats {
+        group.bench_function(format!("toolreg_{label}_value"), |b| {
+            b.iter(|| {
+                let declared = format.declare_partial(&ToolRef::list(registry.entries()));
+                serde_json::to_string(&declared.tools).expect("json")
+            })
+        });
+        #[cfg(feature = "declare-view")]
+        group.bench_function(format!("toolreg_{label}_text"), |b| {
+            b.iter(|| {
+                let declared = format.declare_view(&ToolRef::list(registry.entries()));
+                serde_json::to_string(&declared.tools).expect("json")
+            })
+        });
+    }
+    group.finish();
+}
+
+/// Wait 20 ms, then answer.
+#[toolreg::tool(safety = "safe")]
+async fn nap(id: u64) -> u64 {
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    id
+}
+
+/// An audit sink that only counts, so the batch measures the audit path
+/// (event built and handed over) without growing memory.
+#[derive(Default)]
+struct CountingSink(std::sync::atomic::AtomicUsize);
+
+impl toolreg::policy::AuditSink for CountingSink {
+    fn record(&self, event: &toolreg::policy::AuditEvent) {
+        black_box(event);
+        self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// 10,000 calls of an async tool that sleeps 20 ms, in one engine batch
+/// (`max_concurrency` 10,000), with a counting audit sink and without one,
+/// against the floor: the same sleeps as bare Tokio tasks. The calls are
+/// cloned outside the timed part (the floor builds no input either).
+fn batch(c: &mut Criterion) {
+    use toolreg::engine::BatchOptions;
+    let rt = runtime();
+    let mut registry = FunctionRegistry::new();
+    registry.register(nap_tool::registration()).expect("nap");
+    let options = || BatchOptions::default().max_concurrency(10_000);
+    let audited = ToolEngine::builder(&registry).audit(CountingSink::default()).options(options()).build();
+    let quiet = ToolEngine::builder(&registry).options(options()).build();
+    let calls: Vec<ToolCall> =
+        (0..10_000u64).map(|i| ToolCall::new(format!("call_{i}"), "nap", format!(r#"{{"id": {i}}}"#))).collect();
+    let mut group = c.benchmark_group("batch_10k_sleeping_20ms");
+    group.sample_size(10);
+    group.bench_function("tokio_floor", |b| {
+        b.iter(|| {
+            rt.block_on(async {
+                let mut set = tokio::task::JoinSet::new();
+                for i in 0..10_000u64 {
+                    set.spawn(async move {
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                        i
+                    });
+                }
+                set.join_all().await
+            })
+        })
+    });
+    for (label, engine) in [("toolreg_engine_audit", &audited), ("toolreg_engine_no_audit", &quiet)] {
+        group.bench_function(label, |b| {
+            b.iter_batched(
+                || calls.clone(),
+                |calls| {
+                    let results = rt.block_on(engine.execute_batch(calls));
+                    assert!(results.iter().all(|r| !r.is_error()));
+                    results
+                },
+                criterion::BatchSize::PerIteration,
+            )
+        });
     }
     group.finish();
 }
@@ -326,15 +434,45 @@ fn register() {
     }
 }
 
+/// The criterion filter among the bench's arguments: the first one that is
+/// neither an option nor the value of an option.
+fn filter_argument(mut args: impl Iterator<Item = String>) -> Option<String> {
+    const TAKE_VALUES: &[&str] = &[
+        "--warm-up-time",
+        "--measurement-time",
+        "--sample-size",
+        "--nresamples",
+        "--noise-threshold",
+        "--confidence-level",
+        "--significance-level",
+        "--profile-time",
+        "--save-baseline",
+        "--baseline",
+        "--load-baseline",
+        "--color",
+        "--format",
+        "--output-format",
+        "--plotting-backend",
+    ];
+    while let Some(arg) = args.next() {
+        if TAKE_VALUES.contains(&arg.as_str()) {
+            args.next();
+        } else if !arg.starts_with('-') {
+            return Some(arg);
+        }
+    }
+    None
+}
+
 /// Runs the criterion groups, then the registration timing unless a filter
 /// that does not name it was given.
 fn main() {
     benches();
-    let filter = std::env::args().skip(1).find(|a| !a.starts_with('-'));
+    let filter = filter_argument(std::env::args().skip(1));
     if filter.is_none_or(|f| "register_100k".contains(f.as_str())) {
         register();
     }
     Criterion::default().configure_from_args().final_summary();
 }
 
-criterion_group!(benches, execute_good, execute_bad, engine, list);
+criterion_group!(benches, execute_good, execute_bad, engine, list, declare, batch);

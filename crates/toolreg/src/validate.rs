@@ -1,7 +1,7 @@
 //! Arguments checked against a tool's input schema, defaults filled in, and
 //! every problem worded so a model can fix its call.
 
-use std::fmt;
+use std::fmt::{self, Write as _};
 
 use serde::Serialize;
 use serde_json::Value;
@@ -39,7 +39,12 @@ impl ArgumentValidator {
     /// Compile `schema`; the error says why the schema itself is unusable.
     pub(crate) fn compile(schema: &Value) -> Result<Self, String> {
         crate::schema::check_input_schema(schema)?;
-        let validator = jsonschema::validator_for(schema).map_err(|e| format!("invalid JSON Schema: {e}"))?;
+        // The validator checks the same values with choices of constants as
+        // `enum`s (see `choices_as_enums`): a refusal then names the choices
+        // instead of collecting every branch's error only to say "none".
+        let mut checked = schema.clone();
+        choices_as_enums(&mut checked);
+        let validator = jsonschema::validator_for(&checked).map_err(|e| format!("invalid JSON Schema: {e}"))?;
         Ok(ArgumentValidator { validator, schema: schema.clone(), has_defaults: contains_defaults(schema) })
     }
 
@@ -66,6 +71,80 @@ impl ArgumentValidator {
                 ArgumentError { path, message }
             })
             .collect()
+    }
+}
+
+/// Rewrite every `oneOf` or `anyOf` whose branches are each only a `const`
+/// (with annotations, and a `type` the constant has) as the `enum` of those
+/// constants: what schemars writes for a unit enum with documented variants.
+/// The two accept exactly the same values (for `oneOf`, the constants are
+/// strings and distinct, so at most one branch matches); the `enum` is
+/// checked in one step and reported as "expected one of [..]", where the
+/// union collects an error per branch and reports none of them.
+///
+/// Values under `const`, `enum`, `default` and `examples` are data, not
+/// schemas, and are left alone. The walk uses its own stack: schemas can
+/// come from outside.
+fn choices_as_enums(schema: &mut Value) {
+    const DATA: [&str; 4] = ["const", "enum", "default", "examples"];
+    let mut stack = vec![schema];
+    while let Some(node) = stack.pop() {
+        match node {
+            Value::Object(map) => {
+                for key in ["oneOf", "anyOf"] {
+                    if map.contains_key("enum") {
+                        break;
+                    }
+                    if let Some(choices) = map.get(key).and_then(|u| constant_choices(u, key == "oneOf")) {
+                        map.remove(key);
+                        map.insert("enum".into(), Value::Array(choices));
+                    }
+                }
+                stack.extend(map.iter_mut().filter(|(k, _)| !DATA.contains(&k.as_str())).map(|(_, v)| v));
+            }
+            Value::Array(items) => stack.extend(items.iter_mut()),
+            _ => {}
+        }
+    }
+}
+
+/// The constants of a union whose branches are each only a `const` (plus
+/// annotations, and a `type` the constant has); for `oneOf` (`distinct`),
+/// only when they are distinct strings.
+fn constant_choices(union: &Value, distinct: bool) -> Option<Vec<Value>> {
+    const ANNOTATIONS: [&str; 8] =
+        ["const", "type", "description", "title", "$comment", "deprecated", "readOnly", "writeOnly"];
+    let branches = union.as_array().filter(|b| !b.is_empty())?;
+    let mut choices = Vec::with_capacity(branches.len());
+    for branch in branches {
+        let map = branch.as_object()?;
+        let constant = map.get("const")?;
+        if !map.keys().all(|k| ANNOTATIONS.contains(&k.as_str())) {
+            return None;
+        }
+        let has_type = match map.get("type") {
+            None => true,
+            Some(Value::String(t)) => type_of(constant) == t || (t == "number" && type_of(constant) == "integer"),
+            Some(_) => false,
+        };
+        if !has_type || (distinct && (!constant.is_string() || choices.contains(constant))) {
+            return None;
+        }
+        choices.push(constant.clone());
+    }
+    Some(choices)
+}
+
+/// A JSON value's type as JSON Schema names it.
+fn type_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
     }
 }
 
@@ -101,17 +180,39 @@ thread_local! {
 
 /// Name of a JSON value's type as JSON Schema spells it, plus the value when short.
 pub(crate) fn describe_value(value: &Value) -> String {
+    let mut out = String::new();
+    write_value(&mut out, value);
+    out
+}
+
+/// Values shown in a message are cut to this many bytes, then `…`.
+const SHOWN_MAX: usize = 40;
+
+/// Append [`describe_value`]'s text to `out`. A refused call pays for its
+/// report, so it is written in place: no text built only to be copied.
+fn write_value(out: &mut String, value: &Value) {
     let kind = match value {
-        Value::Null => return "null".to_owned(),
-        Value::Bool(b) => return format!("boolean {b}"),
+        Value::Null => return out.push_str("null"),
+        Value::Bool(b) => return out.push_str(if *b { "boolean true" } else { "boolean false" }),
         Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
         Value::Number(_) => "number",
         Value::String(_) => "string",
-        Value::Array(a) => return format!("array of {} items", a.len()),
-        Value::Object(_) => return "object".to_owned(),
+        Value::Array(a) => {
+            let _ = write!(out, "array of {} items", a.len());
+            return;
+        }
+        Value::Object(_) => return out.push_str("object"),
     };
-    let shown = value.to_string();
-    if shown.len() <= 40 { format!("{kind} {shown}") } else { format!("{kind} {}…", truncate(&shown, 40)) }
+    out.push_str(kind);
+    out.push(' ');
+    let start = out.len();
+    // A `Value` always writes as JSON: its keys are strings.
+    let _ = write!(out, "{value}");
+    if out.len() - start > SHOWN_MAX {
+        let end = start + truncate(&out[start..], SHOWN_MAX).len();
+        out.truncate(end);
+        out.push('…');
+    }
 }
 
 fn truncate(s: &str, max: usize) -> &str {
@@ -122,44 +223,108 @@ fn truncate(s: &str, max: usize) -> &str {
     &s[..end]
 }
 
+/// The message for one schema error, written into one string; adds the
+/// missing property's name to `path` for a `required` error.
 fn describe(kind: &jsonschema::error::ValidationErrorKind, instance: &Value, path: &mut String) -> String {
     use jsonschema::error::{TypeKind, ValidationErrorKind as K};
-    let got = describe_value(instance);
+    let mut out = String::with_capacity(48);
+    // `write!` to a `String` cannot fail.
+    let got = |out: &mut String| {
+        out.push_str(", got ");
+        write_value(out, instance);
+    };
     match kind {
         K::Type { kind } => {
-            let expected = match kind {
-                TypeKind::Single(t) => t.to_string(),
-                TypeKind::Multiple(set) => set.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(" or "),
-            };
-            format!("expected {expected}, got {got}")
+            out.push_str("expected ");
+            match kind {
+                TypeKind::Single(t) => {
+                    let _ = write!(out, "{t}");
+                }
+                TypeKind::Multiple(set) => {
+                    for (i, t) in set.iter().enumerate() {
+                        let _ = write!(out, "{}{t}", if i > 0 { " or " } else { "" });
+                    }
+                }
+            }
+            got(&mut out);
         }
         K::Required { property } => {
-            let name = property.as_str().map(str::to_owned).unwrap_or_else(|| property.to_string());
             path.push('/');
-            path.push_str(&name.replace('~', "~0").replace('/', "~1"));
-            "missing required field".to_owned()
+            match property.as_str() {
+                Some(name) => push_pointer_token(path, name),
+                None => push_pointer_token(path, &property.to_string()),
+            }
+            out.push_str("missing required field");
         }
         K::AdditionalProperties { unexpected } => {
-            format!(
-                "unexpected field(s) {}; remove them",
-                unexpected.iter().map(|u| format!("`{u}`")).collect::<Vec<_>>().join(", ")
-            )
+            out.push_str("unexpected field(s) ");
+            for (i, u) in unexpected.iter().enumerate() {
+                let _ = write!(out, "{}`{u}`", if i > 0 { ", " } else { "" });
+            }
+            out.push_str("; remove them");
         }
-        K::Enum { options } => format!("expected one of {options}, got {got}"),
-        K::Constant { expected_value } => format!("expected {expected_value}, got {got}"),
-        K::Minimum { limit } => format!("must be at least {limit}, got {got}"),
-        K::Maximum { limit } => format!("must be at most {limit}, got {got}"),
-        K::ExclusiveMinimum { limit } => format!("must be greater than {limit}, got {got}"),
-        K::ExclusiveMaximum { limit } => format!("must be less than {limit}, got {got}"),
-        K::MinLength { limit } => format!("must be at least {limit} characters long"),
-        K::MaxLength { limit } => format!("must be at most {limit} characters long"),
-        K::MinItems { limit } => format!("must have at least {limit} items, got {got}"),
-        K::MaxItems { limit } => format!("must have at most {limit} items, got {got}"),
-        K::Pattern { pattern } => format!("must match the pattern {pattern}, got {got}"),
-        K::Format { format } => format!("must be a valid {format}, got {got}"),
-        K::AnyOf { .. } | K::OneOfNotValid { .. } => format!("{got} matches none of the allowed shapes"),
-        K::FalseSchema => "no value is allowed here".to_owned(),
-        _ => format!("invalid value {got}"),
+        K::Enum { options } => {
+            let _ = write!(out, "expected one of {options}");
+            got(&mut out);
+        }
+        K::Constant { expected_value } => {
+            let _ = write!(out, "expected {expected_value}");
+            got(&mut out);
+        }
+        K::Minimum { limit } => bound(&mut out, "must be at least ", limit, got),
+        K::Maximum { limit } => bound(&mut out, "must be at most ", limit, got),
+        K::ExclusiveMinimum { limit } => bound(&mut out, "must be greater than ", limit, got),
+        K::ExclusiveMaximum { limit } => bound(&mut out, "must be less than ", limit, got),
+        K::MinLength { limit } => {
+            let _ = write!(out, "must be at least {limit} characters long");
+        }
+        K::MaxLength { limit } => {
+            let _ = write!(out, "must be at most {limit} characters long");
+        }
+        K::MinItems { limit } => {
+            let _ = write!(out, "must have at least {limit} items");
+            got(&mut out);
+        }
+        K::MaxItems { limit } => {
+            let _ = write!(out, "must have at most {limit} items");
+            got(&mut out);
+        }
+        K::Pattern { pattern } => {
+            let _ = write!(out, "must match the pattern {pattern}");
+            got(&mut out);
+        }
+        K::Format { format } => {
+            let _ = write!(out, "must be a valid {format}");
+            got(&mut out);
+        }
+        K::AnyOf { .. } | K::OneOfNotValid { .. } => {
+            write_value(&mut out, instance);
+            out.push_str(" matches none of the allowed shapes");
+        }
+        K::FalseSchema => out.push_str("no value is allowed here"),
+        _ => {
+            out.push_str("invalid value ");
+            write_value(&mut out, instance);
+        }
+    }
+    out
+}
+
+/// `"<what><limit>, got <value>"`.
+fn bound(out: &mut String, what: &str, limit: &Value, got: impl Fn(&mut String)) {
+    out.push_str(what);
+    let _ = write!(out, "{limit}");
+    got(out);
+}
+
+/// Append `name` to a JSON Pointer as one reference token (`~` and `/` escaped).
+fn push_pointer_token(path: &mut String, name: &str) {
+    for c in name.chars() {
+        match c {
+            '~' => path.push_str("~0"),
+            '/' => path.push_str("~1"),
+            c => path.push(c),
+        }
     }
 }
 
@@ -258,6 +423,108 @@ mod tests {
         assert!(text.contains(&"`/a`: missing required field".to_owned()), "{text:?}");
         assert!(text.iter().any(|t| t.starts_with("`/unit`: expected one of [\"m\",\"km\"]")), "{text:?}");
         assert_eq!(errors.len(), 3);
+    }
+
+    /// The words of every kind of report, as the model reads them.
+    #[test]
+    fn reports_say_where_and_what() {
+        let v = ArgumentValidator::compile(&json!({
+            "type": "object",
+            "properties": {
+                "n": {"type": "integer", "minimum": 1, "exclusiveMaximum": 10},
+                "s": {"type": ["string", "null"], "maxLength": 3},
+                "tags": {"type": "array", "minItems": 2},
+                "unit": {"oneOf": [{"const": "m"}, {"const": "km"}]},
+                "shape": {"oneOf": [{"type": "string"}, {"type": "object", "required": ["r"]}]},
+                "a/b~c": {"type": "boolean"}
+            },
+            "required": ["n", "x/y"],
+            "additionalProperties": false
+        }))
+        .unwrap();
+        let long = "é".repeat(30);
+        let text: Vec<String> = v
+            .errors(&json!({"n": 10, "s": long, "tags": [1], "unit": 451, "shape": 4, "a/b~c": 1, "extra": 0}))
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        for expected in [
+            "`/n`: must be less than 10, got integer 10".to_owned(),
+            "`/s`: must be at most 3 characters long".to_owned(),
+            "`/tags`: must have at least 2 items, got array of 1 items".to_owned(),
+            "`/unit`: expected one of [\"m\",\"km\"], got integer 451".to_owned(),
+            "`/shape`: integer 4 matches none of the allowed shapes".to_owned(),
+            "`/a~1b~0c`: expected boolean, got integer 1".to_owned(),
+            "`/x~1y`: missing required field".to_owned(),
+            "`/`: unexpected field(s) `extra`; remove them".to_owned(),
+        ] {
+            assert!(text.contains(&expected), "{expected} not in {text:?}");
+        }
+        assert_eq!(v.errors(&json!({"n": 0, "x/y": 1}))[0].message, "must be at least 1, got integer 0");
+        let typed = v.errors(&json!({"n": 1, "x/y": 1, "s": 5}));
+        assert_eq!(typed[0].message, "expected null or string, got integer 5");
+        // Long values are cut (on a character boundary) with a visible mark.
+        let shown = describe_value(&json!(long));
+        assert_eq!(shown, format!("string \"{}…", "é".repeat(19)));
+        assert_eq!(describe_value(&json!(true)), "boolean true");
+        assert_eq!(describe_value(&json!(null)), "null");
+        assert_eq!(describe_value(&json!(2.5)), "number 2.5");
+    }
+
+    /// A union of constants is checked as their `enum`: the same values pass
+    /// and fail as under jsonschema's own reading of the schema as written,
+    /// and a refusal names the choices.
+    #[test]
+    fn choices_of_constants_are_checked_as_enums() {
+        let documented = json!({"oneOf": [
+            {"description": "Degrees Celsius.", "type": "string", "const": "celsius"},
+            {"description": "Kelvin.", "type": "string", "const": "kelvin"}]});
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "unit": documented,
+                "any": {"anyOf": [{"const": 1}, {"const": 1.0}, {"const": null}, {"const": "x"}]},
+                // Not choices of constants: left as they are.
+                "twice": {"oneOf": [{"const": "a"}, {"const": "a"}]},
+                "typed": {"oneOf": [{"type": "integer", "const": "1"}, {"const": "2"}]},
+                "mixed": {"oneOf": [{"const": "a"}, {"type": "string", "minLength": 3}]},
+                "numbers": {"oneOf": [{"const": 1}, {"const": 2}]},
+                // Data that looks like a union is not a schema.
+                "data": {"const": {"oneOf": [{"const": "a"}]}}
+            }
+        });
+        let mut rewritten = schema.clone();
+        choices_as_enums(&mut rewritten);
+        assert_eq!(rewritten["properties"]["unit"], json!({"enum": ["celsius", "kelvin"]}));
+        assert_eq!(rewritten["properties"]["any"], json!({"enum": [1, 1.0, null, "x"]}));
+        for key in ["twice", "typed", "mixed", "numbers", "data"] {
+            assert_eq!(rewritten["properties"][key], schema["properties"][key], "{key}");
+        }
+        let ours = ArgumentValidator::compile(&schema).unwrap();
+        let theirs = jsonschema::validator_for(&schema).unwrap();
+        let values = [
+            json!("celsius"),
+            json!("kelvin"),
+            json!("k"),
+            json!(1),
+            json!(1.0),
+            json!(2),
+            json!(null),
+            json!("x"),
+            json!("a"),
+            json!("abc"),
+            json!({"oneOf": [{"const": "a"}]}),
+            json!([1]),
+        ];
+        for key in ["unit", "any", "twice", "typed", "mixed", "numbers", "data"] {
+            for value in &values {
+                let args = json!({ key: value });
+                assert_eq!(ours.is_valid(&args), theirs.is_valid(&args), "{key}: {value}");
+                assert_eq!(ours.errors(&args).is_empty(), theirs.is_valid(&args), "{key}: {value}");
+            }
+        }
+        let errors = ours.errors(&json!({"unit": 451}));
+        assert_eq!(errors[0].to_string(), r#"`/unit`: expected one of ["celsius","kelvin"], got integer 451"#);
     }
 
     #[test]

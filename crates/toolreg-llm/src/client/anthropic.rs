@@ -5,7 +5,7 @@ use toolreg::provider::CallMapping;
 use toolreg::provider::anthropic::Anthropic;
 
 use super::openai_chat::{choice, declare, finish_reason, read_calls};
-use super::{ClientConfig, Http, arguments_value, sse};
+use super::{Body, ClientConfig, Http, arguments_value, sse};
 use crate::model::{LlmError, Message, ModelRequest, ModelResponse, OnEvent, StreamEvent, Usage};
 
 /// The Messages API (`POST {base}/v1/messages`; the base URL is the host
@@ -73,9 +73,6 @@ impl AnthropicClient {
         if let Some(system) = &request.system {
             body["system"] = system.clone().into();
         }
-        if !request.tools.is_empty() {
-            body["tools"] = declared.tools.clone();
-        }
         if let Some(choice) = choice(&format, request, &declared.mapping) {
             body["tool_choice"] = choice;
         }
@@ -89,7 +86,7 @@ impl AnthropicClient {
         }
 
         if !self.http.config.stream {
-            let answer = self.http.post(&url, &headers, &body, on_event, None).await?;
+            let answer = self.http.post(&url, &headers, &Body::new(&body, request, &declared), on_event, None).await?;
             let text: String = answer
                 .get("content")
                 .and_then(Value::as_array)
@@ -168,7 +165,7 @@ impl AnthropicClient {
             }
             Ok(false)
         };
-        self.http.post(&url, &headers, &body, on_event, Some(&mut on_sse)).await?;
+        self.http.post(&url, &headers, &Body::new(&body, request, &declared), on_event, Some(&mut on_sse)).await?;
         // The streamed blocks as the whole answer would have held them, read
         // by the format like one: the same checks either way.
         let content: Vec<Value> = blocks

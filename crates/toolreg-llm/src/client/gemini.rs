@@ -5,7 +5,7 @@ use toolreg::provider::CallMapping;
 use toolreg::provider::gemini::Gemini;
 
 use super::openai_chat::{choice, declare, finish_reason, read_calls};
-use super::{ClientConfig, Http, arguments_value, sse};
+use super::{Body, ClientConfig, Http, arguments_value, sse};
 use crate::model::{LlmError, Message, ModelRequest, ModelResponse, OnEvent, StreamEvent, Usage};
 
 /// Gemini (`POST {base}/v1beta/models/{model}:generateContent`, or
@@ -106,9 +106,6 @@ impl GeminiClient {
         if let Some(system) = &request.system {
             body["systemInstruction"] = json!({"parts": [{"text": system}]});
         }
-        if !request.tools.is_empty() {
-            body["tools"] = declared.tools.clone();
-        }
         if let Some(choice) = choice(&format, request, &declared.mapping) {
             body["toolConfig"] = choice;
         }
@@ -130,7 +127,7 @@ impl GeminiClient {
 
         if !self.http.config.stream {
             let url = super::versioned_url(base, API_VERSION, &format!("models/{}:generateContent", request.model));
-            let answer = self.http.post(&url, &headers, &body, on_event, None).await?;
+            let answer = self.http.post(&url, &headers, &Body::new(&body, request, &declared), on_event, None).await?;
             let read = read_calls(&format, &answer, &declared.mapping)?;
             let finish = finish_reason(answer.pointer("/candidates/0/finishReason").and_then(Value::as_str));
             return Ok(ModelResponse::new(text_of(&answer), read, usage(&answer).unwrap_or_default(), finish));
@@ -168,7 +165,7 @@ impl GeminiClient {
             }
             Ok(false)
         };
-        self.http.post(&url, &headers, &body, on_event, Some(&mut on_sse)).await?;
+        self.http.post(&url, &headers, &Body::new(&body, request, &declared), on_event, Some(&mut on_sse)).await?;
         let synthetic = json!({"candidates": [{"content": {"role": "model", "parts": call_parts}}]});
         let read = read_calls(&format, &synthetic, &declared.mapping)?;
         super::announce(&read.calls, on_event);

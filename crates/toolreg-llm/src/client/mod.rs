@@ -53,7 +53,8 @@ pub use kind::{ProviderKind, UnknownProviderKind, from_env};
 pub use openai_chat::OpenAiChatClient;
 pub use openai_responses::OpenAiResponsesClient;
 
-use crate::model::{LlmError, OnEvent, StreamEvent};
+use crate::model::{LlmError, ModelRequest, OnEvent, StreamEvent};
+use toolreg::provider::{Declarations, DeclaredTools};
 
 /// How to reach a provider: base URL, key, timeouts, retries, streaming.
 #[derive(Clone)]
@@ -204,6 +205,27 @@ const MAX_ERROR_BODY: usize = 64 * 1024;
 /// Redirects followed within the configured origin.
 const MAX_REDIRECTS: usize = 10;
 
+/// A request body: its fields, then the declared tools (when the request
+/// offers any), written straight from their declarations into the text
+/// sent, with no `Value` copy of every schema in between.
+#[derive(serde::Serialize)]
+pub(crate) struct Body<'a> {
+    #[serde(flatten)]
+    fields: &'a Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tools: Option<&'a DeclaredTools<'a>>,
+}
+
+impl<'a> Body<'a> {
+    pub(crate) fn new(
+        fields: &'a Value,
+        request: &ModelRequest,
+        declared: &'a Declarations<DeclaredTools<'a>>,
+    ) -> Self {
+        Body { fields, tools: (!request.tools.is_empty()).then_some(&declared.tools) }
+    }
+}
+
 /// The HTTP side every client shares.
 #[derive(Clone)]
 pub(crate) struct Http {
@@ -245,7 +267,7 @@ impl Http {
         &self,
         url: &str,
         headers: &[(&str, String)],
-        body: &Value,
+        body: &Body<'_>,
         on_event: OnEvent<'_>,
         mut on_sse: Option<&mut (dyn FnMut(sse::Event) -> Result<bool, LlmError> + Send + '_)>,
     ) -> Result<Value, LlmError> {
@@ -292,7 +314,7 @@ impl Http {
         &self,
         url: &str,
         headers: &[(&str, String)],
-        body: &Value,
+        body: &Body<'_>,
         on_sse: Option<&mut (dyn FnMut(sse::Event) -> Result<bool, LlmError> + Send + '_)>,
     ) -> Result<Value, (LlmError, Option<Duration>)> {
         let mut request = self.client.post(url).json(body);

@@ -2,9 +2,9 @@
 
 use serde_json::{Map, Value, json};
 use toolreg::provider::openai_chat::OpenAiChat;
-use toolreg::provider::{CallMapping, Declarations, ReadCalls, ToolChoice, ToolRef, WireFormat};
+use toolreg::provider::{CallMapping, Declarations, DeclaredTools, ReadCalls, ToolChoice, ToolRef, WireFormat};
 
-use super::{ClientConfig, Http, arguments_text, sse};
+use super::{Body, ClientConfig, Http, arguments_text, sse};
 use crate::model::{FinishReason, LlmError, Message, ModelRequest, ModelResponse, OnEvent, StreamEvent, Usage};
 
 /// Chat Completions (`POST {base}/chat/completions`): OpenAI and every
@@ -34,10 +34,11 @@ impl std::fmt::Debug for Http {
     }
 }
 
-/// The tools in a provider's format, with the name mapping to read calls back.
-pub(crate) fn declare(format: &dyn WireFormat, request: &ModelRequest) -> Declarations {
-    let refs: Vec<ToolRef<'_>> = request.tools.iter().map(ToolRef::from).collect();
-    let declared = format.declare_partial(&refs);
+/// The tools in a provider's format, with the name mapping to read calls
+/// back; the tools are written straight into the request's text ([`Body`]).
+pub(crate) fn declare<'a>(format: &dyn WireFormat, request: &'a ModelRequest) -> Declarations<DeclaredTools<'a>> {
+    let refs: Vec<ToolRef<'a>> = request.tools.iter().map(ToolRef::from).collect();
+    let declared = format.declare_view(&refs);
     for (tool, reason) in declared.refused() {
         tracing::warn!(tool, %reason, "tool not offered to the model");
     }
@@ -117,9 +118,6 @@ impl OpenAiChatClient {
         let format = OpenAiChat::new();
         let declared = declare(&format, request);
         let mut body = json!({"model": request.model, "messages": messages(request, &declared.mapping)});
-        if !request.tools.is_empty() {
-            body["tools"] = declared.tools.clone();
-        }
         if let Some(choice) = choice(&format, request, &declared.mapping) {
             body["tool_choice"] = choice;
         }
@@ -133,7 +131,7 @@ impl OpenAiChatClient {
         let headers = self.http.bearer();
 
         if !self.http.config.stream {
-            let answer = self.http.post(&url, &headers, &body, on_event, None).await?;
+            let answer = self.http.post(&url, &headers, &Body::new(&body, request, &declared), on_event, None).await?;
             let message = answer
                 .pointer("/choices/0/message")
                 .ok_or_else(|| LlmError::Protocol("the answer has no `choices[0].message`".into()))?;
@@ -197,7 +195,7 @@ impl OpenAiChatClient {
             }
             Ok(false)
         };
-        self.http.post(&url, &headers, &body, on_event, Some(&mut on_sse)).await?;
+        self.http.post(&url, &headers, &Body::new(&body, request, &declared), on_event, Some(&mut on_sse)).await?;
         let assembled: Vec<Value> = calls
             .iter()
             .map(

@@ -5,7 +5,7 @@ use toolreg::provider::CallMapping;
 use toolreg::provider::openai_responses::OpenAiResponses;
 
 use super::openai_chat::{choice, declare};
-use super::{ClientConfig, Http, arguments_text, sse};
+use super::{Body, ClientConfig, Http, arguments_text, sse};
 use crate::model::{FinishReason, LlmError, Message, ModelRequest, ModelResponse, OnEvent, StreamEvent, Usage};
 
 /// The Responses API (`POST {base}/responses`), stateless: the whole
@@ -87,9 +87,6 @@ impl OpenAiResponsesClient {
         if let Some(system) = &request.system {
             body["instructions"] = system.clone().into();
         }
-        if !request.tools.is_empty() {
-            body["tools"] = declared.tools.clone();
-        }
         if let Some(choice) = choice(&format, request, &declared.mapping) {
             body["tool_choice"] = choice;
         }
@@ -103,7 +100,7 @@ impl OpenAiResponsesClient {
         let headers = self.http.bearer();
 
         if !self.http.config.stream {
-            let answer = self.http.post(&url, &headers, &body, on_event, None).await?;
+            let answer = self.http.post(&url, &headers, &Body::new(&body, request, &declared), on_event, None).await?;
             return read(&answer, &format, &declared.mapping);
         }
         body["stream"] = true.into();
@@ -136,7 +133,7 @@ impl OpenAiResponsesClient {
             }
             Ok(false)
         };
-        self.http.post(&url, &headers, &body, on_event, Some(&mut on_sse)).await?;
+        self.http.post(&url, &headers, &Body::new(&body, request, &declared), on_event, Some(&mut on_sse)).await?;
         let answer = completed.ok_or_else(|| LlmError::Protocol("truncated stream: no response.completed".into()))?;
         let response = read(&answer, &format, &declared.mapping)?;
         super::announce(&response.tool_calls, on_event);

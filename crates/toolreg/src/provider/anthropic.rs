@@ -11,9 +11,9 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::{
-    CallMapping, Declarations, Dialect, FormatOptions, LoweringError, Provider, ProviderError, SchemaMode, Strictness,
-    ToolRef, ToolStatus, WireFormat, find, generated_id, invalid, object_arguments, prepare, result_text, sealed,
-    str_field,
+    CallMapping, Declarations, DeclaredTools, Dialect, FormatOptions, LoweringError, Prepared, Provider, ProviderError,
+    SchemaMode, Shape, Strictness, ToolRef, ToolStatus, WireFormat, find, generated_id, invalid, object_arguments,
+    prepare, result_text, sealed, str_field,
 };
 use crate::exec::{ToolCall, ToolResult};
 
@@ -34,7 +34,7 @@ pub struct Anthropic {
 
 /// One entry of Anthropic's `tools`.
 #[derive(Debug, Clone, Serialize)]
-struct AnthropicTool<'a> {
+pub(crate) struct AnthropicTool<'a> {
     name: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     description: Option<&'a str>,
@@ -54,6 +54,16 @@ struct ToolResultBlock<'a> {
     is_error: bool,
 }
 
+/// A prepared tool as an entry of `tools`.
+pub(crate) fn entry<'b>(p: &'b Prepared<'_>) -> AnthropicTool<'b> {
+    AnthropicTool {
+        name: &p.name,
+        description: super::description(p.tool.declaration()),
+        input_schema: &p.schema,
+        strict: p.strict.then_some(true),
+    }
+}
+
 impl Anthropic {
     /// Default options: not strict, names checked.
     pub fn new() -> Self {
@@ -68,7 +78,7 @@ impl WireFormat for Anthropic {
         Provider::Anthropic
     }
 
-    fn declare_partial(&self, tools: &[ToolRef<'_>]) -> Declarations {
+    fn declare_view<'a>(&self, tools: &[ToolRef<'a>]) -> Declarations<DeclaredTools<'a>> {
         let mode = SchemaMode::Strict(Dialect::AnthropicStrict, Strictness::Off);
         let mut prepared = prepare(Provider::Anthropic, mode, &self.options, tools);
         // Per-request budgets of strict mode: a tool that would go over is
@@ -108,18 +118,7 @@ impl WireFormat for Anthropic {
             prepared.report[line].status = ToolStatus::NotStrict { reason };
             i += 1;
         }
-        let tools: Vec<AnthropicTool<'_>> = prepared
-            .tools
-            .iter()
-            .map(|p| AnthropicTool {
-                name: &p.name,
-                description: super::description(p.tool.declaration()),
-                input_schema: &p.schema,
-                strict: p.strict.then_some(true),
-            })
-            .collect();
-        let tools = super::to_json(&tools);
-        prepared.finish(tools)
+        prepared.finish(Shape::Anthropic)
     }
 
     fn render_results(&self, results: &[ToolResult], _mapping: &CallMapping) -> Vec<Value> {

@@ -9,8 +9,8 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::{
-    CallMapping, Declarations, FormatOptions, Provider, ProviderError, SchemaMode, ToolRef, WireFormat, find,
-    generated_id, invalid, object_arguments, prepare, result_text, sealed, str_field,
+    CallMapping, Declarations, DeclaredTools, FormatOptions, Prepared, Provider, ProviderError, SchemaMode, Shape,
+    ToolRef, WireFormat, find, generated_id, invalid, object_arguments, prepare, result_text, sealed, str_field,
 };
 use crate::exec::{ToolCall, ToolResult};
 
@@ -22,7 +22,7 @@ pub struct Bedrock {
 
 /// One entry of `toolConfig.tools`.
 #[derive(Debug, Clone, Serialize)]
-struct BedrockTool<'a> {
+pub(crate) struct BedrockTool<'a> {
     #[serde(rename = "toolSpec")]
     tool_spec: ToolSpec<'a>,
 }
@@ -44,6 +44,17 @@ struct InputSchema<'a> {
     json: &'a Value,
 }
 
+/// A prepared tool as an entry of `toolConfig.tools`.
+pub(crate) fn entry<'b>(p: &'b Prepared<'_>) -> BedrockTool<'b> {
+    BedrockTool {
+        tool_spec: ToolSpec {
+            name: &p.name,
+            description: super::description(p.tool.declaration()),
+            input_schema: InputSchema { json: &p.schema },
+        },
+    }
+}
+
 impl Bedrock {
     /// Default options: names checked.
     pub fn new() -> Self {
@@ -58,21 +69,8 @@ impl WireFormat for Bedrock {
         Provider::Bedrock
     }
 
-    fn declare_partial(&self, tools: &[ToolRef<'_>]) -> Declarations {
-        let prepared = prepare(Provider::Bedrock, SchemaMode::Canonical, &self.options, tools);
-        let tools: Vec<BedrockTool<'_>> = prepared
-            .tools
-            .iter()
-            .map(|p| BedrockTool {
-                tool_spec: ToolSpec {
-                    name: &p.name,
-                    description: super::description(p.tool.declaration()),
-                    input_schema: InputSchema { json: &p.schema },
-                },
-            })
-            .collect();
-        let tools = super::to_json(&tools);
-        prepared.finish(tools)
+    fn declare_view<'a>(&self, tools: &[ToolRef<'a>]) -> Declarations<DeclaredTools<'a>> {
+        prepare(Provider::Bedrock, SchemaMode::Canonical, &self.options, tools).finish(Shape::Bedrock)
     }
 
     /// Objects go back as `{"json"}` content, anything else (and errors) as `{"text"}`.

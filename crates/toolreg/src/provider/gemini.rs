@@ -12,12 +12,13 @@
 //! - Results out: one user `Content` of `functionResponse` parts,
 //!   `{"output": ..}` or `{"error": ..}`.
 
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 use serde_json::{Value, json};
 
 use super::{
-    CallMapping, Declarations, Dialect, FormatOptions, Provider, ProviderError, SchemaMode, ToolRef, ToolStatus,
-    WireFormat, find, generated_id, invalid, object_arguments, prepare, result_text, sealed, str_field,
+    CallMapping, Declarations, DeclaredTools, Dialect, FormatOptions, Prepared, Provider, ProviderError, SchemaMode,
+    Shape, ToolRef, ToolStatus, WireFormat, find, generated_id, invalid, object_arguments, prepare, result_text,
+    sealed, str_field,
 };
 use crate::exec::{ToolCall, ToolResult};
 
@@ -31,8 +32,8 @@ pub struct Gemini {
 /// The single entry of Gemini's `tools` that holds every declaration.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-struct GeminiTool<'a> {
-    function_declarations: Vec<FunctionDeclaration<'a>>,
+struct GeminiTool<T> {
+    function_declarations: T,
 }
 
 /// One `functionDeclarations` entry.
@@ -48,6 +49,43 @@ struct FunctionDeclaration<'a> {
     /// The canonical JSON Schema, when asked for instead of `parameters`.
     #[serde(skip_serializing_if = "Option::is_none")]
     parameters_json_schema: Option<&'a Value>,
+}
+
+/// Whether a lowered schema declares no parameter (then `parameters` is left out).
+fn no_parameters(schema: &Value) -> bool {
+    schema.get("properties").and_then(Value::as_object).is_none_or(|p| p.is_empty())
+}
+
+/// The prepared tools as Gemini's `tools`: one `Tool` holding every
+/// declaration, or none at all for no tools.
+pub(crate) fn serialize<S: Serializer>(
+    tools: &[Prepared<'_>],
+    json_schema: bool,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    struct Declarations<'b, 'a>(&'b [Prepared<'a>], bool);
+    impl Serialize for Declarations<'_, '_> {
+        fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            let json_schema = self.1;
+            serializer.collect_seq(self.0.iter().map(|p| {
+                let schema = Some(p.schema.as_ref());
+                let (parameters, parameters_json_schema) = match json_schema {
+                    true => (None, schema),
+                    false => (schema.filter(|s| !no_parameters(s)), None),
+                };
+                FunctionDeclaration {
+                    name: &p.name,
+                    description: super::description(p.tool.declaration()),
+                    parameters,
+                    parameters_json_schema,
+                }
+            }))
+        }
+    }
+    if tools.is_empty() {
+        return serializer.collect_seq(std::iter::empty::<()>());
+    }
+    [GeminiTool { function_declarations: Declarations(tools, json_schema) }].serialize(serializer)
 }
 
 impl Gemini {
@@ -72,33 +110,18 @@ impl WireFormat for Gemini {
     }
 
     /// One `Tool` holding every declaration; none at all for no tools.
-    fn declare_partial(&self, tools: &[ToolRef<'_>]) -> Declarations {
+    fn declare_view<'a>(&self, tools: &[ToolRef<'a>]) -> Declarations<DeclaredTools<'a>> {
         let mode = if self.json_schema { SchemaMode::Canonical } else { SchemaMode::Lowered(Dialect::Gemini) };
         let mut prepared = prepare(Provider::Gemini, mode, &self.options, tools);
-        let mut declarations = Vec::with_capacity(prepared.tools.len());
-        for p in &prepared.tools {
-            let (parameters, parameters_json_schema) = if self.json_schema {
-                (None, Some(p.schema.as_ref()))
-            } else {
-                let empty = p.schema.get("properties").and_then(Value::as_object).is_none_or(|p| p.is_empty());
-                (if empty { None } else { Some(p.schema.as_ref()) }, None)
-            };
-            if parameters.is_none() && parameters_json_schema.is_none() {
-                prepared.report[p.report].status = ToolStatus::Declared;
+        if !self.json_schema {
+            // A tool without parameters is sent without a schema: nothing lowered.
+            for p in &prepared.tools {
+                if no_parameters(&p.schema) {
+                    prepared.report[p.report].status = ToolStatus::Declared;
+                }
             }
-            declarations.push(FunctionDeclaration {
-                name: &p.name,
-                description: super::description(p.tool.declaration()),
-                parameters,
-                parameters_json_schema,
-            });
         }
-        let tools = if declarations.is_empty() {
-            Value::Array(Vec::new())
-        } else {
-            super::to_json(&[GeminiTool { function_declarations: declarations }])
-        };
-        prepared.finish(tools)
+        prepared.finish(Shape::Gemini { json_schema: self.json_schema })
     }
 
     /// The name in each part is the one Gemini called (respelled through

@@ -17,8 +17,8 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::{
-    CallMapping, Declarations, FormatOptions, Provider, ProviderError, SchemaMode, ToolRef, WireFormat, invalid,
-    object_arguments, prepare, result_text, sealed, str_field,
+    CallMapping, Declarations, DeclaredTools, FormatOptions, Prepared, Provider, ProviderError, SchemaMode, Shape,
+    ToolRef, WireFormat, invalid, object_arguments, prepare, result_text, sealed, str_field,
 };
 use crate::declaration::{SafetyLevel, ToolDeclaration};
 use crate::exec::{ToolCall, ToolResult};
@@ -32,7 +32,7 @@ pub struct Mcp {
 /// An MCP `Tool`.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-struct McpTool<'a> {
+pub(crate) struct McpTool<'a> {
     name: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     title: Option<&'a str>,
@@ -116,6 +116,20 @@ impl CallToolResult {
     }
 }
 
+/// A prepared tool as an MCP `Tool`.
+pub(crate) fn entry<'b>(p: &'b Prepared<'_>) -> McpTool<'b> {
+    let decl = p.tool.declaration();
+    let output_schema = decl.output_schema.as_ref().filter(|s| s.get("type").is_some_and(|t| t == "object"));
+    McpTool {
+        name: &p.name,
+        title: decl.title.as_deref(),
+        description: super::description(decl),
+        input_schema: &p.schema,
+        output_schema,
+        annotations: ToolAnnotations::from(decl),
+    }
+}
+
 impl Mcp {
     /// Default options: names checked.
     pub fn new() -> Self {
@@ -130,27 +144,8 @@ impl WireFormat for Mcp {
         Provider::Mcp
     }
 
-    fn declare_partial(&self, tools: &[ToolRef<'_>]) -> Declarations {
-        let prepared = prepare(Provider::Mcp, SchemaMode::Mcp, &self.options, tools);
-        let tools: Vec<McpTool<'_>> = prepared
-            .tools
-            .iter()
-            .map(|p| {
-                let decl = p.tool.declaration();
-                let output_schema =
-                    decl.output_schema.as_ref().filter(|s| s.get("type").is_some_and(|t| t == "object"));
-                McpTool {
-                    name: &p.name,
-                    title: decl.title.as_deref(),
-                    description: super::description(decl),
-                    input_schema: &p.schema,
-                    output_schema,
-                    annotations: ToolAnnotations::from(decl),
-                }
-            })
-            .collect();
-        let tools = super::to_json(&tools);
-        prepared.finish(tools)
+    fn declare_view<'a>(&self, tools: &[ToolRef<'a>]) -> Declarations<DeclaredTools<'a>> {
+        prepare(Provider::Mcp, SchemaMode::Mcp, &self.options, tools).finish(Shape::Mcp)
     }
 
     fn render_results(&self, results: &[ToolResult], _mapping: &CallMapping) -> Vec<Value> {

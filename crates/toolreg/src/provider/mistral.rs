@@ -15,8 +15,8 @@ use serde_json::{Value, json};
 
 use super::openai_chat::{chat_tool_call, chat_tool_calls};
 use super::{
-    CallMapping, Declarations, Fnv, FormatOptions, Provider, ProviderError, SchemaMode, ToolRef, WireFormat, prepare,
-    result_text, sealed,
+    CallMapping, Declarations, DeclaredTools, Fnv, FormatOptions, Prepared, Provider, ProviderError, SchemaMode, Shape,
+    ToolRef, WireFormat, prepare, result_text, sealed,
 };
 use crate::exec::{ToolCall, ToolResult};
 
@@ -28,7 +28,7 @@ pub struct Mistral {
 
 /// One entry of Mistral's `tools`.
 #[derive(Debug, Clone, Serialize)]
-struct MistralTool<'a> {
+pub(crate) struct MistralTool<'a> {
     #[serde(rename = "type")]
     kind: &'static str,
     function: MistralFunction<'a>,
@@ -62,6 +62,18 @@ pub fn tool_call_id(id: &str) -> String {
         .collect()
 }
 
+/// A prepared tool as an entry of `tools`.
+pub(crate) fn entry<'b>(p: &'b Prepared<'_>) -> MistralTool<'b> {
+    MistralTool {
+        kind: "function",
+        function: MistralFunction {
+            name: &p.name,
+            description: &p.tool.declaration().description,
+            parameters: &p.schema,
+        },
+    }
+}
+
 impl Mistral {
     /// Default options: names checked.
     pub fn new() -> Self {
@@ -76,22 +88,8 @@ impl WireFormat for Mistral {
         Provider::Mistral
     }
 
-    fn declare_partial(&self, tools: &[ToolRef<'_>]) -> Declarations {
-        let prepared = prepare(Provider::Mistral, SchemaMode::Canonical, &self.options, tools);
-        let tools: Vec<MistralTool<'_>> = prepared
-            .tools
-            .iter()
-            .map(|p| MistralTool {
-                kind: "function",
-                function: MistralFunction {
-                    name: &p.name,
-                    description: &p.tool.declaration().description,
-                    parameters: &p.schema,
-                },
-            })
-            .collect();
-        let tools = super::to_json(&tools);
-        prepared.finish(tools)
+    fn declare_view<'a>(&self, tools: &[ToolRef<'a>]) -> Declarations<DeclaredTools<'a>> {
+        prepare(Provider::Mistral, SchemaMode::Canonical, &self.options, tools).finish(Shape::Mistral)
     }
 
     /// One `tool` message per result, with the nine-character id and the

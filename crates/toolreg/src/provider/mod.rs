@@ -37,6 +37,11 @@
 //! why: [`declare`](WireFormat::declare) then fails with that error, and
 //! [`declare_partial`](WireFormat::declare_partial) sends the others.
 //!
+//! Both return the tools as a `Value`, a copy of every schema.
+//! [`declare_view`](WireFormat::declare_view) declares as `declare_partial`
+//! does, with the tools as a [`DeclaredTools`] that serialises straight from
+//! the schemas the entries keep: what a client puts in a request body.
+//!
 //! ```
 //! use toolreg::{FunctionRegistry, ToolDeclaration, ParamType};
 //! use toolreg::provider::{ToolRef, WireFormat, openai_chat::OpenAiChat};
@@ -118,22 +123,26 @@ pub use names::{NameRule, NameStyle};
 
 // What every format shares, one job per file: `wire` (the trait, its error
 // and what it returns), `options` (how a format is configured), `prepare`
-// (names, schemas and the lowering cache of a declaration) and `mapping`
-// (the model's calls back to the real tools). Their public items are
+// (names, schemas and the lowering cache of a declaration), `declared` (the
+// prepared tools written as JSON, to a `Value` or straight to text) and
+// `mapping` (the model's calls back to the real tools). Their public items are
 // re-exported here, so `toolreg::provider::X` is the one path users see.
+mod declared;
 mod mapping;
 mod options;
 mod prepare;
 mod wire;
 
+pub use declared::DeclaredTools;
 pub use mapping::CallMapping;
 pub use options::{FormatOptions, Strictness};
 pub use prepare::ToolRef;
 pub use wire::{Declarations, ProviderError, ReadCalls, ToolReport, ToolStatus, WireFormat};
 
+pub(crate) use declared::Shape;
 pub(crate) use mapping::{Fnv, find, generated_id, invalid, object_arguments, str_field};
 pub(crate) use options::format_options;
-pub(crate) use prepare::{LoweredSchemas, SchemaMode, description, prepare, to_json};
+pub(crate) use prepare::{LoweredSchemas, Prepared, SchemaMode, description, prepare, to_json};
 pub(crate) use wire::{result_text, sealed};
 
 /// The wire formats toolreg renders.

@@ -10,8 +10,8 @@ use serde_json::{Value, json};
 
 use super::openai_chat::{ChatFunction, ChatTool, chat_tool_call, chat_tool_calls};
 use super::{
-    CallMapping, Declarations, FormatOptions, Provider, ProviderError, SchemaMode, ToolRef, WireFormat, prepare,
-    result_text, sealed,
+    CallMapping, Declarations, DeclaredTools, FormatOptions, Prepared, Provider, ProviderError, SchemaMode, Shape,
+    ToolRef, WireFormat, prepare, result_text, sealed,
 };
 use crate::exec::{ToolCall, ToolResult};
 
@@ -19,6 +19,19 @@ use crate::exec::{ToolCall, ToolResult};
 #[derive(Debug, Clone, Default)]
 pub struct Ollama {
     options: FormatOptions,
+}
+
+/// A prepared tool as an entry of `tools`: OpenAI's shape, never strict.
+pub(crate) fn entry<'b>(p: &'b Prepared<'_>) -> ChatTool<'b> {
+    ChatTool {
+        kind: "function",
+        function: ChatFunction {
+            name: &p.name,
+            description: super::description(p.tool.declaration()),
+            parameters: &p.schema,
+            strict: None,
+        },
+    }
 }
 
 impl Ollama {
@@ -35,23 +48,8 @@ impl WireFormat for Ollama {
         Provider::Ollama
     }
 
-    fn declare_partial(&self, tools: &[ToolRef<'_>]) -> Declarations {
-        let prepared = prepare(Provider::Ollama, SchemaMode::Canonical, &self.options, tools);
-        let tools: Vec<ChatTool<'_>> = prepared
-            .tools
-            .iter()
-            .map(|p| ChatTool {
-                kind: "function",
-                function: ChatFunction {
-                    name: &p.name,
-                    description: super::description(p.tool.declaration()),
-                    parameters: &p.schema,
-                    strict: None,
-                },
-            })
-            .collect();
-        let tools = super::to_json(&tools);
-        prepared.finish(tools)
+    fn declare_view<'a>(&self, tools: &[ToolRef<'a>]) -> Declarations<DeclaredTools<'a>> {
+        prepare(Provider::Ollama, SchemaMode::Canonical, &self.options, tools).finish(Shape::Ollama)
     }
 
     /// One `tool` message per result, the name respelled through `mapping`.

@@ -26,8 +26,9 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::{
-    CallMapping, Declarations, Dialect, FormatOptions, Provider, ProviderError, SchemaMode, Strictness, ToolRef,
-    WireFormat, find, generated_id, invalid, object_arguments, prepare, result_text, sealed, str_field,
+    CallMapping, Declarations, DeclaredTools, Dialect, FormatOptions, Prepared, Provider, ProviderError, SchemaMode,
+    Shape, Strictness, ToolRef, WireFormat, find, generated_id, invalid, object_arguments, prepare, result_text,
+    sealed, str_field,
 };
 use crate::exec::{ToolArguments, ToolCall, ToolResult};
 
@@ -63,6 +64,19 @@ pub(crate) struct ChatFunction<'a> {
     pub(crate) strict: Option<bool>,
 }
 
+/// A prepared tool as an entry of `tools`.
+pub(crate) fn entry<'b>(p: &'b Prepared<'_>) -> ChatTool<'b> {
+    ChatTool {
+        kind: "function",
+        function: ChatFunction {
+            name: &p.name,
+            description: super::description(p.tool.declaration()),
+            parameters: &p.schema,
+            strict: Some(p.strict),
+        },
+    }
+}
+
 impl OpenAiChat {
     /// Default options: strict if compatible, names checked.
     pub fn new() -> Self {
@@ -77,25 +91,11 @@ impl WireFormat for OpenAiChat {
         Provider::OpenAiChat
     }
 
-    fn declare_partial(&self, tools: &[ToolRef<'_>]) -> Declarations {
+    fn declare_view<'a>(&self, tools: &[ToolRef<'a>]) -> Declarations<DeclaredTools<'a>> {
         let mode = SchemaMode::Strict(Dialect::OpenAiStrict, Strictness::IfCompatible);
         let mut prepared = prepare(Provider::OpenAiChat, mode, &self.options, tools);
         prepared.limit(MAX_TOOLS);
-        let tools: Vec<ChatTool<'_>> = prepared
-            .tools
-            .iter()
-            .map(|p| ChatTool {
-                kind: "function",
-                function: ChatFunction {
-                    name: &p.name,
-                    description: super::description(p.tool.declaration()),
-                    parameters: &p.schema,
-                    strict: Some(p.strict),
-                },
-            })
-            .collect();
-        let tools = super::to_json(&tools);
-        prepared.finish(tools)
+        prepared.finish(Shape::OpenAiChat)
     }
 
     fn render_results(&self, results: &[ToolResult], _mapping: &CallMapping) -> Vec<Value> {

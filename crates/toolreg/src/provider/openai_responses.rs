@@ -9,8 +9,8 @@ use serde_json::{Value, json};
 
 use super::openai_chat::MAX_TOOLS;
 use super::{
-    CallMapping, Declarations, Dialect, FormatOptions, Provider, ProviderError, SchemaMode, Strictness, ToolRef,
-    WireFormat, find, generated_id, invalid, prepare, result_text, sealed, str_field,
+    CallMapping, Declarations, DeclaredTools, Dialect, FormatOptions, Prepared, Provider, ProviderError, SchemaMode,
+    Shape, Strictness, ToolRef, WireFormat, find, generated_id, invalid, prepare, result_text, sealed, str_field,
 };
 use crate::exec::{ToolArguments, ToolCall, ToolResult};
 
@@ -22,7 +22,7 @@ pub struct OpenAiResponses {
 
 /// One entry of the Responses API's `tools`.
 #[derive(Debug, Clone, Serialize)]
-struct ResponsesTool<'a> {
+pub(crate) struct ResponsesTool<'a> {
     #[serde(rename = "type")]
     kind: &'static str,
     name: &'a str,
@@ -31,6 +31,17 @@ struct ResponsesTool<'a> {
     parameters: &'a Value,
     /// Sent explicitly: `false` opts out of the API's "strict if compatible".
     strict: bool,
+}
+
+/// A prepared tool as an entry of `tools`.
+pub(crate) fn entry<'b>(p: &'b Prepared<'_>) -> ResponsesTool<'b> {
+    ResponsesTool {
+        kind: "function",
+        name: &p.name,
+        description: super::description(p.tool.declaration()),
+        parameters: &p.schema,
+        strict: p.strict,
+    }
 }
 
 impl OpenAiResponses {
@@ -47,23 +58,11 @@ impl WireFormat for OpenAiResponses {
         Provider::OpenAiResponses
     }
 
-    fn declare_partial(&self, tools: &[ToolRef<'_>]) -> Declarations {
+    fn declare_view<'a>(&self, tools: &[ToolRef<'a>]) -> Declarations<DeclaredTools<'a>> {
         let mode = SchemaMode::Strict(Dialect::OpenAiStrict, Strictness::IfCompatible);
         let mut prepared = prepare(Provider::OpenAiResponses, mode, &self.options, tools);
         prepared.limit(MAX_TOOLS);
-        let tools: Vec<ResponsesTool<'_>> = prepared
-            .tools
-            .iter()
-            .map(|p| ResponsesTool {
-                kind: "function",
-                name: &p.name,
-                description: super::description(p.tool.declaration()),
-                parameters: &p.schema,
-                strict: p.strict,
-            })
-            .collect();
-        let tools = super::to_json(&tools);
-        prepared.finish(tools)
+        prepared.finish(Shape::OpenAiResponses)
     }
 
     fn render_results(&self, results: &[ToolResult], _mapping: &CallMapping) -> Vec<Value> {

@@ -13,9 +13,10 @@ use std::sync::{Arc, OnceLock};
 use serde::Serialize;
 use serde_json::Value;
 
+use super::declared::Shape;
 use super::{
-    CallMapping, Declarations, Dialect, FormatOptions, LoweringError, NameStyle, Provider, ProviderError, Strictness,
-    ToolReport, ToolStatus, lower,
+    CallMapping, Declarations, DeclaredTools, Dialect, FormatOptions, LoweringError, NameStyle, Provider,
+    ProviderError, Strictness, ToolReport, ToolStatus, lower,
 };
 use crate::declaration::ToolDeclaration;
 use crate::registry::ToolEntry;
@@ -135,6 +136,7 @@ pub(crate) enum SchemaMode {
 
 /// A tool ready to be written: name as the provider spells it, the schema
 /// to send, whether it is strict, and its line in the report.
+#[derive(Debug, Clone)]
 pub(crate) struct Prepared<'a> {
     pub(crate) tool: ToolRef<'a>,
     pub(crate) name: Cow<'a, str>,
@@ -167,11 +169,11 @@ impl<'a> Preparation<'a> {
         }
     }
 
-    /// The declarations, with the provider's `tools` value.
-    pub(crate) fn finish(self, tools: Value) -> Declarations {
+    /// The declarations, with the tools to be written in `shape`.
+    pub(crate) fn finish(self, shape: Shape) -> Declarations<DeclaredTools<'a>> {
         let mut mapping = self.mapping;
         mapping.declared = Some(self.tools.iter().map(|p| p.name.clone().into_owned()).collect());
-        Declarations { tools, mapping, report: self.report }
+        Declarations { tools: DeclaredTools::new(shape, self.tools), mapping, report: self.report }
     }
 }
 

@@ -14,7 +14,7 @@ use std::fmt;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{CallMapping, LoweringError, Provider, ToolChoice, ToolRef};
+use super::{CallMapping, DeclaredTools, LoweringError, Provider, ToolChoice, ToolRef};
 use crate::exec::{ToolCall, ToolError, ToolResult};
 
 /// Why tools could not be rendered for a provider, or a response not read.
@@ -147,21 +147,26 @@ impl ToolStatus {
     }
 }
 
-/// Tools declared for one provider: the request's `tools` value, the name
+/// Tools declared for one provider: the request's `tools`, the name
 /// mapping for the calls that come back, and a report per tool.
+///
+/// `tools` is a `Value` from [`declare`](WireFormat::declare) and
+/// [`declare_partial`](WireFormat::declare_partial), and a
+/// [`DeclaredTools`] view, written straight to the request text, from
+/// [`declare_view`](WireFormat::declare_view).
 #[derive(Debug, Clone)]
 #[non_exhaustive]
-pub struct Declarations {
-    /// The provider's `tools` value, ready to put in a request (for Bedrock,
+pub struct Declarations<T = Value> {
+    /// The provider's `tools`, ready to put in a request (for Bedrock,
     /// `toolConfig.tools`; for MCP, the tools of a `tools/list` result).
-    pub tools: Value,
+    pub tools: T,
     /// Maps the provider's spelling of names back to the real tools.
     pub mapping: CallMapping,
     /// One entry per tool asked for, in order.
     pub report: Vec<ToolReport>,
 }
 
-impl Declarations {
+impl<T> Declarations<T> {
     /// The tools sent without strict mode though it was asked for "if
     /// compatible", with why.
     pub fn not_strict(&self) -> impl Iterator<Item = (&str, &LoweringError)> {
@@ -180,7 +185,15 @@ impl Declarations {
     }
 }
 
-impl Serialize for Declarations {
+impl Declarations<DeclaredTools<'_>> {
+    /// The same declarations with `tools` as a `Value` (a copy of every
+    /// schema), as [`declare_partial`](WireFormat::declare_partial) returns them.
+    pub fn into_value(self) -> Declarations {
+        Declarations { tools: self.tools.to_value(), mapping: self.mapping, report: self.report }
+    }
+}
+
+impl<T: Serialize> Serialize for Declarations<T> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         self.tools.serialize(serializer)
     }
@@ -221,7 +234,32 @@ pub trait WireFormat: sealed::Format + fmt::Debug + Send + Sync {
     /// Declare every tool that can be sent and report on each: tools the
     /// provider cannot take are left out and reported as
     /// [`ToolStatus::Refused`], so the rest can still be offered.
-    fn declare_partial(&self, tools: &[ToolRef<'_>]) -> Declarations;
+    ///
+    /// The `tools` are a `Value`, a copy of every schema. To send them, use
+    /// [`declare_view`](WireFormat::declare_view) instead, which writes them
+    /// straight to the request text.
+    fn declare_partial(&self, tools: &[ToolRef<'_>]) -> Declarations {
+        self.declare_view(tools).into_value()
+    }
+
+    /// [`declare_partial`](WireFormat::declare_partial), with the `tools`
+    /// not yet written: a [`DeclaredTools`] that serialises each tool from
+    /// the schema the registry entry keeps (canonical, or lowered once and
+    /// cached), with no `Value` in between. What a client puts in the body
+    /// of a request; the same JSON as `declare_partial`'s `Value`.
+    ///
+    /// ```
+    /// use toolreg::provider::{ToolRef, WireFormat, mcp::Mcp};
+    /// use toolreg::{ParamType, ToolDeclaration};
+    ///
+    /// let decl = ToolDeclaration::builder("ping").param("host", ParamType::String, "Host").build();
+    /// let declared = Mcp::new().declare_view(&[ToolRef::from(&decl)]);
+    /// let text = serde_json::to_string(&declared.tools)?;
+    /// assert!(text.starts_with(r#"[{"name":"ping","inputSchema":{"#));
+    /// assert_eq!(declared.mapping.real_name("ping"), "ping");
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
+    fn declare_view<'a>(&self, tools: &[ToolRef<'a>]) -> Declarations<DeclaredTools<'a>>;
 
     /// Declare tools, all or nothing: the first refused tool is the error.
     fn declare(&self, tools: &[ToolRef<'_>]) -> Result<Declarations, ProviderError> {
