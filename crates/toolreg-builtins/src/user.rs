@@ -8,22 +8,24 @@
 //!
 //! ## Knowing that the run is finished
 //!
-//! `final_answer` stores its answer in a [`FinalAnswer`] slot that the host
-//! keeps a clone of, and also returns it as the structured value
-//! `{"finished": true, "answer": ...}`. An agent loop checks
-//! [`FinalAnswer::get`] after each batch of tool calls (or awaits
-//! [`FinalAnswer::wait`]) and stops when it is set — no text is parsed.
+//! `final_answer` finishes the run the way every finishing tool does: it
+//! sets the [`Finish`] slot the host put in the call's extensions (through
+//! [`CallContext::finish`]; an agent loop does this for every call) to the
+//! answer, and also returns the structured value
+//! `{"finished": true, "answer": ...}`. The host reads the slot after the
+//! calls — no text is parsed. A second `final_answer` in the same run is
+//! [`UserError::AlreadyFinished`]. Called with no slot (no host is waiting),
+//! it only shows the answer to the user.
 //!
 //! ```
 //! use serde_json::json;
-//! use toolreg::FunctionRegistry;
+//! use toolreg::{CallContext, Finish, FunctionRegistry};
 //! use toolreg_builtins::user::{InProcessChannel, UserRequest, UserTools};
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let (channel, mut inbox) = InProcessChannel::new();
 //! let user = UserTools::new(channel);
-//! let finished = user.final_answer_slot();
 //! let mut registry = FunctionRegistry::new();
 //! registry.register_all(user.registrations())?;
 //!
@@ -40,8 +42,12 @@
 //!     .await?;
 //! assert_eq!(out.value, json!({"answer": "blue", "choice": 1}));
 //!
-//! registry.execute("final_answer", json!({"answer": "Blue it is."})).await?;
-//! assert_eq!(finished.get().as_deref(), Some("Blue it is."));
+//! // The host (here by hand; an agent loop does it for you) gives the call a
+//! // `Finish` slot and reads it afterwards.
+//! let finished = Finish::new();
+//! let cx = CallContext::new("c2").with_extension(finished.clone());
+//! registry.execute_with("final_answer", json!({"answer": "Blue it is."}), cx).await?;
+//! assert_eq!(finished.get(), Some(&json!("Blue it is.")));
 //! # Ok(())
 //! # }
 //! ```
@@ -55,8 +61,8 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use tokio::sync::{mpsc, oneshot, watch};
-use toolreg::{CallContext, SafetyLevel, Scope, ToolDeclaration, ToolRegistration};
+use tokio::sync::{mpsc, oneshot};
+use toolreg::{CallContext, Finish, SafetyLevel, Scope, ToolDeclaration, ToolRegistration};
 
 /// The category of the user tools.
 pub const CATEGORY: &str = "user";
@@ -209,7 +215,7 @@ pub trait UserChannel: Send + Sync {
     fn notify(&self, notice: Notice) -> BoxFuture<'_, Result<(), UserError>>;
 
     /// Show the run's final answer. By default, nothing is shown: the host
-    /// reads it from the [`FinalAnswer`] slot.
+    /// reads it from the call's [`Finish`] slot.
     fn deliver_final(&self, answer: String) -> BoxFuture<'_, Result<(), UserError>> {
         let _ = answer;
         Box::pin(async { Ok(()) })
@@ -236,65 +242,6 @@ impl<C: UserChannel + ?Sized> UserChannel for Arc<C> {
     }
 }
 
-/// Where `final_answer` puts the run's answer. The host keeps a clone and
-/// reads it; cloning shares the slot.
-#[derive(Debug, Clone)]
-pub struct FinalAnswer {
-    slot: Arc<watch::Sender<Option<String>>>,
-}
-
-impl Default for FinalAnswer {
-    fn default() -> Self {
-        FinalAnswer { slot: Arc::new(watch::Sender::new(None)) }
-    }
-}
-
-impl FinalAnswer {
-    /// An empty slot.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// The answer, once given.
-    pub fn get(&self) -> Option<String> {
-        self.slot.borrow().clone()
-    }
-
-    /// Whether the run is finished.
-    pub fn is_set(&self) -> bool {
-        self.slot.borrow().is_some()
-    }
-
-    /// Take the answer out, leaving the slot empty for the next run.
-    pub fn take(&self) -> Option<String> {
-        self.slot.send_replace(None)
-    }
-
-    /// Wait until an answer is given.
-    pub async fn wait(&self) -> String {
-        let mut rx = self.slot.subscribe();
-        match rx.wait_for(Option::is_some).await {
-            Ok(answer) => answer.clone().unwrap_or_default(),
-            // The sender lives in `self`, so the channel cannot close.
-            Err(_) => std::future::pending().await,
-        }
-    }
-
-    /// Give the answer; refused when one was given already.
-    pub fn set(&self, answer: impl Into<String>) -> Result<(), UserError> {
-        let answer = answer.into();
-        let mut fresh = false;
-        self.slot.send_if_modified(|slot| {
-            if slot.is_none() {
-                *slot = Some(answer);
-                fresh = true;
-            }
-            fresh
-        });
-        if fresh { Ok(()) } else { Err(UserError::AlreadyFinished) }
-    }
-}
-
 /// Limits for the user tools.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -309,21 +256,16 @@ impl Default for UserOptions {
     }
 }
 
-/// The three user tools over one channel, and the run's [`FinalAnswer`] slot.
+/// The three user tools over one channel.
 #[derive(Clone)]
 pub struct UserTools {
     channel: Arc<dyn UserChannel>,
-    final_answer: FinalAnswer,
     options: UserOptions,
 }
 
 impl fmt::Debug for UserTools {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("UserTools")
-            .field("channel", &self.channel.name())
-            .field("final_answer", &self.final_answer)
-            .field("options", &self.options)
-            .finish()
+        f.debug_struct("UserTools").field("channel", &self.channel.name()).field("options", &self.options).finish()
     }
 }
 
@@ -424,26 +366,15 @@ pub struct FinalResult {
 }
 
 impl UserTools {
-    /// The tools over `channel`, with a fresh [`FinalAnswer`] slot.
+    /// The tools over `channel`.
     pub fn new(channel: impl UserChannel + 'static) -> Self {
-        UserTools { channel: Arc::new(channel), final_answer: FinalAnswer::new(), options: UserOptions::default() }
+        UserTools { channel: Arc::new(channel), options: UserOptions::default() }
     }
 
     /// Use these limits.
     pub fn with_options(mut self, options: UserOptions) -> Self {
         self.options = options;
         self
-    }
-
-    /// Use this slot for the final answer (to share one with the host).
-    pub fn with_final_answer(mut self, slot: FinalAnswer) -> Self {
-        self.final_answer = slot;
-        self
-    }
-
-    /// The slot `final_answer` fills; keep a clone to know when the run is finished.
-    pub fn final_answer_slot(&self) -> FinalAnswer {
-        self.final_answer.clone()
     }
 
     /// Ask the user; `cancel` completing stops the wait.
@@ -490,9 +421,14 @@ impl UserTools {
         self.channel.notify(Notice { message: args.message.clone(), level: args.level }).await
     }
 
-    /// Finish the run with `answer`: fill the slot, then show it.
-    pub async fn finish(&self, args: &FinalArgs) -> Result<FinalResult, UserError> {
-        self.final_answer.set(args.answer.clone())?;
+    /// Finish the run `cx` belongs to with `answer` (see
+    /// [`CallContext::finish`]), then show it. Refused when the run is
+    /// finished already; with no [`Finish`] slot in `cx`, only shown.
+    pub async fn finish(&self, cx: &CallContext, args: &FinalArgs) -> Result<FinalResult, UserError> {
+        let hosted = cx.extensions().get::<Finish>().is_some();
+        if hosted && !cx.finish(serde_json::Value::String(args.answer.clone())) {
+            return Err(UserError::AlreadyFinished);
+        }
         // The run is finished whether or not the user could be shown the answer.
         let _ = self.channel.deliver_final(args.answer.clone()).await;
         Ok(FinalResult { finished: true, answer: args.answer.clone() })
@@ -532,11 +468,11 @@ impl UserTools {
                     SafetyLevel::Safe,
                 ),
             ),
-            ToolRegistration::from_async(
+            ToolRegistration::from_async_with_context(
                 "final_answer",
-                move |args: FinalArgs| {
+                move |cx: CallContext, args: FinalArgs| {
                     let tools = finish.clone();
-                    async move { tools.finish(&args).await }
+                    async move { tools.finish(&cx, &args).await }
                 },
                 declare::<FinalArgs>(
                     "final_answer",

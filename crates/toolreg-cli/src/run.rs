@@ -44,7 +44,6 @@ pub async fn run(tools: Tools, args: RunArgs) -> Result<(), CliError> {
     let (client, model) = client(&args)?;
     let mut registry = tools.registry.clone();
     let user = UserTools::new(TerminalChannel::stdio());
-    let answer_slot = user.final_answer_slot();
     let mut registrations = user.registrations();
     registrations.extend(AgentTools::new().registrations());
     registry.register_all(registrations).map_err(|e| CliError::new(e.to_string()))?;
@@ -55,7 +54,6 @@ pub async fn run(tools: Tools, args: RunArgs) -> Result<(), CliError> {
              task, then answer briefly (or call final_answer).",
         )
         .limits(Limits::default().max_steps(args.max_steps))
-        .final_answer(answer_slot)
         .on_event(progress);
     if args.yes {
         builder = builder.approver(ApproveAll::new("--yes"));

@@ -467,3 +467,46 @@ async fn a_call_to_an_undeclared_tool_is_answered_and_the_run_goes_on() {
     assert_eq!(finished(agent.run("go").await.unwrap()).answer, "ok");
     assert_eq!(model.requests().len(), 2);
 }
+
+/// The user tools over an in-process channel nobody reads.
+fn with_user_tools(mut registry: FunctionRegistry) -> FunctionRegistry {
+    let (channel, inbox) = toolreg_builtins::user::InProcessChannel::new();
+    std::mem::forget(inbox); // keep the channel open: final_answer shows its answer there
+    registry.register_all(toolreg_builtins::user::UserTools::new(channel).registrations()).unwrap();
+    registry
+}
+
+/// `final_answer` (a built-in user tool) and `return_result` (an agent
+/// function) end a run through the same slot, and the run's answer is
+/// what the first of them gave: the second is refused.
+#[tokio::test(flavor = "multi_thread")]
+async fn both_finishing_tools_end_a_run_and_the_first_finish_wins() {
+    let registry = with_user_tools(registry());
+    let model =
+        ScriptedClient::new().then_call("f1", "final_answer", json!({"answer": "forty-two"})).then_text("unused");
+    let agent = Agent::builder(model.clone(), "m", &registry).build();
+    let done = finished(agent.run("answer").await.unwrap());
+    assert_eq!((done.answer.as_str(), done.steps), ("forty-two", 1));
+
+    let model = ScriptedClient::new().then_call("r1", "return_result", json!({"value": {"n": 42}})).then_text("unused");
+    let agent = Agent::builder(model, "m", &registry).build();
+    let done = finished(agent.run("answer").await.unwrap());
+    assert_eq!((done.answer.as_str(), done.steps), (r#"{"n":42}"#, 1));
+
+    // Both in one turn (the safe return_result may run before the cautious
+    // final_answer): whichever finishes first is the answer, the other is
+    // refused.
+    let model = ScriptedClient::new()
+        .then_calls(vec![
+            ToolCall::new("f1", "final_answer", json!({"answer": "first"})),
+            ToolCall::new("r1", "return_result", json!({"value": "second"})),
+        ])
+        .then_text("unused");
+    let agent = Agent::builder(model, "m", &registry).build();
+    let done = finished(agent.run("answer").await.unwrap());
+    let results = tool_results(&done.transcript);
+    let refused: Vec<_> = results.iter().filter(|(_, text, error)| *error && text.contains("already")).collect();
+    assert_eq!(refused.len(), 1, "{results:?}");
+    let winner = if refused[0].0 == "f1" { "second" } else { "first" };
+    assert_eq!(done.answer, winner, "{results:?}");
+}

@@ -159,8 +159,8 @@ impl AgentTools {
         let return_result = ToolRegistration::from_async_with_context(
             "return_result",
             |cx: CallContext, args: ReturnArgs| async move {
-                let run = run_state(&cx)?;
-                if run.finish_with(args.value) {
+                run_state(&cx)?;
+                if cx.finish(args.value) {
                     Ok("result recorded".to_owned())
                 } else {
                     Err("a result was already returned".to_owned())

@@ -58,7 +58,7 @@ pub use suspend::{PendingApproval, Resolution, Suspended};
 use suspend::{Suspending, suspension_id};
 
 use std::collections::HashSet;
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -67,9 +67,10 @@ use tokio_util::sync::CancellationToken;
 use toolreg::engine::BatchOptions;
 use toolreg::exec::value_text;
 use toolreg::policy::{Approver, AuditSink, Selection};
-use toolreg::{Extensions, FunctionRegistry, RegistryError, ToolCall, ToolDeclaration, ToolEngine, ToolRegistration};
+use toolreg::{
+    Extensions, Finish, FunctionRegistry, RegistryError, ToolCall, ToolDeclaration, ToolEngine, ToolRegistration,
+};
 use toolreg_builtins::store::Namespace;
-use toolreg_builtins::user::FinalAnswer;
 use tracing::Instrument;
 
 use crate::model::{LlmClient, LlmError, Message, ModelRequest, ModelResponse, StreamEvent, ToolResultMessage, Usage};
@@ -272,7 +273,6 @@ pub struct AgentBuilder {
     options: BatchOptions,
     limits: Limits,
     external: HashSet<String>,
-    final_answer: Option<FinalAnswer>,
     max_tokens_per_request: Option<u32>,
     on_event: Option<OnAgentEvent>,
     claims: Option<Namespace>,
@@ -339,12 +339,6 @@ impl AgentBuilder {
         self
     }
 
-    /// End the run when this `final_answer` slot is set (the built-in user tools').
-    pub fn final_answer(mut self, slot: FinalAnswer) -> Self {
-        self.final_answer = Some(slot);
-        self
-    }
-
     /// Cap each answer's tokens.
     pub fn max_tokens_per_request(mut self, tokens: u32) -> Self {
         self.max_tokens_per_request = Some(tokens);
@@ -371,7 +365,6 @@ impl AgentBuilder {
                 options: self.options,
                 limits: self.limits,
                 external: self.external,
-                final_answer: self.final_answer,
                 max_tokens_per_request: self.max_tokens_per_request,
                 on_event: self.on_event,
                 depth: 0,
@@ -400,7 +393,6 @@ struct Inner {
     options: BatchOptions,
     limits: Limits,
     external: HashSet<String>,
-    final_answer: Option<FinalAnswer>,
     max_tokens_per_request: Option<u32>,
     on_event: Option<OnAgentEvent>,
     depth: usize,
@@ -431,8 +423,10 @@ pub struct RunState {
     pub cancel: CancellationToken,
     /// What the run may still spend.
     pub remaining: Budget,
-    /// Set by `return_result` (or any tool that ends the run with a value).
-    pub finish: Arc<OnceLock<Value>>,
+    /// Where a finishing tool (`return_result`, `final_answer`, or one of
+    /// yours, through [`CallContext::finish`](toolreg::CallContext::finish))
+    /// puts the run's result; also in every call's extensions on its own.
+    pub finish: Finish,
     /// Tokens sub-agents of this step spent: counted against the run.
     pub spent_by_children: Arc<Mutex<Usage>>,
 }
@@ -449,11 +443,6 @@ pub struct Budget {
 }
 
 impl RunState {
-    /// End the run with this value once the current calls are done.
-    pub fn finish_with(&self, value: Value) -> bool {
-        self.finish.set(value).is_ok()
-    }
-
     /// Count a sub-agent's tokens against this run.
     pub fn charge(&self, usage: Usage) {
         *self.spent_by_children.lock().unwrap_or_else(PoisonError::into_inner) += usage;
@@ -487,7 +476,6 @@ impl Agent {
             options: BatchOptions::default(),
             limits: Limits::default(),
             external: HashSet::new(),
-            final_answer: None,
             max_tokens_per_request: None,
             on_event: None,
             claims: None,
@@ -550,7 +538,6 @@ impl Agent {
                 options: inner.options,
                 limits,
                 external: HashSet::new(),
-                final_answer: None,
                 max_tokens_per_request: inner.max_tokens_per_request,
                 on_event: inner.on_event.clone(),
                 depth,
@@ -601,7 +588,7 @@ impl Agent {
                 tokens: limits.max_tokens.map(|t| t.saturating_sub(state.usage.total())),
                 deadline: limits.max_time.map(|t| state.started + t),
             },
-            finish: Arc::default(),
+            finish: Finish::new(),
             spent_by_children: Arc::default(),
         }
     }
@@ -732,9 +719,6 @@ impl Agent {
             if let Some(value) = run.finish.get() {
                 return Ok(Outcome::Finished(self.finished(state, value_text(value).into_owned())));
             }
-            if let Some(answer) = inner.final_answer.as_ref().and_then(FinalAnswer::take) {
-                return Ok(Outcome::Finished(self.finished(state, answer)));
-            }
             request.messages = std::mem::take(&mut state.messages);
         }
     }
@@ -754,6 +738,7 @@ struct LoopState {
 
 fn extensions(run: &RunState) -> Extensions {
     let mut extensions = Extensions::default();
+    extensions.insert(run.finish.clone());
     extensions.insert(run.clone());
     extensions
 }
