@@ -615,3 +615,109 @@ async fn approval_is_the_engines_refuse_approve_or_suspend() {
     let result = engine.execute_call(ToolCall::new("o1", "archive", json!({"path": "/z"}))).await;
     assert!(result.is_error() && result.text().contains("nothing here can wait"), "{}", result.text());
 }
+
+/// A model for `spawn_many`: the task `spawn {args}` calls it with these
+/// arguments and answers with its result (an error prefixed `ERROR: `);
+/// `child N` returns N × 10; `child fail` fails.
+fn merging_model() -> ScriptedClient {
+    ScriptedClient::from_fn(|request| {
+        let Some(Message::User { text: task }) = request.messages.first() else { return Ok(text_response("")) };
+        if let Some(args) = task.strip_prefix("spawn ") {
+            if let Some(Message::Tool { results }) = request.messages.last() {
+                let prefix = if results[0].is_error { "ERROR: " } else { "" };
+                return Ok(text_response(format!("{prefix}{}", results[0].content)));
+            }
+            let args: Value = serde_json::from_str(args).unwrap();
+            return Ok(calls_response(vec![ToolCall::new("m1", "spawn_many", args)]));
+        }
+        if task.starts_with("child fail") {
+            return Err(LlmError::Status { status: 500, message: "boom".into() });
+        }
+        if task.starts_with("child wait") {
+            return Ok(calls_response(vec![ToolCall::new("w", "wait", json!({}))]));
+        }
+        let n: i64 = task.rsplit(' ').next().unwrap().parse().unwrap();
+        Ok(calls_response(vec![ToolCall::new("r", "return_result", json!({"value": n * 10}))]))
+    })
+}
+
+/// Add up the sub-agents' answers.
+#[tool(safety = "safe")]
+fn merge_sum(results: Vec<TaskResult>) -> Result<i64, String> {
+    let mut sum = 0;
+    for result in results {
+        match result {
+            TaskResult::Ok(answer) => sum += answer.parse::<i64>().map_err(|e| e.to_string())?,
+            TaskResult::Error(error) => return Err(format!("a task failed: {error}")),
+        }
+    }
+    Ok(sum)
+}
+
+fn spawn_task(merge: Value, children: &[&str]) -> String {
+    let tasks: Vec<Value> = children.iter().map(|c| json!({"task": c})).collect();
+    format!("spawn {}", json!({"tasks": tasks, "merge": merge}))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn spawn_many_merges_all_first_success_or_with_a_named_function() {
+    use toolreg::policy::{MemorySink, Selection};
+    let mut registry = registry();
+    registry.register(merge_sum_tool::registration()).unwrap();
+    let audit = Arc::new(MemorySink::new());
+    let model = merging_model();
+    let agent = Agent::builder(model.clone(), "m", engine(&registry).audit(Arc::clone(&audit))).build();
+    let run = |task: String| {
+        let agent = agent.clone();
+        async move { finished(agent.run(task).await.unwrap()).answer }
+    };
+
+    // All (also the default when `merge` is left out): in task order.
+    let all: Vec<TaskResult> =
+        serde_json::from_str(&run(spawn_task(json!("all"), &["child 1", "child fail", "child 3"])).await).unwrap();
+    assert_eq!(all[0], TaskResult::Ok("10".into()));
+    assert!(matches!(&all[1], TaskResult::Error(e) if e.contains("boom")), "{all:?}");
+    assert_eq!(all[2], TaskResult::Ok("30".into()));
+
+    // First success: the failing task is passed over.
+    let first: Value =
+        serde_json::from_str(&run(spawn_task(json!("first_success"), &["child fail", "child 2"])).await).unwrap();
+    assert_eq!(first, json!({"task": 1, "answer": "20"}));
+    // ... and the others are stopped: one that would wait forever does not hold it.
+    let first = tokio::time::timeout(
+        Duration::from_secs(20),
+        run(spawn_task(json!("first_success"), &["child wait", "child 2"])),
+    )
+    .await
+    .expect("first_success waited for a slower sub-agent");
+    assert_eq!(serde_json::from_str::<Value>(&first).unwrap(), json!({"task": 1, "answer": "20"}));
+    let none = run(spawn_task(json!("first_success"), &["child fail", "child fail"])).await;
+    assert!(none.starts_with("ERROR: ") && none.contains("every sub-agent failed"), "{none}");
+
+    // A named function, called through the engine: the audit records it.
+    audit.take();
+    let merged = run(spawn_task(json!({"function": "merge_sum"}), &["child 1", "child 2", "child 4"])).await;
+    assert_eq!(merged, "70");
+    let calls: Vec<String> = audit.events().iter().map(|e| e.tool.clone()).collect();
+    assert!(calls.contains(&"merge_sum".to_owned()), "{calls:?}");
+    // Its failure is the model's to read, with the results it was given.
+    let failed = run(spawn_task(json!({"function": "merge_sum"}), &["child 1", "child fail"])).await;
+    assert!(failed.starts_with("ERROR: ") && failed.contains("a task failed"), "{failed}");
+    assert!(failed.contains(r#"{"ok":"10"}"#), "{failed}");
+
+    // An unknown function: refused before any sub-agent starts.
+    let before = model.requests().len();
+    let unknown = run(spawn_task(json!({"function": "ghost"}), &["child 1"])).await;
+    assert!(unknown.starts_with("ERROR: ") && unknown.contains("`ghost` is not available"), "{unknown}");
+    assert_eq!(model.requests().len(), before + 2, "a sub-agent ran");
+
+    // A function outside the selection is not offered either.
+    let narrow = engine(&registry).selection(Selection::all().deny(["merge_sum"]));
+    let agent = Agent::builder(merging_model(), "m", narrow).build();
+    let refused = finished(agent.run(spawn_task(json!({"function": "merge_sum"}), &["child 1"])).await.unwrap());
+    assert!(refused.answer.contains("`merge_sum` is not available"), "{}", refused.answer);
+
+    // A strategy the schema does not know: the model reads the argument error.
+    let bad = run(spawn_task(json!("best"), &["child 1"])).await;
+    assert!(bad.starts_with("ERROR: ") && bad.contains("merge"), "{bad}");
+}

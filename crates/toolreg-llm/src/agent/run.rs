@@ -204,3 +204,12 @@ pub(super) fn extensions(run: &RunState, deferred: Option<&Arc<Deferred>>) -> Ex
     }
     extensions
 }
+
+/// What a call the agent makes itself carries (a merge or post-processing
+/// function): the run's state, so agent functions work, but no [`Finish`]
+/// slot (it cannot end the run) and nowhere to defer an approval to.
+pub(super) fn nested_extensions(run: &RunState) -> Extensions {
+    let mut extensions = Extensions::default();
+    extensions.insert(run.clone());
+    extensions
+}
