@@ -721,3 +721,98 @@ async fn spawn_many_merges_all_first_success_or_with_a_named_function() {
     let bad = run(spawn_task(json!("best"), &["child 1"])).await;
     assert!(bad.starts_with("ERROR: ") && bad.contains("merge"), "{bad}");
 }
+
+/// Check that a report has a title.
+#[tool(safety = "safe")]
+fn validate_report(result: Value) -> Result<Value, String> {
+    match result.get("title") {
+        Some(Value::String(title)) if !title.is_empty() => Ok(result),
+        _ => Err("a report needs a non-empty `title`".to_owned()),
+    }
+}
+
+/// Add the report's word count.
+#[tool(safety = "safe")]
+fn count_words(result: Value) -> Value {
+    let words = result["body"].as_str().map_or(0, |b| b.split_whitespace().count());
+    json!({"title": result["title"], "body": result["body"], "words": words})
+}
+
+/// Upper-case a text answer.
+#[tool(safety = "safe")]
+fn upper(result: String) -> String {
+    result.to_uppercase()
+}
+
+fn post_registry() -> FunctionRegistry {
+    let mut registry = registry();
+    toolreg::register_tools!(registry, [validate_report_tool, count_words_tool, upper_tool]).unwrap();
+    registry
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn post_processing_validates_and_transforms_the_result_in_order() {
+    use toolreg::policy::MemorySink;
+    let audit = Arc::new(MemorySink::new());
+    let report = json!({"title": "Q3", "body": "sales went up"});
+    let model = ScriptedClient::new().then_call("r1", "return_result", json!({"value": report})).then_text("unused");
+    let agent = Agent::builder(model, "m", engine(&post_registry()).audit(Arc::clone(&audit)))
+        .post_process(["validate_report", "count_words"])
+        .build();
+    let done = finished(agent.run("report").await.unwrap());
+    assert_eq!(done.value, json!({"title": "Q3", "body": "sales went up", "words": 3}));
+    assert_eq!(serde_json::from_str::<Value>(&done.answer).unwrap(), done.value);
+    assert_eq!(done.steps, 1);
+    // Through the engine: audited like any call, in order.
+    let tools: Vec<String> = audit.events().iter().map(|e| e.tool.clone()).collect();
+    assert_eq!(tools, ["return_result", "validate_report", "count_words"]);
+
+    // A plain text answer goes through as a JSON string.
+    let model = ScriptedClient::new().then_text("all good");
+    let agent = Agent::builder(model, "m", engine(&post_registry())).post_process(["upper"]).build();
+    let done = finished(agent.run("say it").await.unwrap());
+    assert_eq!((done.answer.as_str(), &done.value), ("ALL GOOD", &json!("ALL GOOD")));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_refused_result_is_the_models_to_correct_within_the_limits() {
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&events);
+    let model = ScriptedClient::new()
+        .then_call("r1", "return_result", json!({"value": {"body": "no title"}}))
+        .then_call("r2", "return_result", json!({"value": {"title": "Fixed", "body": "now"}}));
+    let agent = Agent::builder(model.clone(), "m", engine(&post_registry()))
+        .post_process(["validate_report"])
+        .on_event(move |e| seen.lock().unwrap().push(e.clone()))
+        .build();
+    let done = finished(agent.run("report").await.unwrap());
+    assert_eq!(done.value, json!({"title": "Fixed", "body": "now"}));
+    assert_eq!(done.steps, 2);
+    // The model read the refusal as a tool's error reads.
+    let Some(Message::User { text }) = model.requests()[1].messages.last().cloned() else { panic!("no message") };
+    assert!(text.contains("not accepted") && text.contains("needs a non-empty `title`"), "{text}");
+    let refused = events.lock().unwrap().iter().filter(|e| matches!(e, AgentEvent::ResultRefused(_))).count();
+    assert_eq!(refused, 1);
+
+    // Never corrected: the step limit ends the run, as any run.
+    let model = ScriptedClient::from_fn(|_| Ok(text_response("still no title")));
+    let agent = Agent::builder(model, "m", engine(&post_registry()))
+        .post_process(["validate_report"])
+        .limits(Limits::default().max_steps(3))
+        .build();
+    assert!(matches!(agent.run("report").await, Err(AgentError::StepLimit { limit: 3, .. })));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unoffered_post_processing_function_stops_the_run_before_it_starts() {
+    use toolreg::policy::Selection;
+    let model = ScriptedClient::new().then_text("unused");
+    let agent = Agent::builder(model.clone(), "m", engine(&post_registry())).post_process(["ghost"]).build();
+    let error = agent.run("x").await.unwrap_err();
+    assert_eq!(error, AgentError::PostProcessNotOffered { function: "ghost".into() });
+    // Outside the selection is the same as unknown.
+    let narrow = engine(&post_registry()).selection(Selection::all().deny(["upper"]));
+    let agent = Agent::builder(model.clone(), "m", narrow).post_process(["upper"]).build();
+    assert!(matches!(agent.run("x").await, Err(AgentError::PostProcessNotOffered { .. })));
+    assert!(model.requests().is_empty(), "a model request was made");
+}

@@ -17,8 +17,8 @@ use crate::model::LlmClient;
 /// [`OutputBudget`](toolreg::engine::OutputBudget)), where calls are
 /// recorded (audit) and the batch limits — is the engine builder's, set
 /// exactly as for any [`ToolEngine`](toolreg::ToolEngine). The agent adds
-/// the model, the prompt, its own [`Limits`] and the tools the host runs
-/// itself.
+/// the model, the prompt, its own [`Limits`], the tools the host runs
+/// itself and the functions its result goes through.
 #[must_use]
 pub struct AgentBuilder {
     client: Arc<dyn LlmClient>,
@@ -27,6 +27,7 @@ pub struct AgentBuilder {
     system: Option<String>,
     limits: Limits,
     external: HashSet<String>,
+    post_process: Vec<String>,
     max_tokens_per_request: Option<u32>,
     on_event: Option<OnAgentEvent>,
     claims: Option<Namespace>,
@@ -51,6 +52,7 @@ impl Agent {
             system: None,
             limits: Limits::default(),
             external: HashSet::new(),
+            post_process: Vec::new(),
             max_tokens_per_request: None,
             on_event: None,
             claims: None,
@@ -86,6 +88,26 @@ impl AgentBuilder {
         self
     }
 
+    /// Functions of the registry that the run's result goes through, in
+    /// order, before it is returned: each validates or transforms it. Each
+    /// is called through the agent's engine like any call (selection,
+    /// approval and audit apply) with one argument,
+    /// [`POST_PROCESS_ARGUMENT`](super::POST_PROCESS_ARGUMENT)
+    /// (`{"result": value}`: the model's text as a string, or a finishing
+    /// tool's value), and what it returns is the result the next one gets.
+    ///
+    /// A function that fails (or is refused) sends the model a
+    /// [`PostProcessError`](super::PostProcessError) in a message, as a
+    /// tool's error reads, and the run goes on: the model may correct its
+    /// result, within the run's limits. A function the engine does not
+    /// offer stops the run before it starts
+    /// ([`AgentError::PostProcessNotOffered`](super::AgentError::PostProcessNotOffered)).
+    /// Sub-agents' results are not post-processed.
+    pub fn post_process<S: Into<String>>(mut self, functions: impl IntoIterator<Item = S>) -> Self {
+        self.post_process.extend(functions.into_iter().map(Into::into));
+        self
+    }
+
     /// Cap each answer's tokens.
     pub fn max_tokens_per_request(mut self, tokens: u32) -> Self {
         self.max_tokens_per_request = Some(tokens);
@@ -109,6 +131,7 @@ impl AgentBuilder {
                 system: self.system,
                 limits: self.limits,
                 external: self.external,
+                post_process: self.post_process,
                 max_tokens_per_request: self.max_tokens_per_request,
                 on_event: self.on_event,
                 depth: 0,

@@ -99,10 +99,12 @@
 
 mod builder;
 pub mod functions;
+mod post;
 mod run;
 mod suspend;
 
 pub use builder::AgentBuilder;
+pub use post::{POST_PROCESS_ARGUMENT, PostProcessError};
 pub use suspend::{PendingApproval, Resolution, SuspendForApproval, Suspended};
 
 use std::collections::HashSet;
@@ -190,6 +192,9 @@ pub enum AgentEvent {
     ToolResult(ToolResultMessage),
     /// A call waits for an approval from outside; the run suspends.
     ApprovalNeeded(PendingApproval),
+    /// A post-processing function refused the result; the model is told
+    /// and the run goes on.
+    ResultRefused(PostProcessError),
     /// A model request is retried.
     Retrying {
         /// The retry's number.
@@ -205,8 +210,13 @@ type OnAgentEvent = Arc<dyn Fn(&AgentEvent) + Send + Sync>;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Finished {
-    /// The answer: the model's last text, or what a finishing tool returned.
+    /// The answer: the model's last text, or what a finishing tool returned,
+    /// after post-processing, as text.
     pub answer: String,
+    /// The same result as JSON: a finishing tool's value or the model's
+    /// text (a string), after post-processing.
+    #[serde(default)]
+    pub value: serde_json::Value,
     /// The whole conversation.
     pub transcript: Vec<Message>,
     /// Tokens used.
@@ -278,6 +288,14 @@ pub enum AgentError {
     /// A suspended run was resumed without what it waits for.
     #[error("cannot resume: {0}")]
     Resume(String),
+    /// A post-processing function is not offered by the agent's engine
+    /// (unknown, or outside its selection): the run does not start, since
+    /// only the host can fix it.
+    #[error("the post-processing function `{function}` is not offered by the agent's engine")]
+    PostProcessNotOffered {
+        /// The function.
+        function: String,
+    },
     /// This suspension (or a call it approves) was already resumed: a
     /// suspension is resumable once, so an approved call never runs twice.
     #[error("the suspended run was already resumed ({what}); a suspension resumes once")]
@@ -296,7 +314,10 @@ impl AgentError {
             | AgentError::TimeLimit { transcript, .. }
             | AgentError::Cancelled { transcript }
             | AgentError::Model { transcript, .. } => Some(transcript),
-            AgentError::DepthLimit { .. } | AgentError::Resume(_) | AgentError::AlreadyResumed { .. } => None,
+            AgentError::DepthLimit { .. }
+            | AgentError::PostProcessNotOffered { .. }
+            | AgentError::Resume(_)
+            | AgentError::AlreadyResumed { .. } => None,
         }
     }
 }
@@ -316,6 +337,8 @@ struct Inner {
     /// Its sub-agents' engine when they are given no tool list: built once.
     sub_engine: OnceLock<ToolEngine>,
     system: Option<String>,
+    /// Functions the result goes through before it is returned.
+    post_process: Vec<String>,
     limits: Limits,
     external: HashSet<String>,
     max_tokens_per_request: Option<u32>,
@@ -433,6 +456,8 @@ impl Agent {
                      `return_result` with it."
                         .to_owned(),
                 ),
+                // A sub-agent's result goes back to its parent's model as is.
+                post_process: Vec::new(),
                 limits,
                 external: HashSet::new(),
                 max_tokens_per_request: inner.max_tokens_per_request,

@@ -5,6 +5,7 @@
 use std::sync::{Arc, PoisonError};
 use std::time::Instant;
 
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use toolreg::exec::value_text;
 use toolreg::{Extensions, Finish, ToolCall, ToolDeclaration};
@@ -23,6 +24,7 @@ impl Agent {
     /// Run from a conversation, cancellable: cancelling stops the model
     /// request and every running tool, sub-agents included.
     pub async fn run_with(&self, messages: Vec<Message>, cancel: CancellationToken) -> Result<Outcome, AgentError> {
+        self.check_post_process()?;
         let state = LoopState { messages, usage: Usage::default(), steps: 0, started: Instant::now() };
         self.drive(state, cancel).instrument(tracing::info_span!("agent_run", depth = self.inner.depth)).await
     }
@@ -48,8 +50,9 @@ impl Agent {
         }
     }
 
-    pub(super) fn finished(&self, state: LoopState, answer: String) -> Finished {
-        Finished { answer, transcript: state.messages, usage: state.usage, steps: state.steps }
+    pub(super) fn finished(&self, state: LoopState, value: Value) -> Finished {
+        let answer = value_text(&value).into_owned();
+        Finished { answer, value, transcript: state.messages, usage: state.usage, steps: state.steps }
     }
 
     pub(super) async fn drive(&self, mut state: LoopState, cancel: CancellationToken) -> Result<Outcome, AgentError> {
@@ -117,8 +120,13 @@ impl Agent {
             self.emit(&AgentEvent::ModelResponse { step, usage: response.usage, total: state.usage });
             request.messages.push(response.to_message());
             if response.tool_calls.is_empty() && response.refused.is_empty() {
-                state.messages = request.messages;
-                return Ok(Outcome::Finished(self.finished(state, response.text)));
+                state.messages = std::mem::take(&mut request.messages);
+                let run = self.run_state(&cancel, &state);
+                if let Some(value) = self.accept(&mut state, Value::String(response.text), &run).await {
+                    return Ok(Outcome::Finished(self.finished(state, value)));
+                }
+                request.messages = std::mem::take(&mut state.messages);
+                continue;
             }
             for call in &response.tool_calls {
                 self.emit(&AgentEvent::ToolCall(call.clone()));
@@ -170,8 +178,10 @@ impl Agent {
                 }));
             }
             state.messages.push(Message::Tool { results: done });
-            if let Some(value) = run.finish.get() {
-                return Ok(Outcome::Finished(self.finished(state, value_text(value).into_owned())));
+            if let Some(value) = run.finish.get()
+                && let Some(value) = self.accept(&mut state, value.clone(), &run).await
+            {
+                return Ok(Outcome::Finished(self.finished(state, value)));
             }
             request.messages = std::mem::take(&mut state.messages);
         }

@@ -16,7 +16,6 @@ use toolreg_builtins::store::StoreError;
 use super::run::{LoopState, extensions};
 use super::{Agent, AgentError, AgentEvent, Outcome};
 use crate::model::{Message, ToolResultMessage, Usage};
-use toolreg::exec::value_text;
 
 /// A dangerous call waiting for an approval, with the exact (validated)
 /// arguments and their hash the approval will be bound to.
@@ -133,6 +132,7 @@ impl Agent {
         resolutions: Vec<Resolution>,
         cancel: CancellationToken,
     ) -> Result<Outcome, AgentError> {
+        self.check_post_process()?;
         let by_id: HashMap<&str, &Resolution> = resolutions.iter().map(|r| (r.call_id(), r)).collect();
         for pending in suspended.approvals.iter().map(|p| &p.call_id).chain(suspended.external.iter().map(|c| &c.id)) {
             if !by_id.contains_key(pending.as_str()) {
@@ -208,8 +208,10 @@ impl Agent {
         refused.sort_by(|a, b| a.call_id.cmp(&b.call_id));
         results.extend(refused);
         state.messages.push(Message::Tool { results });
-        if let Some(value) = run.finish.get() {
-            return Ok(Outcome::Finished(self.finished(state, value_text(value).into_owned())));
+        if let Some(value) = run.finish.get()
+            && let Some(value) = self.accept(&mut state, value.clone(), &run).await
+        {
+            return Ok(Outcome::Finished(self.finished(state, value)));
         }
         self.drive(state, cancel).await
     }
