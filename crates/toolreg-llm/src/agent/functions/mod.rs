@@ -3,15 +3,17 @@
 //!
 //! - `call_llm(prompt, context_refs?)`: one model call without tools;
 //!   context passed as context-store handles.
-//! - `spawn_agent(task, tools?, context_refs?)`: a sub-agent with its own
-//!   selection (never user-scope tools), its limits taken from what the
-//!   caller has left, at most [`Limits::max_depth`](super::Limits) deep.
+//! - `spawn_agent(task, tools?, context_refs?)`: a sub-agent on the
+//!   caller's engine, offered what the caller is offered but the user-scope
+//!   tools (only `tools` when given), its limits taken from what the caller
+//!   has left, at most [`Limits::max_depth`](super::Limits) deep.
 //! - `spawn_many(tasks, merge?)`: sub-agents in parallel, at most three at a
 //!   time, their results merged as the caller asks (see [`Merge`]): all of
 //!   them in task order (the default; a failing one not losing the others),
 //!   the first success, or a registered function of the caller's choosing
 //!   that receives every result and returns the merged value.
-//! - `return_result(value)`: ends a sub-agent's run with its value.
+//! - `return_result(value)`: ends the run with its value, through the call
+//!   context's [`Finish`](toolreg::Finish) slot (the first finish wins).
 //!
 //! They read the run they serve from their call's context (the agent loop
 //! puts a [`RunState`] there), so one registration serves every agent and
