@@ -692,7 +692,9 @@ async fn spawn_many_merges_all_first_success_or_with_a_named_function() {
     .expect("first_success waited for a slower sub-agent");
     assert_eq!(serde_json::from_str::<Value>(&first).unwrap(), json!({"task": 1, "answer": "20"}));
     let none = run(spawn_task(json!("first_success"), &["child fail", "child fail"])).await;
-    assert!(none.starts_with("ERROR: ") && none.contains("every sub-agent failed"), "{none}");
+    assert!(none.starts_with("ERROR: ") && none.contains("no sub-agent succeeded: task 0: "), "{none}");
+    let empty = run(spawn_task(json!("first_success"), &[])).await;
+    assert!(empty.starts_with("ERROR: ") && empty.contains("no tasks were given"), "{empty}");
 
     // A named function, called through the engine: the audit records it.
     audit.take();

@@ -16,7 +16,10 @@ use crate::model::LlmClient;
 /// approves (approver), what wraps each call (layers, hooks,
 /// [`OutputBudget`](toolreg::engine::OutputBudget)), where calls are
 /// recorded (audit) and the batch limits — is the engine builder's, set
-/// exactly as for any [`ToolEngine`](toolreg::ToolEngine). The agent adds
+/// exactly as for any [`ToolEngine`](toolreg::ToolEngine): with no
+/// approver, a dangerous call is refused; with
+/// [`SuspendForApproval`](super::SuspendForApproval) (alone or as a policy's
+/// fallback), it suspends the run for the host to decide. The agent adds
 /// the model, the prompt, its own [`Limits`], the tools the host runs
 /// itself and the functions its result goes through.
 #[must_use]

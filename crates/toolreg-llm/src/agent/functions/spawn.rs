@@ -104,11 +104,19 @@ pub enum MergeError {
         results: String,
     },
     /// With `first_success`: every sub-agent failed.
-    #[error("every sub-agent failed: {}", errors.iter().enumerate().map(|(i, e)| format!("task {i}: {e}")).collect::<Vec<_>>().join("; "))]
+    #[error("no sub-agent succeeded: {}", failures(errors))]
     NoSuccess {
         /// Each one's error, in task order.
         errors: Vec<String>,
     },
+}
+
+/// Each task's error, for the model; or why there are none.
+fn failures(errors: &[String]) -> String {
+    if errors.is_empty() {
+        return "no tasks were given".to_owned();
+    }
+    errors.iter().enumerate().map(|(i, e)| format!("task {i}: {e}")).collect::<Vec<_>>().join("; ")
 }
 
 /// Run one sub-agent on `args` within the caller's remaining budget.
