@@ -282,10 +282,11 @@ fn claim_key(kind: &str, id: &str) -> Result<String, AgentError> {
 /// Set it on the agent's engine builder as its approver, alone or as the
 /// fallback of a policy (`PolicyApprover::new().approve_tool("read_db")
 /// .otherwise(SuspendForApproval)`), exactly where a live approver would
-/// go. It decides only for calls the model made in an agent run; any other
-/// call it is asked about (outside a run, in a sub-agent's run that cannot
-/// wait, a merge or post-processing function) is denied, with the reason
-/// for the model.
+/// go. It defers only the calls a model made in an agent run; any other
+/// call it is asked about (outside a run, a merge or post-processing
+/// function the agent calls itself) is denied, with the reason for the
+/// model. In a sub-agent's run the sub-agent stops, and its parent's model
+/// reads that it needed an approval from outside.
 ///
 /// A recorded decision binds as a live one does: to the call's id, its
 /// tool and its arguments hash, and it is used once.
