@@ -818,3 +818,36 @@ async fn an_unoffered_post_processing_function_stops_the_run_before_it_starts() 
     assert!(matches!(agent.run("x").await, Err(AgentError::PostProcessNotOffered { .. })));
     assert!(model.requests().is_empty(), "a model request was made");
 }
+
+/// Upper-case a text answer, dangerously.
+#[tool(safety = "dangerous")]
+fn risky_upper(result: String) -> String {
+    result.to_uppercase()
+}
+
+/// Merge results, dangerously.
+#[tool(safety = "dangerous")]
+fn risky_merge(results: Vec<TaskResult>) -> usize {
+    results.len()
+}
+
+/// Merge and post-processing functions are approved like any call: the
+/// engine's approver decides, and `SuspendForApproval` cannot defer a call
+/// the agent makes itself, so it is refused for the model to read.
+#[tokio::test(flavor = "multi_thread")]
+async fn merge_and_post_processing_functions_need_the_engines_approval() {
+    use toolreg::policy::PolicyApprover;
+    let mut registry = registry();
+    toolreg::register_tools!(registry, [risky_upper_tool, risky_merge_tool]).unwrap();
+    let policy = || PolicyApprover::new().approve_tool("risky_upper").otherwise(SuspendForApproval);
+
+    let model = ScriptedClient::new().then_text("fine");
+    let agent = Agent::builder(model, "m", ToolEngine::builder(&registry).approver(policy()))
+        .post_process(["risky_upper"])
+        .build();
+    assert_eq!(finished(agent.run("x").await.unwrap()).answer, "FINE");
+
+    let agent = Agent::builder(merging_model(), "m", ToolEngine::builder(&registry).approver(policy())).build();
+    let done = finished(agent.run(spawn_task(json!({"function": "risky_merge"}), &["child 1"])).await.unwrap());
+    assert!(done.answer.starts_with("ERROR: ") && done.answer.contains("nothing here can wait"), "{}", done.answer);
+}
