@@ -97,7 +97,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (client, model) = model()?;
     println!("model: {} ({model})", client.name());
 
-    let agent = Agent::builder_shared(client, model, &registry)
+    let agent = Agent::builder_shared(client, model, toolreg::ToolEngine::builder(&registry))
         .system("You are a careful calculator. Use the calculator tool for every computation.")
         .on_event(|event| match event {
             AgentEvent::ModelRequest { step, .. } => println!("-- step {step}: asking the model"),

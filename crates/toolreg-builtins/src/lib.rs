@@ -28,12 +28,10 @@
 //! let root = tempfile::tempdir()?;
 //! let (channel, _inbox) = InProcessChannel::new();
 //! let user = UserTools::new(channel);
-//! let finished = user.final_answer_slot(); // the agent loop reads this
 //!
 //! let mut registry = FunctionRegistry::new();
 //! Builtins::new().files(root.path()).user(user).register(&mut registry)?;
 //! assert!(registry.contains("edit_file") && registry.contains("final_answer"));
-//! assert!(!finished.is_set());
 //! # Ok(())
 //! # }
 //! ```
@@ -117,8 +115,8 @@ impl Builtins {
         self
     }
 
-    /// The user tools over a channel (or prepared [`UserTools`], to keep
-    /// their [`FinalAnswer`](user::FinalAnswer) slot).
+    /// The user tools over a channel (or prepared [`UserTools`], with
+    /// their options).
     pub fn user(mut self, channel: impl Into<UserTools>) -> Self {
         self.user = Some(channel.into());
         self

@@ -5,9 +5,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::json;
-use toolreg::{FunctionRegistry, SafetyLevel, Scope};
+use toolreg::{CallContext, Finish, FunctionRegistry, SafetyLevel, Scope};
 use toolreg_builtins::user::{
-    AskArgs, FinalAnswer, InProcessChannel, NoticeLevel, NotifyArgs, TerminalChannel, UserError, UserRequest, UserTools,
+    AskArgs, FinalArgs, InProcessChannel, NoticeLevel, NotifyArgs, TerminalChannel, UserError, UserRequest, UserTools,
 };
 
 /// A writer the test can read back.
@@ -38,7 +38,8 @@ fn never() -> std::future::Pending<()> {
 async fn the_in_process_channel_carries_questions_notices_and_the_final_answer() {
     let (channel, mut inbox) = InProcessChannel::new();
     let user = UserTools::new(channel);
-    let slot = user.final_answer_slot();
+    let slot = Finish::new();
+    let hosted = || toolreg::CallOptions::new().extension(slot.clone());
     let mut registry = FunctionRegistry::new();
     registry.register_all(user.registrations()).unwrap();
     for (name, safety) in
@@ -76,15 +77,17 @@ async fn the_in_process_channel_carries_questions_notices_and_the_final_answer()
     assert_eq!(out.value, json!({"delivered": true}));
 
     assert!(!slot.is_set());
-    let out = registry.execute("final_answer", json!({"answer": "Deployed to staging."})).await.unwrap();
+    let answer = json!({"answer": "Deployed to staging."});
+    let call = toolreg::ToolCall::new("f1", "final_answer", answer);
+    let out = toolreg::ToolExecutor::execute_call_with(&registry, call, hosted()).await.outcome.unwrap();
     assert_eq!(out.value, json!({"finished": true, "answer": "Deployed to staging."}));
-    assert_eq!(slot.get().as_deref(), Some("Deployed to staging."));
-    assert_eq!(slot.wait().await, "Deployed to staging.");
-    // A second final answer is refused and the first one stays.
-    let err = registry.execute("final_answer", json!({"answer": "again"})).await.unwrap_err();
+    assert_eq!(slot.get(), Some(&json!("Deployed to staging.")));
+    // A second final answer in the same run is refused, the first one stays,
+    // and the user is not shown the second.
+    let call = toolreg::ToolCall::new("f2", "final_answer", json!({"answer": "again"}));
+    let err = toolreg::ToolExecutor::execute_call_with(&registry, call, hosted()).await.outcome.unwrap_err();
     assert!(err.to_string().contains("already has a final answer"));
-    assert_eq!(slot.take().as_deref(), Some("Deployed to staging."));
-    assert!(!slot.is_set());
+    assert_eq!(slot.get(), Some(&json!("Deployed to staging.")));
 
     drop(registry);
     drop(user);
@@ -159,11 +162,26 @@ async fn bad_questions_are_refused_before_the_user_is_asked() {
     assert!(matches!(answer.unwrap_err(), UserError::Closed { .. }));
     drop(inbox);
     assert!(matches!(user.ask(&AskArgs::new("Hello?"), never()).await.unwrap_err(), UserError::Closed { .. }));
-    // And a failed final answer leaves the slot as it was.
-    let slot = FinalAnswer::new();
-    slot.set("done").unwrap();
-    assert_eq!(slot.set("again"), Err(UserError::AlreadyFinished));
-    assert_eq!(slot.get().as_deref(), Some("done"));
+}
+
+#[tokio::test]
+async fn final_answer_shares_the_run_slot_with_every_finishing_tool() {
+    // Another tool finished the run first: final_answer is refused and the
+    // run's result is untouched.
+    let (channel, mut inbox) = InProcessChannel::new();
+    let user = UserTools::new(channel);
+    let slot = Finish::new();
+    let cx = CallContext::new("c1").with_extension(slot.clone());
+    assert!(cx.finish(json!({"report": 1})));
+    let err = user.finish(&cx, &FinalArgs::new("late")).await.unwrap_err();
+    assert_eq!(err, UserError::AlreadyFinished);
+    assert_eq!(slot.get(), Some(&json!({"report": 1})));
+    assert!(inbox.try_recv().is_none(), "a refused answer reached the user");
+
+    // No host waiting (no slot): the answer is only shown.
+    let done = user.finish(&CallContext::new("c2"), &FinalArgs::new("shown")).await.unwrap();
+    assert!(done.finished);
+    assert!(matches!(inbox.try_recv(), Some(UserRequest::Final(answer)) if answer == "shown"));
 }
 
 #[tokio::test]

@@ -3,10 +3,11 @@
 use std::io::{IsTerminal, Write};
 use std::sync::Arc;
 
+use toolreg::ToolEngine;
 use toolreg::policy::{ApproveAll, TerminalApprover};
 use toolreg_builtins::user::{TerminalChannel, UserTools};
 use toolreg_llm::agent::functions::AgentTools;
-use toolreg_llm::agent::{Agent, AgentEvent, Limits, Outcome};
+use toolreg_llm::agent::{Agent, AgentEvent, Limits, Outcome, SuspendForApproval};
 use toolreg_llm::client::{ProviderKind, UnknownProviderKind};
 use toolreg_llm::{LlmClient, LlmError};
 
@@ -44,27 +45,31 @@ pub async fn run(tools: Tools, args: RunArgs) -> Result<(), CliError> {
     let (client, model) = client(&args)?;
     let mut registry = tools.registry.clone();
     let user = UserTools::new(TerminalChannel::stdio());
-    let answer_slot = user.final_answer_slot();
     let mut registrations = user.registrations();
     registrations.extend(AgentTools::new().registrations());
     registry.register_all(registrations).map_err(|e| CliError::new(e.to_string()))?;
 
-    let mut builder = Agent::builder_shared(client, model, &registry)
+    // The agent's calls go through an engine configured as `toolreg call`
+    // configures its own; with nobody to ask, a dangerous call suspends the
+    // run, which is reported below.
+    let mut engine = ToolEngine::builder(&registry);
+    engine = if args.yes {
+        engine.approver(ApproveAll::new("--yes"))
+    } else if std::io::stdin().is_terminal() {
+        engine.approver(TerminalApprover::stdio())
+    } else {
+        engine.approver(SuspendForApproval)
+    };
+    if let Some(audit) = &tools.audit {
+        engine = engine.audit(Arc::clone(audit));
+    }
+    let builder = Agent::builder_shared(client, model, engine)
         .system(
             "You are a capable assistant working in the user's directory with the tools given. Use them to do the \
              task, then answer briefly (or call final_answer).",
         )
         .limits(Limits::default().max_steps(args.max_steps))
-        .final_answer(answer_slot)
         .on_event(progress);
-    if args.yes {
-        builder = builder.approver(ApproveAll::new("--yes"));
-    } else if std::io::stdin().is_terminal() {
-        builder = builder.approver(TerminalApprover::stdio());
-    }
-    if let Some(audit) = &tools.audit {
-        builder = builder.audit(Arc::clone(audit));
-    }
     let agent = builder.build();
     let cancel = tokio_util::sync::CancellationToken::new();
     let stop = cancel.clone();

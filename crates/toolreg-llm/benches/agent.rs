@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::{Value, json};
-use toolreg::{FunctionRegistry, ParamType, SafetyLevel, ToolCall, ToolDeclaration};
+use toolreg::{FunctionRegistry, ParamType, SafetyLevel, ToolCall, ToolDeclaration, ToolEngine};
 use toolreg_llm::Message;
 use toolreg_llm::agent::functions::AgentTools;
 use toolreg_llm::agent::{Agent, Limits, Outcome};
@@ -46,7 +46,9 @@ fn benches(c: &mut Criterion) {
         }
     })
     .unrecorded();
-    let agent = Agent::builder(model, "scripted", &registry).limits(Limits::default().max_steps(10)).build();
+    let agent = Agent::builder(model, "scripted", ToolEngine::builder(&registry))
+        .limits(Limits::default().max_steps(10))
+        .build();
     let mut group = c.benchmark_group("agent");
     group.throughput(Throughput::Elements(10)).measurement_time(Duration::from_secs(5));
     group.bench_function("loop_10_steps_20_tools", |b| {
@@ -72,7 +74,9 @@ fn benches(c: &mut Criterion) {
         Ok(calls_response(vec![ToolCall::new("r", "return_result", json!({"value": 1}))]))
     })
     .unrecorded();
-    let agent = Agent::builder(model, "scripted", &registry).limits(Limits::default().max_steps(200)).build();
+    let agent = Agent::builder(model, "scripted", ToolEngine::builder(&registry))
+        .limits(Limits::default().max_steps(200))
+        .build();
     let mut group = c.benchmark_group("agent");
     group.sample_size(20).measurement_time(Duration::from_secs(5));
     group.bench_function("spawn_many_100", |b| {

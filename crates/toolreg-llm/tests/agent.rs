@@ -8,10 +8,11 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
+use toolreg::engine::{EngineBuilder, ToolEngine};
 use toolreg::policy::{ApprovalRequest, approver_fn};
-use toolreg::{CallContext, FunctionRegistry, ToolCall, tool};
+use toolreg::{CallContext, FunctionRegistry, ToolCall, ToolExecutor, tool};
 use toolreg_llm::agent::functions::{AgentTools, TaskResult};
-use toolreg_llm::agent::{Agent, AgentError, AgentEvent, Limits, Outcome, Resolution, Suspended};
+use toolreg_llm::agent::{Agent, AgentError, AgentEvent, Limits, Outcome, Resolution, SuspendForApproval, Suspended};
 use toolreg_llm::scripted::{ScriptedClient, calls_response, text_response};
 use toolreg_llm::{LlmError, Message, ModelResponse};
 
@@ -42,6 +43,11 @@ fn registry() -> FunctionRegistry {
     toolreg::register_tools!(r, [add_tool, wipe_tool, wait_tool]).unwrap();
     AgentTools::new().register(&mut r).unwrap();
     r
+}
+
+/// The engine most tests run on: dangerous calls suspend the run.
+fn engine(registry: &FunctionRegistry) -> EngineBuilder {
+    ToolEngine::builder(registry).approver(SuspendForApproval)
 }
 
 fn finished(outcome: Outcome) -> toolreg_llm::agent::Finished {
@@ -75,7 +81,7 @@ async fn multi_step_parallel_calls_and_a_corrected_malformed_call() {
         .then_text("3 and 30");
     let events = Arc::new(Mutex::new(Vec::new()));
     let seen = Arc::clone(&events);
-    let agent = Agent::builder(model.clone(), "m", &registry())
+    let agent = Agent::builder(model.clone(), "m", engine(&registry()))
         .system("Be brief.")
         .on_event(move |e| seen.lock().unwrap().push(e.clone()))
         .build();
@@ -104,12 +110,12 @@ async fn multi_step_parallel_calls_and_a_corrected_malformed_call() {
 async fn each_limit_is_a_typed_error_with_the_transcript() {
     let forever =
         || ScriptedClient::from_fn(|_| Ok(calls_response(vec![ToolCall::new("x", "add", json!({"a": 1, "b": 1}))])));
-    let agent = Agent::builder(forever(), "m", &registry()).limits(Limits::default().max_steps(3)).build();
+    let agent = Agent::builder(forever(), "m", engine(&registry())).limits(Limits::default().max_steps(3)).build();
     match agent.run("loop").await {
         Err(AgentError::StepLimit { limit: 3, transcript }) => assert_eq!(transcript.len(), 7),
         other => panic!("{other:?}"),
     }
-    let agent = Agent::builder(forever(), "m", &registry()).limits(Limits::default().max_tokens(40)).build();
+    let agent = Agent::builder(forever(), "m", engine(&registry())).limits(Limits::default().max_tokens(40)).build();
     match agent.run("loop").await {
         Err(AgentError::TokenLimit { limit: 40, used, transcript }) => {
             assert!(used >= 40);
@@ -118,8 +124,9 @@ async fn each_limit_is_a_typed_error_with_the_transcript() {
         other => panic!("{other:?}"),
     }
     let slow = ScriptedClient::from_fn(|_| Ok(calls_response(vec![ToolCall::new("w", "wait", json!({}))])));
-    let agent =
-        Agent::builder(slow, "m", &registry()).limits(Limits::default().max_time(Duration::from_millis(300))).build();
+    let agent = Agent::builder(slow, "m", engine(&registry()))
+        .limits(Limits::default().max_time(Duration::from_millis(300)))
+        .build();
     let started = std::time::Instant::now();
     let error = tokio::time::timeout(Duration::from_secs(20), async {
         let cancel = CancellationToken::new();
@@ -136,7 +143,7 @@ async fn each_limit_is_a_typed_error_with_the_transcript() {
     assert!(started.elapsed() < Duration::from_secs(10));
 
     let failing = ScriptedClient::new().then(Err(LlmError::Status { status: 500, message: "down".into() }));
-    let agent = Agent::builder(failing, "m", &registry()).build();
+    let agent = Agent::builder(failing, "m", engine(&registry())).build();
     assert!(matches!(agent.run("x").await, Err(AgentError::Model { .. })));
 }
 
@@ -144,7 +151,7 @@ async fn each_limit_is_a_typed_error_with_the_transcript() {
 async fn cancellation_stops_the_running_tools() {
     let model = ScriptedClient::new()
         .then_calls(vec![ToolCall::new("w1", "wait", json!({})), ToolCall::new("w2", "wait", json!({}))]);
-    let agent = Agent::builder(model, "m", &registry()).build();
+    let agent = Agent::builder(model, "m", engine(&registry())).build();
     let cancel = CancellationToken::new();
     let stop = cancel.clone();
     tokio::spawn(async move {
@@ -161,12 +168,11 @@ async fn live_approvals_run_or_refuse_dangerous_calls() {
     let before = WIPED.load(Ordering::SeqCst);
     for approve in [true, false] {
         let model = ScriptedClient::new().then_call("d1", "wipe", json!({"path": "/tmp/x"})).then_text("done");
-        let agent = Agent::builder(model, "m", &registry())
-            .approver(approver_fn("test", move |r: ApprovalRequest| {
-                let d = if approve { r.approve() } else { r.deny("no") };
-                async move { d }
-            }))
-            .build();
+        let approver = approver_fn("test", move |r: ApprovalRequest| {
+            let d = if approve { r.approve() } else { r.deny("no") };
+            async move { d }
+        });
+        let agent = Agent::builder(model, "m", ToolEngine::builder(&registry()).approver(approver)).build();
         let done = finished(agent.run("wipe").await.unwrap());
         let results = tool_results(&done.transcript);
         assert_eq!(results[0].2, !approve, "{results:?}");
@@ -184,7 +190,7 @@ async fn suspension_serialises_and_resumes_in_a_fresh_process() {
         let suspended: Suspended = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         let resolutions: Vec<Resolution> =
             serde_json::from_str(&std::fs::read_to_string(format!("{path}.decisions")).unwrap()).unwrap();
-        let agent = Agent::builder(ScriptedClient::new().then_text("all done"), "m", &registry()).build();
+        let agent = Agent::builder(ScriptedClient::new().then_text("all done"), "m", engine(&registry())).build();
         let outcome = agent.resume(suspended, resolutions, CancellationToken::new()).await.unwrap();
         let done = finished(outcome);
         std::fs::write(format!("{path}.out"), serde_json::to_string(&tool_results(&done.transcript)).unwrap()).unwrap();
@@ -194,7 +200,7 @@ async fn suspension_serialises_and_resumes_in_a_fresh_process() {
         ToolCall::new("s1", "add", json!({"a": 1, "b": 1})),
         ToolCall::new("s2", "wipe", json!({"path": "/data"})),
     ]);
-    let agent = Agent::builder(model, "m", &registry()).build();
+    let agent = Agent::builder(model, "m", engine(&registry())).build();
     let Outcome::Suspended(suspended) = agent.run("clean up").await.unwrap() else { panic!("not suspended") };
     assert_eq!(suspended.approvals.len(), 1);
     assert_eq!(suspended.approvals[0].call_id, "s2");
@@ -251,7 +257,7 @@ async fn a_recorded_approval_is_bound_to_its_tool() {
     let mut registry = registry();
     registry.register(archive_tool::registration()).unwrap();
     let model = ScriptedClient::new().then_call("a1", "archive", json!({"path": "/data"})).then_text("done");
-    let agent = Agent::builder(model, "m", &registry).build();
+    let agent = Agent::builder(model, "m", engine(&registry)).build();
     let Outcome::Suspended(suspended) = agent.run("archive it").await.unwrap() else { panic!("not suspended") };
     let approval = suspended.approvals[0].approve();
     let mut edited: Suspended = serde_json::from_value(serde_json::to_value(&suspended).unwrap()).unwrap();
@@ -272,7 +278,8 @@ async fn a_suspension_resumes_once() {
     registry.register(archive_tool::registration()).unwrap();
     let store = toolreg_builtins::store::SqliteStore::in_memory().await.unwrap();
     let claims = store.namespace("resumed-runs").unwrap();
-    let agent = |model: ScriptedClient| Agent::builder(model, "m", &registry).resume_claims(claims.clone()).build();
+    let agent =
+        |model: ScriptedClient| Agent::builder(model, "m", engine(&registry)).resume_claims(claims.clone()).build();
     let first = agent(ScriptedClient::new().then_call("r1", "archive", json!({"path": "/x"})).then_text("done"));
     let Outcome::Suspended(suspended) = first.run("archive it").await.unwrap() else { panic!("not suspended") };
     let approval = suspended.approvals[0].approve();
@@ -304,7 +311,7 @@ async fn a_suspension_resumes_once() {
 #[tokio::test(flavor = "multi_thread")]
 async fn external_tools_suspend_for_the_hosts_answer() {
     let model = ScriptedClient::new().then_call("e1", "add", json!({"a": 1, "b": 2})).then_text("the host said 99");
-    let agent = Agent::builder(model, "m", &registry()).external(["add"]).build();
+    let agent = Agent::builder(model, "m", engine(&registry())).external(["add"]).build();
     let Outcome::Suspended(suspended) = agent.run("x").await.unwrap() else { panic!("not suspended") };
     assert_eq!(suspended.external[0].id, "e1");
     let resumed =
@@ -354,7 +361,7 @@ fn family_model() -> ScriptedClient {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn spawn_many_keeps_order_and_survives_a_failing_child() {
-    let agent = Agent::builder(family_model(), "m", &registry()).build();
+    let agent = Agent::builder(family_model(), "m", engine(&registry())).build();
     let done = finished(agent.run("parent").await.unwrap());
     let results: Vec<TaskResult> = serde_json::from_str(&done.answer).unwrap();
     assert_eq!(results[0], TaskResult::Ok("10".into()));
@@ -366,14 +373,15 @@ async fn spawn_many_keeps_order_and_survives_a_failing_child() {
 async fn sub_agents_are_depth_limited_and_never_see_user_tools() {
     use toolreg_llm::agent::Budget;
     let budget = Budget { steps: 3, tokens: Some(100), deadline: None };
-    let agent = Agent::builder(family_model(), "m", &registry()).limits(Limits::default().max_depth(1)).build();
+    let agent = Agent::builder(family_model(), "m", engine(&registry())).limits(Limits::default().max_depth(1)).build();
     let sub = agent.sub_agent(None, budget).unwrap();
     assert_eq!((sub.depth(), sub.limits().max_steps, sub.limits().max_tokens), (1, 3, Some(100)));
     assert!(matches!(sub.sub_agent(None, budget), Err(AgentError::DepthLimit { limit: 1 })));
 
     // In a run: the refusal is a result the model reads.
-    let agent =
-        Agent::builder(family_model(), "m", &registry()).limits(Limits::default().max_depth(0).max_steps(1)).build();
+    let agent = Agent::builder(family_model(), "m", engine(&registry()))
+        .limits(Limits::default().max_depth(0).max_steps(1))
+        .build();
     let Err(AgentError::StepLimit { transcript, .. }) = agent.run("deep").await else {
         panic!("expected the step limit")
     };
@@ -383,7 +391,7 @@ async fn sub_agents_are_depth_limited_and_never_see_user_tools() {
     let mut registry = registry();
     registry.register(ask_me_tool::registration()).unwrap();
     let model = family_model();
-    let agent = Agent::builder(model.clone(), "m", &registry).build();
+    let agent = Agent::builder(model.clone(), "m", engine(&registry)).build();
     finished(agent.run("parent").await.unwrap());
     for request in model.requests() {
         let Some(Message::User { text }) = request.messages.first() else { continue };
@@ -421,7 +429,9 @@ fn my_notes() -> String {
 async fn an_agent_layers_its_own_functions_over_a_shared_registry() {
     let shared = registry();
     let model = ScriptedClient::new().then_call("n1", "my_notes", json!({})).then_text("ok");
-    let agent = Agent::builder(model.clone(), "m", &shared).register(my_notes_tool::registration()).unwrap().build();
+    let mut mine = shared.clone();
+    mine.register(my_notes_tool::registration()).unwrap();
+    let agent = Agent::builder(model.clone(), "m", engine(&mine)).build();
     let done = finished(agent.run("notes").await.unwrap());
     assert_eq!(tool_results(&done.transcript)[0].1, "only mine");
     assert!(model.requests()[0].tools.iter().any(|t| t.name == "my_notes"));
@@ -442,7 +452,7 @@ async fn a_call_to_an_undeclared_tool_is_answered_and_the_run_goes_on() {
         outcome: Err(toolreg::ToolError::NotOffered { available: vec!["add".into()] }),
     }];
     let model = ScriptedClient::new().then(Ok(refused_step)).then_text("done");
-    let agent = Agent::builder(model.clone(), "m", &registry()).build();
+    let agent = Agent::builder(model.clone(), "m", engine(&registry())).build();
     let done = finished(agent.run("go").await.unwrap());
     assert_eq!(done.answer, "done");
     assert_eq!(WIPED.load(Ordering::SeqCst), before, "the undeclared call ran");
@@ -463,7 +473,381 @@ async fn a_call_to_an_undeclared_tool_is_answered_and_the_run_goes_on() {
         outcome: Err(toolreg::ToolError::NotOffered { available: vec!["add".into()] }),
     }];
     let model = ScriptedClient::new().then(Ok(only_refused)).then_text("ok");
-    let agent = Agent::builder(model.clone(), "m", &registry()).build();
+    let agent = Agent::builder(model.clone(), "m", engine(&registry())).build();
     assert_eq!(finished(agent.run("go").await.unwrap()).answer, "ok");
     assert_eq!(model.requests().len(), 2);
+}
+
+/// The user tools over an in-process channel nobody reads.
+fn with_user_tools(mut registry: FunctionRegistry) -> FunctionRegistry {
+    let (channel, inbox) = toolreg_builtins::user::InProcessChannel::new();
+    std::mem::forget(inbox); // keep the channel open: final_answer shows its answer there
+    registry.register_all(toolreg_builtins::user::UserTools::new(channel).registrations()).unwrap();
+    registry
+}
+
+/// `final_answer` (a built-in user tool) and `return_result` (an agent
+/// function) end a run through the same slot, and the run's answer is
+/// what the first of them gave: the second is refused.
+#[tokio::test(flavor = "multi_thread")]
+async fn both_finishing_tools_end_a_run_and_the_first_finish_wins() {
+    let registry = with_user_tools(registry());
+    let model =
+        ScriptedClient::new().then_call("f1", "final_answer", json!({"answer": "forty-two"})).then_text("unused");
+    let agent = Agent::builder(model.clone(), "m", engine(&registry)).build();
+    let done = finished(agent.run("answer").await.unwrap());
+    assert_eq!((done.answer.as_str(), done.steps), ("forty-two", 1));
+
+    let model = ScriptedClient::new().then_call("r1", "return_result", json!({"value": {"n": 42}})).then_text("unused");
+    let agent = Agent::builder(model, "m", engine(&registry)).build();
+    let done = finished(agent.run("answer").await.unwrap());
+    assert_eq!((done.answer.as_str(), done.steps), (r#"{"n":42}"#, 1));
+
+    // Both in one turn (the safe return_result may run before the cautious
+    // final_answer): whichever finishes first is the answer, the other is
+    // refused.
+    let model = ScriptedClient::new()
+        .then_calls(vec![
+            ToolCall::new("f1", "final_answer", json!({"answer": "first"})),
+            ToolCall::new("r1", "return_result", json!({"value": "second"})),
+        ])
+        .then_text("unused");
+    let agent = Agent::builder(model, "m", engine(&registry)).build();
+    let done = finished(agent.run("answer").await.unwrap());
+    let results = tool_results(&done.transcript);
+    let refused: Vec<_> = results.iter().filter(|(_, text, error)| *error && text.contains("already")).collect();
+    assert_eq!(refused.len(), 1, "{results:?}");
+    let winner = if refused[0].0 == "f1" { "second" } else { "first" };
+    assert_eq!(done.answer, winner, "{results:?}");
+}
+
+/// Repeat a word.
+#[tool(safety = "safe")]
+fn shout(word: String, times: usize) -> String {
+    word.repeat(times)
+}
+
+/// The agent's calls go through the engine its builder was given: a hook
+/// rewrites the model's arguments, an `OutputBudget` cuts the result, an
+/// audit sink records the call, and the selection decides what the model
+/// is offered and may call — sub-agents included.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_agents_calls_go_through_its_engine_with_hooks_budget_audit_and_selection() {
+    use toolreg::engine::{OutputBudget, hook_fn};
+    use toolreg::policy::{MemorySink, Selection};
+
+    let mut registry = registry();
+    registry.register(shout_tool::registration()).unwrap();
+    let audit = Arc::new(MemorySink::new());
+    let hook = hook_fn(|mut call, next| async move {
+        call.arguments["word"] = json!("hooked-");
+        next.run(call).await
+    })
+    .named("rewrite");
+    let engine = ToolEngine::builder(&registry)
+        .selection(Selection::all().deny(["wipe"]))
+        .layer(hook)
+        .layer(OutputBudget::new(40))
+        .audit(Arc::clone(&audit));
+    let model = ScriptedClient::new()
+        .then_calls(vec![
+            ToolCall::new("s1", "shout", json!({"word": "hi", "times": 20})),
+            ToolCall::new("w1", "wipe", json!({"path": "/"})),
+        ])
+        .then_text("done");
+    let agent = Agent::builder(model.clone(), "m", engine).build();
+    let wiped = WIPED.load(Ordering::SeqCst);
+    let done = finished(agent.run("shout").await.unwrap());
+
+    let results = tool_results(&done.transcript);
+    let (_, shouted, error) = &results[0];
+    assert!(!error);
+    assert!(shouted.starts_with("hooked-hooked-") && !shouted.contains("hi"), "the hook ran: {shouted}");
+    assert!(shouted.contains("characters removed"), "the budget cut it: {shouted}");
+    assert!(results[1].2 && results[1].1.contains("not available"), "{results:?}");
+    assert_eq!(WIPED.load(Ordering::SeqCst), wiped, "a tool outside the selection ran");
+
+    let offered: Vec<String> = model.requests()[0].tools.iter().map(|t| t.name.clone()).collect();
+    assert!(offered.contains(&"shout".to_owned()) && !offered.contains(&"wipe".to_owned()), "{offered:?}");
+    let events = audit.events();
+    let mut tools: Vec<&str> = events.iter().map(|e| e.tool.as_str()).collect();
+    tools.sort_unstable(); // the refusal may be recorded first
+    assert_eq!(tools, ["shout", "wipe"]);
+
+    // A sub-agent runs on the same engine: same selection (never wider),
+    // same audit.
+    let sub = agent.sub_agent(None, toolreg_llm::agent::Budget { steps: 2, tokens: None, deadline: None }).unwrap();
+    let names: Vec<String> = sub.engine().tools().get_declarations().iter().map(|d| d.name.clone()).collect();
+    assert!(names.contains(&"shout".to_owned()) && !names.contains(&"wipe".to_owned()), "{names:?}");
+    let sub_result = sub.engine().execute_call(ToolCall::new("x1", "shout", json!({"word": "a", "times": 1}))).await;
+    assert_eq!(sub_result.text(), "hooked-");
+    assert_eq!(audit.events().len(), 3);
+}
+
+/// An engine with no approver refuses dangerous calls (as `toolreg call`
+/// does); `SuspendForApproval` as a policy's fallback suspends only the
+/// calls the policy leaves to it.
+#[tokio::test(flavor = "multi_thread")]
+async fn approval_is_the_engines_refuse_approve_or_suspend() {
+    use toolreg::policy::PolicyApprover;
+    let before = WIPED.load(Ordering::SeqCst);
+    let model = ScriptedClient::new().then_call("d1", "wipe", json!({"path": "/x"})).then_text("done");
+    let agent = Agent::builder(model, "m", ToolEngine::builder(&registry())).build();
+    let done = finished(agent.run("wipe").await.unwrap());
+    let results = tool_results(&done.transcript);
+    assert!(results[0].2 && results[0].1.contains("approv"), "{results:?}");
+
+    let mut registry = registry();
+    registry.register(archive_tool::registration()).unwrap();
+    let policy = PolicyApprover::new().approve_tool("wipe").otherwise(SuspendForApproval);
+    let model = ScriptedClient::new().then_calls(vec![
+        ToolCall::new("d1", "wipe", json!({"path": "/y"})),
+        ToolCall::new("a1", "archive", json!({"path": "/y"})),
+    ]);
+    let agent = Agent::builder(model, "m", ToolEngine::builder(&registry).approver(policy)).build();
+    let Outcome::Suspended(suspended) = agent.run("both").await.unwrap() else { panic!("not suspended") };
+    assert_eq!(WIPED.load(Ordering::SeqCst), before + 1, "the policy approved wipe live");
+    assert_eq!(suspended.approvals.len(), 1);
+    assert_eq!(suspended.approvals[0].tool, "archive");
+
+    // Outside a run nothing can wait: the call is denied with the reason.
+    let engine = ToolEngine::builder(&registry).approver(SuspendForApproval).build();
+    let result = engine.execute_call(ToolCall::new("o1", "archive", json!({"path": "/z"}))).await;
+    assert!(result.is_error() && result.text().contains("nothing here can wait"), "{}", result.text());
+}
+
+/// A model for `spawn_many`: the task `spawn {args}` calls it with these
+/// arguments and answers with its result (an error prefixed `ERROR: `);
+/// `child N` returns N × 10; `child fail` fails.
+fn merging_model() -> ScriptedClient {
+    ScriptedClient::from_fn(|request| {
+        let Some(Message::User { text: task }) = request.messages.first() else { return Ok(text_response("")) };
+        if let Some(args) = task.strip_prefix("spawn ") {
+            if let Some(Message::Tool { results }) = request.messages.last() {
+                let prefix = if results[0].is_error { "ERROR: " } else { "" };
+                return Ok(text_response(format!("{prefix}{}", results[0].content)));
+            }
+            let args: Value = serde_json::from_str(args).unwrap();
+            return Ok(calls_response(vec![ToolCall::new("m1", "spawn_many", args)]));
+        }
+        if task.starts_with("child fail") {
+            return Err(LlmError::Status { status: 500, message: "boom".into() });
+        }
+        if task.starts_with("child wait") {
+            return Ok(calls_response(vec![ToolCall::new("w", "wait", json!({}))]));
+        }
+        let n: i64 = task.rsplit(' ').next().unwrap().parse().unwrap();
+        Ok(calls_response(vec![ToolCall::new("r", "return_result", json!({"value": n * 10}))]))
+    })
+}
+
+/// Add up the sub-agents' answers.
+#[tool(safety = "safe")]
+fn merge_sum(results: Vec<TaskResult>) -> Result<i64, String> {
+    let mut sum = 0;
+    for result in results {
+        match result {
+            TaskResult::Ok(answer) => sum += answer.parse::<i64>().map_err(|e| e.to_string())?,
+            TaskResult::Error(error) => return Err(format!("a task failed: {error}")),
+        }
+    }
+    Ok(sum)
+}
+
+fn spawn_task(merge: Value, children: &[&str]) -> String {
+    let tasks: Vec<Value> = children.iter().map(|c| json!({"task": c})).collect();
+    format!("spawn {}", json!({"tasks": tasks, "merge": merge}))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn spawn_many_merges_all_first_success_or_with_a_named_function() {
+    use toolreg::policy::{MemorySink, Selection};
+    let mut registry = registry();
+    registry.register(merge_sum_tool::registration()).unwrap();
+    let audit = Arc::new(MemorySink::new());
+    let model = merging_model();
+    let agent = Agent::builder(model.clone(), "m", engine(&registry).audit(Arc::clone(&audit))).build();
+    let run = |task: String| {
+        let agent = agent.clone();
+        async move { finished(agent.run(task).await.unwrap()).answer }
+    };
+
+    // All (also the default when `merge` is left out): in task order.
+    let all: Vec<TaskResult> =
+        serde_json::from_str(&run(spawn_task(json!("all"), &["child 1", "child fail", "child 3"])).await).unwrap();
+    assert_eq!(all[0], TaskResult::Ok("10".into()));
+    assert!(matches!(&all[1], TaskResult::Error(e) if e.contains("boom")), "{all:?}");
+    assert_eq!(all[2], TaskResult::Ok("30".into()));
+
+    // First success: the failing task is passed over.
+    let first: Value =
+        serde_json::from_str(&run(spawn_task(json!("first_success"), &["child fail", "child 2"])).await).unwrap();
+    assert_eq!(first, json!({"task": 1, "answer": "20"}));
+    // ... and the others are stopped: one that would wait forever does not hold it.
+    let first = tokio::time::timeout(
+        Duration::from_secs(20),
+        run(spawn_task(json!("first_success"), &["child wait", "child 2"])),
+    )
+    .await
+    .expect("first_success waited for a slower sub-agent");
+    assert_eq!(serde_json::from_str::<Value>(&first).unwrap(), json!({"task": 1, "answer": "20"}));
+    let none = run(spawn_task(json!("first_success"), &["child fail", "child fail"])).await;
+    assert!(none.starts_with("ERROR: ") && none.contains("no sub-agent succeeded: task 0: "), "{none}");
+    let empty = run(spawn_task(json!("first_success"), &[])).await;
+    assert!(empty.starts_with("ERROR: ") && empty.contains("no tasks were given"), "{empty}");
+
+    // A named function, called through the engine: the audit records it.
+    audit.take();
+    let merged = run(spawn_task(json!({"function": "merge_sum"}), &["child 1", "child 2", "child 4"])).await;
+    assert_eq!(merged, "70");
+    let calls: Vec<String> = audit.events().iter().map(|e| e.tool.clone()).collect();
+    assert!(calls.contains(&"merge_sum".to_owned()), "{calls:?}");
+    // Its failure is the model's to read, with the results it was given.
+    let failed = run(spawn_task(json!({"function": "merge_sum"}), &["child 1", "child fail"])).await;
+    assert!(failed.starts_with("ERROR: ") && failed.contains("a task failed"), "{failed}");
+    assert!(failed.contains(r#"{"ok":"10"}"#), "{failed}");
+
+    // An unknown function: refused before any sub-agent starts.
+    let before = model.requests().len();
+    let unknown = run(spawn_task(json!({"function": "ghost"}), &["child 1"])).await;
+    assert!(unknown.starts_with("ERROR: ") && unknown.contains("`ghost` is not available"), "{unknown}");
+    assert_eq!(model.requests().len(), before + 2, "a sub-agent ran");
+
+    // A function outside the selection is not offered either.
+    let narrow = engine(&registry).selection(Selection::all().deny(["merge_sum"]));
+    let agent = Agent::builder(merging_model(), "m", narrow).build();
+    let refused = finished(agent.run(spawn_task(json!({"function": "merge_sum"}), &["child 1"])).await.unwrap());
+    assert!(refused.answer.contains("`merge_sum` is not available"), "{}", refused.answer);
+
+    // A strategy the schema does not know: the model reads the argument error.
+    let bad = run(spawn_task(json!("best"), &["child 1"])).await;
+    assert!(bad.starts_with("ERROR: ") && bad.contains("merge"), "{bad}");
+}
+
+/// Check that a report has a title.
+#[tool(safety = "safe")]
+fn validate_report(result: Value) -> Result<Value, String> {
+    match result.get("title") {
+        Some(Value::String(title)) if !title.is_empty() => Ok(result),
+        _ => Err("a report needs a non-empty `title`".to_owned()),
+    }
+}
+
+/// Add the report's word count.
+#[tool(safety = "safe")]
+fn count_words(result: Value) -> Value {
+    let words = result["body"].as_str().map_or(0, |b| b.split_whitespace().count());
+    json!({"title": result["title"], "body": result["body"], "words": words})
+}
+
+/// Upper-case a text answer.
+#[tool(safety = "safe")]
+fn upper(result: String) -> String {
+    result.to_uppercase()
+}
+
+fn post_registry() -> FunctionRegistry {
+    let mut registry = registry();
+    toolreg::register_tools!(registry, [validate_report_tool, count_words_tool, upper_tool]).unwrap();
+    registry
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn post_processing_validates_and_transforms_the_result_in_order() {
+    use toolreg::policy::MemorySink;
+    let audit = Arc::new(MemorySink::new());
+    let report = json!({"title": "Q3", "body": "sales went up"});
+    let model = ScriptedClient::new().then_call("r1", "return_result", json!({"value": report})).then_text("unused");
+    let agent = Agent::builder(model, "m", engine(&post_registry()).audit(Arc::clone(&audit)))
+        .post_process(["validate_report", "count_words"])
+        .build();
+    let done = finished(agent.run("report").await.unwrap());
+    assert_eq!(done.value, json!({"title": "Q3", "body": "sales went up", "words": 3}));
+    assert_eq!(serde_json::from_str::<Value>(&done.answer).unwrap(), done.value);
+    assert_eq!(done.steps, 1);
+    // Through the engine: audited like any call, in order.
+    let tools: Vec<String> = audit.events().iter().map(|e| e.tool.clone()).collect();
+    assert_eq!(tools, ["return_result", "validate_report", "count_words"]);
+
+    // A plain text answer goes through as a JSON string.
+    let model = ScriptedClient::new().then_text("all good");
+    let agent = Agent::builder(model, "m", engine(&post_registry())).post_process(["upper"]).build();
+    let done = finished(agent.run("say it").await.unwrap());
+    assert_eq!((done.answer.as_str(), &done.value), ("ALL GOOD", &json!("ALL GOOD")));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_refused_result_is_the_models_to_correct_within_the_limits() {
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&events);
+    let model = ScriptedClient::new()
+        .then_call("r1", "return_result", json!({"value": {"body": "no title"}}))
+        .then_call("r2", "return_result", json!({"value": {"title": "Fixed", "body": "now"}}));
+    let agent = Agent::builder(model.clone(), "m", engine(&post_registry()))
+        .post_process(["validate_report"])
+        .on_event(move |e| seen.lock().unwrap().push(e.clone()))
+        .build();
+    let done = finished(agent.run("report").await.unwrap());
+    assert_eq!(done.value, json!({"title": "Fixed", "body": "now"}));
+    assert_eq!(done.steps, 2);
+    // The model read the refusal as a tool's error reads.
+    let Some(Message::User { text }) = model.requests()[1].messages.last().cloned() else { panic!("no message") };
+    assert!(text.contains("not accepted") && text.contains("needs a non-empty `title`"), "{text}");
+    let refused = events.lock().unwrap().iter().filter(|e| matches!(e, AgentEvent::ResultRefused(_))).count();
+    assert_eq!(refused, 1);
+
+    // Never corrected: the step limit ends the run, as any run.
+    let model = ScriptedClient::from_fn(|_| Ok(text_response("still no title")));
+    let agent = Agent::builder(model, "m", engine(&post_registry()))
+        .post_process(["validate_report"])
+        .limits(Limits::default().max_steps(3))
+        .build();
+    assert!(matches!(agent.run("report").await, Err(AgentError::StepLimit { limit: 3, .. })));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unoffered_post_processing_function_stops_the_run_before_it_starts() {
+    use toolreg::policy::Selection;
+    let model = ScriptedClient::new().then_text("unused");
+    let agent = Agent::builder(model.clone(), "m", engine(&post_registry())).post_process(["ghost"]).build();
+    let error = agent.run("x").await.unwrap_err();
+    assert_eq!(error, AgentError::PostProcessNotOffered { function: "ghost".into() });
+    // Outside the selection is the same as unknown.
+    let narrow = engine(&post_registry()).selection(Selection::all().deny(["upper"]));
+    let agent = Agent::builder(model.clone(), "m", narrow).post_process(["upper"]).build();
+    assert!(matches!(agent.run("x").await, Err(AgentError::PostProcessNotOffered { .. })));
+    assert!(model.requests().is_empty(), "a model request was made");
+}
+
+/// Upper-case a text answer, dangerously.
+#[tool(safety = "dangerous")]
+fn risky_upper(result: String) -> String {
+    result.to_uppercase()
+}
+
+/// Merge results, dangerously.
+#[tool(safety = "dangerous")]
+fn risky_merge(results: Vec<TaskResult>) -> usize {
+    results.len()
+}
+
+/// Merge and post-processing functions are approved like any call: the
+/// engine's approver decides, and `SuspendForApproval` cannot defer a call
+/// the agent makes itself, so it is refused for the model to read.
+#[tokio::test(flavor = "multi_thread")]
+async fn merge_and_post_processing_functions_need_the_engines_approval() {
+    use toolreg::policy::PolicyApprover;
+    let mut registry = registry();
+    toolreg::register_tools!(registry, [risky_upper_tool, risky_merge_tool]).unwrap();
+    let policy = || PolicyApprover::new().approve_tool("risky_upper").otherwise(SuspendForApproval);
+
+    let model = ScriptedClient::new().then_text("fine");
+    let agent = Agent::builder(model, "m", ToolEngine::builder(&registry).approver(policy()))
+        .post_process(["risky_upper"])
+        .build();
+    assert_eq!(finished(agent.run("x").await.unwrap()).answer, "FINE");
+
+    let agent = Agent::builder(merging_model(), "m", ToolEngine::builder(&registry).approver(policy())).build();
+    let done = finished(agent.run(spawn_task(json!({"function": "risky_merge"}), &["child 1"])).await.unwrap());
+    assert!(done.answer.starts_with("ERROR: ") && done.answer.contains("nothing here can wait"), "{}", done.answer);
 }

@@ -416,7 +416,12 @@ async fn agent_loop_over_http() {
             (*weather()).clone(),
         )
         .unwrap();
-    let agent = Agent::builder(OpenAiChatClient::new(config(&server)).unwrap(), "model-x", &registry).build();
+    let agent = Agent::builder(
+        OpenAiChatClient::new(config(&server)).unwrap(),
+        "model-x",
+        toolreg::ToolEngine::builder(&registry),
+    )
+    .build();
     let Outcome::Finished(finished) = agent.run("Weather?").await.unwrap() else { panic!("suspended") };
     assert_eq!(finished.answer, "Cold in Oslo.");
     assert_eq!(finished.usage.total(), 22);
@@ -427,9 +432,13 @@ async fn agent_loop_over_http() {
 
     let forever = MockServer::start().await;
     Mock::given(path("/chat/completions")).respond_with(calls).mount(&forever).await;
-    let agent = Agent::builder(OpenAiChatClient::new(config(&forever)).unwrap(), "model-x", &registry)
-        .limits(Limits::default().max_steps(4))
-        .build();
+    let agent = Agent::builder(
+        OpenAiChatClient::new(config(&forever)).unwrap(),
+        "model-x",
+        toolreg::ToolEngine::builder(&registry),
+    )
+    .limits(Limits::default().max_steps(4))
+    .build();
     assert!(matches!(agent.run("Weather?").await, Err(AgentError::StepLimit { limit: 4, .. })));
     assert_eq!(forever.received_requests().await.unwrap().len(), 4);
 }

@@ -6,12 +6,21 @@
 //!   [`AgentError`] that carries the transcript so far.
 //! - A malformed tool call is answered with an error result the model can
 //!   correct; it never ends the run.
-//! - Tool calls go through a [`ToolEngine`] built from the agent's parts
-//!   (selection, approver, audit, limits), with the run's state in every
-//!   call's context, which is how [`functions`] (sub-agents, `call_llm`)
-//!   reach the model and the budget.
+//! - The agent is built on an [`EngineBuilder`](toolreg::engine::EngineBuilder):
+//!   selection, approver, layers and hooks (an
+//!   [`OutputBudget`](toolreg::engine::OutputBudget) too), audit and batch
+//!   limits configure an agent's tool calls exactly as they configure any
+//!   [`ToolEngine`]. The run's state is in every call's context, which is
+//!   how [`functions`] (sub-agents, `call_llm`) reach the model and the
+//!   budget. Sub-agents use the same engine, offered the same tools but the
+//!   user's.
+//! - A tool ends the run with a value through the call context's
+//!   [`Finish`] slot ([`CallContext::finish`](toolreg::CallContext::finish)):
+//!   `return_result`, the built-in `final_answer`, or a tool of yours. The
+//!   first finish wins.
 //! - When a run needs something from outside — a dangerous call's approval
-//!   with no live approver, a tool the host runs itself — it stops with
+//!   deferred by [`SuspendForApproval`] (the engine's approver, alone or as
+//!   a policy's fallback), a tool the host runs itself — it stops with
 //!   [`Outcome::Suspended`]: a [`Suspended`] value that serialises with the
 //!   whole conversation and the pending calls, and resumes later, in any
 //!   process, with [`Agent::resume`]. A recorded approval binds exactly as a
@@ -25,6 +34,7 @@
 //!   ([`AgentBuilder::external`]) and resume with the user's answer.
 //!
 //! ```
+//! use toolreg::engine::{OutputBudget, ToolEngine};
 //! use toolreg::FunctionRegistry;
 //! use toolreg_llm::agent::{Agent, Outcome};
 //! use toolreg_llm::scripted::ScriptedClient;
@@ -42,7 +52,8 @@
 //! let model = ScriptedClient::new()
 //!     .then_call("c1", "add", serde_json::json!({"a": 2, "b": 40}))
 //!     .then_text("42");
-//! let agent = Agent::builder(model, "scripted", &registry).build();
+//! let engine = ToolEngine::builder(&registry).layer(OutputBudget::new(4_000));
+//! let agent = Agent::builder(model, "scripted", engine).build();
 //! match agent.run("What is 2 + 40?").await.unwrap() {
 //!     Outcome::Finished(done) => assert_eq!(done.answer, "42"),
 //!     Outcome::Suspended(_) => unreachable!(),
@@ -50,31 +61,63 @@
 //! # });
 //! # }
 //! ```
+//!
+//! On an engine with a policy, a budget and an audit sink, a dangerous call
+//! the policy leaves to [`SuspendForApproval`] suspends the run:
+//!
+//! ```
+//! use std::sync::Arc;
+//! use toolreg::engine::{OutputBudget, ToolEngine};
+//! use toolreg::policy::{MemorySink, PolicyApprover};
+//! use toolreg::{FunctionRegistry, tool};
+//! use toolreg_llm::agent::{Agent, Outcome, SuspendForApproval};
+//! use toolreg_llm::scripted::ScriptedClient;
+//!
+//! /// Drop a table.
+//! #[tool(safety = "dangerous")]
+//! fn drop_table(name: String) -> String {
+//!     format!("dropped {name}")
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let mut registry = FunctionRegistry::new();
+//! registry.register(drop_table_tool::registration())?;
+//! let audit = Arc::new(MemorySink::new());
+//! let engine = ToolEngine::builder(&registry)
+//!     .approver(PolicyApprover::new().otherwise(SuspendForApproval))
+//!     .layer(OutputBudget::new(4_000))
+//!     .audit(audit.clone());
+//! let model = ScriptedClient::new().then_call("c1", "drop_table", serde_json::json!({"name": "tmp"}));
+//! let agent = Agent::builder(model, "scripted", engine).build();
+//! let Outcome::Suspended(suspended) = agent.run("Clean up.").await? else { unreachable!() };
+//! assert_eq!(suspended.approvals[0].tool, "drop_table"); // waits for the host
+//! assert_eq!(audit.events().len(), 1);
+//! # Ok(())
+//! # }
+//! ```
 
+mod builder;
 pub mod functions;
+mod post;
+mod run;
 mod suspend;
 
-pub use suspend::{PendingApproval, Resolution, Suspended};
-use suspend::{Suspending, suspension_id};
+pub use builder::AgentBuilder;
+pub use post::{POST_PROCESS_ARGUMENT, PostProcessError};
+pub use suspend::{PendingApproval, Resolution, SuspendForApproval, Suspended};
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use tokio_util::sync::CancellationToken;
-use toolreg::engine::BatchOptions;
-use toolreg::exec::value_text;
-use toolreg::policy::{Approver, AuditSink, Selection};
-use toolreg::{
-    CallOptions, Extensions, FunctionRegistry, RegistryError, ToolCall, ToolDeclaration, ToolEngine, ToolRegistration,
-};
+use toolreg::policy::Selection;
+use toolreg::{Finish, Scope, ToolCall, ToolEngine};
 use toolreg_builtins::store::Namespace;
-use toolreg_builtins::user::FinalAnswer;
-use tracing::Instrument;
 
-use crate::model::{LlmClient, LlmError, Message, ModelRequest, ModelResponse, StreamEvent, ToolResultMessage, Usage};
+use crate::model::{LlmClient, LlmError, Message, ToolResultMessage, Usage};
 
 /// How far a run may go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -150,6 +193,9 @@ pub enum AgentEvent {
     ToolResult(ToolResultMessage),
     /// A call waits for an approval from outside; the run suspends.
     ApprovalNeeded(PendingApproval),
+    /// A post-processing function refused the result; the model is told
+    /// and the run goes on.
+    ResultRefused(PostProcessError),
     /// A model request is retried.
     Retrying {
         /// The retry's number.
@@ -165,8 +211,13 @@ type OnAgentEvent = Arc<dyn Fn(&AgentEvent) + Send + Sync>;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Finished {
-    /// The answer: the model's last text, or what a finishing tool returned.
+    /// The answer: the model's last text, or what a finishing tool returned,
+    /// after post-processing, as text.
     pub answer: String,
+    /// The same result as JSON: a finishing tool's value or the model's
+    /// text (a string), after post-processing.
+    #[serde(default)]
+    pub value: serde_json::Value,
     /// The whole conversation.
     pub transcript: Vec<Message>,
     /// Tokens used.
@@ -238,6 +289,14 @@ pub enum AgentError {
     /// A suspended run was resumed without what it waits for.
     #[error("cannot resume: {0}")]
     Resume(String),
+    /// A post-processing function is not offered by the agent's engine
+    /// (unknown, or outside its selection): the run does not start, since
+    /// only the host can fix it.
+    #[error("the post-processing function `{function}` is not offered by the agent's engine")]
+    PostProcessNotOffered {
+        /// The function.
+        function: String,
+    },
     /// This suspension (or a call it approves) was already resumed: a
     /// suspension is resumable once, so an approved call never runs twice.
     #[error("the suspended run was already resumed ({what}); a suspension resumes once")]
@@ -256,135 +315,15 @@ impl AgentError {
             | AgentError::TimeLimit { transcript, .. }
             | AgentError::Cancelled { transcript }
             | AgentError::Model { transcript, .. } => Some(transcript),
-            AgentError::DepthLimit { .. } | AgentError::Resume(_) | AgentError::AlreadyResumed { .. } => None,
+            AgentError::DepthLimit { .. }
+            | AgentError::PostProcessNotOffered { .. }
+            | AgentError::Resume(_)
+            | AgentError::AlreadyResumed { .. } => None,
         }
     }
 }
 
-/// Builds an [`Agent`].
-#[must_use]
-pub struct AgentBuilder {
-    client: Arc<dyn LlmClient>,
-    model: String,
-    registry: FunctionRegistry,
-    system: Option<String>,
-    selection: Selection,
-    approver: Option<Arc<dyn Approver>>,
-    audit: Vec<Arc<dyn AuditSink>>,
-    options: BatchOptions,
-    limits: Limits,
-    external: HashSet<String>,
-    final_answer: Option<FinalAnswer>,
-    max_tokens_per_request: Option<u32>,
-    on_event: Option<OnAgentEvent>,
-    claims: Option<Namespace>,
-}
-
-impl AgentBuilder {
-    /// Record resumed suspensions in this context-store namespace, so each
-    /// resumes once across processes and restarts. Without one, each
-    /// resumes once per [`Agent`] (and its clones), in memory. Give it a
-    /// namespace of its own, which tools do not write.
-    pub fn resume_claims(mut self, namespace: Namespace) -> Self {
-        self.claims = Some(namespace);
-        self
-    }
-
-    /// The system prompt.
-    pub fn system(mut self, system: impl Into<String>) -> Self {
-        self.system = Some(system.into());
-        self
-    }
-
-    /// Add a function for this agent only, over the shared registry it was
-    /// built from (which does not change: the agent holds its own view,
-    /// sharing every tool with it).
-    pub fn register(mut self, registration: ToolRegistration) -> Result<Self, RegistryError> {
-        self.registry.register(registration)?;
-        Ok(self)
-    }
-
-    /// Which of the registry's tools the model is offered (default: all).
-    pub fn selection(mut self, selection: Selection) -> Self {
-        self.selection = selection;
-        self
-    }
-
-    /// Who approves dangerous calls while the run is live. Without one, a
-    /// dangerous call suspends the run.
-    pub fn approver(mut self, approver: impl Approver) -> Self {
-        self.approver = Some(Arc::new(approver));
-        self
-    }
-
-    /// Record every call here.
-    pub fn audit(mut self, sink: impl AuditSink) -> Self {
-        self.audit.push(Arc::new(sink));
-        self
-    }
-
-    /// Timeouts and concurrency of the tool calls.
-    pub fn options(mut self, options: BatchOptions) -> Self {
-        self.options = options;
-        self
-    }
-
-    /// How far a run may go.
-    pub fn limits(mut self, limits: Limits) -> Self {
-        self.limits = limits;
-        self
-    }
-
-    /// Tools the host runs itself: their calls suspend the run.
-    pub fn external<S: Into<String>>(mut self, names: impl IntoIterator<Item = S>) -> Self {
-        self.external.extend(names.into_iter().map(Into::into));
-        self
-    }
-
-    /// End the run when this `final_answer` slot is set (the built-in user tools').
-    pub fn final_answer(mut self, slot: FinalAnswer) -> Self {
-        self.final_answer = Some(slot);
-        self
-    }
-
-    /// Cap each answer's tokens.
-    pub fn max_tokens_per_request(mut self, tokens: u32) -> Self {
-        self.max_tokens_per_request = Some(tokens);
-        self
-    }
-
-    /// Receive an [`AgentEvent`] for everything that happens.
-    pub fn on_event(mut self, on_event: impl Fn(&AgentEvent) + Send + Sync + 'static) -> Self {
-        self.on_event = Some(Arc::new(on_event));
-        self
-    }
-
-    /// The agent.
-    pub fn build(self) -> Agent {
-        Agent {
-            inner: Arc::new(Inner {
-                client: self.client,
-                model: self.model,
-                registry: self.registry,
-                system: self.system,
-                selection: self.selection,
-                approver: self.approver,
-                audit: self.audit,
-                options: self.options,
-                limits: self.limits,
-                external: self.external,
-                final_answer: self.final_answer,
-                max_tokens_per_request: self.max_tokens_per_request,
-                on_event: self.on_event,
-                depth: 0,
-                claims: self.claims,
-                consumed: Mutex::default(),
-            }),
-        }
-    }
-}
-
-/// A model, a system prompt, tools with their policy, and limits. Cloning
+/// A model, a system prompt, an engine for its tools, and limits. Cloning
 /// shares it.
 #[derive(Clone)]
 pub struct Agent {
@@ -394,15 +333,15 @@ pub struct Agent {
 struct Inner {
     client: Arc<dyn LlmClient>,
     model: String,
-    registry: FunctionRegistry,
+    /// Every tool call of the agent goes through it.
+    engine: ToolEngine,
+    /// Its sub-agents' engine when they are given no tool list: built once.
+    sub_engine: OnceLock<ToolEngine>,
     system: Option<String>,
-    selection: Selection,
-    approver: Option<Arc<dyn Approver>>,
-    audit: Vec<Arc<dyn AuditSink>>,
-    options: BatchOptions,
+    /// Functions the result goes through before it is returned.
+    post_process: Vec<String>,
     limits: Limits,
     external: HashSet<String>,
-    final_answer: Option<FinalAnswer>,
     max_tokens_per_request: Option<u32>,
     on_event: Option<OnAgentEvent>,
     depth: usize,
@@ -433,8 +372,10 @@ pub struct RunState {
     pub cancel: CancellationToken,
     /// What the run may still spend.
     pub remaining: Budget,
-    /// Set by `return_result` (or any tool that ends the run with a value).
-    pub finish: Arc<OnceLock<Value>>,
+    /// Where a finishing tool (`return_result`, `final_answer`, or one of
+    /// yours, through [`CallContext::finish`](toolreg::CallContext::finish))
+    /// puts the run's result; also in every call's extensions on its own.
+    pub finish: Finish,
     /// Tokens sub-agents of this step spent: counted against the run.
     pub spent_by_children: Arc<Mutex<Usage>>,
 }
@@ -451,11 +392,6 @@ pub struct Budget {
 }
 
 impl RunState {
-    /// End the run with this value once the current calls are done.
-    pub fn finish_with(&self, value: Value) -> bool {
-        self.finish.set(value).is_ok()
-    }
-
     /// Count a sub-agent's tokens against this run.
     pub fn charge(&self, usage: Usage) {
         *self.spent_by_children.lock().unwrap_or_else(PoisonError::into_inner) += usage;
@@ -463,39 +399,6 @@ impl RunState {
 }
 
 impl Agent {
-    /// Start building an agent on `client` and `model` with the tools of `registry`.
-    pub fn builder(
-        client: impl LlmClient + 'static,
-        model: impl Into<String>,
-        registry: &FunctionRegistry,
-    ) -> AgentBuilder {
-        Self::builder_shared(Arc::new(client), model, registry)
-    }
-
-    /// [`builder`](Self::builder) with a shared client.
-    pub fn builder_shared(
-        client: Arc<dyn LlmClient>,
-        model: impl Into<String>,
-        registry: &FunctionRegistry,
-    ) -> AgentBuilder {
-        AgentBuilder {
-            client,
-            model: model.into(),
-            registry: registry.clone(),
-            system: None,
-            selection: Selection::all(),
-            approver: None,
-            audit: Vec::new(),
-            options: BatchOptions::default(),
-            limits: Limits::default(),
-            external: HashSet::new(),
-            final_answer: None,
-            max_tokens_per_request: None,
-            on_event: None,
-            claims: None,
-        }
-    }
-
     /// The model client.
     pub fn client(&self) -> &Arc<dyn LlmClient> {
         &self.inner.client
@@ -516,43 +419,48 @@ impl Agent {
         self.inner.depth
     }
 
-    /// A sub-agent: this agent's model, approver and audit, a selection that
-    /// never includes user-scope tools (and only `tools` when given), one
-    /// level deeper, within `budget`.
+    /// The engine every tool call of this agent goes through: the one its
+    /// builder was given, built once.
+    pub fn engine(&self) -> &ToolEngine {
+        &self.inner.engine
+    }
+
+    /// A sub-agent: this agent's model and engine (approver, layers, audit,
+    /// limits), offered what this agent is offered minus the user-scope
+    /// tools (and only `tools` when given), one level deeper, within
+    /// `budget`.
     pub fn sub_agent(&self, tools: Option<&[String]>, budget: Budget) -> Result<Agent, AgentError> {
-        let depth = self.inner.depth + 1;
-        if depth > self.inner.limits.max_depth {
-            return Err(AgentError::DepthLimit { limit: self.inner.limits.max_depth });
+        let inner = &self.inner;
+        let depth = inner.depth + 1;
+        if depth > inner.limits.max_depth {
+            return Err(AgentError::DepthLimit { limit: inner.limits.max_depth });
         }
-        let mut selection = Selection::sub_agent();
-        if let Some(tools) = tools {
-            selection = selection.allow(tools.iter().cloned());
-        }
+        let engine = match tools {
+            None => inner.sub_engine.get_or_init(|| sub_engine(&inner.engine, None)).clone(),
+            Some(tools) => sub_engine(&inner.engine, Some(tools)),
+        };
         let now = Instant::now();
         let limits = Limits {
-            max_steps: budget.steps.min(self.inner.limits.max_steps),
+            max_steps: budget.steps.min(inner.limits.max_steps),
             max_tokens: budget.tokens,
             max_time: budget.deadline.map(|d| d.saturating_duration_since(now)),
-            max_depth: self.inner.limits.max_depth,
+            max_depth: inner.limits.max_depth,
         };
-        let inner = &self.inner;
         Ok(Agent {
             inner: Arc::new(Inner {
                 client: Arc::clone(&inner.client),
                 model: inner.model.clone(),
-                registry: inner.registry.clone(),
+                engine,
+                sub_engine: OnceLock::new(),
                 system: Some(
                     "You are a sub-agent working on one task for another agent. When you have the result, call \
                      `return_result` with it."
                         .to_owned(),
                 ),
-                selection,
-                approver: inner.approver.clone(),
-                audit: inner.audit.clone(),
-                options: inner.options,
+                // A sub-agent's result goes back to its parent's model as is.
+                post_process: Vec::new(),
                 limits,
                 external: HashSet::new(),
-                final_answer: None,
                 max_tokens_per_request: inner.max_tokens_per_request,
                 on_event: inner.on_event.clone(),
                 depth,
@@ -561,201 +469,18 @@ impl Agent {
             }),
         })
     }
-
-    /// Run a task to the end.
-    pub async fn run(&self, task: impl Into<String>) -> Result<Outcome, AgentError> {
-        self.run_with(vec![Message::user(task)], CancellationToken::new()).await
-    }
-
-    /// Run from a conversation, cancellable: cancelling stops the model
-    /// request and every running tool, sub-agents included.
-    pub async fn run_with(&self, messages: Vec<Message>, cancel: CancellationToken) -> Result<Outcome, AgentError> {
-        let state = LoopState { messages, usage: Usage::default(), steps: 0, started: Instant::now() };
-        self.drive(state, cancel).instrument(tracing::info_span!("agent_run", depth = self.inner.depth)).await
-    }
-
-    fn emit(&self, event: &AgentEvent) {
-        if let Some(on_event) = &self.inner.on_event {
-            on_event(event);
-        }
-    }
-
-    /// The engine for one run: the agent's policy, with `approver` deciding.
-    fn engine(&self, approver: Arc<dyn Approver>) -> ToolEngine {
-        let inner = &self.inner;
-        let mut builder = ToolEngine::builder(&inner.registry)
-            .selection(inner.selection.clone())
-            .approver(approver)
-            .options(inner.options);
-        for sink in &inner.audit {
-            builder = builder.audit(Arc::clone(sink));
-        }
-        builder.build()
-    }
-
-    fn run_state(&self, cancel: &CancellationToken, state: &LoopState) -> RunState {
-        let limits = &self.inner.limits;
-        RunState {
-            agent: self.clone(),
-            cancel: cancel.clone(),
-            remaining: Budget {
-                steps: limits.max_steps.saturating_sub(state.steps),
-                tokens: limits.max_tokens.map(|t| t.saturating_sub(state.usage.total())),
-                deadline: limits.max_time.map(|t| state.started + t),
-            },
-            finish: Arc::default(),
-            spent_by_children: Arc::default(),
-        }
-    }
-
-    fn finished(&self, state: LoopState, answer: String) -> Finished {
-        Finished { answer, transcript: state.messages, usage: state.usage, steps: state.steps }
-    }
-
-    async fn drive(&self, mut state: LoopState, cancel: CancellationToken) -> Result<Outcome, AgentError> {
-        let inner = &self.inner;
-        let limits = inner.limits;
-        let suspender = Arc::new(Suspending { live: inner.approver.clone(), pending: Mutex::default() });
-        let engine = self.engine(Arc::clone(&suspender) as Arc<dyn Approver>);
-        let tools: Vec<Arc<ToolDeclaration>> = engine.tools().get_declarations();
-        let mut request = ModelRequest::new(inner.model.clone(), std::mem::take(&mut state.messages)).tools(tools);
-        request.system = inner.system.clone();
-        request.max_tokens = inner.max_tokens_per_request;
-        let on_stream = |event: StreamEvent| match event {
-            StreamEvent::TextDelta(text) => self.emit(&AgentEvent::TextDelta(text)),
-            StreamEvent::Retrying { attempt, delay } => self.emit(&AgentEvent::Retrying { attempt, delay }),
-            _ => {}
-        };
-        loop {
-            state.messages = std::mem::take(&mut request.messages);
-            if cancel.is_cancelled() {
-                return Err(AgentError::Cancelled { transcript: state.messages });
-            }
-            if state.steps >= limits.max_steps {
-                return Err(AgentError::StepLimit { limit: limits.max_steps, transcript: state.messages });
-            }
-            if let Some(limit) = limits.max_tokens
-                && state.usage.total() >= limit
-            {
-                return Err(AgentError::TokenLimit { limit, used: state.usage.total(), transcript: state.messages });
-            }
-            let left = match limits.max_time {
-                None => None,
-                Some(limit) => match limit.checked_sub(state.started.elapsed()) {
-                    Some(left) => Some(left),
-                    None => return Err(AgentError::TimeLimit { limit, transcript: state.messages }),
-                },
-            };
-            request.messages = std::mem::take(&mut state.messages);
-            state.steps += 1;
-            let step = state.steps;
-            self.emit(&AgentEvent::ModelRequest { step, depth: inner.depth });
-            let answer = {
-                let call =
-                    inner.client.complete(&request, &on_stream).instrument(tracing::info_span!("model_request", step));
-                let timeout = async {
-                    match left {
-                        Some(left) => tokio::time::sleep(left).await,
-                        None => std::future::pending().await,
-                    }
-                };
-                tokio::select! {
-                    answer = call => Ok(answer),
-                    () = cancel.cancelled() => Err(Stop::Cancelled),
-                    () = timeout => Err(Stop::Time),
-                }
-            };
-            let response: ModelResponse = match answer {
-                Ok(Ok(response)) => response,
-                Ok(Err(error)) => return Err(AgentError::Model { error, transcript: request.messages }),
-                Err(Stop::Cancelled) => return Err(AgentError::Cancelled { transcript: request.messages }),
-                Err(Stop::Time) => {
-                    let limit = limits.max_time.unwrap_or_default();
-                    return Err(AgentError::TimeLimit { limit, transcript: request.messages });
-                }
-            };
-            state.usage += response.usage;
-            self.emit(&AgentEvent::ModelResponse { step, usage: response.usage, total: state.usage });
-            request.messages.push(response.to_message());
-            if response.tool_calls.is_empty() && response.refused.is_empty() {
-                state.messages = request.messages;
-                return Ok(Outcome::Finished(self.finished(state, response.text)));
-            }
-            for call in &response.tool_calls {
-                self.emit(&AgentEvent::ToolCall(call.clone()));
-            }
-            // Calls of tools the request did not declare never run: the
-            // model reads why, and which tools it has.
-            let mut done = Vec::with_capacity(response.sent_calls.len().max(response.tool_calls.len()));
-            for result in &response.refused {
-                let message = ToolResultMessage::from(result);
-                self.emit(&AgentEvent::ToolResult(message.clone()));
-                done.push(message);
-            }
-            // Tools the host runs itself wait; the rest run now.
-            let (external, local): (Vec<ToolCall>, Vec<ToolCall>) =
-                response.tool_calls.iter().cloned().partition(|c| inner.external.contains(&c.name));
-            state.messages = std::mem::take(&mut request.messages);
-            let run = self.run_state(&cancel, &state);
-            let results = engine
-                .execute_batch_with(local, CallOptions::new().cancel(cancel.child_token()).extensions(extensions(&run)))
-                .instrument(tracing::info_span!("tool_calls", step))
-                .await;
-            state.usage += std::mem::take(&mut *run.spent_by_children.lock().unwrap_or_else(PoisonError::into_inner));
-            let waiting: Vec<PendingApproval> =
-                std::mem::take(&mut *suspender.pending.lock().unwrap_or_else(PoisonError::into_inner));
-            for result in &results {
-                if waiting.iter().any(|p| p.call_id == result.id) {
-                    continue;
-                }
-                let message = ToolResultMessage::from(result);
-                self.emit(&AgentEvent::ToolResult(message.clone()));
-                done.push(message);
-            }
-            if cancel.is_cancelled() {
-                return Err(AgentError::Cancelled { transcript: state.messages });
-            }
-            if !waiting.is_empty() || !external.is_empty() {
-                for pending in &waiting {
-                    self.emit(&AgentEvent::ApprovalNeeded(pending.clone()));
-                }
-                return Ok(Outcome::Suspended(Suspended {
-                    id: suspension_id(),
-                    transcript: state.messages,
-                    calls: response.tool_calls,
-                    done,
-                    approvals: waiting,
-                    external,
-                    usage: state.usage,
-                    steps: state.steps,
-                }));
-            }
-            state.messages.push(Message::Tool { results: done });
-            if let Some(value) = run.finish.get() {
-                return Ok(Outcome::Finished(self.finished(state, value_text(value).into_owned())));
-            }
-            if let Some(answer) = inner.final_answer.as_ref().and_then(FinalAnswer::take) {
-                return Ok(Outcome::Finished(self.finished(state, answer)));
-            }
-            request.messages = std::mem::take(&mut state.messages);
-        }
-    }
 }
 
-enum Stop {
-    Cancelled,
-    Time,
-}
-
-struct LoopState {
-    messages: Vec<Message>,
-    usage: Usage,
-    steps: usize,
-    started: Instant,
-}
-
-fn extensions(run: &RunState) -> Extensions {
-    let mut extensions = Extensions::default();
-    extensions.insert(run.clone());
-    extensions
+/// A sub-agent's engine: the parent's, offering the parent's tools but the
+/// user's (only the top-level agent talks to the user), and only `tools`
+/// when given: the parent's offered tools, narrowed by name (so the
+/// parent's selection stays in force).
+fn sub_engine(parent: &ToolEngine, tools: Option<&[String]>) -> ToolEngine {
+    let offered = parent.tools();
+    let names: Vec<String> = offered
+        .list()
+        .filter(|d| d.scope != Scope::User && tools.is_none_or(|t| t.contains(&d.name)))
+        .map(|d| d.name.clone())
+        .collect();
+    parent.to_builder().selection(Selection::all().allow(names)).build()
 }

@@ -1,6 +1,6 @@
 //! Suspension: a run that stops for something from outside (an approval
-//! with no live approver, a tool the host runs itself) as a [`Suspended`]
-//! value, and [`Agent::resume`], which continues it once.
+//! deferred by [`SuspendForApproval`], a tool the host runs itself) as a
+//! [`Suspended`] value, and [`Agent::resume`], which continues it once.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -13,9 +13,9 @@ use toolreg::policy::{ApprovalRequest, Approver, Decision as EngineDecision};
 use toolreg::{BoxFuture, CallOptions, ToolCall, ToolError, ToolOutput, ToolResult};
 use toolreg_builtins::store::StoreError;
 
-use super::{Agent, AgentError, AgentEvent, LoopState, Outcome, extensions};
+use super::run::{LoopState, extensions};
+use super::{Agent, AgentError, AgentEvent, Outcome};
 use crate::model::{Message, ToolResultMessage, Usage};
-use toolreg::exec::value_text;
 
 /// A dangerous call waiting for an approval, with the exact (validated)
 /// arguments and their hash the approval will be bound to.
@@ -132,6 +132,7 @@ impl Agent {
         resolutions: Vec<Resolution>,
         cancel: CancellationToken,
     ) -> Result<Outcome, AgentError> {
+        self.check_post_process()?;
         let by_id: HashMap<&str, &Resolution> = resolutions.iter().map(|r| (r.call_id(), r)).collect();
         for pending in suspended.approvals.iter().map(|p| &p.call_id).chain(suspended.external.iter().map(|c| &c.id)) {
             if !by_id.contains_key(pending.as_str()) {
@@ -164,10 +165,11 @@ impl Agent {
                 done.insert(call.id.clone(), ToolResultMessage::from(&result));
             }
         }
-        // Approvals: the pending calls again, through an engine whose approver
-        // answers from the recorded decisions.
-        let recorded = Recorded {
-            decisions: Mutex::new(
+        // Approvals: the pending calls again, through the agent's engine, with
+        // the recorded decisions where `SuspendForApproval` looks for them.
+        let deferred = Deferred {
+            pending: Mutex::default(),
+            recorded: Mutex::new(
                 resolutions
                     .iter()
                     .filter_map(|r| match r {
@@ -190,13 +192,10 @@ impl Agent {
         };
         let run = self.run_state(&cancel, &state);
         if !approved_calls.is_empty() {
-            let engine = self.engine(Arc::new(recorded));
-            let results = engine
-                .execute_batch_with(
-                    approved_calls,
-                    CallOptions::new().cancel(cancel.child_token()).extensions(extensions(&run)),
-                )
-                .await;
+            let engine = &self.inner.engine;
+            let extensions = extensions(&run, Some(&Arc::new(deferred)));
+            let options = CallOptions::new().cancel(cancel.child_token()).extensions(extensions);
+            let results = engine.execute_batch_with(approved_calls, options).await;
             for result in &results {
                 let message = ToolResultMessage::from(result);
                 self.emit(&AgentEvent::ToolResult(message.clone()));
@@ -210,8 +209,10 @@ impl Agent {
         refused.sort_by(|a, b| a.call_id.cmp(&b.call_id));
         results.extend(refused);
         state.messages.push(Message::Tool { results });
-        if let Some(value) = run.finish.get() {
-            return Ok(Outcome::Finished(self.finished(state, value_text(value).into_owned())));
+        if let Some(value) = run.finish.get()
+            && let Some(value) = self.accept(&mut state, value.clone(), &run).await
+        {
+            return Ok(Outcome::Finished(self.finished(state, value)));
         }
         self.drive(state, cancel).await
     }
@@ -275,62 +276,79 @@ fn claim_key(kind: &str, id: &str) -> Result<String, AgentError> {
     Ok(key)
 }
 
-/// The run's approver: the live one when there is one; otherwise it records
-/// the request as pending (the run then suspends) and refuses for now.
-pub(super) struct Suspending {
-    pub(super) live: Option<Arc<dyn Approver>>,
-    pub(super) pending: Mutex<Vec<PendingApproval>>,
-}
+/// The approver that defers to the host: a call it is asked about stops
+/// the agent's run with [`Outcome::Suspended`], and the host's decision,
+/// given to [`Agent::resume`], settles it — in this process or another.
+///
+/// Set it on the agent's engine builder as its approver, alone or as the
+/// fallback of a policy (`PolicyApprover::new().approve_tool("read_db")
+/// .otherwise(SuspendForApproval)`), exactly where a live approver would
+/// go. It defers only the calls a model made in an agent run; any other
+/// call it is asked about (outside a run, a merge or post-processing
+/// function the agent calls itself) is denied, with the reason for the
+/// model. In a sub-agent's run the sub-agent stops, and its parent's model
+/// reads that it needed an approval from outside.
+///
+/// A recorded decision binds as a live one does: to the call's id, its
+/// tool and its arguments hash, and it is used once.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SuspendForApproval;
 
-impl Approver for Suspending {
+impl Approver for SuspendForApproval {
     fn decide(&self, request: ApprovalRequest) -> BoxFuture<'_, EngineDecision> {
-        if let Some(live) = &self.live {
-            return live.decide(request);
-        }
-        let pending = PendingApproval {
-            call_id: request.call_id().unwrap_or_default().to_owned(),
-            tool: request.tool().to_owned(),
-            arguments: request.arguments().clone(),
-            arguments_hash: request.arguments_hash().to_string(),
+        let decision = match request.extensions().get::<Deferred>() {
+            Some(deferred) => deferred.decide(&request),
+            None => request.deny(
+                "this call needs an approval from outside, and nothing here can wait for one (only the calls a \
+                 model makes in an agent run can)",
+            ),
         };
-        self.pending.lock().unwrap_or_else(PoisonError::into_inner).push(pending);
-        Box::pin(std::future::ready(request.deny("waiting for an approval from outside the run")))
+        Box::pin(std::future::ready(decision))
     }
 
     fn name(&self) -> std::borrow::Cow<'_, str> {
-        match &self.live {
-            Some(live) => live.name(),
-            None => std::borrow::Cow::Borrowed("suspend"),
-        }
+        std::borrow::Cow::Borrowed("suspend")
     }
 }
 
-/// Decisions recorded while the run was suspended, each bound to a call id
-/// and (for approvals) a tool and an arguments hash, and usable once.
-struct Recorded {
-    decisions: Mutex<HashMap<String, RecordedDecision>>,
+/// Where [`SuspendForApproval`] defers to, in the extensions of one batch of
+/// a run's calls: the calls waiting for the host, and (on resume) the
+/// host's recorded decisions, each bound to a call id and usable once.
+#[derive(Debug, Default)]
+pub(super) struct Deferred {
+    pending: Mutex<Vec<PendingApproval>>,
+    recorded: Mutex<HashMap<String, RecordedDecision>>,
 }
 
 /// An approval's (tool, arguments hash), or a denial's reason.
 type RecordedDecision = Result<(String, String), String>;
 
-impl Approver for Recorded {
-    fn decide(&self, request: ApprovalRequest) -> BoxFuture<'_, EngineDecision> {
+impl Deferred {
+    /// The calls that wait for the host.
+    pub(super) fn take_pending(&self) -> Vec<PendingApproval> {
+        std::mem::take(&mut *self.pending.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    fn decide(&self, request: &ApprovalRequest) -> EngineDecision {
         let id = request.call_id().unwrap_or_default();
-        let decision = self.decisions.lock().unwrap_or_else(PoisonError::into_inner).remove(id);
-        let decision = match decision {
+        let recorded = self.recorded.lock().unwrap_or_else(PoisonError::into_inner).remove(id);
+        match recorded {
             Some(Ok((tool, _))) if tool != request.tool() => {
                 request.deny("the approval was given for another tool; this call was not approved")
             }
             Some(Ok((_, hash))) if hash == request.arguments_hash().to_string() => request.approve(),
             Some(Ok(_)) => request.deny("the approval was given for other arguments; this call was not approved"),
             Some(Err(reason)) => request.deny(reason),
-            None => request.deny("no approval was recorded for this call"),
-        };
-        Box::pin(std::future::ready(decision))
-    }
-
-    fn name(&self) -> std::borrow::Cow<'_, str> {
-        std::borrow::Cow::Borrowed("recorded")
+            None => {
+                let pending = PendingApproval {
+                    call_id: id.to_owned(),
+                    tool: request.tool().to_owned(),
+                    arguments: request.arguments().clone(),
+                    arguments_hash: request.arguments_hash().to_string(),
+                };
+                self.pending.lock().unwrap_or_else(PoisonError::into_inner).push(pending);
+                request.deny("waiting for an approval from outside the run")
+            }
+        }
     }
 }

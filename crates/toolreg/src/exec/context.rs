@@ -8,7 +8,9 @@
 
 use std::any::{Any, TypeId};
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+
+use serde_json::Value;
 
 use tokio_util::sync::CancellationToken;
 
@@ -162,6 +164,16 @@ impl CallContext {
         self
     }
 
+    /// End the run this call belongs to with `value`: the host (an agent
+    /// loop) put a [`Finish`] slot in the call's extensions and reads it
+    /// after the call. `true` when this call's value is the run's result;
+    /// `false` when another call finished the run first (the first finish
+    /// wins) or no host put a slot in (check
+    /// `cx.extensions().get::<Finish>()` to tell these apart).
+    pub fn finish(&self, value: Value) -> bool {
+        self.extensions.get::<Finish>().is_some_and(|slot| slot.set(value))
+    }
+
     /// Tell the caller how far the call has got: `progress` of `total`
     /// (when known), with an optional message. It reaches whoever put a
     /// [`ProgressReporter`] in the call's extensions (an MCP server sends it
@@ -170,6 +182,53 @@ impl CallContext {
         if let Some(reporter) = self.extensions.get::<ProgressReporter>() {
             (reporter.report)(Progress { progress, total, message: message.map(str::to_owned) });
         }
+    }
+}
+
+/// Where a run's result goes when a tool ends the run (`final_answer`,
+/// `return_result`, or any tool of yours): the one way to finish.
+///
+/// The host puts a slot in the extensions of the calls it runs, the tools
+/// set it through [`CallContext::finish`], and the host reads it once after
+/// the calls; no text is parsed. It takes one value: the first finish wins
+/// and every later one is refused. Cloning shares the slot.
+///
+/// ```
+/// use serde_json::json;
+/// use toolreg::{CallContext, Finish};
+///
+/// let slot = Finish::new();
+/// let cx = CallContext::new("c1").with_extension(slot.clone());
+/// assert!(cx.finish(json!("done")));
+/// assert!(!cx.finish(json!("again"))); // the first finish wins
+/// assert_eq!(slot.get(), Some(&json!("done")));
+/// assert!(!CallContext::new("c2").finish(json!("no host"))); // no slot, nothing finished
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct Finish {
+    value: Arc<OnceLock<Value>>,
+}
+
+impl Finish {
+    /// An empty slot.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Record `value` as the result, unless one was recorded already:
+    /// `true` when this one is the result.
+    pub fn set(&self, value: Value) -> bool {
+        self.value.set(value).is_ok()
+    }
+
+    /// The result, once a tool has finished the run.
+    pub fn get(&self) -> Option<&Value> {
+        self.value.get()
+    }
+
+    /// Whether a tool has finished the run.
+    pub fn is_set(&self) -> bool {
+        self.value.get().is_some()
     }
 }
 

@@ -20,7 +20,7 @@ use crate::validate::{ArgumentError, render_errors};
 
 mod context;
 
-pub use context::{CallContext, Extensions, Progress, ProgressReporter};
+pub use context::{CallContext, Extensions, Finish, Progress, ProgressReporter};
 
 /// The arguments of a tool call as they arrived.
 ///

@@ -3,12 +3,17 @@
 //!
 //! - `call_llm(prompt, context_refs?)`: one model call without tools;
 //!   context passed as context-store handles.
-//! - `spawn_agent(task, tools?, context_refs?)`: a sub-agent with its own
-//!   selection (never user-scope tools), its limits taken from what the
-//!   caller has left, at most [`Limits::max_depth`](super::Limits) deep.
-//! - `spawn_many(tasks)`: sub-agents in parallel, at most three at a time,
-//!   results in order, a failing one not losing the others.
-//! - `return_result(value)`: ends a sub-agent's run with its value.
+//! - `spawn_agent(task, tools?, context_refs?)`: a sub-agent on the
+//!   caller's engine, offered what the caller is offered but the user-scope
+//!   tools (only `tools` when given), its limits taken from what the caller
+//!   has left, at most [`Limits::max_depth`](super::Limits) deep.
+//! - `spawn_many(tasks, merge?)`: sub-agents in parallel, at most three at a
+//!   time, their results merged as the caller asks (see [`Merge`]): all of
+//!   them in task order (the default; a failing one not losing the others),
+//!   the first success, or a registered function of the caller's choosing
+//!   that receives every result and returns the merged value.
+//! - `return_result(value)`: ends the run with its value, through the call
+//!   context's [`Finish`](toolreg::Finish) slot (the first finish wins).
 //!
 //! They read the run they serve from their call's context (the agent loop
 //! puts a [`RunState`] there), so one registration serves every agent and
@@ -24,20 +29,19 @@
 //! assert!(registry.contains("spawn_agent") && registry.contains("return_result"));
 //! ```
 
-use std::sync::Arc;
+mod spawn;
+
+pub use spawn::{MERGE_FUNCTION_ARGUMENT, Merge, MergeError, SPAWN_MANY_CONCURRENCY, SpawnManyArgs, TaskResult};
+use spawn::{spawn, spawn_many};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tokio::sync::Semaphore;
 use toolreg::{CallContext, FunctionRegistry, RegistryError, SafetyLevel, Scope, ToolDeclaration, ToolRegistration};
 use toolreg_builtins::store::{Namespace, StoreRef};
 
-use super::{Outcome, RunState};
+use super::RunState;
 use crate::model::{Message, ModelRequest};
-
-/// Sub-agents of one `spawn_many` running at once.
-pub const SPAWN_MANY_CONCURRENCY: usize = 3;
 
 /// Registers the agent functions.
 #[derive(Debug, Clone, Default)]
@@ -70,30 +74,12 @@ pub struct SpawnArgs {
     pub context_refs: Vec<StoreRef>,
 }
 
-/// Arguments of `spawn_many`.
-#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct SpawnManyArgs {
-    /// The tasks; each gets its own sub-agent.
-    pub tasks: Vec<SpawnArgs>,
-}
-
 /// Arguments of `return_result`.
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReturnArgs {
     /// The result of your task.
     pub value: Value,
-}
-
-/// One `spawn_many` result.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum TaskResult {
-    /// The sub-agent's answer.
-    Ok(String),
-    /// Why it failed.
-    Error(String),
 }
 
 impl AgentTools {
@@ -151,16 +137,18 @@ impl AgentTools {
             },
             declaration::<SpawnManyArgs>(
                 "spawn_many",
-                "Run several independent tasks with sub-agents in parallel; the results come back in the order of \
-                 the tasks, each an answer or an error.",
+                "Run several independent tasks with sub-agents in parallel. By default (merge \"all\") the results \
+                 come back in the order of the tasks, each an answer or an error; merge \"first_success\" returns the \
+                 first answer and stops the rest; merge {\"function\": \"name\"} hands every result to that function \
+                 of yours and returns what it returns.",
                 SafetyLevel::Cautious,
             ),
         );
         let return_result = ToolRegistration::from_async_with_context(
             "return_result",
             |cx: CallContext, args: ReturnArgs| async move {
-                let run = run_state(&cx)?;
-                if run.finish_with(args.value) {
+                run_state(&cx)?;
+                if cx.finish(args.value) {
                     Ok("result recorded".to_owned())
                 } else {
                     Err("a result was already returned".to_owned())
@@ -215,46 +203,4 @@ async fn call_llm(cx: CallContext, args: CallLlmArgs, store: Option<Namespace>) 
         answer = call => answer.map(|r| r.text).map_err(|e| e.to_string()),
         () = run.cancel.cancelled() => Err("cancelled".to_owned()),
     }
-}
-
-async fn spawn(cx: &CallContext, args: SpawnArgs, store: Option<Namespace>) -> Result<String, String> {
-    let run = run_state(cx)?;
-    let task = format!("{}{}", args.task, context(&args.context_refs, store.as_ref()).await?);
-    let child = run.agent.sub_agent(args.tools.as_deref(), run.remaining).map_err(|e| e.to_string())?;
-    // The child's token is a child of the parent's: cancelling the parent reaches it.
-    match Box::pin(child.run_with(vec![Message::user(task)], run.cancel.child_token())).await {
-        Ok(Outcome::Finished(done)) => {
-            run.charge(done.usage);
-            Ok(done.answer)
-        }
-        Ok(Outcome::Suspended(_)) => {
-            Err("the sub-agent needs an approval from outside, which a sub-agent cannot wait for".to_owned())
-        }
-        Err(error) => Err(format!("the sub-agent failed: {error}")),
-    }
-}
-
-async fn spawn_many(cx: CallContext, args: SpawnManyArgs, store: Option<Namespace>) -> Result<Vec<TaskResult>, String> {
-    let run = run_state(&cx)?;
-    let gate = Arc::new(Semaphore::new(SPAWN_MANY_CONCURRENCY));
-    // Each sub-agent shares the caller's remaining budget: split the steps.
-    let mut share = run.remaining;
-    share.steps = (run.remaining.steps / args.tasks.len().max(1)).max(1);
-    let mut each = Vec::with_capacity(args.tasks.len());
-    for task in args.tasks {
-        let gate = Arc::clone(&gate);
-        let mut cx = cx.clone();
-        let mut state = run.clone();
-        state.remaining = share;
-        cx.extensions_mut().insert(state);
-        let store = store.clone();
-        each.push(async move {
-            let Ok(_permit) = gate.acquire().await else { return TaskResult::Error("cancelled".to_owned()) };
-            match spawn(&cx, task, store).await {
-                Ok(answer) => TaskResult::Ok(answer),
-                Err(error) => TaskResult::Error(error),
-            }
-        });
-    }
-    Ok(futures_util::future::join_all(each).await)
 }

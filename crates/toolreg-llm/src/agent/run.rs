@@ -1,0 +1,228 @@
+//! The loop of one run: model request, tool calls through the agent's
+//! engine, results back to the model, until the model answers, a tool
+//! finishes the run, the run suspends, or a limit is hit.
+
+use std::sync::{Arc, PoisonError};
+use std::time::Instant;
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+use toolreg::exec::value_text;
+use toolreg::{CallOptions, Extensions, Finish, ToolCall, ToolDeclaration};
+use tracing::Instrument;
+
+use super::suspend::{Deferred, suspension_id};
+use super::{Agent, AgentError, AgentEvent, Budget, Finished, Outcome, PendingApproval, RunState, Suspended};
+use crate::model::{Message, ModelRequest, ModelResponse, StreamEvent, ToolResultMessage, Usage};
+
+impl Agent {
+    /// Run a task to the end.
+    pub async fn run(&self, task: impl Into<String>) -> Result<Outcome, AgentError> {
+        self.run_with(vec![Message::user(task)], CancellationToken::new()).await
+    }
+
+    /// Run from a conversation, cancellable: cancelling stops the model
+    /// request and every running tool, sub-agents included.
+    pub async fn run_with(&self, messages: Vec<Message>, cancel: CancellationToken) -> Result<Outcome, AgentError> {
+        self.check_post_process()?;
+        let state = LoopState { messages, usage: Usage::default(), steps: 0, started: Instant::now() };
+        self.drive(state, cancel).instrument(tracing::info_span!("agent_run", depth = self.inner.depth)).await
+    }
+
+    pub(super) fn emit(&self, event: &AgentEvent) {
+        if let Some(on_event) = &self.inner.on_event {
+            on_event(event);
+        }
+    }
+
+    pub(super) fn run_state(&self, cancel: &CancellationToken, state: &LoopState) -> RunState {
+        let limits = &self.inner.limits;
+        RunState {
+            agent: self.clone(),
+            cancel: cancel.clone(),
+            remaining: Budget {
+                steps: limits.max_steps.saturating_sub(state.steps),
+                tokens: limits.max_tokens.map(|t| t.saturating_sub(state.usage.total())),
+                deadline: limits.max_time.map(|t| state.started + t),
+            },
+            finish: Finish::new(),
+            spent_by_children: Arc::default(),
+        }
+    }
+
+    pub(super) fn finished(&self, state: LoopState, value: Value) -> Finished {
+        let answer = value_text(&value).into_owned();
+        Finished { answer, value, transcript: state.messages, usage: state.usage, steps: state.steps }
+    }
+
+    pub(super) async fn drive(&self, mut state: LoopState, cancel: CancellationToken) -> Result<Outcome, AgentError> {
+        let inner = &self.inner;
+        let limits = inner.limits;
+        let engine = &inner.engine;
+        let tools: Vec<Arc<ToolDeclaration>> = engine.tools().get_declarations();
+        let mut request = ModelRequest::new(inner.model.clone(), std::mem::take(&mut state.messages)).tools(tools);
+        request.system = inner.system.clone();
+        request.max_tokens = inner.max_tokens_per_request;
+        let on_stream = |event: StreamEvent| match event {
+            StreamEvent::TextDelta(text) => self.emit(&AgentEvent::TextDelta(text)),
+            StreamEvent::Retrying { attempt, delay } => self.emit(&AgentEvent::Retrying { attempt, delay }),
+            _ => {}
+        };
+        loop {
+            state.messages = std::mem::take(&mut request.messages);
+            if cancel.is_cancelled() {
+                return Err(AgentError::Cancelled { transcript: state.messages });
+            }
+            if state.steps >= limits.max_steps {
+                return Err(AgentError::StepLimit { limit: limits.max_steps, transcript: state.messages });
+            }
+            if let Some(limit) = limits.max_tokens
+                && state.usage.total() >= limit
+            {
+                return Err(AgentError::TokenLimit { limit, used: state.usage.total(), transcript: state.messages });
+            }
+            let left = match limits.max_time {
+                None => None,
+                Some(limit) => match limit.checked_sub(state.started.elapsed()) {
+                    Some(left) => Some(left),
+                    None => return Err(AgentError::TimeLimit { limit, transcript: state.messages }),
+                },
+            };
+            request.messages = std::mem::take(&mut state.messages);
+            state.steps += 1;
+            let step = state.steps;
+            self.emit(&AgentEvent::ModelRequest { step, depth: inner.depth });
+            let answer = {
+                let call =
+                    inner.client.complete(&request, &on_stream).instrument(tracing::info_span!("model_request", step));
+                let timeout = async {
+                    match left {
+                        Some(left) => tokio::time::sleep(left).await,
+                        None => std::future::pending().await,
+                    }
+                };
+                tokio::select! {
+                    answer = call => Ok(answer),
+                    () = cancel.cancelled() => Err(Stop::Cancelled),
+                    () = timeout => Err(Stop::Time),
+                }
+            };
+            let response: ModelResponse = match answer {
+                Ok(Ok(response)) => response,
+                Ok(Err(error)) => return Err(AgentError::Model { error, transcript: request.messages }),
+                Err(Stop::Cancelled) => return Err(AgentError::Cancelled { transcript: request.messages }),
+                Err(Stop::Time) => {
+                    let limit = limits.max_time.unwrap_or_default();
+                    return Err(AgentError::TimeLimit { limit, transcript: request.messages });
+                }
+            };
+            state.usage += response.usage;
+            self.emit(&AgentEvent::ModelResponse { step, usage: response.usage, total: state.usage });
+            request.messages.push(response.to_message());
+            if response.tool_calls.is_empty() && response.refused.is_empty() {
+                state.messages = std::mem::take(&mut request.messages);
+                let run = self.run_state(&cancel, &state);
+                if let Some(value) = self.accept(&mut state, Value::String(response.text), &run).await {
+                    return Ok(Outcome::Finished(self.finished(state, value)));
+                }
+                request.messages = std::mem::take(&mut state.messages);
+                continue;
+            }
+            for call in &response.tool_calls {
+                self.emit(&AgentEvent::ToolCall(call.clone()));
+            }
+            // Calls of tools the request did not declare never run: the
+            // model reads why, and which tools it has.
+            let mut done = Vec::with_capacity(response.sent_calls.len().max(response.tool_calls.len()));
+            for result in &response.refused {
+                let message = ToolResultMessage::from(result);
+                self.emit(&AgentEvent::ToolResult(message.clone()));
+                done.push(message);
+            }
+            // Tools the host runs itself wait; the rest run now.
+            let (external, local): (Vec<ToolCall>, Vec<ToolCall>) =
+                response.tool_calls.iter().cloned().partition(|c| inner.external.contains(&c.name));
+            state.messages = std::mem::take(&mut request.messages);
+            let run = self.run_state(&cancel, &state);
+            let deferred = Arc::new(Deferred::default());
+            let results = engine
+                .execute_batch_with(
+                    local,
+                    CallOptions::new().cancel(cancel.child_token()).extensions(extensions(&run, Some(&deferred))),
+                )
+                .instrument(tracing::info_span!("tool_calls", step))
+                .await;
+            state.usage += std::mem::take(&mut *run.spent_by_children.lock().unwrap_or_else(PoisonError::into_inner));
+            let waiting: Vec<PendingApproval> = deferred.take_pending();
+            for result in &results {
+                if waiting.iter().any(|p| p.call_id == result.id) {
+                    continue;
+                }
+                let message = ToolResultMessage::from(result);
+                self.emit(&AgentEvent::ToolResult(message.clone()));
+                done.push(message);
+            }
+            if cancel.is_cancelled() {
+                return Err(AgentError::Cancelled { transcript: state.messages });
+            }
+            if !waiting.is_empty() || !external.is_empty() {
+                for pending in &waiting {
+                    self.emit(&AgentEvent::ApprovalNeeded(pending.clone()));
+                }
+                return Ok(Outcome::Suspended(Suspended {
+                    id: suspension_id(),
+                    transcript: state.messages,
+                    calls: response.tool_calls,
+                    done,
+                    approvals: waiting,
+                    external,
+                    usage: state.usage,
+                    steps: state.steps,
+                }));
+            }
+            state.messages.push(Message::Tool { results: done });
+            if let Some(value) = run.finish.get()
+                && let Some(value) = self.accept(&mut state, value.clone(), &run).await
+            {
+                return Ok(Outcome::Finished(self.finished(state, value)));
+            }
+            request.messages = std::mem::take(&mut state.messages);
+        }
+    }
+}
+
+enum Stop {
+    Cancelled,
+    Time,
+}
+
+pub(super) struct LoopState {
+    pub(super) messages: Vec<Message>,
+    pub(super) usage: Usage,
+    pub(super) steps: usize,
+    pub(super) started: Instant,
+}
+
+/// What every call of a run carries in its context: the run's state, its
+/// [`Finish`] slot, and, for the calls the model made, where
+/// [`SuspendForApproval`](super::SuspendForApproval) defers to (calls the
+/// agent makes itself, such as a merge or a post-processing function, have
+/// none: nothing outside can approve them later).
+pub(super) fn extensions(run: &RunState, deferred: Option<&Arc<Deferred>>) -> Extensions {
+    let mut extensions = Extensions::default();
+    extensions.insert(run.finish.clone());
+    extensions.insert(run.clone());
+    if let Some(deferred) = deferred {
+        extensions.insert_arc(Arc::clone(deferred));
+    }
+    extensions
+}
+
+/// What a call the agent makes itself carries (a merge or post-processing
+/// function): the run's state, so agent functions work, but no [`Finish`]
+/// slot (it cannot end the run) and nowhere to defer an approval to.
+pub(super) fn nested_extensions(run: &RunState) -> Extensions {
+    let mut extensions = Extensions::default();
+    extensions.insert(run.clone());
+    extensions
+}
