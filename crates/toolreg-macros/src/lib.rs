@@ -15,9 +15,9 @@
 //! everything else is left to traits the generated code names, so that the
 //! compiler, not this crate, answers and reports on each parameter.
 //!
-//! Modules: [`tool`] reads a tool function (its options, the parameter rule)
-//! and writes its code; [`tools`] places that code for methods; [`args`] is
-//! the derive.
+//! Modules: `tool` reads a tool function (its options, the parameter rule)
+//! and writes its code; `tools` places that code for methods; `args` is the
+//! derive.
 
 use proc_macro::TokenStream;
 use syn::{DeriveInput, ItemFn, ItemImpl, parse_macro_input};
