@@ -216,3 +216,50 @@ fn the_methods_stay_callable_as_written() {
     assert_eq!(block_on(store.kv_get("k".into())), Ok(4));
     assert_eq!(store.kv_sum(Range { from: "a".into(), to: "z".into() }), 4);
 }
+
+/// State that counts its clones, to pin down how many the tools make.
+struct Counted {
+    clones: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Clone for Counted {
+    fn clone(&self) -> Self {
+        self.clones.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Counted { clones: Arc::clone(&self.clones) }
+    }
+}
+
+#[tools]
+impl Counted {
+    /// One.
+    #[tool(safety = "safe")]
+    fn one(&self) -> u8 {
+        1
+    }
+
+    /// Two.
+    #[tool(safety = "safe")]
+    async fn two(&self) -> u8 {
+        2
+    }
+}
+
+#[test]
+fn the_state_is_cloned_once_per_registration_call_never_per_tool_call() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let state = Counted { clones: Arc::default() };
+    let mut registry = FunctionRegistry::new();
+    // The block's tools share one clone.
+    registry.register_all(state.tool_registrations()).unwrap();
+    assert_eq!(state.clones.load(SeqCst), 1);
+    block_on(async {
+        for _ in 0..3 {
+            assert_eq!(registry.execute("one", json!({})).await.unwrap().value, json!(1));
+            assert_eq!(registry.execute("two", json!({})).await.unwrap().value, json!(2));
+        }
+    });
+    assert_eq!(state.clones.load(SeqCst), 1);
+    // One tool alone holds a clone of its own.
+    let _ = state.two_tool();
+    assert_eq!(state.clones.load(SeqCst), 2);
+}
