@@ -39,6 +39,11 @@ async fn the_six_tools_are_declared_with_their_safety_category_and_scope() {
     let set = registry.get("store_set").unwrap().declaration();
     assert_eq!(set.exclusive_key.as_deref(), Some("key"));
     assert_eq!(set.input_schema["required"], json!(["key", "value"]));
+    assert!(set.output_schema.is_none());
+    // The handle `store_ref` returns is promised in its declaration.
+    let reference = registry.get("store_ref").unwrap().declaration();
+    let output = reference.output_schema.as_ref().expect("store_ref declares its output");
+    assert_eq!(output["required"], json!(["key", "version"]));
 }
 
 #[tokio::test]

@@ -16,7 +16,9 @@ use syn::{Data, DeriveInput, Fields, Path};
 /// (de)serialised, or described, as something other than its fields.
 const SHAPE_CHANGING: &[&str] = &["transparent", "from", "try_from", "into", "with", "schema_with", "remote"];
 
-pub(crate) fn expand(input: &DeriveInput) -> syn::Result<TokenStream> {
+/// The crate path of `#[toolreg(crate = ..)]`, and the errors found in the
+/// container attributes: ours, and serde's or schemars' that change the shape.
+fn read_attrs(input: &DeriveInput) -> (Path, Vec<syn::Error>) {
     let mut krate: Path = syn::parse_quote!(::toolreg);
     let mut errors: Vec<syn::Error> = Vec::new();
     for attr in &input.attrs {
@@ -61,6 +63,11 @@ pub(crate) fn expand(input: &DeriveInput) -> syn::Result<TokenStream> {
         }
     }
 
+    (krate, errors)
+}
+
+pub(crate) fn expand(input: &DeriveInput) -> syn::Result<TokenStream> {
+    let (krate, mut errors) = read_attrs(input);
     let ident = &input.ident;
     let not_object = "providers need a JSON object at the root of a tool's input schema";
     match &input.data {

@@ -57,7 +57,9 @@ pub use validate::ArgumentError;
 /// execute, registration()}`.
 ///
 /// `#[tool]` goes on a free `fn` or `async fn` at module level (the
-/// generated module reaches the function through `super::`). The function
+/// generated module reaches the function through `super::`), or on a
+/// method of an impl block marked [`tools`], for a tool that holds state.
+/// The function
 /// stays as written; the macro adds a module `<fn>_tool` with `NAME`,
 /// `DESCRIPTION`, `declaration()`, `execute` (the function itself),
 /// `registration()` and, unless an `#[args]` parameter is the argument
@@ -315,6 +317,103 @@ pub use validate::ArgumentError;
 /// ```
 #[cfg(feature = "macros")]
 pub use toolreg_macros::tool;
+
+/// Turn the `#[tool]` methods of an impl block into tools that hold `self`
+/// as their state: generates `TOOL_NAMES`, `tool_declarations()` and
+/// `tool_registrations(&self)` for the block, and per method `m`
+/// `M_TOOL_NAME`, `m_tool_declaration()` and `m_tool(&self)`.
+///
+/// A tool that needs something to work with (a database handle, a root
+/// directory, a client) is a method taking `&self`. Mark the inherent impl
+/// block `#[tools]` and each method that is a tool `#[tool(..)]`; other
+/// methods are left alone. A `#[tool]` method is read exactly as a free
+/// [`tool`] function is: sync or async, `#[context]` parameters, the
+/// parameter rule with the lone struct, `#[arg]` and `#[args]`, the doc
+/// comment as the description, and every option (`name`, `safety`,
+/// `category`, `scope`, `exclusive`, ...). The tool's name is the method's
+/// name unless `name = ".."` says otherwise.
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+/// use toolreg::{tools, FunctionRegistry};
+///
+/// #[derive(Clone, Default)]
+/// struct Notes {
+///     lines: Arc<Mutex<Vec<String>>>,
+/// }
+///
+/// #[tools]
+/// impl Notes {
+///     /// Add a line to the notes; returns how many there are.
+///     #[tool(safety = "cautious", category = "notes")]
+///     fn add_note(&self, line: String) -> usize {
+///         let mut lines = self.lines.lock().unwrap();
+///         lines.push(line);
+///         lines.len()
+///     }
+///
+///     /// Read the notes.
+///     #[tool(safety = "safe", category = "notes")]
+///     async fn read_notes(&self) -> Vec<String> {
+///         self.lines.lock().unwrap().clone()
+///     }
+///
+///     /// Not a tool: no `#[tool]`.
+///     pub fn count(&self) -> usize {
+///         self.lines.lock().unwrap().len()
+///     }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let notes = Notes::default();
+/// let mut registry = FunctionRegistry::new();
+/// registry.register_all(notes.tool_registrations())?;
+/// assert_eq!(Notes::TOOL_NAMES, ["add_note", "read_notes"]);
+/// assert_eq!(Notes::ADD_NOTE_TOOL_NAME, "add_note");
+///
+/// registry.execute("add_note", serde_json::json!({"line": "buy milk"})).await?;
+/// // The tools hold a clone of `notes`, which shares its `Arc`.
+/// assert_eq!(notes.count(), 1);
+/// # Ok(())
+/// # }
+/// ```
+///
+/// **The state.** `Self` must be `Clone + Send + Sync + 'static`. A
+/// registration holds a clone of `self` in an `Arc` and lends it to every
+/// call as `&self`; `tool_registrations` makes one clone that all the
+/// block's tools share, and `m_tool(&self)` one for its tool alone. So keep
+/// what the tools change, and what the caller wants to see change, behind
+/// an `Arc` (a `Mutex`, an atomic, a pool), as above: calls may run at the
+/// same time, which is also why a tool method takes `&self`, never `&mut
+/// self` or `self` (either is a compile error).
+///
+/// **Where the generated API is.** The per-method items take the method's
+/// visibility; `TOOL_NAMES`, `tool_declarations` and `tool_registrations`
+/// that of the block's most visible tool method. Register with
+/// `registry.register_all(state.tool_registrations())` (all or none), or
+/// one tool at a time with `registry.register(state.m_tool())` (to adjust
+/// one first, for example with
+/// [`ToolRegistration::with_approval_preview`]). One `#[tools]` block per
+/// type: a second would define the same names again. Like `#[tool]`, it
+/// goes at module level, on an inherent impl without generic parameters;
+/// a tool argument's type must name the type, not `Self`. It takes
+/// `crate = path` when toolreg is renamed.
+///
+/// ```compile_fail
+/// #[derive(Clone)]
+/// struct Counter(std::sync::Arc<std::sync::atomic::AtomicU64>);
+///
+/// #[toolreg::tools]
+/// impl Counter {
+///     /// error: a #[tool] method takes `&self`, not `&mut self`
+///     #[tool]
+///     fn bump(&mut self) {}
+/// }
+/// # fn main() {}
+/// ```
+#[cfg(feature = "macros")]
+pub use toolreg_macros::tools;
 
 /// Mark a struct with named fields as a tool's whole argument object, for
 /// an `#[args]` parameter of a [`tool`] function; refuse, at compile time,

@@ -33,6 +33,7 @@
 mod error;
 mod path;
 mod read;
+mod tools;
 mod walk;
 mod write;
 
@@ -43,8 +44,7 @@ use cap_std::ambient_authority;
 use cap_std::fs::Dir;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
-use toolreg::{SafetyLevel, Scope, ToolDeclaration, ToolRegistration};
+use toolreg::ToolArgs;
 
 pub use error::FileError;
 
@@ -152,142 +152,10 @@ impl FileTools {
     pub(crate) fn dir(&self) -> &Dir {
         &self.inner.dir
     }
-
-    /// The diff a `write_file` or `edit_file` call would apply, computed
-    /// without writing; `Ok(None)` for any other tool. The registrations
-    /// attach it as their approval preview, so an approver shows it before a
-    /// write is allowed.
-    ///
-    /// ```
-    /// use toolreg_builtins::files::FileTools;
-    /// use serde_json::json;
-    ///
-    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let root = tempfile::tempdir()?;
-    /// std::fs::write(root.path().join("a.txt"), "hello\n")?;
-    /// let files = FileTools::open(root.path())?;
-    /// let args = json!({"path": "a.txt", "edits": [{"old_string": "hello", "new_string": "bye"}]});
-    /// let diff = files.preview("edit_file", &args)?.expect("a file tool");
-    /// assert!(diff.contains("-hello\n+bye\n"));
-    /// assert_eq!(std::fs::read_to_string(root.path().join("a.txt"))?, "hello\n");
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn preview(&self, tool: &str, arguments: &Value) -> Result<Option<String>, FileError> {
-        let parse_error = |e: serde_json::Error| FileError::Io {
-            operation: "reading the arguments of",
-            path: tool.to_owned(),
-            message: e.to_string(),
-        };
-        match tool {
-            "edit_file" => {
-                let args: EditArgs = serde_json::from_value(arguments.clone()).map_err(parse_error)?;
-                Ok(Some(self.preview_edit(&args)?.diff))
-            }
-            "write_file" => {
-                let args: WriteArgs = serde_json::from_value(arguments.clone()).map_err(parse_error)?;
-                Ok(Some(self.preview_write(&args)?))
-            }
-            _ => Ok(None),
-        }
-    }
-
-    /// The five tools, ready for [`toolreg::FunctionRegistry::register_all`].
-    /// Each runs its blocking I/O on tokio's blocking pool.
-    pub fn registrations(&self) -> Vec<ToolRegistration> {
-        vec![
-            self.registration::<ReadArgs, ReadResult>(
-                "read_file",
-                "Read a text file under the workspace root. Lines are numbered from 1; use offset and limit \
-                 to page through long files. Binary files are refused with their size and type.",
-                SafetyLevel::Safe,
-                |tools, args| tools.read(&args),
-            ),
-            self.registration::<WriteArgs, WriteResult>(
-                "write_file",
-                "Create or replace a file under the workspace root with the given content, atomically. \
-                 Set create_parents to create missing parent directories.",
-                SafetyLevel::Dangerous,
-                |tools, args| tools.write(&args),
-            ),
-            self.registration::<EditArgs, EditResult>(
-                "edit_file",
-                "Replace exact text in a file. Each old_string must match exactly once unless replace_all \
-                 is set; the result shows the unified diff.",
-                SafetyLevel::Dangerous,
-                |tools, args| tools.edit(&args),
-            ),
-            self.registration::<ListArgs, ListResult>(
-                "list_files",
-                "List files under a directory of the workspace (the root by default), recursively, \
-                 skipping what .gitignore excludes. pattern is a glob such as `*.rs` or `src/**/*.toml`.",
-                SafetyLevel::Safe,
-                |tools, args| tools.list(&args),
-            ),
-            self.registration::<SearchArgs, SearchResult>(
-                "search_files",
-                "Search file contents with a regular expression; returns `file:line:text` matches. \
-                 Respects .gitignore; glob restricts which files are searched.",
-                SafetyLevel::Safe,
-                |tools, args| tools.search(&args),
-            ),
-        ]
-    }
-
-    fn registration<A, R>(
-        &self,
-        name: &'static str,
-        description: &'static str,
-        safety: SafetyLevel,
-        run: fn(&FileTools, A) -> Result<R, FileError>,
-    ) -> ToolRegistration
-    where
-        A: for<'de> Deserialize<'de> + JsonSchema + Send + 'static,
-        R: Serialize + Send + 'static,
-    {
-        let mut declaration = ToolDeclaration::for_args::<A>(name, description)
-            .with_safety(safety)
-            .with_category(CATEGORY)
-            .with_scope(Scope::Core);
-        if safety != SafetyLevel::Safe {
-            declaration = declaration.with_exclusive_key("path");
-        }
-        let tools = self.clone();
-        let registration = ToolRegistration::from_async(
-            name,
-            move |args: A| {
-                let tools = tools.clone();
-                async move {
-                    match tokio::task::spawn_blocking(move || run(&tools, args)).await {
-                        Ok(result) => result,
-                        // Carry the panic on into the call's future, where the
-                        // engine turns it into `ToolError::Panicked` as it
-                        // does for every tool's panic.
-                        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-                        Err(_) => Err(FileError::Io {
-                            operation: name,
-                            path: String::new(),
-                            message: "the runtime shut down before the call finished".to_owned(),
-                        }),
-                    }
-                }
-            },
-            declaration,
-        );
-        if safety == SafetyLevel::Safe {
-            return registration;
-        }
-        // An approver sees the diff a write would apply before it is allowed.
-        let tools = self.clone();
-        registration.with_approval_preview(move |args| match tools.preview(name, args) {
-            Ok(diff) => diff,
-            Err(error) => Some(format!("(no preview: {error})")),
-        })
-    }
 }
 
 /// Arguments of `read_file`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema, ToolArgs)]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct ReadArgs {
@@ -350,7 +218,7 @@ pub struct ReadResult {
 }
 
 /// Arguments of `write_file`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema, ToolArgs)]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct WriteArgs {
@@ -416,7 +284,7 @@ impl Edit {
 }
 
 /// Arguments of `edit_file`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema, ToolArgs)]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct EditArgs {
@@ -446,7 +314,7 @@ pub struct EditResult {
 }
 
 /// Arguments of `list_files`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema, ToolArgs)]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct ListArgs {
@@ -507,7 +375,7 @@ pub struct ListResult {
 }
 
 /// Arguments of `search_files`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema, ToolArgs)]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct SearchArgs {
@@ -566,30 +434,4 @@ pub struct SearchResult {
 
 fn is_zero(n: &usize) -> bool {
     *n == 0
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A panic on the blocking pool reaches the engine as a panic, like any
-    /// other tool's, not as an I/O error with no path.
-    #[tokio::test]
-    async fn a_panic_in_a_file_tool_is_reported_as_a_panic() {
-        let root = tempfile::tempdir().unwrap();
-        let tools = FileTools::open(root.path()).unwrap();
-        let mut registry = toolreg::FunctionRegistry::new();
-        registry
-            .register(tools.registration::<ReadArgs, ReadResult>("boom", "Panics.", SafetyLevel::Safe, |_, _| {
-                panic!("disk on fire")
-            }))
-            .unwrap();
-        let engine = toolreg::ToolEngine::builder(&registry).build();
-        let call = toolreg::ToolCall::new("c1", "boom", serde_json::json!({"path": "a.txt"}));
-        let result = toolreg::ToolExecutor::execute_call(&engine, call).await;
-        match result.outcome {
-            Err(toolreg::ToolError::Panicked { message }) => assert_eq!(message, "disk on fire"),
-            other => panic!("expected a panic, got {other:?}"),
-        }
-    }
 }

@@ -61,7 +61,7 @@ use nix::unistd::Pid;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncRead, AsyncReadExt};
-use toolreg::{CallContext, SafetyLevel, Scope, ToolDeclaration, ToolRegistration};
+use toolreg::{CallContext, ToolArgs, ToolRegistration, tools};
 
 mod confine;
 use confine::{Isolation, restrict_thread, spawn_isolated};
@@ -159,7 +159,7 @@ impl ShellOptions {
 }
 
 /// Arguments of `shell`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema, ToolArgs)]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct ShellArgs {
@@ -289,23 +289,7 @@ impl ShellTool {
     /// The `shell` tool, ready to register: dangerous, category `shell`,
     /// stopped by the call's cancellation.
     pub fn registration(&self) -> ToolRegistration {
-        let declaration = ToolDeclaration::for_args::<ShellArgs>(
-            "shell",
-            "Run a shell command with `sh -c` in the workspace root. Standard input is closed; long output \
-             is cut in the middle. Returns the exit code (or signal) and the output.",
-        )
-        .with_safety(SafetyLevel::Dangerous)
-        .with_category(CATEGORY)
-        .with_scope(Scope::Core);
-        let tool = self.clone();
-        ToolRegistration::from_async_with_context(
-            "shell",
-            move |cx: CallContext, args: ShellArgs| {
-                let tool = tool.clone();
-                async move { tool.run(&args, cx.cancelled()).await }
-            },
-            declaration,
-        )
+        self.shell_tool()
     }
 
     /// Run one command; `cancel` completing stops it.
@@ -370,6 +354,17 @@ impl ShellTool {
                 confinement: confinement.text,
             }),
         }
+    }
+}
+
+#[tools]
+impl ShellTool {
+    /// Run a shell command with `sh -c` in the workspace root. Standard input
+    /// is closed; long output is cut in the middle. Returns the exit code (or
+    /// signal) and the output.
+    #[tool(safety = "dangerous", category = "shell", scope = "core")]
+    async fn shell(&self, #[context] cx: &CallContext, #[args] args: ShellArgs) -> Result<ShellResult, ShellError> {
+        self.run(&args, cx.cancelled()).await
     }
 }
 

@@ -214,12 +214,6 @@ impl Namespace {
     pub async fn usage(&self) -> Result<Usage, StoreError> {
         self.store.usage(&self.name).await
     }
-
-    /// The six store tools, bound to this namespace, ready for
-    /// [`toolreg::FunctionRegistry::register_all`].
-    pub fn tools(&self) -> Vec<toolreg::ToolRegistration> {
-        tools::registrations(self)
-    }
 }
 
 /// Over-budget results go into the store: with

@@ -1,24 +1,24 @@
-//! The six model-facing store tools, each an ordinary registered tool bound
-//! to one [`Namespace`]. Reads are `Safe`, writes `Cautious`; all are in
-//! category `store` and scope `Core`. Writes name `key` as their exclusive
-//! key, so a batch that writes one key twice does so in call order.
+//! The six model-facing store tools: `#[tool]` methods of [`Namespace`], so
+//! each is bound to the namespace it was made from. Reads are `Safe`, writes
+//! `Cautious`; all are in category `store` and scope `Core`. Writes name
+//! `key` as their exclusive key, so a batch that writes one key twice does
+//! so in call order.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use toolreg::{SafetyLevel, Scope, ToolDeclaration, ToolRegistration};
+use toolreg::{ToolArgs, ToolRegistration, tools};
 
-use super::{ListPage, Namespace, StoreError, StoreRef, StoredValue};
+use super::{ListPage, Namespace, StoreError, StoreRef, StoredValue, Summary};
 
 /// The names of the store tools, in registration order.
-pub const TOOL_NAMES: [&str; 6] =
-    ["store_set", "store_get", "store_ref", "store_list", "store_summarize", "store_delete"];
+pub const TOOL_NAMES: &[&str] = Namespace::TOOL_NAMES;
 
 /// Keys per page when `store_list` is given no limit.
 const DEFAULT_LIST_LIMIT: u64 = 100;
 
 /// Arguments of `store_set`.
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Deserialize, JsonSchema, ToolArgs)]
 #[serde(deny_unknown_fields)]
 struct SetArgs {
     /// The key: 1 to 256 characters from A-Z, a-z, 0-9 and _ - . / : (use `/` to group keys).
@@ -40,7 +40,7 @@ pub struct SetOutcome {
 }
 
 /// Arguments of `store_get` and `store_summarize`: a key, or a handle.
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Deserialize, JsonSchema, ToolArgs)]
 #[serde(deny_unknown_fields)]
 struct GetArgs {
     /// The key.
@@ -51,7 +51,7 @@ struct GetArgs {
 }
 
 /// Arguments of `store_ref` and `store_delete`.
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Deserialize, JsonSchema, ToolArgs)]
 #[serde(deny_unknown_fields)]
 struct KeyArgs {
     /// The key.
@@ -59,7 +59,7 @@ struct KeyArgs {
 }
 
 /// Arguments of `store_list`.
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Deserialize, JsonSchema, ToolArgs)]
 #[serde(deny_unknown_fields)]
 struct ListArgs {
     /// Only keys starting with this text; omit it for every key.
@@ -83,116 +83,75 @@ pub struct DeleteOutcome {
     pub deleted_versions: u64,
 }
 
-fn declaration<Args: JsonSchema + 'static>(name: &str, description: &str, safety: SafetyLevel) -> ToolDeclaration {
-    let declaration = ToolDeclaration::for_args::<Args>(name, description)
-        .with_safety(safety)
-        .with_category("store")
-        .with_scope(Scope::Core);
-    if safety == SafetyLevel::Safe { declaration } else { declaration.with_exclusive_key("key") }
+impl Namespace {
+    /// The six store tools, bound to this namespace, ready for
+    /// [`toolreg::FunctionRegistry::register_all`].
+    pub fn tools(&self) -> Vec<ToolRegistration> {
+        self.tool_registrations()
+            .into_iter()
+            .map(|tool| match tool.name() {
+                Self::STORE_REF_TOOL_NAME => tool.map_declaration(|d| d.with_output_type::<StoreRef>()),
+                _ => tool,
+            })
+            .collect()
+    }
 }
 
-pub(super) fn registrations(namespace: &Namespace) -> Vec<ToolRegistration> {
-    let ns = namespace.clone();
-    let set = ToolRegistration::from_async(
-        "store_set",
-        move |args: SetArgs| {
-            let ns = ns.clone();
-            async move {
-                let (handle, size) = ns.set_sized(&args.key, &args.value).await?;
-                Ok::<_, StoreError>(SetOutcome { key: handle.key, version: handle.version, size })
-            }
-        },
-        declaration::<SetArgs>(
-            "store_set",
-            "Store a JSON value under a key, outside your context. Every call makes a new version and returns its \
-             handle {key, version}; pass the handle instead of the value to whoever needs it.",
-            SafetyLevel::Cautious,
-        ),
-    );
-    let ns = namespace.clone();
-    let get = ToolRegistration::from_async(
-        "store_get",
-        move |args: GetArgs| {
-            let ns = ns.clone();
-            async move {
-                let stored = match args.version {
-                    Some(version) => ns.get_version(&args.key, version).await?,
-                    None => ns.get(&args.key).await?,
-                };
-                Ok::<_, StoreError>(GetOutput::from(stored))
-            }
-        },
-        declaration::<GetArgs>(
-            "store_get",
-            "Read a stored value: the latest version of a key, or exactly the version a handle {key, version} names. \
-             For a large value, call store_summarize first.",
-            SafetyLevel::Safe,
-        ),
-    );
-    let ns = namespace.clone();
-    let reference = ToolRegistration::from_async(
-        "store_ref",
-        move |args: KeyArgs| {
-            let ns = ns.clone();
-            async move { ns.reference(&args.key).await }
-        },
-        declaration::<KeyArgs>(
-            "store_ref",
-            "Get a small handle {key, version} to the latest version of a key, to pass on instead of the value. \
-             The handle keeps naming that version after later writes.",
-            SafetyLevel::Safe,
-        )
-        .with_output_type::<StoreRef>(),
-    );
-    let ns = namespace.clone();
-    let list = ToolRegistration::from_async(
-        "store_list",
-        move |args: ListArgs| {
-            let ns = ns.clone();
-            async move {
-                let prefix = args.prefix.unwrap_or_default();
-                let limit = args.limit.unwrap_or(DEFAULT_LIST_LIMIT);
-                ns.list(&prefix, limit, args.cursor.as_deref()).await.map(ListOutput::from)
-            }
-        },
-        declaration::<ListArgs>(
-            "store_list",
-            "List stored keys in order, one page at a time, with each key's latest version and size. When \
-             next_cursor is not null, pass it as cursor to get the next page.",
-            SafetyLevel::Safe,
-        ),
-    );
-    let ns = namespace.clone();
-    let summarize = ToolRegistration::from_async(
-        "store_summarize",
-        move |args: GetArgs| {
-            let ns = ns.clone();
-            async move { ns.summarize(&args.key, args.version).await }
-        },
-        declaration::<GetArgs>(
-            "store_summarize",
-            "Describe a stored value without reading it all: its type, size in bytes, nesting depth, object keys or \
-             array length and element types, and a short preview.",
-            SafetyLevel::Safe,
-        ),
-    );
-    let ns = namespace.clone();
-    let delete = ToolRegistration::from_async(
-        "store_delete",
-        move |args: KeyArgs| {
-            let ns = ns.clone();
-            async move {
-                let deleted_versions = ns.delete(&args.key).await?;
-                Ok::<_, StoreError>(DeleteOutcome { key: args.key, deleted_versions })
-            }
-        },
-        declaration::<KeyArgs>(
-            "store_delete",
-            "Delete a key and every version of it; handles to it stop working.",
-            SafetyLevel::Cautious,
-        ),
-    );
-    vec![set, get, reference, list, summarize, delete]
+#[tools]
+impl Namespace {
+    /// Store a JSON value under a key, outside your context. Every call makes
+    /// a new version and returns its handle {key, version}; pass the handle
+    /// instead of the value to whoever needs it.
+    #[tool(safety = "cautious", category = "store", scope = "core", exclusive = "key")]
+    async fn store_set(&self, #[args] args: SetArgs) -> Result<SetOutcome, StoreError> {
+        let (handle, size) = self.set_sized(&args.key, &args.value).await?;
+        Ok(SetOutcome { key: handle.key, version: handle.version, size })
+    }
+
+    /// Read a stored value: the latest version of a key, or exactly the
+    /// version a handle {key, version} names. For a large value, call
+    /// store_summarize first.
+    #[tool(safety = "safe", category = "store", scope = "core")]
+    async fn store_get(&self, #[args] args: GetArgs) -> Result<GetOutput, StoreError> {
+        let stored = match args.version {
+            Some(version) => self.get_version(&args.key, version).await?,
+            None => self.get(&args.key).await?,
+        };
+        Ok(GetOutput::from(stored))
+    }
+
+    /// Get a small handle {key, version} to the latest version of a key, to
+    /// pass on instead of the value. The handle keeps naming that version
+    /// after later writes.
+    #[tool(safety = "safe", category = "store", scope = "core")]
+    async fn store_ref(&self, #[args] args: KeyArgs) -> Result<StoreRef, StoreError> {
+        self.reference(&args.key).await
+    }
+
+    /// List stored keys in order, one page at a time, with each key's latest
+    /// version and size. When next_cursor is not null, pass it as cursor to
+    /// get the next page.
+    #[tool(safety = "safe", category = "store", scope = "core")]
+    async fn store_list(&self, #[args] args: ListArgs) -> Result<ListOutput, StoreError> {
+        let prefix = args.prefix.unwrap_or_default();
+        let limit = args.limit.unwrap_or(DEFAULT_LIST_LIMIT);
+        self.list(&prefix, limit, args.cursor.as_deref()).await.map(ListOutput::from)
+    }
+
+    /// Describe a stored value without reading it all: its type, size in
+    /// bytes, nesting depth, object keys or array length and element types,
+    /// and a short preview.
+    #[tool(safety = "safe", category = "store", scope = "core")]
+    async fn store_summarize(&self, #[args] args: GetArgs) -> Result<Summary, StoreError> {
+        self.summarize(&args.key, args.version).await
+    }
+
+    /// Delete a key and every version of it; handles to it stop working.
+    #[tool(safety = "cautious", category = "store", scope = "core", exclusive = "key")]
+    async fn store_delete(&self, #[args] args: KeyArgs) -> Result<DeleteOutcome, StoreError> {
+        let deleted_versions = self.delete(&args.key).await?;
+        Ok(DeleteOutcome { key: args.key, deleted_versions })
+    }
 }
 
 /// What `store_get` shows the model: the handle and the value.
