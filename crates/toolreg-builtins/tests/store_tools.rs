@@ -138,10 +138,9 @@ async fn tools_of_two_namespaces_are_isolated() {
 async fn registration_is_all_or_nothing() {
     let store = SqliteStore::in_memory().await.unwrap();
     let mut registry = FunctionRegistry::new();
-    let taken = ToolRegistration::from_sync(
-        "store_list",
-        |_: serde_json::Map<String, Value>| Ok::<_, String>("mine"),
+    let taken = ToolRegistration::new(
         ToolDeclaration::new("store_list", "an application's own tool", json!({"type": "object"})),
+        |_: serde_json::Map<String, Value>| Ok::<_, String>("mine"),
     );
     registry.register(taken).unwrap();
     let err = Builtins::new().store(store.namespace("run-1").unwrap()).register(&mut registry).unwrap_err();

@@ -7,7 +7,9 @@ use std::sync::{Arc, Mutex};
 
 use serde::Deserialize;
 use serde_json::json;
-use toolreg::{CallContext, FunctionRegistry, SafetyLevel, Scope, ToolArgs, ToolError, tool, tools};
+use toolreg::{
+    CallContext, FunctionRegistry, SafetyLevel, Scope, ToolArgs, ToolCall, ToolError, ToolExecutor, tool, tools,
+};
 
 /// A key-value store the tools share.
 #[derive(Clone, Default)]
@@ -174,13 +176,12 @@ fn the_tools_share_the_state_and_the_caller_sees_it() {
         let out = registry.execute("kv_sum", json!({"from": "a", "to": "b"})).await.unwrap();
         assert_eq!(out.value, json!(15));
 
-        let out = registry.execute_with("kv-add", json!({"key": "a", "by": 3}), CallContext::new("c7")).await.unwrap();
+        let call = ToolCall::new("c7", "kv-add", json!({"key": "a", "by": 3}));
+        let out = registry.execute_call(call).await.outcome.unwrap();
         assert_eq!(out.value, json!("c7: 8"));
 
-        let out = registry
-            .execute_with("echo_call", json!({"range": {"from": "x", "to": "y"}}), CallContext::new("c8"))
-            .await
-            .unwrap();
+        let call = ToolCall::new("c8", "echo_call", json!({"range": {"from": "x", "to": "y"}}));
+        let out = registry.execute_call(call).await.outcome.unwrap();
         assert_eq!(out.value, json!("c8 x..y"));
 
         // A bad call reaches no method and changes nothing.

@@ -150,8 +150,8 @@ mod tests {
     async fn a_panic_in_a_file_tool_is_reported_as_a_panic() {
         let root = tempfile::tempdir().unwrap();
         let tools = FileTools::open(root.path()).unwrap();
-        let boom = toolreg::ToolRegistration::from_async(
-            "boom",
+        let boom = toolreg::ToolRegistration::new(
+            toolreg::ToolDeclaration::for_args::<ReadArgs>("boom", "Panics.").with_safety(SafetyLevel::Safe),
             move |args: ReadArgs| {
                 let tools = tools.clone();
                 async move {
@@ -160,7 +160,6 @@ mod tests {
                     tools.blocking("boom", args, panics).await
                 }
             },
-            toolreg::ToolDeclaration::for_args::<ReadArgs>("boom", "Panics.").with_safety(SafetyLevel::Safe),
         );
         let mut registry = toolreg::FunctionRegistry::new();
         registry.register(boom).unwrap();

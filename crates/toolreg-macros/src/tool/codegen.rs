@@ -270,24 +270,19 @@ fn construct(
         let out = #call;
         (&#krate::__private::ReturnKind::of(&out)).kind().wrap(out)
     };
-    let (name, declaration) = (quote!(#at NAME), quote!(#at declaration()));
+    let declaration = quote!(#at declaration());
     if tool.is_async {
         // A method's future owns a handle on the state, so it may outlive the call to the closure.
         let state = matches!(target, Target::Method(_)).then(|| quote!(let state = ::std::sync::Arc::clone(&state);));
         quote! {
-            #krate::ToolRegistration::from_async_with_context(
-                #name,
-                move |cx: #krate::CallContext, args: #args_ty| { #state async move { #body } },
+            #krate::ToolRegistration::new(
                 #declaration,
+                move |cx: #krate::CallContext, args: #args_ty| { #state async move { #body } },
             )
         }
     } else {
         quote! {
-            #krate::ToolRegistration::from_sync_with_context(
-                #name,
-                move |cx: #krate::CallContext, args: #args_ty| { #body },
-                #declaration,
-            )
+            #krate::ToolRegistration::new(#declaration, move |cx: #krate::CallContext, args: #args_ty| { #body })
         }
     }
 }
