@@ -9,9 +9,10 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::pipeline::Chain;
 use crate::exec::{CallContext, ToolError};
 use crate::handler::ToolFuture;
+use crate::policy::ArgumentsHash;
+use crate::registry::ToolEntry;
 
 /// Middleware around a tool call, axum `from_fn`-style: it sees the call's
 /// arguments before the tool runs and its result after.
@@ -141,6 +142,21 @@ impl HookCall {
     pub fn refuse(&self, message: impl Into<String>) -> ToolError {
         ToolError::HookFailed { hook: self.hook.to_string(), message: message.into() }
     }
+}
+
+/// A layer with its name, resolved once when the engine is built.
+pub(crate) struct Layer {
+    pub(crate) name: Arc<str>,
+    pub(crate) layer: Arc<dyn ToolLayer>,
+}
+
+/// What the layers of one call pass on to the tool: the tool, the hash the
+/// approval is bound to, and how to run it.
+pub(crate) struct Chain {
+    pub(crate) layers: Arc<[Layer]>,
+    pub(crate) entry: ToolEntry,
+    pub(crate) approved: Option<ArgumentsHash>,
+    pub(crate) offload: bool,
 }
 
 /// The rest of the call, handed to a layer: the layers after it and the

@@ -101,7 +101,8 @@ use crate::declaration::SafetyLevel;
 use crate::exec::{CallOptions, ToolCall, ToolError, ToolExecutor, ToolOutput, ToolResult};
 use crate::policy::{Approver, AuditSink, Selection};
 use crate::registry::FunctionRegistry;
-use pipeline::{Approval, Control, Layer, Pipeline};
+use layer::Layer;
+use pipeline::{Approval, Control, Pipeline};
 
 pub use budget::{OutputBudget, Overflow, truncate_middle};
 pub use layer::{HookArguments, HookCall, HookFn, Next, ToolLayer, hook_fn};

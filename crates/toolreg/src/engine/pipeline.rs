@@ -29,7 +29,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use super::layer::{HookArguments, HookCall, Next, ToolLayer};
+use super::layer::{Chain, HookArguments, HookCall, Layer, Next};
 use super::record::{Record, Trail};
 use super::site::{self, Site, panicked, panicked_at};
 use super::{BatchOptions, Stop};
@@ -65,12 +65,6 @@ impl Pipeline {
             options: BatchOptions::default(),
         }
     }
-
-    /// Whether calls are recorded: when a sink or a `tracing` subscriber
-    /// listens.
-    pub(crate) fn records(&self) -> bool {
-        !self.sinks.is_empty() || tracing::enabled!(target: "toolreg::audit", tracing::Level::INFO)
-    }
 }
 
 /// The layers of a pipeline that has none (a registry's), shared.
@@ -88,21 +82,6 @@ impl Approval {
     fn needed_for(&self, decl: &ToolDeclaration) -> bool {
         matches!(self, Approval::From { level, .. } if decl.safety >= *level)
     }
-}
-
-/// A layer with its name, resolved once when the engine is built.
-pub(crate) struct Layer {
-    pub(crate) name: Arc<str>,
-    pub(crate) layer: Arc<dyn ToolLayer>,
-}
-
-/// What the layers of one call pass on to the tool: the tool, the hash the
-/// approval is bound to, and how to run it.
-pub(crate) struct Chain {
-    pub(crate) layers: Arc<[Layer]>,
-    entry: ToolEntry,
-    approved: Option<ArgumentsHash>,
-    offload: bool,
 }
 
 /// How a caller controls one call.
@@ -142,7 +121,7 @@ pub(crate) fn run<'a>(
     let span = tracing::info_span!("tool_call", tool = %call.name, call_id = %call.id);
     async move {
         let ToolCall { id, name, arguments } = call;
-        let mut record = Record::new(p, id, name, control.stopped);
+        let mut record = Record::new(&p.sinks, id, name, control.stopped);
         let Record { id, name, trail, .. } = &mut record;
         let steps = async {
             // 1. Lookup and selection.

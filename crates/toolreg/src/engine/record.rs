@@ -2,16 +2,15 @@
 //! finishes, or, when a batch drops it unfinished, as stopped.
 
 use std::panic::AssertUnwindSafe;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
 
 use super::Stop;
-use super::pipeline::Pipeline;
 use crate::declaration::SafetyLevel;
 use crate::exec::{ToolError, ToolOutput, ToolResult};
-use crate::policy::{ArgumentsHash, AuditDecision, AuditEvent};
+use crate::policy::{ArgumentsHash, AuditDecision, AuditEvent, AuditSink};
 
 /// What the audit records besides the outcome.
 #[derive(Default)]
@@ -42,7 +41,8 @@ impl Trail {
 /// A call being recorded: finished with its outcome, or, when a batch drops
 /// it unfinished, recorded as stopped.
 pub(crate) struct Record<'a> {
-    pipeline: &'a Pipeline,
+    /// Where the record goes.
+    sinks: &'a [Arc<dyn AuditSink>],
     pub(crate) id: String,
     pub(crate) name: String,
     pub(crate) trail: Trail,
@@ -51,9 +51,17 @@ pub(crate) struct Record<'a> {
 }
 
 impl<'a> Record<'a> {
-    pub(crate) fn new(pipeline: &'a Pipeline, id: String, name: String, stopped: Option<&'a OnceLock<Stop>>) -> Self {
-        let trail = Trail { started_at: pipeline.records().then(SystemTime::now), ..Trail::default() };
-        Record { pipeline, id, name, trail, stopped, done: false }
+    /// Start recording a call; it is recorded when a sink or a `tracing`
+    /// subscriber listens.
+    pub(crate) fn new(
+        sinks: &'a [Arc<dyn AuditSink>],
+        id: String,
+        name: String,
+        stopped: Option<&'a OnceLock<Stop>>,
+    ) -> Self {
+        let recording = !sinks.is_empty() || tracing::enabled!(target: "toolreg::audit", tracing::Level::INFO);
+        let trail = Trail { started_at: recording.then(SystemTime::now), ..Trail::default() };
+        Record { sinks, id, name, trail, stopped, done: false }
     }
 
     /// Record the call and hand back its result.
@@ -65,7 +73,7 @@ impl<'a> Record<'a> {
             return ToolResult { id, name, outcome };
         };
         let trail = std::mem::take(&mut self.trail);
-        let (id, name) = audit(self.pipeline, id, name, &outcome, started_at, trail);
+        let (id, name) = audit(self.sinks, id, name, &outcome, started_at, trail);
         ToolResult { id, name, outcome }
     }
 }
@@ -78,14 +86,14 @@ impl Drop for Record<'_> {
         if let (Some(stop), Some(started_at)) = (self.stopped.and_then(OnceLock::get), self.trail.started_at) {
             let trail = std::mem::take(&mut self.trail);
             let (id, name) = (std::mem::take(&mut self.id), std::mem::take(&mut self.name));
-            audit(self.pipeline, id, name, &Err(stop.error()), started_at, trail);
+            audit(self.sinks, id, name, &Err(stop.error()), started_at, trail);
         }
     }
 }
 
 /// Step 6: emit the audit event of a finished call; gives the id and name back.
 fn audit(
-    p: &Pipeline,
+    sinks: &[Arc<dyn AuditSink>],
     id: String,
     name: String,
     outcome: &Result<ToolOutput, ToolError>,
@@ -124,7 +132,7 @@ fn audit(
         result_bytes = event.result_bytes,
         "tool call"
     );
-    for sink in &p.sinks {
+    for sink in sinks {
         // A failing sink loses its own record, not the call's result or the
         // other sinks' records.
         if std::panic::catch_unwind(AssertUnwindSafe(|| sink.record(&event))).is_err() {
