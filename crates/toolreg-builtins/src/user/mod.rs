@@ -3,7 +3,7 @@
 //! The tools talk to the user through a [`UserChannel`]: a
 //! [`TerminalChannel`] for a person at a terminal, or an [`InProcessChannel`]
 //! whose questions an application (or a test) answers from a [`UserInbox`].
-//! They are in [`Scope::User`], which an engine offers to the top-level agent
+//! They are in [`Scope::User`](toolreg::Scope::User), which an engine offers to the top-level agent
 //! only, never to sub-agents.
 //!
 //! ## Knowing that the run is finished
@@ -66,7 +66,7 @@ use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use toolreg::{CallContext, Finish, SafetyLevel, Scope, ToolDeclaration, ToolRegistration};
+use toolreg::{CallContext, Finish, ToolArgs, ToolRegistration, tools};
 
 /// The category of the user tools.
 pub const CATEGORY: &str = "user";
@@ -169,7 +169,7 @@ impl<C: UserChannel + 'static> From<C> for UserTools {
 }
 
 /// Arguments of `ask_user`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema, ToolArgs)]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct AskArgs {
@@ -214,7 +214,7 @@ pub struct AskResult {
 }
 
 /// Arguments of `notify_user`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema, ToolArgs)]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct NotifyArgs {
@@ -233,7 +233,7 @@ impl NotifyArgs {
 }
 
 /// Arguments of `final_answer`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema, ToolArgs)]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct FinalArgs {
@@ -327,52 +327,39 @@ impl UserTools {
         Ok(FinalResult { finished: true, answer: args.answer.clone() })
     }
 
-    /// `ask_user`, `notify_user` and `final_answer`, in [`Scope::User`].
+    /// `ask_user`, `notify_user` and `final_answer`, in [`Scope::User`](toolreg::Scope::User):
+    /// the `#[tool]` methods below, sharing one clone of `self`.
     pub fn registrations(&self) -> Vec<ToolRegistration> {
-        fn declare<A: JsonSchema + 'static>(name: &str, description: &str, safety: SafetyLevel) -> ToolDeclaration {
-            ToolDeclaration::for_args::<A>(name, description)
-                .with_safety(safety)
-                .with_category(CATEGORY)
-                .with_scope(Scope::User)
-        }
-        let (ask, notify, finish) = (self.clone(), self.clone(), self.clone());
-        vec![
-            ToolRegistration::from_async_with_context(
-                "ask_user",
-                move |cx: CallContext, args: AskArgs| {
-                    let tools = ask.clone();
-                    async move { tools.ask(&args, cx.cancelled()).await }
-                },
-                declare::<AskArgs>(
-                    "ask_user",
-                    "Ask the user a question and wait for the answer. Give choices to have the user pick one.",
-                    SafetyLevel::Safe,
-                ),
-            ),
-            ToolRegistration::from_async(
-                "notify_user",
-                move |args: NotifyArgs| {
-                    let tools = notify.clone();
-                    async move { tools.notify(&args).await.map(|()| serde_json::json!({"delivered": true})) }
-                },
-                declare::<NotifyArgs>(
-                    "notify_user",
-                    "Tell the user something that needs no answer (progress, a warning, an error).",
-                    SafetyLevel::Safe,
-                ),
-            ),
-            ToolRegistration::from_async_with_context(
-                "final_answer",
-                move |cx: CallContext, args: FinalArgs| {
-                    let tools = finish.clone();
-                    async move { tools.finish(&cx, &args).await }
-                },
-                declare::<FinalArgs>(
-                    "final_answer",
-                    "Give the final answer to the user's task. This ends the run; call it once, last.",
-                    SafetyLevel::Cautious,
-                ),
-            ),
-        ]
+        self.tool_registrations()
+    }
+}
+
+// The tools' names, descriptions and classification are written once, here;
+// what each does is in the public `ask`, `notify` and `finish` above.
+#[tools]
+impl UserTools {
+    /// Ask the user a question and wait for the answer. Give choices to have
+    /// the user pick one.
+    #[tool(safety = "safe", category = "user", scope = "user")]
+    async fn ask_user(&self, #[context] cx: &CallContext, #[args] args: AskArgs) -> Result<AskResult, UserError> {
+        self.ask(&args, cx.cancelled()).await
+    }
+
+    /// Tell the user something that needs no answer (progress, a warning, an
+    /// error).
+    #[tool(safety = "safe", category = "user", scope = "user")]
+    async fn notify_user(&self, #[args] args: NotifyArgs) -> Result<serde_json::Value, UserError> {
+        self.notify(&args).await.map(|()| serde_json::json!({"delivered": true}))
+    }
+
+    /// Give the final answer to the user's task. This ends the run; call it
+    /// once, last.
+    #[tool(safety = "cautious", category = "user", scope = "user")]
+    async fn final_answer(
+        &self,
+        #[context] cx: &CallContext,
+        #[args] args: FinalArgs,
+    ) -> Result<FinalResult, UserError> {
+        self.finish(cx, &args).await
     }
 }

@@ -32,12 +32,11 @@
 mod spawn;
 
 pub use spawn::{MERGE_FUNCTION_ARGUMENT, Merge, MergeError, SPAWN_MANY_CONCURRENCY, SpawnManyArgs, TaskResult};
-use spawn::{spawn, spawn_many};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use toolreg::{CallContext, FunctionRegistry, RegistryError, SafetyLevel, Scope, ToolDeclaration, ToolRegistration};
+use toolreg::{CallContext, FunctionRegistry, RegistryError, ToolArgs, ToolRegistration, tools};
 use toolreg_builtins::store::{Namespace, StoreRef};
 
 use super::RunState;
@@ -50,7 +49,7 @@ pub struct AgentTools {
 }
 
 /// Arguments of `call_llm`.
-#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema, ToolArgs)]
 #[serde(deny_unknown_fields)]
 pub struct CallLlmArgs {
     /// What to ask the model.
@@ -61,7 +60,7 @@ pub struct CallLlmArgs {
 }
 
 /// Arguments of `spawn_agent`, and one task of `spawn_many`.
-#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema, ToolArgs)]
 #[serde(deny_unknown_fields)]
 pub struct SpawnArgs {
     /// The sub-agent's task, complete in itself: it sees nothing else of this conversation.
@@ -75,7 +74,7 @@ pub struct SpawnArgs {
 }
 
 /// Arguments of `return_result`.
-#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema, ToolArgs)]
 #[serde(deny_unknown_fields)]
 pub struct ReturnArgs {
     /// The result of your task.
@@ -94,73 +93,10 @@ impl AgentTools {
         self
     }
 
-    /// The four registrations.
+    /// The four registrations: the `#[tool]` methods below, sharing one
+    /// clone of `self`.
     pub fn registrations(&self) -> Vec<ToolRegistration> {
-        let store = self.store.clone();
-        let call_llm = {
-            let store = store.clone();
-            ToolRegistration::from_async_with_context(
-                "call_llm",
-                move |cx: CallContext, args: CallLlmArgs| {
-                    let store = store.clone();
-                    async move { call_llm(cx, args, store).await }
-                },
-                declaration::<CallLlmArgs>(
-                    "call_llm",
-                    "Ask the model one question, without tools, for example to summarise or transform text. Pass \
-                     stored values as context_refs handles instead of pasting them.",
-                    SafetyLevel::Safe,
-                ),
-            )
-        };
-        let spawn_agent = {
-            let store = store.clone();
-            ToolRegistration::from_async_with_context(
-                "spawn_agent",
-                move |cx: CallContext, args: SpawnArgs| {
-                    let store = store.clone();
-                    async move { spawn(&cx, args, store).await }
-                },
-                declaration::<SpawnArgs>(
-                    "spawn_agent",
-                    "Hand a self-contained task to a sub-agent and get its result. It has its own tools and a share \
-                     of your remaining budget, and sees nothing of this conversation but the task and context_refs.",
-                    SafetyLevel::Cautious,
-                ),
-            )
-        };
-        let spawn_many = ToolRegistration::from_async_with_context(
-            "spawn_many",
-            move |cx: CallContext, args: SpawnManyArgs| {
-                let store = store.clone();
-                async move { spawn_many(cx, args, store).await }
-            },
-            declaration::<SpawnManyArgs>(
-                "spawn_many",
-                "Run several independent tasks with sub-agents in parallel. By default (merge \"all\") the results \
-                 come back in the order of the tasks, each an answer or an error; merge \"first_success\" returns the \
-                 first answer and stops the rest; merge {\"function\": \"name\"} hands every result to that function \
-                 of yours and returns what it returns.",
-                SafetyLevel::Cautious,
-            ),
-        );
-        let return_result = ToolRegistration::from_async_with_context(
-            "return_result",
-            |cx: CallContext, args: ReturnArgs| async move {
-                run_state(&cx)?;
-                if cx.finish(args.value) {
-                    Ok("result recorded".to_owned())
-                } else {
-                    Err("a result was already returned".to_owned())
-                }
-            },
-            declaration::<ReturnArgs>(
-                "return_result",
-                "End your task with its result. Call it once, when you are done.",
-                SafetyLevel::Safe,
-            ),
-        );
-        vec![call_llm, spawn_agent, spawn_many, return_result]
+        self.tool_registrations()
     }
 
     /// Register the four functions, all or none.
@@ -169,11 +105,51 @@ impl AgentTools {
     }
 }
 
-fn declaration<A: JsonSchema + 'static>(name: &str, description: &str, safety: SafetyLevel) -> ToolDeclaration {
-    ToolDeclaration::for_args::<A>(name, description)
-        .with_safety(safety)
-        .with_scope(Scope::Agent)
-        .with_category("agent")
+#[tools]
+impl AgentTools {
+    /// Ask the model one question, without tools, for example to summarise or
+    /// transform text. Pass stored values as context_refs handles instead of
+    /// pasting them.
+    #[tool(safety = "safe", category = "agent", scope = "agent")]
+    async fn call_llm(&self, #[context] cx: &CallContext, #[args] args: CallLlmArgs) -> Result<String, String> {
+        let run = run_state(cx)?;
+        let prompt = format!("{}{}", args.prompt, context(&args.context_refs, self.store.as_ref()).await?);
+        let request = ModelRequest::new(run.agent.model(), vec![Message::user(prompt)]);
+        let call = run.agent.client().complete(&request, &|_| {});
+        tokio::select! {
+            answer = call => answer.map(|r| r.text).map_err(|e| e.to_string()),
+            () = run.cancel.cancelled() => Err("cancelled".to_owned()),
+        }
+    }
+
+    /// Hand a self-contained task to a sub-agent and get its result. It has
+    /// its own tools and a share of your remaining budget, and sees nothing of
+    /// this conversation but the task and context_refs.
+    #[tool(safety = "cautious", category = "agent", scope = "agent")]
+    async fn spawn_agent(&self, #[context] cx: &CallContext, #[args] args: SpawnArgs) -> Result<String, String> {
+        spawn::spawn(cx, args, self.store.clone()).await
+    }
+
+    /// Run several independent tasks with sub-agents in parallel. By default
+    /// (merge "all") the results come back in the order of the tasks, each an
+    /// answer or an error; merge "first_success" returns the first answer and
+    /// stops the rest; merge {"function": "name"} hands every result to that
+    /// function of yours and returns what it returns.
+    #[tool(safety = "cautious", category = "agent", scope = "agent")]
+    async fn spawn_many(&self, #[context] cx: CallContext, #[args] args: SpawnManyArgs) -> Result<Value, String> {
+        spawn::spawn_many(cx, args, self.store.clone()).await
+    }
+
+    /// End your task with its result. Call it once, when you are done.
+    #[tool(safety = "safe", category = "agent", scope = "agent")]
+    async fn return_result(&self, #[context] cx: &CallContext, #[args] args: ReturnArgs) -> Result<String, String> {
+        run_state(cx)?;
+        if cx.finish(args.value) {
+            Ok("result recorded".to_owned())
+        } else {
+            Err("a result was already returned".to_owned())
+        }
+    }
 }
 
 fn run_state(cx: &CallContext) -> Result<RunState, String> {
@@ -194,13 +170,35 @@ async fn context(refs: &[StoreRef], store: Option<&Namespace>) -> Result<String,
     Ok(text)
 }
 
-async fn call_llm(cx: CallContext, args: CallLlmArgs, store: Option<Namespace>) -> Result<String, String> {
-    let run = run_state(&cx)?;
-    let prompt = format!("{}{}", args.prompt, context(&args.context_refs, store.as_ref()).await?);
-    let request = ModelRequest::new(run.agent.model(), vec![Message::user(prompt)]);
-    let call = run.agent.client().complete(&request, &|_| {});
-    tokio::select! {
-        answer = call => answer.map(|r| r.text).map_err(|e| e.to_string()),
-        () = run.cancel.cancelled() => Err("cancelled".to_owned()),
+#[cfg(test)]
+mod tests {
+    use toolreg::{SafetyLevel, Scope, ToolDeclaration};
+
+    use super::*;
+
+    /// The declarations the model sees are the ones the functions had before
+    /// they were `#[tool]` methods: names in order, classification, and the
+    /// argument types' own schemas.
+    #[test]
+    fn declarations_keep_their_names_classification_and_schemas() {
+        let expected: [(&str, SafetyLevel, ToolDeclaration); 4] = [
+            ("call_llm", SafetyLevel::Safe, ToolDeclaration::for_args::<CallLlmArgs>("call_llm", "")),
+            ("spawn_agent", SafetyLevel::Cautious, ToolDeclaration::for_args::<SpawnArgs>("spawn_agent", "")),
+            ("spawn_many", SafetyLevel::Cautious, ToolDeclaration::for_args::<SpawnManyArgs>("spawn_many", "")),
+            ("return_result", SafetyLevel::Safe, ToolDeclaration::for_args::<ReturnArgs>("return_result", "")),
+        ];
+        let mut registry = FunctionRegistry::new();
+        AgentTools::new().register(&mut registry).unwrap();
+        let declared = registry.get_declarations();
+        assert_eq!(AgentTools::TOOL_NAMES, expected.each_ref().map(|(name, ..)| *name));
+        for (decl, (name, safety, plain)) in declared.iter().zip(expected) {
+            assert_eq!(decl.name, name);
+            assert_eq!((decl.safety, decl.scope.clone()), (safety, Scope::Agent), "{name}");
+            assert_eq!(decl.categories, ["agent"], "{name}");
+            assert_eq!(decl.exclusive_key, None, "{name}");
+            assert_eq!(decl.input_schema, plain.input_schema, "{name}");
+            assert!(!decl.description.is_empty() && !decl.description.contains('\n'), "{name}");
+        }
+        assert!(declared[2].description.contains(r#"merge {"function": "name"}"#));
     }
 }

@@ -10,10 +10,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
-use toolreg::{CallContext, CallOptions, ToolCall, ToolExecutor};
+use toolreg::{CallContext, CallOptions, ToolArgs, ToolCall, ToolExecutor};
 use toolreg_builtins::store::Namespace;
 
-use super::{SpawnArgs, context, run_state};
+use super::{AgentTools, SpawnArgs, context, run_state};
 use crate::agent::run::nested_extensions;
 use crate::agent::{Outcome, RunState};
 use crate::model::Message;
@@ -26,7 +26,7 @@ pub const SPAWN_MANY_CONCURRENCY: usize = 3;
 pub const MERGE_FUNCTION_ARGUMENT: &str = "results";
 
 /// Arguments of `spawn_many`.
-#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema, ToolArgs)]
 #[serde(deny_unknown_fields)]
 pub struct SpawnManyArgs {
     /// The tasks; each gets its own sub-agent.
@@ -234,7 +234,7 @@ async fn merge_with(
     results: Vec<TaskResult>,
 ) -> Result<Value, MergeError> {
     let results = serde_json::to_value(results).unwrap_or_default();
-    let id = format!("{}-merge", cx.call_id().unwrap_or("spawn_many"));
+    let id = format!("{}-merge", cx.call_id().unwrap_or(AgentTools::SPAWN_MANY_TOOL_NAME));
     let call = ToolCall::new(id, function.clone(), json!({ MERGE_FUNCTION_ARGUMENT: results }));
     let options = CallOptions::new().cancel(run.cancel.child_token()).extensions(nested_extensions(run));
     let merged = run.agent.engine().execute_call_with(call, options).await;
