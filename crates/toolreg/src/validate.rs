@@ -39,11 +39,12 @@ impl ArgumentValidator {
     /// Compile `schema`; the error says why the schema itself is unusable.
     pub(crate) fn compile(schema: &Value) -> Result<Self, String> {
         crate::schema::check_input_schema(schema)?;
-        // The validator checks the same values with choices of constants as
-        // `enum`s (see `choices_as_enums`): a refusal then names the choices
-        // instead of collecting every branch's error only to say "none".
+        // The validator checks the same values with unions of constants and
+        // of tagged variants written without the union (see `plain_unions`):
+        // a refusal then says what is wrong where, instead of collecting
+        // every branch's error only to say "none matches".
         let mut checked = schema.clone();
-        choices_as_enums(&mut checked);
+        plain_unions(&mut checked);
         let validator = jsonschema::validator_for(&checked).map_err(|e| format!("invalid JSON Schema: {e}"))?;
         Ok(ArgumentValidator { validator, schema: schema.clone(), has_defaults: contains_defaults(schema) })
     }
@@ -74,31 +75,50 @@ impl ArgumentValidator {
     }
 }
 
-/// Rewrite every `oneOf` or `anyOf` whose branches are each only a `const`
-/// (with annotations, and a `type` the constant has) as the `enum` of those
-/// constants: what schemars writes for a unit enum with documented variants.
-/// The two accept exactly the same values (for `oneOf`, the constants are
-/// strings and distinct, so at most one branch matches); the `enum` is
-/// checked in one step and reported as "expected one of [..]", where the
-/// union collects an error per branch and reports none of them.
+/// Rewrite, in place, the unions schemars writes for Rust enums as schemas
+/// that accept exactly the same values without a union:
 ///
-/// Values under `const`, `enum`, `default` and `examples` are data, not
-/// schemas, and are left alone. The walk uses its own stack: schemas can
-/// come from outside.
-fn choices_as_enums(schema: &mut Value) {
+/// - a `oneOf` or `anyOf` whose branches are each only a `const` (with
+///   annotations, and a `type` the constant has) becomes the `enum` of those
+///   constants: a unit enum with documented variants. For `oneOf` the
+///   constants must be distinct strings, so at most one branch matches.
+/// - a `oneOf` or `anyOf` whose branches are each an object of exactly one
+///   required property (`{"type": "object", "properties": {"k": S},
+///   "required": ["k"], "additionalProperties": false}`), with distinct
+///   names, becomes one object of exactly one property among them, each
+///   with its schema: an externally tagged enum. An object matches a
+///   branch only by having that branch's one name, so at most one does.
+///
+/// The union is checked in one step and reported as "expected one of
+/// [..]" or at the path of the wrong value inside the variant, where the
+/// union collects an error per branch and reports none of them. Values
+/// under `const`, `enum`, `default` and `examples` are data, not schemas,
+/// and are left alone; a schema with a `$ref` into a union is left whole.
+/// The walk uses its own stack: schemas can come from outside.
+fn plain_unions(schema: &mut Value) {
     const DATA: [&str; 4] = ["const", "enum", "default", "examples"];
+    if refers_into_union(schema) {
+        return;
+    }
     let mut stack = vec![schema];
     while let Some(node) = stack.pop() {
         match node {
             Value::Object(map) => {
                 for key in ["oneOf", "anyOf"] {
-                    if map.contains_key("enum") {
-                        break;
-                    }
-                    if let Some(choices) = map.get(key).and_then(|u| constant_choices(u, key == "oneOf")) {
+                    let Some(union) = map.get(key) else { continue };
+                    if let Some(choices) = constant_choices(union, key == "oneOf").filter(|_| !map.contains_key("enum"))
+                    {
                         map.remove(key);
                         map.insert("enum".into(), Value::Array(choices));
+                    } else if let Some(variants) = tagged_variants(union).filter(|_| !has_object_keywords(map)) {
+                        map.remove(key);
+                        map.insert("type".into(), "object".into());
+                        map.insert("minProperties".into(), 1.into());
+                        map.insert("maxProperties".into(), 1.into());
+                        map.insert("properties".into(), Value::Object(variants));
+                        map.insert("additionalProperties".into(), false.into());
                     }
+                    break;
                 }
                 stack.extend(map.iter_mut().filter(|(k, _)| !DATA.contains(&k.as_str())).map(|(_, v)| v));
             }
@@ -106,6 +126,78 @@ fn choices_as_enums(schema: &mut Value) {
             _ => {}
         }
     }
+}
+
+/// Whether a `$ref` of the schema points into a `oneOf` or `anyOf`, which
+/// [`plain_unions`] would move.
+fn refers_into_union(schema: &Value) -> bool {
+    let mut stack = vec![schema];
+    while let Some(node) = stack.pop() {
+        match node {
+            Value::Object(map) => {
+                if map.get("$ref").and_then(Value::as_str).is_some_and(|r| r.contains("/oneOf") || r.contains("/anyOf"))
+                {
+                    return true;
+                }
+                stack.extend(map.values());
+            }
+            Value::Array(items) => stack.extend(items),
+            _ => {}
+        }
+    }
+    false
+}
+
+/// Whether a schema object already says something about objects, which
+/// the rewrite of tagged variants would have to merge with.
+fn has_object_keywords(map: &serde_json::Map<String, Value>) -> bool {
+    [
+        "type",
+        "properties",
+        "required",
+        "additionalProperties",
+        "minProperties",
+        "maxProperties",
+        "patternProperties",
+        "propertyNames",
+        "unevaluatedProperties",
+        "enum",
+        "const",
+        "allOf",
+        "oneOf",
+        "anyOf",
+        "not",
+        "if",
+        "$ref",
+    ]
+    .iter()
+    .filter(|k| **k != "oneOf" && **k != "anyOf")
+    .any(|k| map.contains_key(*k))
+        || (map.contains_key("oneOf") && map.contains_key("anyOf"))
+}
+
+/// The variants of a union whose branches are each an object of exactly one
+/// required property, not otherwise constrained, with distinct names: the
+/// name of each with its schema.
+fn tagged_variants(union: &Value) -> Option<serde_json::Map<String, Value>> {
+    const BRANCH: [&str; 7] =
+        ["type", "properties", "required", "additionalProperties", "description", "title", "$comment"];
+    let branches = union.as_array().filter(|b| !b.is_empty())?;
+    let mut variants = serde_json::Map::new();
+    for branch in branches {
+        let map = branch.as_object()?;
+        let properties = map.get("properties")?.as_object().filter(|p| p.len() == 1)?;
+        let (name, schema) = properties.iter().next()?;
+        let closed = map.get("type").and_then(Value::as_str) == Some("object")
+            && map.get("required").and_then(Value::as_array).is_some_and(|r| r.len() == 1 && r[0] == *name)
+            && map.get("additionalProperties") == Some(&Value::Bool(false))
+            && map.keys().all(|k| BRANCH.contains(&k.as_str()));
+        if !closed || variants.contains_key(name) {
+            return None;
+        }
+        variants.insert(name.clone(), schema.clone());
+    }
+    Some(variants)
 }
 
 /// The constants of a union whose branches are each only a `const` (plus
@@ -280,6 +372,12 @@ fn describe(kind: &jsonschema::error::ValidationErrorKind, instance: &Value, pat
         }
         K::MaxLength { limit } => {
             let _ = write!(out, "must be at most {limit} characters long");
+        }
+        K::MinProperties { limit } => {
+            let _ = write!(out, "must have at least {limit} field(s)");
+        }
+        K::MaxProperties { limit } => {
+            let _ = write!(out, "must have at most {limit} field(s)");
         }
         K::MinItems { limit } => {
             let _ = write!(out, "must have at least {limit} items");
@@ -475,7 +573,7 @@ mod tests {
     /// and fail as under jsonschema's own reading of the schema as written,
     /// and a refusal names the choices.
     #[test]
-    fn choices_of_constants_are_checked_as_enums() {
+    fn unions_of_constants_are_checked_as_enums() {
         let documented = json!({"oneOf": [
             {"description": "Degrees Celsius.", "type": "string", "const": "celsius"},
             {"description": "Kelvin.", "type": "string", "const": "kelvin"}]});
@@ -494,7 +592,7 @@ mod tests {
             }
         });
         let mut rewritten = schema.clone();
-        choices_as_enums(&mut rewritten);
+        plain_unions(&mut rewritten);
         assert_eq!(rewritten["properties"]["unit"], json!({"enum": ["celsius", "kelvin"]}));
         assert_eq!(rewritten["properties"]["any"], json!({"enum": [1, 1.0, null, "x"]}));
         for key in ["twice", "typed", "mixed", "numbers", "data"] {
@@ -525,6 +623,86 @@ mod tests {
         }
         let errors = ours.errors(&json!({"unit": 451}));
         assert_eq!(errors[0].to_string(), r#"`/unit`: expected one of ["celsius","kelvin"], got integer 451"#);
+    }
+
+    /// An externally tagged enum is checked as one object of exactly one of
+    /// its variants: the same values pass and fail as under jsonschema's own
+    /// reading of the union, and a refusal says where inside the variant.
+    #[test]
+    fn unions_of_tagged_variants_are_checked_as_one_object() {
+        let variant = |name: &str, field: &str| {
+            json!({"type": "object", "description": name,
+                   "properties": {name: {"type": "object", "properties": {field: {"type": "number"}},
+                                         "required": [field]}},
+                   "required": [name], "additionalProperties": false})
+        };
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "shape": {"description": "A shape.", "oneOf": [variant("circle", "r"), variant("rect", "w")]},
+                "any": {"anyOf": [variant("a", "x"), variant("b", "y")]},
+                // Not tagged variants: left as they are.
+                "twice": {"oneOf": [variant("a", "x"), variant("a", "y")]},
+                "open": {"oneOf": [{"type": "object", "properties": {"a": {}}, "required": ["a"]}, variant("b", "y")]},
+                "typed": {"type": "object", "oneOf": [variant("a", "x"), variant("b", "y")]},
+                "unit": {"oneOf": [{"type": "string", "const": "none"}, variant("b", "y")]},
+                "pointed": {"oneOf": [variant("a", "x"), variant("b", "y")]}
+            }
+        });
+        let mut rewritten = schema.clone();
+        plain_unions(&mut rewritten);
+        assert_eq!(
+            rewritten["properties"]["shape"],
+            json!({"description": "A shape.", "type": "object", "minProperties": 1, "maxProperties": 1,
+                   "properties": {"circle": variant("circle", "r")["properties"]["circle"],
+                                  "rect": variant("rect", "w")["properties"]["rect"]},
+                   "additionalProperties": false})
+        );
+        for key in ["twice", "open", "typed", "unit"] {
+            assert_eq!(rewritten["properties"][key], schema["properties"][key], "{key}");
+        }
+        let ours = ArgumentValidator::compile(&schema).unwrap();
+        let theirs = jsonschema::validator_for(&schema).unwrap();
+        let values = [
+            json!({"circle": {"r": 1}}),
+            json!({"rect": {"w": 2}}),
+            json!({"rect": {"w": "x"}}),
+            json!({"circle": {"r": 1}, "rect": {"w": 2}}),
+            json!({}),
+            json!({"square": {}}),
+            json!({"a": {"x": 1}}),
+            json!({"a": {"y": 1}}),
+            json!({"b": {"y": 1}}),
+            json!({"a": 1}),
+            json!("none"),
+            json!(null),
+            json!([]),
+            json!({"a": {"x": 1}, "extra": 1}),
+        ];
+        for key in ["shape", "any", "twice", "open", "typed", "unit"] {
+            for value in &values {
+                let args = json!({ key: value });
+                assert_eq!(ours.is_valid(&args), theirs.is_valid(&args), "{key}: {value}");
+                assert_eq!(ours.errors(&args).is_empty(), theirs.is_valid(&args), "{key}: {value}");
+            }
+        }
+        let text = |args: Value| ours.errors(&args).iter().map(ToString::to_string).collect::<Vec<_>>();
+        assert_eq!(
+            text(json!({"shape": {"rect": {"w": "x"}}})),
+            ["`/shape/rect/w`: expected number, got string \"x\""]
+        );
+        assert_eq!(text(json!({"shape": {}})), ["`/shape`: must have at least 1 field(s)"]);
+        assert_eq!(
+            text(json!({"shape": {"circle": {"r": 1}, "rect": {"w": 1}}})),
+            ["`/shape`: must have at most 1 field(s)"]
+        );
+        // A `$ref` into a union keeps the whole schema as written.
+        let mut pointed = json!({"type": "object", "properties": {
+            "u": {"oneOf": [{"const": "a"}, {"const": "b"}]},
+            "v": {"$ref": "#/properties/u/oneOf/0"}}});
+        let before = pointed.clone();
+        plain_unions(&mut pointed);
+        assert_eq!(pointed, before);
     }
 
     #[test]

@@ -9,7 +9,7 @@ use super::bounds::measure;
 
 /// Make a schema readable by every provider, in place: drop `$schema` and the
 /// root `title`, inline local `$ref`s that do not recurse, and drop `$defs`
-/// nothing refers to any more. A schema over the bounds of [`check_bounds`]
+/// nothing refers to any more. A schema over the bounds of [`check_bounds`](super::check_bounds)
 /// keeps its references (and is refused at registration).
 pub fn clean(schema: &mut Value) {
     let within_bounds = measure(schema).is_ok();
