@@ -10,7 +10,8 @@
 # --bench-from DIR) is copied to OUT/LABEL/peers with its `toolreg` path
 # dependency pointed at CHECKOUT/crates/toolreg, so every checkout runs the
 # same bench code. The feature `declare-view` is turned on when the checkout
-# has `WireFormat::declare_view`. Criterion writes to OUT/LABEL/runN/criterion
+# has `WireFormat::declare_view`, `legacy-registration` when it
+# predates `ToolRegistration::new`. Criterion writes to OUT/LABEL/runN/criterion
 # (CRITERION_HOME), the log to OUT/LABEL/runN/bench.log.
 #
 # Checkouts run one after another, and with -r N the whole sequence is
@@ -112,6 +113,9 @@ if [ "$table_only" = 0 ]; then
             [ "$default_features" = 0 ] && flags+=(--no-default-features)
             if grep -rqs "fn declare_view" "$checkout/crates/toolreg/src/provider"; then
                 feats+=(declare-view)
+            fi
+            if ! grep -qs "pub fn new<M>" "$checkout/crates/toolreg/src/registry.rs"; then
+                feats+=(legacy-registration)
             fi
             if [ ${#feats[@]} -gt 0 ]; then
                 flags+=(--features "$(IFS=,; echo "${feats[*]}")")

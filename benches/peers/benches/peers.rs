@@ -133,7 +133,11 @@ fn execute(c: &mut Criterion, good: bool) {
         let tool = case.tool;
         let registry = &registry;
         bench_calls(&mut group, &rt, "toolreg_value", || value.clone(), move |v| registry.execute(tool, v));
-        bench_calls(&mut group, &rt, "toolreg_text", || (), move |()| registry.execute_json(tool, text));
+        // A model's call: argument text with an id, through the
+        // `ToolExecutor` trait (the same code for every toolreg checkout).
+        bench_calls(&mut group, &rt, "toolreg_text", || (), move |()| async move {
+            toolreg::ToolExecutor::execute_call(registry, toolreg::ToolCall::new("call_1", tool, text)).await.outcome
+        });
         let server = &server;
         bench_calls(&mut group, &rt, "rmcp_object", || object.clone(), move |o| server.call(tool, o));
         // rmcp receives arguments inside the JSON-RPC request it decodes;

@@ -31,6 +31,12 @@ where
     A: JsonSchema + DeserializeOwned + Send + 'static,
 {
     let declaration = ToolDeclaration::for_args::<A>(name.clone(), "Filler");
+    #[cfg(not(feature = "legacy-registration"))]
+    {
+        let _ = name;
+        ToolRegistration::new(declaration, |_: A| Ok::<_, String>(0.0))
+    }
+    #[cfg(feature = "legacy-registration")]
     ToolRegistration::from_sync(name, |_: A| Ok::<_, String>(0.0), declaration)
 }
 

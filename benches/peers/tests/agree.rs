@@ -18,13 +18,14 @@ fn toolreg_answers_good_and_names_the_path_of_bad() {
     let registry = toolreg_side::registry().unwrap();
     for case in cases::all() {
         let from_value = registry.execute(case.tool, case.good()).now_or_never().unwrap().unwrap();
-        let from_text = registry.execute_json(case.tool, case.good_text).now_or_never().unwrap().unwrap();
+        let by_text = |text| ToolExecutor::execute_call(&registry, ToolCall::new("c1", case.tool, text));
+        let from_text = by_text(case.good_text).now_or_never().unwrap().outcome.unwrap();
         for output in [from_value, from_text] {
             assert!(close(&output.text(), case.expected), "{}: {}", case.shape, output.text());
         }
         for bad in [
             registry.execute(case.tool, case.bad()).now_or_never().unwrap(),
-            registry.execute_json(case.tool, case.bad_text).now_or_never().unwrap(),
+            by_text(case.bad_text).now_or_never().unwrap().outcome,
         ] {
             let error = bad.expect_err(case.shape).to_string();
             assert!(error.contains(case.bad_path), "{}: {error}", case.shape);

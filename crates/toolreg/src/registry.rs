@@ -10,8 +10,8 @@ use serde::de::DeserializeOwned;
 
 use crate::args::ArgumentLimits;
 use crate::declaration::ToolDeclaration;
-use crate::exec::{CallContext, ToolError};
-use crate::handler::{Async, Blocking, Erased, ErasedTool, Erasure, ToolHandler};
+use crate::exec::ToolError;
+use crate::handler::{Async, Blocking, ErasedTool, Erasure, ToolHandler};
 use crate::provider::LoweredSchemas;
 use crate::schema::{self, CachedSchema};
 use crate::validate::ArgumentValidator;
@@ -105,7 +105,7 @@ impl fmt::Debug for ToolRegistration {
 impl ToolRegistration {
     /// A tool from its declaration and the function that runs it: any
     /// [`ToolHandler`] — a synchronous or `async` function of typed
-    /// arguments, with or without a [`CallContext`] first, or a hand-written
+    /// arguments, with or without a [`CallContext`](crate::CallContext) first, or a hand-written
     /// [`ErasedTool`] (whose arguments are always checked against the
     /// schema before it runs). The tool is registered under the
     /// declaration's name.
@@ -123,62 +123,6 @@ impl ToolRegistration {
     pub fn new<M>(declaration: ToolDeclaration, handler: impl ToolHandler<M>) -> Self {
         let Erasure { tool, serde_checked } = handler.into_tool(&declaration);
         ToolRegistration { declaration, tool, serde_checked, preview: None, claimed_name: None }
-    }
-
-    /// An async function `Fn(Args) -> Future<Output = Result<R, E>>`.
-    pub fn from_async<F, A, Fut, R, E>(name: impl Into<String>, func: F, declaration: ToolDeclaration) -> Self
-    where
-        F: Fn(A) -> Fut + Send + Sync + 'static,
-        A: DeserializeOwned + schemars::JsonSchema + Send + 'static,
-        Fut: Future<Output = Result<R, E>> + Send + 'static,
-        R: Serialize,
-        E: Display,
-    {
-        Self::new::<(Async, A)>(declaration, func).claiming(name)
-    }
-
-    /// An async function that also takes the call's [`CallContext`].
-    pub fn from_async_with_context<F, A, Fut, R, E>(
-        name: impl Into<String>,
-        func: F,
-        declaration: ToolDeclaration,
-    ) -> Self
-    where
-        F: Fn(CallContext, A) -> Fut + Send + Sync + 'static,
-        A: DeserializeOwned + schemars::JsonSchema + Send + 'static,
-        Fut: Future<Output = Result<R, E>> + Send + 'static,
-        R: Serialize,
-        E: Display,
-    {
-        Self::new::<(Async, CallContext, A)>(declaration, func).claiming(name)
-    }
-
-    /// A synchronous function `Fn(Args) -> Result<R, E>`.
-    pub fn from_sync<F, A, R, E>(name: impl Into<String>, func: F, declaration: ToolDeclaration) -> Self
-    where
-        F: Fn(A) -> Result<R, E> + Send + Sync + 'static,
-        A: DeserializeOwned + schemars::JsonSchema + Send + 'static,
-        R: Serialize,
-        E: Display,
-    {
-        Self::new::<(Blocking, A)>(declaration, func).claiming(name)
-    }
-
-    /// A synchronous function that also takes the call's [`CallContext`].
-    pub fn from_sync_with_context<F, A, R, E>(name: impl Into<String>, func: F, declaration: ToolDeclaration) -> Self
-    where
-        F: Fn(CallContext, A) -> Result<R, E> + Send + Sync + 'static,
-        A: DeserializeOwned + schemars::JsonSchema + Send + 'static,
-        R: Serialize,
-        E: Display,
-    {
-        Self::new::<(Blocking, CallContext, A)>(declaration, func).claiming(name)
-    }
-
-    /// A tool implemented by hand; its arguments are always checked against
-    /// the declaration's schema before it runs.
-    pub fn from_erased(name: impl Into<String>, tool: Arc<dyn ErasedTool>, declaration: ToolDeclaration) -> Self {
-        Self::new::<Erased>(declaration, tool).claiming(name)
     }
 
     /// Check, when registered, that the declaration's name is `name`
