@@ -268,15 +268,14 @@ fn declare(c: &mut Criterion) {
     for route in fillers::rmcp(N) {
         router.add_route(route);
     }
-    let formats: [(&str, Box<dyn WireFormat>); 2] = [("mcp", Box::new(Mcp::new())), ("anthropic", Box::new(Anthropic::new()))];
+    let formats: [(&str, Box<dyn WireFormat>); 2] =
+        [("mcp", Box::new(Mcp::new())), ("anthropic", Box::new(Anthropic::new()))];
     for (_, format) in &formats {
         let declared = format.declare_partial(&ToolRef::list(registry.entries()));
         assert_eq!(declared.tools.as_array().map(Vec::len), Some(N));
     }
     let mut group = c.benchmark_group("declare_1000");
-    group.bench_function("rmcp_list_all_json", |b| {
-        b.iter(|| serde_json::to_string(&router.list_all()).expect("json"))
-    });
+    group.bench_function("rmcp_list_all_json", |b| b.iter(|| serde_json::to_string(&router.list_all()).expect("json")));
     for (label, format) in &formats {
         group.bench_function(format!("toolreg_{label}_value"), |b| {
             b.iter(|| {

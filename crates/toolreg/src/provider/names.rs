@@ -60,12 +60,16 @@ impl NameRule {
     /// assert!(NameRule::OPENAI.check("server.tool").unwrap_err().contains("'.'"));
     /// ```
     pub fn check(&self, name: &str) -> Result<(), String> {
-        let len = name.chars().count();
-        if len == 0 {
+        if name.is_empty() {
             return Err("the name is empty".to_owned());
         }
-        if len > self.max_len {
-            return Err(format!("the name has {len} characters, more than {}", self.max_len));
+        // Characters are counted only when the bytes are over the limit: a
+        // name no longer in bytes is within it.
+        if name.len() > self.max_len {
+            let len = name.chars().count();
+            if len > self.max_len {
+                return Err(format!("the name has {len} characters, more than {}", self.max_len));
+            }
         }
         if let Some(c) = name.chars().find(|c| !self.allows(*c)) {
             return Err(format!("character {c:?} is not allowed"));
@@ -107,5 +111,21 @@ impl NameRule {
             out = format!("{keep}_{:08x}", h.finish() as u32);
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::NameRule;
+
+    #[test]
+    fn length_is_counted_in_characters() {
+        let rule = NameRule::OPENAI;
+        assert_eq!(rule.check(""), Err("the name is empty".to_owned()));
+        assert_eq!(rule.check(&"a".repeat(64)), Ok(()));
+        assert_eq!(rule.check(&"a".repeat(65)), Err("the name has 65 characters, more than 64".to_owned()));
+        // 64 characters in 128 bytes: within the length, refused for its characters.
+        assert_eq!(rule.check(&"é".repeat(64)), Err("character 'é' is not allowed".to_owned()));
+        assert_eq!(rule.check(&"é".repeat(65)), Err("the name has 65 characters, more than 64".to_owned()));
     }
 }

@@ -30,6 +30,8 @@ pub(crate) struct LoweredSchemas {
     anthropic_strict: OnceLock<Result<Value, LoweringError>>,
     gemini: OnceLock<Result<Value, LoweringError>>,
     strict_nulls: OnceLock<bool>,
+    /// Whether MCP gets the closed empty object instead of the schema.
+    mcp_empty: OnceLock<bool>,
 }
 
 /// A tool to render: a registered [`ToolEntry`] (whose lowered schemas are
@@ -89,7 +91,14 @@ impl<'a> ToolRef<'a> {
     /// MCP's input schema: the canonical one, or the closed empty object
     /// for a tool without parameters. Borrowed either way.
     pub(crate) fn mcp_input(&self) -> &'a Value {
-        lower::mcp_input(&self.declaration.input_schema)
+        let schema = &self.declaration.input_schema;
+        match self.cache {
+            Some(cache) => match cache.mcp_empty.get_or_init(|| lower::has_no_parameters(schema)) {
+                true => lower::closed_empty(),
+                false => schema,
+            },
+            None => lower::mcp_input(schema),
+        }
     }
 }
 
@@ -193,7 +202,10 @@ pub(crate) fn prepare<'a>(
 ) -> Preparation<'a> {
     let rule = provider.name_rule();
     let mut mapping = CallMapping::default();
-    let mut seen: HashMap<Cow<'a, str>, &'a str> = HashMap::with_capacity(tools.len());
+    // Names come from the application's registry, not from a model: a fast
+    // unkeyed hash is safe here (as in the registry's own table).
+    let mut seen: HashMap<Cow<'a, str>, &'a str, foldhash::fast::RandomState> =
+        HashMap::with_capacity_and_hasher(tools.len(), Default::default());
     let mut report = Vec::with_capacity(tools.len());
     let mut out = Vec::with_capacity(tools.len());
     for tool in tools {

@@ -116,13 +116,18 @@ pub fn mcp(schema: &Value) -> Value {
 
 /// [`mcp`], borrowed either way: what the MCP format sends.
 pub(crate) fn mcp_input(schema: &Value) -> &Value {
+    if has_no_parameters(schema) { closed_empty() } else { schema }
+}
+
+/// The closed empty object schema, `{"type": "object", "additionalProperties": false}`.
+pub(crate) fn closed_empty() -> &'static Value {
     static CLOSED_EMPTY: LazyLock<Value> =
         LazyLock::new(|| serde_json::json!({"type": "object", "additionalProperties": false}));
-    if has_no_parameters(schema) { &CLOSED_EMPTY } else { schema }
+    &CLOSED_EMPTY
 }
 
 /// Whether an object schema declares no parameters at all.
-fn has_no_parameters(schema: &Value) -> bool {
+pub(crate) fn has_no_parameters(schema: &Value) -> bool {
     schema.get("properties").and_then(Value::as_object).is_none_or(Map::is_empty)
         && schema.get("additionalProperties").is_none_or(|a| a == false)
         && !["anyOf", "oneOf", "allOf", "$ref", "patternProperties"].iter().any(|k| schema.get(*k).is_some())
