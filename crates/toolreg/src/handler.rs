@@ -284,7 +284,9 @@ macro_rules! handler_form {
             }
 
             fn call_value(&self, $c: CallContext, args: &Value) -> Result<ToolFuture, CallContext> {
-                match crate::args::from_value::<A>(args) {
+                // A refusal hands the call back to be validated and reported
+                // with its JSON path there: no path-tracking pass here.
+                match crate::strict_de::from_value::<A>(args) {
                     Ok($a) => { let $f = &self.f; Ok($start) }
                     Err(_) => Err($c),
                 }
