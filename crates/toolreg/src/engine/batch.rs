@@ -37,7 +37,7 @@ enum Lane {
 /// The lane a call must run in, if any. A call whose tool has an exclusive
 /// key has its arguments parsed here (once: they travel on parsed).
 fn lane_of(engine: &ToolEngine, call: &mut ToolCall) -> Option<Lane> {
-    let pipeline = &engine.pipeline;
+    let pipeline = engine.pipeline();
     let decl = pipeline.offered.get(call.name.as_str())?.declaration();
     if let Some(key) = decl.exclusive_key.as_deref() {
         if let ToolArguments::Raw(text) = &call.arguments {
@@ -83,7 +83,7 @@ pub(crate) async fn run(
     cancel: CancellationToken,
     extensions: Extensions,
 ) -> Vec<ToolResult> {
-    let options = engine.pipeline.options;
+    let options = engine.options();
     let limit = options.max_concurrency.max(1);
     let shared = Shared {
         engine: engine.clone(),
@@ -157,7 +157,7 @@ pub(crate) async fn run(
 
 /// Answer a call that will not run, recorded like every other call.
 fn refused(engine: &ToolEngine, call: ToolCall, error: ToolError) -> ToolResult {
-    Record::new(&engine.pipeline.sinks, call.id, call.name, None).finish(Err(error))
+    Record::new(engine.pipeline().sinks, call.id, call.name, None).finish(Err(error))
 }
 
 /// Run a worker's queue, all at once or one at a time, admitting a call
@@ -173,7 +173,7 @@ async fn work(shared: Shared, mut queue: VecDeque<(usize, ToolCall)>, one_at_a_t
     let mut stop_signal = std::pin::pin!(stop_signal(cancel, *deadline));
     let admit = |index: usize, call: ToolCall, permit: Option<OwnedSemaphorePermit>| {
         let control = Control { watch: None, token: Some(Arc::clone(token)), stopped: Some(&**stopped), extensions };
-        let call = pipeline::run(&engine.pipeline, call, control);
+        let call = pipeline::run(engine.pipeline(), call, control);
         async move {
             let result = call.await;
             drop(permit); // free the slot before the next call is admitted

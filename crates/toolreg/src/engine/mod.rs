@@ -246,7 +246,7 @@ impl EngineBuilder {
             .iter()
             .map(|layer| Layer { name: Arc::from(layer.name().as_ref()), layer: Arc::clone(layer) })
             .collect();
-        let pipeline = Pipeline {
+        let state = EngineState {
             registered: self.registry,
             offered,
             approval: Approval::From { level: self.approval_from, approver: self.approver },
@@ -254,7 +254,7 @@ impl EngineBuilder {
             sinks: self.sinks,
             options: self.options,
         };
-        ToolEngine { pipeline: Arc::new(pipeline), config }
+        ToolEngine { state: Arc::new(state), config }
     }
 }
 
@@ -268,7 +268,7 @@ impl EngineBuilder {
 /// one model turn.
 #[derive(Clone)]
 pub struct ToolEngine {
-    pipeline: Arc<Pipeline>,
+    state: Arc<EngineState>,
     /// What it was built from.
     config: Arc<EngineBuilder>,
 }
@@ -276,8 +276,8 @@ pub struct ToolEngine {
 impl fmt::Debug for ToolEngine {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ToolEngine")
-            .field("tools", &self.pipeline.offered)
-            .field("options", &self.pipeline.options)
+            .field("tools", &self.state.offered)
+            .field("options", &self.state.options)
             .finish_non_exhaustive()
     }
 }
@@ -318,12 +318,12 @@ impl ToolEngine {
     /// entries shared with the registry it was built from): declare these
     /// to the model. Every other tool is refused.
     pub fn tools(&self) -> &FunctionRegistry {
-        &self.pipeline.offered
+        &self.state.offered
     }
 
     /// The limits in force.
     pub fn options(&self) -> BatchOptions {
-        self.pipeline.options
+        self.state.options
     }
 
     /// Run the calls of one model turn together; results come back in the
@@ -357,7 +357,7 @@ impl ToolEngine {
 impl ToolExecutor for ToolEngine {
     /// Run one call through the whole pipeline, with the per-call timeout.
     fn execute_call(&self, call: ToolCall) -> BoxFuture<'_, ToolResult> {
-        Box::pin(pipeline::run(&self.pipeline, call, Control::default()))
+        Box::pin(pipeline::run(self.pipeline(), call, Control::default()))
     }
 
     /// Run one call, cancellable with the options' token (also visible to
@@ -368,8 +368,33 @@ impl ToolExecutor for ToolEngine {
         Box::pin(async move {
             let token = options.cancel.clone().map(Arc::new);
             let control = Control::of(&options, token.as_ref());
-            pipeline::run(&self.pipeline, call, control).await
+            pipeline::run(self.pipeline(), call, control).await
         })
+    }
+}
+
+/// What an engine fixed when it was built; each call borrows it as its
+/// [`Pipeline`].
+struct EngineState {
+    registered: FunctionRegistry,
+    offered: FunctionRegistry,
+    approval: Approval,
+    layers: Arc<[Layer]>,
+    sinks: Vec<Arc<dyn AuditSink>>,
+    options: BatchOptions,
+}
+
+impl ToolEngine {
+    fn pipeline(&self) -> Pipeline<'_> {
+        let state = &*self.state;
+        Pipeline {
+            registered: &state.registered,
+            offered: &state.offered,
+            approval: &state.approval,
+            layers: &state.layers,
+            sinks: &state.sinks,
+            options: state.options,
+        }
     }
 }
 
@@ -382,18 +407,16 @@ impl FunctionRegistry {
     /// your own code. A model's calls (with ids, argument text, cancellation)
     /// go through [`ToolExecutor::execute_call`].
     pub async fn execute(&self, name: &str, args: Value) -> Result<ToolOutput, ToolError> {
-        let pipeline = Pipeline::of_registry(self);
-        pipeline::run(&pipeline, ToolCall::new("", name, args), Control::default()).await.outcome
+        pipeline::run(Pipeline::of_registry(self), ToolCall::new("", name, args), Control::default()).await.outcome
     }
 }
 
 impl ToolExecutor for FunctionRegistry {
     fn execute_call_with(&self, call: ToolCall, options: CallOptions) -> BoxFuture<'_, ToolResult> {
         Box::pin(async move {
-            let pipeline = Pipeline::of_registry(self);
             let token = options.cancel.clone().map(Arc::new);
             let control = Control::of(&options, token.as_ref());
-            pipeline::run(&pipeline, call, control).await
+            pipeline::run(Pipeline::of_registry(self), call, control).await
         })
     }
 }

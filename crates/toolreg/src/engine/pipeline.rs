@@ -40,28 +40,31 @@ use crate::handler::ToolFuture;
 use crate::policy::{ApprovalRequest, Approver, ArgumentsHash, AuditDecision, AuditSink, Decision};
 use crate::registry::{FunctionRegistry, ToolEntry};
 
-/// Everything a call runs against, fixed when an engine is built.
-pub(crate) struct Pipeline {
+/// Everything a call runs against: borrowed from an engine (where it was
+/// fixed when the engine was built) or from a registry (nothing
+/// configured), so that starting a call copies and counts nothing.
+#[derive(Clone, Copy)]
+pub(crate) struct Pipeline<'a> {
     /// Every registered tool (an engine's snapshot of its registry).
-    pub(crate) registered: FunctionRegistry,
+    pub(crate) registered: &'a FunctionRegistry,
     /// The tools a model may call: all of `registered` for a registry, the
     /// selection's for an engine.
-    pub(crate) offered: FunctionRegistry,
-    pub(crate) approval: Approval,
-    pub(crate) layers: Arc<[Layer]>,
-    pub(crate) sinks: Vec<Arc<dyn AuditSink>>,
+    pub(crate) offered: &'a FunctionRegistry,
+    pub(crate) approval: &'a Approval,
+    pub(crate) layers: &'a Arc<[Layer]>,
+    pub(crate) sinks: &'a [Arc<dyn AuditSink>],
     pub(crate) options: BatchOptions,
 }
 
-impl Pipeline {
+impl<'a> Pipeline<'a> {
     /// A registry's pipeline: every tool offered, no approval, no layers, no audit.
-    pub(crate) fn of_registry(registry: &FunctionRegistry) -> Self {
+    pub(crate) fn of_registry(registry: &'a FunctionRegistry) -> Self {
         Pipeline {
-            registered: registry.clone(),
-            offered: registry.clone(),
-            approval: Approval::None,
-            layers: Arc::clone(&NO_LAYERS),
-            sinks: Vec::new(),
+            registered: registry,
+            offered: registry,
+            approval: &NO_APPROVAL,
+            layers: &NO_LAYERS,
+            sinks: &[],
             options: BatchOptions::default(),
         }
     }
@@ -69,6 +72,9 @@ impl Pipeline {
 
 /// The layers of a pipeline that has none (a registry's), shared.
 static NO_LAYERS: LazyLock<Arc<[Layer]>> = LazyLock::new(|| Arc::from([]));
+
+/// A registry's approval: none.
+static NO_APPROVAL: Approval = Approval::None;
 
 /// Which calls need an approver's decision.
 pub(crate) enum Approval {
@@ -114,22 +120,22 @@ impl<'a> Control<'a> {
 
 /// Run one call through the pipeline and record it.
 pub(crate) fn run<'a>(
-    p: &'a Pipeline,
+    p: Pipeline<'a>,
     call: ToolCall,
     control: Control<'a>,
 ) -> impl Future<Output = ToolResult> + Send + 'a {
     let span = tracing::info_span!("tool_call", tool = %call.name, call_id = %call.id);
     async move {
         let ToolCall { id, name, arguments } = call;
-        let mut record = Record::new(&p.sinks, id, name, control.stopped);
+        let mut record = Record::new(p.sinks, id, name, control.stopped);
         let Record { id, name, trail, .. } = &mut record;
         let steps = async {
             // 1. Lookup and selection.
-            let entry = lookup(p, name)?;
+            let entry = lookup(&p, name)?;
             let decl = entry.declaration_arc();
             trail.safety = Some(decl.safety);
             // 2. Argument limits, in whatever form the arguments came.
-            let arguments = check_limits(p, arguments)?;
+            let arguments = check_limits(&p, arguments)?;
             // A call from your own code (`FunctionRegistry::execute`) has no id.
             let cx = if id.is_empty() { CallContext::default() } else { CallContext::new(id.as_str()) };
             let mut cx = cx.with_declaration(Arc::clone(decl));
@@ -146,14 +152,14 @@ pub(crate) fn run<'a>(
                 // tool deserialises straight from the text (serde is its
                 // validation), anything else is validated in `run_tool`.
                 trail.decide(decl.safety, trail.recording().then(|| hash(&arguments)).flatten());
-                let (cx, deadline) = deadline(p, cx);
+                let (cx, deadline) = deadline(&p, cx);
                 return within(deadline, run_tool(entry, cx, arguments, offload)).await;
             }
             // 3. Validation, once for every later step.
             let mut args = into_value(arguments)?;
             entry.check_arguments(&mut args)?;
             // 4. Approval.
-            let approved = match &p.approval {
+            let approved = match p.approval {
                 Approval::From { approver, .. } if needs_approval => {
                     Some(approve(entry, approver.as_deref(), &mut cx, &mut args, trail).await?)
                 }
@@ -163,11 +169,11 @@ pub(crate) fn run<'a>(
                 }
             };
             // 5. Hooks and run.
-            let chain = Arc::new(Chain { layers: Arc::clone(&p.layers), entry: entry.clone(), approved, offload });
+            let chain = Arc::new(Chain { layers: Arc::clone(p.layers), entry: entry.clone(), approved, offload });
             let arguments = HookArguments { value: args, changed: false };
             // The first layer's name (or none: approval without layers).
             let hook = chain.layers.first().map_or_else(|| Arc::from(""), |layer| Arc::clone(&layer.name));
-            let (cx, deadline) = deadline(p, cx);
+            let (cx, deadline) = deadline(&p, cx);
             within(deadline, Next { chain, index: 0 }.run(HookCall { cx, arguments, hook })).await
         };
         // The one panic boundary: where a panic started is in the site marks.
@@ -242,7 +248,7 @@ impl Next {
 }
 
 /// Step 1: the offered tool with this name, or the error the model reads.
-fn lookup<'p>(p: &'p Pipeline, name: &str) -> Result<&'p ToolEntry, ToolError> {
+fn lookup<'p>(p: &Pipeline<'p>, name: &str) -> Result<&'p ToolEntry, ToolError> {
     const SHOWN: usize = 20;
     if let Some(entry) = p.offered.get(name) {
         return Ok(entry);
@@ -256,7 +262,7 @@ fn lookup<'p>(p: &'p Pipeline, name: &str) -> Result<&'p ToolEntry, ToolError> {
 }
 
 /// Step 2: the argument limits, before anything parses or walks the arguments.
-fn check_limits(p: &Pipeline, arguments: ToolArguments) -> Result<ToolArguments, ToolError> {
+fn check_limits(p: &Pipeline<'_>, arguments: ToolArguments) -> Result<ToolArguments, ToolError> {
     let limits = p.registered.limits();
     match arguments {
         ToolArguments::Raw(text) => limits.check_text(&text).map(|()| ToolArguments::Raw(text)),
@@ -346,7 +352,7 @@ async fn approve(
 /// Step 5's time limit, for hooks and run together (approval excluded):
 /// the call gets a token of its own, cancelled when the limit passes so
 /// that work the tool started stops too.
-fn deadline(p: &Pipeline, cx: CallContext) -> (CallContext, Option<(Duration, CancellationToken)>) {
+fn deadline(p: &Pipeline<'_>, cx: CallContext) -> (CallContext, Option<(Duration, CancellationToken)>) {
     let Some(limit) = p.options.call_timeout else {
         return (cx, None);
     };
