@@ -1,5 +1,5 @@
-//! [`Selection`]: which tools an agent is offered, and [`ToolSet`], the view
-//! of a registry through one.
+//! [`Selection`]: which tools an agent is offered; applied to a registry, it
+//! gives the registry of the offered tools.
 
 use std::collections::HashSet;
 
