@@ -135,9 +135,17 @@ fn execute(c: &mut Criterion, good: bool) {
         bench_calls(&mut group, &rt, "toolreg_value", || value.clone(), move |v| registry.execute(tool, v));
         // A model's call: argument text with an id, through the
         // `ToolExecutor` trait (the same code for every toolreg checkout).
-        bench_calls(&mut group, &rt, "toolreg_text", || (), move |()| async move {
-            toolreg::ToolExecutor::execute_call(registry, toolreg::ToolCall::new("call_1", tool, text)).await.outcome
-        });
+        bench_calls(
+            &mut group,
+            &rt,
+            "toolreg_text",
+            || (),
+            move |()| async move {
+                toolreg::ToolExecutor::execute_call(registry, toolreg::ToolCall::new("call_1", tool, text))
+                    .await
+                    .outcome
+            },
+        );
         let server = &server;
         bench_calls(&mut group, &rt, "rmcp_object", || object.clone(), move |o| server.call(tool, o));
         // rmcp receives arguments inside the JSON-RPC request it decodes;
@@ -224,15 +232,21 @@ fn engine(c: &mut Criterion) {
     }
 }
 
+/// `n` filler tools in a toolreg registry and in an rmcp router.
+fn fillers_on_both(n: usize) -> (FunctionRegistry, rmcp::handler::server::tool::ToolRouter<rmcp_side::RmcpTools>) {
+    let mut registry = FunctionRegistry::new();
+    registry.register_all(fillers::toolreg(n)).expect("fillers");
+    let mut router = rmcp::handler::server::tool::ToolRouter::new();
+    for route in fillers::rmcp(n) {
+        router.add_route(route);
+    }
+    (registry, router)
+}
+
 /// Listing 1,000 declarations, the five argument types in turn.
 fn list(c: &mut Criterion) {
     const N: usize = 1_000;
-    let mut registry = FunctionRegistry::new();
-    registry.register_all(fillers::toolreg(N)).expect("fillers");
-    let mut router = rmcp::handler::server::tool::ToolRouter::new();
-    for route in fillers::rmcp(N) {
-        router.add_route(route);
-    }
+    let (registry, router) = fillers_on_both(N);
     assert_eq!((registry.len(), router.list_all().len()), (N, N));
     let mut group = c.benchmark_group("list_1000");
     group.bench_function("toolreg_get_declarations", |b| b.iter(|| black_box(registry.get_declarations())));
@@ -262,12 +276,7 @@ fn list(c: &mut Criterion) {
 fn declare(c: &mut Criterion) {
     use toolreg::provider::{ToolRef, WireFormat, anthropic::Anthropic, mcp::Mcp};
     const N: usize = 1_000;
-    let mut registry = FunctionRegistry::new();
-    registry.register_all(fillers::toolreg(N)).expect("fillers");
-    let mut router = rmcp::handler::server::tool::ToolRouter::new();
-    for route in fillers::rmcp(N) {
-        router.add_route(route);
-    }
+    let (registry, router) = fillers_on_both(N);
     let formats: [(&str, Box<dyn WireFormat>); 2] =
         [("mcp", Box::new(Mcp::new())), ("anthropic", Box::new(Anthropic::new()))];
     for (_, format) in &formats {

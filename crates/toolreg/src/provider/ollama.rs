@@ -8,7 +8,7 @@
 
 use serde_json::{Value, json};
 
-use super::openai_chat::{ChatFunction, ChatTool, chat_tool_call, chat_tool_calls};
+use super::openai_chat::{ChatTool, chat_tool_call, chat_tool_calls};
 use super::{
     CallMapping, Declarations, DeclaredTools, FormatOptions, Prepared, Provider, ProviderError, SchemaMode, Shape,
     ToolRef, WireFormat, prepare, result_text, sealed,
@@ -23,15 +23,9 @@ pub struct Ollama {
 
 /// A prepared tool as an entry of `tools`: OpenAI's shape, never strict.
 pub(crate) fn entry<'b>(p: &'b Prepared<'_>) -> ChatTool<'b> {
-    ChatTool {
-        kind: "function",
-        function: ChatFunction {
-            name: &p.name,
-            description: super::description(p.tool.declaration()),
-            parameters: &p.schema,
-            strict: None,
-        },
-    }
+    let mut entry = super::openai_chat::entry(p);
+    entry.function.strict = None;
+    entry
 }
 
 impl Ollama {

@@ -227,8 +227,9 @@ fn constant_choices(union: &Value, distinct: bool) -> Option<Vec<Value>> {
     Some(choices)
 }
 
-/// A JSON value's type as JSON Schema names it.
-fn type_of(value: &Value) -> &'static str {
+/// A JSON value's type as JSON Schema names it (an integral number is an
+/// `integer`).
+pub(crate) fn type_of(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "boolean",

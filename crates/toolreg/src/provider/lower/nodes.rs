@@ -10,6 +10,8 @@
 
 use serde_json::{Map, Value};
 
+use crate::validate::type_of;
+
 /// Tuples (`prefixItems`): no provider subset takes them. The positions
 /// become one `items` schema (the union of the positions' schemas), the
 /// order goes into the description, and the length stays in
@@ -99,17 +101,8 @@ pub(super) fn gemini_enum(obj: &mut Map<String, Value>) {
 }
 
 fn common_type(values: &[Value]) -> Option<&'static str> {
-    let ty = |v: &Value| match v {
-        Value::Bool(_) => "boolean",
-        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-        Value::Null => "null",
-    };
-    let first = ty(values.first()?);
-    values.iter().all(|v| ty(v) == first).then_some(first)
+    let first = type_of(values.first()?);
+    values.iter().all(|v| type_of(v) == first).then_some(first)
 }
 
 pub(super) fn strip_null_enum(obj: &mut Map<String, Value>) {
