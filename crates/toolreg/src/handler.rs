@@ -17,7 +17,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::declaration::ToolDeclaration;
-use crate::exec::{CallContext, ToolError};
+use crate::exec::{CallContext, Content, ToolError, ToolOutput};
 use crate::schema::{self, CachedSchema};
 
 /// The future a tool call runs as: a result that was ready when the call
@@ -33,8 +33,8 @@ use crate::schema::{self, CachedSchema};
 /// use serde_json::json;
 ///
 /// # futures_util::FutureExt::now_or_never(async {
-/// assert_eq!(ToolFuture::ready(Ok(json!(1))).await.unwrap(), json!(1));
-/// assert_eq!(ToolFuture::new(async { Ok(json!(2)) }).await.unwrap(), json!(2));
+/// assert_eq!(ToolFuture::ready(Ok(json!(1).into())).await.unwrap().value, json!(1));
+/// assert_eq!(ToolFuture::new(async { Ok(json!(2).into()) }).await.unwrap().value, json!(2));
 /// # });
 /// ```
 #[must_use = "a tool future does nothing unless awaited"]
@@ -43,23 +43,23 @@ pub struct ToolFuture {
 }
 
 enum FutureState {
-    Ready(Option<Result<Value, ToolError>>),
-    Boxed(Pin<Box<dyn Future<Output = Result<Value, ToolError>> + Send + 'static>>),
+    Ready(Option<Result<ToolOutput, ToolError>>),
+    Boxed(Pin<Box<dyn Future<Output = Result<ToolOutput, ToolError>> + Send + 'static>>),
 }
 
 impl ToolFuture {
     /// A call that runs as this future.
-    pub fn new(future: impl Future<Output = Result<Value, ToolError>> + Send + 'static) -> Self {
+    pub fn new(future: impl Future<Output = Result<ToolOutput, ToolError>> + Send + 'static) -> Self {
         ToolFuture { state: FutureState::Boxed(Box::pin(future)) }
     }
 
     /// A call whose result is already known.
-    pub fn ready(result: Result<Value, ToolError>) -> Self {
+    pub fn ready(result: Result<ToolOutput, ToolError>) -> Self {
         ToolFuture { state: FutureState::Ready(Some(result)) }
     }
 
     /// The result, if it was known when the call started.
-    pub(crate) fn into_ready(self) -> Result<Result<Value, ToolError>, Self> {
+    pub(crate) fn into_ready(self) -> Result<Result<ToolOutput, ToolError>, Self> {
         match self.state {
             FutureState::Ready(Some(result)) => Ok(result),
             state => Err(ToolFuture { state }),
@@ -79,7 +79,7 @@ impl fmt::Debug for ToolFuture {
 }
 
 impl Future for ToolFuture {
-    type Output = Result<Value, ToolError>;
+    type Output = Result<ToolOutput, ToolError>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match &mut self.state {
@@ -105,7 +105,7 @@ impl Future for ToolFuture {
 /// struct Echo;
 /// impl ErasedTool for Echo {
 ///     fn call(&self, _cx: CallContext, args: Value) -> ToolFuture {
-///         ToolFuture::new(async move { Ok(args) })
+///         ToolFuture::new(async move { Ok(args.into()) })
 ///     }
 /// }
 /// ```
@@ -141,11 +141,8 @@ pub trait ErasedTool: Send + Sync + 'static {
     }
 }
 
-fn finish<R: Serialize, E: Display>(result: Result<R, E>) -> Result<Value, ToolError> {
-    match result {
-        Ok(r) => to_json(&r),
-        Err(e) => Err(ToolError::Failed { message: e.to_string() }),
-    }
+fn failed<E: Display>(error: E) -> ToolError {
+    ToolError::Failed { message: error.to_string() }
 }
 
 /// A result as JSON. serde_json writes a non-finite float as `null`; a tool
@@ -299,24 +296,39 @@ macro_rules! handler_form {
     };
 }
 
-/// What a tool function returns: `Result<R, E>` with a serialisable value
-/// and a displayable error.
+/// What a tool function returns: `Result<R, E>` with a displayable error
+/// and, as `R`, a serialisable value (the model reads its JSON), one
+/// [`Content`] block, or a whole [`ToolOutput`] (blocks, a structured value,
+/// metadata). `Content` and `ToolOutput` are not `Serialize`, so the three
+/// never overlap.
 pub trait Outcome {
-    /// The result as JSON, or the tool's failure.
+    /// The result as a tool output, or the tool's failure.
     #[doc(hidden)]
-    fn into_json(self) -> Result<Value, ToolError>;
+    fn into_output(self) -> Result<ToolOutput, ToolError>;
 }
 
 impl<R: Serialize, E: Display> Outcome for Result<R, E> {
-    fn into_json(self) -> Result<Value, ToolError> {
-        finish(self)
+    fn into_output(self) -> Result<ToolOutput, ToolError> {
+        to_json(&self.map_err(failed)?).map(ToolOutput::new)
     }
 }
 
-handler_form!(Async, (), returns: [Future<Output: Outcome> + Send + 'static], |f, cx, a| { let _ = cx; let running = f(a); ToolFuture::new(async move { running.await.into_json() }) }, inline: false);
-handler_form!(Async, (CallContext), returns: [Future<Output: Outcome> + Send + 'static], |f, cx, a| { let running = f(cx, a); ToolFuture::new(async move { running.await.into_json() }) }, inline: false);
-handler_form!(Blocking, (), returns: [Outcome], |f, cx, a| { let _ = cx; ToolFuture::ready(f(a).into_json()) }, inline: true);
-handler_form!(Blocking, (CallContext), returns: [Outcome], |f, cx, a| ToolFuture::ready(f(cx, a).into_json()), inline: true);
+impl<E: Display> Outcome for Result<ToolOutput, E> {
+    fn into_output(self) -> Result<ToolOutput, ToolError> {
+        self.map_err(failed)
+    }
+}
+
+impl<E: Display> Outcome for Result<Content, E> {
+    fn into_output(self) -> Result<ToolOutput, ToolError> {
+        self.map(ToolOutput::from).map_err(failed)
+    }
+}
+
+handler_form!(Async, (), returns: [Future<Output: Outcome> + Send + 'static], |f, cx, a| { let _ = cx; let running = f(a); ToolFuture::new(async move { running.await.into_output() }) }, inline: false);
+handler_form!(Async, (CallContext), returns: [Future<Output: Outcome> + Send + 'static], |f, cx, a| { let running = f(cx, a); ToolFuture::new(async move { running.await.into_output() }) }, inline: false);
+handler_form!(Blocking, (), returns: [Outcome], |f, cx, a| { let _ = cx; ToolFuture::ready(f(a).into_output()) }, inline: true);
+handler_form!(Blocking, (CallContext), returns: [Outcome], |f, cx, a| ToolFuture::ready(f(cx, a).into_output()), inline: true);
 
 /// A serializer that writes nothing and fails on a non-finite float: run
 /// only when a result's JSON holds a `null`, to tell a real `null` from an

@@ -7,7 +7,7 @@ use futures_util::future::BoxFuture;
 use serde_json::Value;
 
 use crate::engine::layer::{HookCall, Next, ToolLayer};
-use crate::exec::ToolError;
+use crate::exec::{Content, ToolError, ToolOutput};
 use crate::handler::ToolFuture;
 
 /// Keep at most `max_chars` characters of `text`: the first half and the last
@@ -121,14 +121,27 @@ impl ToolLayer for OutputBudget {
         let future = next.run(call);
         ToolFuture::new(async move {
             match future.await {
-                Ok(value) => {
-                    if let Some(overflow) = overflow.filter(|_| over_budget(max, &value)) {
-                        match overflow.keep(&tool, call_id.as_deref(), &value).await {
-                            Ok(answer) => return Ok(answer),
+                Ok(mut output) if !output.content.is_empty() => {
+                    // Blocks: each text block is cut alone; other blocks are
+                    // bounded by the engine's `max_content_bytes`.
+                    for block in &mut output.content {
+                        if let Content::Text(text) = block
+                            && let Cow::Owned(cut) = truncate_middle(&text.text, max)
+                        {
+                            text.text = cut;
+                        }
+                    }
+                    Ok(output)
+                }
+                Ok(mut output) => {
+                    if let Some(overflow) = overflow.filter(|_| over_budget(max, &output.value)) {
+                        match overflow.keep(&tool, call_id.as_deref(), &output.value).await {
+                            Ok(answer) => return Ok(ToolOutput { value: answer, ..output }),
                             Err(reason) => tracing::warn!(%tool, %reason, "over-budget result not kept; cut instead"),
                         }
                     }
-                    Ok(OutputBudget::cut_value(max, value))
+                    output.value = OutputBudget::cut_value(max, std::mem::take(&mut output.value));
+                    Ok(output)
                 }
                 Err(ToolError::Failed { message }) => {
                     Err(ToolError::Failed { message: truncate_middle(&message, max).into_owned() })

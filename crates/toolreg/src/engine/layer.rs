@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::exec::{CallContext, ToolError};
+use crate::exec::{CallContext, ToolError, ToolOutput};
 use crate::handler::ToolFuture;
 use crate::policy::ArgumentsHash;
 use crate::registry::ToolEntry;
@@ -214,11 +214,11 @@ impl<F> HookFn<F> {
 ///     if call.arguments["path"].as_str().is_some_and(|p| !p.starts_with("/tmp/")) {
 ///         return Err(call.refuse("only /tmp is writable"));
 ///     }
-///     let value = next.run(call).await?;
-///     Ok(match value {
-///         serde_json::Value::String(s) => s.to_uppercase().into(),
-///         other => other,
-///     })
+///     let mut output = next.run(call).await?;
+///     if let serde_json::Value::String(s) = &mut output.value {
+///         *s = s.to_uppercase();
+///     }
+///     Ok(output)
 /// })
 /// .named("tmp-only");
 /// # let _ = hook;
@@ -226,7 +226,7 @@ impl<F> HookFn<F> {
 pub fn hook_fn<F, Fut>(f: F) -> HookFn<F>
 where
     F: Fn(HookCall, Next) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<Value, ToolError>> + Send + 'static,
+    Fut: Future<Output = Result<ToolOutput, ToolError>> + Send + 'static,
 {
     HookFn { name: Arc::from("hook"), f: Arc::new(f) }
 }
@@ -234,7 +234,7 @@ where
 impl<F, Fut> ToolLayer for HookFn<F>
 where
     F: Fn(HookCall, Next) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<Value, ToolError>> + Send + 'static,
+    Fut: Future<Output = Result<ToolOutput, ToolError>> + Send + 'static,
 {
     fn call(&self, call: HookCall, next: Next) -> ToolFuture {
         ToolFuture::new((self.f)(call, next))

@@ -132,11 +132,22 @@ pub struct BatchOptions {
     /// exclusive key may run in parallel. Default `false`: they run one at a
     /// time, in call order, since nothing says they cannot conflict.
     pub parallel_writes: bool,
+    /// Most bytes a result's content blocks may hold together (images,
+    /// files, text blocks; default 16 MiB). A result past it is
+    /// [`ToolError::ResultTooLarge`]. A plain JSON value is not counted
+    /// here: [`OutputBudget`] bounds text.
+    pub max_content_bytes: usize,
 }
 
 impl Default for BatchOptions {
     fn default() -> Self {
-        BatchOptions { max_concurrency: 64, call_timeout: None, batch_timeout: None, parallel_writes: false }
+        BatchOptions {
+            max_concurrency: 64,
+            call_timeout: None,
+            batch_timeout: None,
+            parallel_writes: false,
+            max_content_bytes: 16 << 20,
+        }
     }
 }
 
@@ -156,6 +167,12 @@ impl BatchOptions {
     /// Set the per-batch timeout.
     pub fn batch_timeout(mut self, limit: Duration) -> Self {
         self.batch_timeout = Some(limit);
+        self
+    }
+
+    /// Set the limit on a result's content blocks, in bytes.
+    pub fn max_content_bytes(mut self, limit: usize) -> Self {
+        self.max_content_bytes = limit;
         self
     }
 

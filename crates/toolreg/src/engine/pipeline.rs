@@ -35,7 +35,7 @@ use super::site::{self, Site, panicked, panicked_at};
 use super::{BatchOptions, Stop};
 use crate::args;
 use crate::declaration::{SafetyLevel, ToolDeclaration};
-use crate::exec::{CallContext, CallOptions, Extensions, ToolArguments, ToolCall, ToolError, ToolOutput, ToolResult};
+use crate::exec::{CallContext, CallOptions, Extensions, ToolArguments, ToolCall, ToolError, ToolResult};
 use crate::handler::ToolFuture;
 use crate::policy::{ApprovalRequest, Approver, ArgumentsHash, AuditDecision, AuditSink, Decision};
 use crate::registry::{FunctionRegistry, ToolEntry};
@@ -200,8 +200,15 @@ pub(crate) fn run<'a>(
         if let Err(ToolError::ApprovalFailed { .. }) = &outcome {
             trail.decision = AuditDecision::ApprovalFailed;
         }
+        // Blocks are bounded in total, as text is by `OutputBudget`.
+        let outcome = outcome.and_then(|output| match output.content_size() {
+            size if size > p.options.max_content_bytes => {
+                Err(ToolError::ResultTooLarge { size, limit: p.options.max_content_bytes })
+            }
+            _ => Ok(output),
+        });
         // 6. Audit.
-        record.finish(outcome.map(ToolOutput::new))
+        record.finish(outcome)
     }
     .instrument(span)
 }

@@ -18,9 +18,13 @@ use serde_json::Value;
 
 use crate::validate::{ArgumentError, render_errors};
 
+mod content;
 mod context;
+mod output;
 
+pub use content::{Annotations, Content, ContentError, EmbeddedResource, Media, ResourceContents, ResourceLink, Role, Text};
 pub use context::{CallContext, Extensions, Finish, Progress, ProgressReporter};
+pub use output::{ToolOutput, value_text};
 
 /// The arguments of a tool call as they arrived.
 ///
@@ -84,59 +88,6 @@ impl ToolCall {
     }
 }
 
-/// What a tool returned on success.
-///
-/// The JSON value is kept as is (for structured results such as MCP's
-/// `structuredContent`); the text a model reads is derived from it on demand,
-/// so a result is serialised once, when it is rendered. A failure is never a
-/// `ToolOutput`: it is a [`ToolError`].
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ToolOutput {
-    /// The result.
-    pub value: Value,
-}
-
-impl ToolOutput {
-    /// A result with this value.
-    pub fn new(value: Value) -> Self {
-        ToolOutput { value }
-    }
-
-    /// The text a model sees: a JSON string as its contents, anything else as compact JSON.
-    pub fn text(&self) -> Cow<'_, str> {
-        value_text(&self.value)
-    }
-}
-
-impl From<Value> for ToolOutput {
-    fn from(value: Value) -> Self {
-        ToolOutput { value }
-    }
-}
-
-impl fmt::Display for ToolOutput {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.text())
-    }
-}
-
-/// The text a model reads for a JSON value: a string as its contents,
-/// anything else as compact JSON. [`ToolOutput::text`] and every place that
-/// shows a value to a model use this one rule.
-///
-/// ```
-/// use serde_json::json;
-/// use toolreg::exec::value_text;
-///
-/// assert_eq!(value_text(&json!("plain")), "plain");
-/// assert_eq!(value_text(&json!({"a": [1, "b"]})), r#"{"a":[1,"b"]}"#);
-/// ```
-pub fn value_text(value: &Value) -> Cow<'_, str> {
-    match value {
-        Value::String(s) => Cow::Borrowed(s),
-        other => Cow::Owned(other.to_string()),
-    }
-}
 
 /// Why a call produced no result: the one failure type, from the tool (or the
 /// stage that stopped the call) up to the [`ToolResult`].
@@ -213,6 +164,15 @@ pub enum ToolError {
     ResultSerialization {
         /// What went wrong.
         message: String,
+    },
+    /// The result's content blocks hold more bytes than the engine accepts
+    /// ([`BatchOptions::max_content_bytes`](crate::BatchOptions::max_content_bytes)).
+    #[error("the result's content is {size} bytes, more than the limit of {limit}")]
+    ResultTooLarge {
+        /// The blocks' size in bytes.
+        size: usize,
+        /// The limit.
+        limit: usize,
     },
     /// The call did not finish in time and was stopped.
     #[error("the call did not finish within {} and was stopped", format_duration(*limit))]
@@ -324,6 +284,7 @@ impl ToolError {
             ToolError::Failed { .. } => "failed",
             ToolError::Panicked { .. } => "panicked",
             ToolError::ResultSerialization { .. } => "result_serialization",
+            ToolError::ResultTooLarge { .. } => "result_too_large",
             ToolError::Timeout { .. } => "timeout",
             ToolError::Cancelled => "cancelled",
             ToolError::Denied { .. } => "denied",
@@ -389,8 +350,7 @@ impl ToolResult {
     /// The plain string form: `Ok(text)` or `Err(model text)`.
     pub fn into_result(self) -> Result<String, String> {
         match self.outcome {
-            Ok(ToolOutput { value: Value::String(s) }) => Ok(s),
-            Ok(output) => Ok(output.value.to_string()),
+            Ok(output) => Ok(output.text().into_owned()),
             Err(error) => Err(error.model_text(&self.name)),
         }
     }
