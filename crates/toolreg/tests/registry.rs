@@ -402,7 +402,7 @@ fn erased_tools_always_see_validated_arguments_and_their_context() {
     impl ErasedTool for Whoami {
         fn call(&self, cx: CallContext, args: Value) -> ToolFuture {
             let id = cx.call_id().map(str::to_owned);
-            ToolFuture::new(async move { Ok(json!({"id": id, "args": args})) })
+            ToolFuture::new(async move { Ok(json!({"id": id, "args": args}).into()) })
         }
     }
     let mut registry = FunctionRegistry::new();

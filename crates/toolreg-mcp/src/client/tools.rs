@@ -5,15 +5,16 @@ use std::collections::HashSet;
 use std::sync::{Arc, PoisonError};
 
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest, ServerResult, Tool,
+    CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam, ClientRequest, ServerResult,
+    Tool,
 };
 use rmcp::service::{Peer, PeerRequestOptions, RoleClient};
 use serde_json::Value;
 use toolreg::policy::ArgumentsHash;
 use toolreg::provider::NameRule;
 use toolreg::{
-    CallContext, ErasedTool, FunctionRegistry, RegistryError, SafetyLevel, ToolDeclaration, ToolError, ToolFuture,
-    ToolRegistration,
+    CallContext, Content, ErasedTool, FunctionRegistry, RegistryError, SafetyLevel, ToolDeclaration, ToolError,
+    ToolFuture, ToolOutput, ToolRegistration,
 };
 
 use super::{RemoteServer, SEPARATOR};
@@ -70,7 +71,7 @@ impl RemoteServer {
     }
 
     /// Call one tool by its remote name.
-    async fn call(&self, remote: &str, cx: &CallContext, arguments: Value) -> Result<Value, ToolError> {
+    async fn call(&self, remote: &str, cx: &CallContext, arguments: Value) -> Result<ToolOutput, ToolError> {
         let connection = self.connection().ok_or_else(|| ToolError::failed(self.reconnecting_error().to_string()))?;
         if connection.is_closed() {
             self.lost();
@@ -105,16 +106,12 @@ impl RemoteServer {
         };
         match answer {
             Ok(ServerResult::CallToolResult(result)) => {
-                let text: Vec<String> =
-                    result.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect();
                 if result.is_error == Some(true) {
+                    let text: Vec<&str> = result.content.iter().filter_map(|c| c.as_text().map(|t| &*t.text)).collect();
                     let message = if text.is_empty() { "the remote tool failed".to_owned() } else { text.join("\n") };
                     return Err(ToolError::failed(message));
                 }
-                Ok(match result.structured_content {
-                    Some(value) => value,
-                    None => Value::String(text.join("\n")),
-                })
+                Ok(remote_output(result))
             }
             Ok(other) => Err(ToolError::failed(format!(
                 "MCP server `{}` answered tools/call with something else: {}",
@@ -152,6 +149,36 @@ impl RemoteServer {
             }
         }
     }
+}
+
+/// A remote tool's result as the caller gets it: one plain text block as
+/// that text (what it always was), anything else block for block with the
+/// structured value beside it. A block this crate cannot read (an unknown
+/// type, bad base64) becomes a text block saying so: reported, never
+/// dropped in silence, never a failed call.
+fn remote_output(result: CallToolResult) -> ToolOutput {
+    if result.structured_content.is_none()
+        && let [only] = result.content.as_slice()
+        && let Some(text) = only.as_text()
+        && text.annotations.is_none()
+    {
+        return ToolOutput::new(Value::String(text.text.clone()));
+    }
+    let content = result
+        .content
+        .iter()
+        .map(|block| {
+            serde_json::to_value(block)
+                .map_err(|e| e.to_string())
+                .and_then(|json| Content::from_json(&json).map_err(|e| e.to_string()))
+                .unwrap_or_else(|reason| {
+                    Content::text(format!("[a content block from the MCP server could not be read: {reason}]"))
+                })
+        })
+        .collect();
+    let mut output = ToolOutput::new(result.structured_content.unwrap_or(Value::Null));
+    output.content = content;
+    output
 }
 
 /// One imported tool: a `tools/call` to its server.

@@ -372,11 +372,12 @@ impl Content {
             "image" => Content::Image(media()?),
             "audio" => Content::Audio(media()?),
             "file" => Content::File(media()?),
-            "resource_link" => Content::ResourceLink(
-                serde_json::from_value(block.clone()).map_err(|e| invalid(&e.to_string()))?,
-            ),
+            "resource_link" => {
+                Content::ResourceLink(serde_json::from_value(block.clone()).map_err(|e| invalid(&e.to_string()))?)
+            }
             "resource" => {
-                let resource = block.get("resource").and_then(Value::as_object).ok_or_else(|| invalid("no `resource`"))?;
+                let resource =
+                    block.get("resource").and_then(Value::as_object).ok_or_else(|| invalid("no `resource`"))?;
                 let uri = resource.get("uri").and_then(Value::as_str).ok_or_else(|| invalid("no `resource.uri`"))?;
                 let mime_type = resource.get("mimeType").and_then(Value::as_str).map(str::to_owned);
                 let contents = match (resource.get("text"), resource.get("blob")) {
@@ -499,7 +500,10 @@ mod tests {
 
     #[test]
     fn summaries_name_what_is_left_out() {
-        assert_eq!(Content::file(vec![0; 2048], "application/pdf", "a.pdf").summary(), "[file: a.pdf, application/pdf, 2.0 KB]");
+        assert_eq!(
+            Content::file(vec![0; 2048], "application/pdf", "a.pdf").summary(),
+            "[file: a.pdf, application/pdf, 2.0 KB]"
+        );
         assert_eq!(Content::resource_link("file:///x", "x").summary(), "[resource link: x <file:///x>]");
     }
 }

@@ -22,7 +22,9 @@ mod content;
 mod context;
 mod output;
 
-pub use content::{Annotations, Content, ContentError, EmbeddedResource, Media, ResourceContents, ResourceLink, Role, Text};
+pub use content::{
+    Annotations, Content, ContentError, EmbeddedResource, Media, ResourceContents, ResourceLink, Role, Text,
+};
 pub use context::{CallContext, Extensions, Finish, Progress, ProgressReporter};
 pub use output::{ToolOutput, value_text};
 
@@ -87,7 +89,6 @@ impl ToolCall {
         ToolCall { id: id.into(), name: name.into(), arguments: arguments.into() }
     }
 }
-
 
 /// Why a call produced no result: the one failure type, from the tool (or the
 /// stage that stopped the call) up to the [`ToolResult`].

@@ -261,7 +261,7 @@ pub struct Echo;
 
 impl toolreg::ErasedTool for Echo {
     fn call(&self, _cx: toolreg::CallContext, args: Value) -> toolreg::ToolFuture {
-        toolreg::ToolFuture::new(async move { Ok(args) })
+        toolreg::ToolFuture::new(async move { Ok(args.into()) })
     }
 }
 
