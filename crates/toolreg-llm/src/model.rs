@@ -13,8 +13,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use toolreg::provider::{ReadCalls, ToolChoice};
-use toolreg::{BoxFuture, ToolCall, ToolDeclaration, ToolResult};
+use serde_json::Value;
+use toolreg::provider::{CallMapping, ReadCalls, ToolChoice};
+use toolreg::{BoxFuture, Content, ToolCall, ToolDeclaration, ToolError, ToolOutput, ToolResult};
 
 /// One entry of a conversation, in no provider's format.
 ///
@@ -37,6 +38,10 @@ pub enum Message {
         /// The tool calls, with the tools' real names.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         tool_calls: Vec<ToolCall>,
+        /// The ids among them that toolreg made up because the provider
+        /// sent none: the provider must not see them again.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        generated_ids: Vec<String>,
     },
     /// The answers to the previous assistant message's tool calls, in its order.
     Tool {
@@ -53,7 +58,7 @@ impl Message {
 
     /// An assistant message.
     pub fn assistant(text: impl Into<String>, tool_calls: Vec<ToolCall>) -> Self {
-        Message::Assistant { text: text.into(), tool_calls }
+        Message::Assistant { text: text.into(), tool_calls, generated_ids: Vec::new() }
     }
 
     /// The tool results of one turn.
@@ -62,7 +67,9 @@ impl Message {
     }
 }
 
-/// A tool result as the conversation keeps it: what the model reads.
+/// A tool result as the conversation keeps it: the whole result, so that
+/// every later request renders it in its provider's format (images and
+/// files included), and the text the model reads where only text fits.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolResultMessage {
     /// The id of the call this answers.
@@ -74,16 +81,60 @@ pub struct ToolResultMessage {
     /// Whether the call failed.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub is_error: bool,
+    /// The output's JSON value (absent for a failure).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<Value>,
+    /// The output's content blocks, in order (none for a plain value).
+    #[serde(default, skip_serializing_if = "Vec::is_empty", with = "blocks")]
+    pub blocks: Vec<Content>,
 }
 
 impl From<&ToolResult> for ToolResultMessage {
     fn from(result: &ToolResult) -> Self {
+        let output = result.outcome.as_ref().ok();
         ToolResultMessage {
             call_id: result.id.clone(),
             name: result.name.clone(),
             content: result.text().into_owned(),
             is_error: result.is_error(),
+            value: output.map(|o| o.value.clone()),
+            blocks: output.map(|o| o.content.clone()).unwrap_or_default(),
         }
+    }
+}
+
+impl ToolResultMessage {
+    /// The result again, for a [`WireFormat`](toolreg::provider::WireFormat)
+    /// to render: a failure's text is its message.
+    pub fn to_result(&self) -> ToolResult {
+        let outcome = if self.is_error {
+            Err(ToolError::failed(self.content.clone()))
+        } else {
+            let value = self.value.clone().unwrap_or_else(|| Value::String(self.content.clone()));
+            let mut output = ToolOutput::new(value);
+            output.content.clone_from(&self.blocks);
+            Ok(output)
+        };
+        ToolResult { id: self.call_id.clone(), name: self.name.clone(), outcome }
+    }
+}
+
+/// Content blocks as their JSON ([`Content::to_json`]), for serde.
+mod blocks {
+    use serde::de::Error as _;
+    use serde::{Deserialize, Deserializer, Serializer};
+    use serde_json::Value;
+    use toolreg::Content;
+
+    pub(super) fn serialize<S: Serializer>(blocks: &[Content], serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(blocks.iter().map(Content::to_json))
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<Content>, D::Error> {
+        Vec::<Value>::deserialize(deserializer)?
+            .iter()
+            .map(|b| Content::from_json(b).map_err(D::Error::custom))
+            .collect()
     }
 }
 
@@ -205,6 +256,10 @@ pub struct ModelResponse {
     pub usage: Usage,
     /// Why the model stopped.
     pub finish: FinishReason,
+    /// The call ids toolreg made up because the provider sent none (see
+    /// [`CallMapping::is_generated_id`]); kept in the history's assistant
+    /// message so later requests leave them out.
+    pub generated_ids: Vec<String>,
 }
 
 impl ModelResponse {
@@ -212,14 +267,35 @@ impl ModelResponse {
     /// ([`WireFormat::read_calls`](toolreg::provider::WireFormat::read_calls)),
     /// the tokens it used and why the model stopped.
     pub fn new(text: String, read: ReadCalls, usage: Usage, finish: FinishReason) -> Self {
-        ModelResponse { text, tool_calls: read.calls, sent_calls: read.sent, refused: read.refused, usage, finish }
+        ModelResponse {
+            text,
+            tool_calls: read.calls,
+            sent_calls: read.sent,
+            refused: read.refused,
+            usage,
+            finish,
+            generated_ids: Vec::new(),
+        }
+    }
+
+    /// With the ids of its calls that `mapping` (the request's) made up.
+    pub fn generated_by(mut self, mapping: &CallMapping) -> Self {
+        let calls = self.sent_calls.iter().chain(&self.tool_calls);
+        let mut ids: Vec<String> = calls.filter(|c| mapping.is_generated_id(&c.id)).map(|c| c.id.clone()).collect();
+        ids.dedup();
+        self.generated_ids = ids;
+        self
     }
 
     /// The assistant message to append to the conversation: the calls as
     /// the model sent them ([`sent_calls`](Self::sent_calls)).
     pub fn to_message(&self) -> Message {
         let calls = if self.sent_calls.is_empty() { &self.tool_calls } else { &self.sent_calls };
-        Message::assistant(self.text.clone(), calls.clone())
+        Message::Assistant {
+            text: self.text.clone(),
+            tool_calls: calls.clone(),
+            generated_ids: self.generated_ids.clone(),
+        }
     }
 }
 
@@ -340,7 +416,7 @@ impl fmt::Display for Message {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Message::User { text } => write!(f, "user: {text}"),
-            Message::Assistant { text, tool_calls } => {
+            Message::Assistant { text, tool_calls, .. } => {
                 write!(f, "assistant: {text}")?;
                 for call in tool_calls {
                     write!(f, " [{}({})]", call.name, call.arguments)?;
@@ -357,5 +433,51 @@ impl fmt::Display for Message {
                 Ok(())
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+    use toolreg::exec::Annotations;
+
+    use super::*;
+
+    #[test]
+    fn a_conversation_keeps_whole_results_through_serde() {
+        let output = ToolOutput::from(vec![
+            Content::text("The chart:"),
+            Content::image(vec![137, 80, 78, 71], "image/png").annotated(Annotations::default().priority(1.0)),
+        ])
+        .with_value(json!({"points": 3}));
+        let result = ToolResult { id: "c1".into(), name: "chart".into(), outcome: Ok(output) };
+        let failed = ToolResult { id: "c2".into(), name: "chart".into(), outcome: Err(ToolError::failed("no data")) };
+        let message = Message::tool_results(&[result.clone(), failed]);
+        let json = serde_json::to_value(&message).unwrap();
+        assert_eq!(json["results"][0]["blocks"][1]["type"], "image");
+        let back: Message = serde_json::from_value(json).unwrap();
+        assert_eq!(back, message);
+        let Message::Tool { results } = back else { panic!("not a tool message") };
+        assert_eq!(results[0].to_result(), result);
+        assert_eq!(results[1].to_result().outcome, Err(ToolError::failed("no data")));
+    }
+
+    #[test]
+    fn bad_blocks_in_a_stored_conversation_are_refused() {
+        let stored = json!({"role": "tool", "results": [{"call_id": "c", "name": "t", "content": "x",
+            "blocks": [{"type": "image", "data": "%%%", "mimeType": "image/png"}]}]});
+        let error = serde_json::from_value::<Message>(stored).unwrap_err();
+        assert!(error.to_string().contains("invalid base64"), "{error}");
+    }
+
+    #[test]
+    fn generated_ids_are_part_of_the_record() {
+        let message = Message::Assistant {
+            text: String::new(),
+            tool_calls: vec![ToolCall::new("gemini_call_0_x", "t", json!({}))],
+            generated_ids: vec!["gemini_call_0_x".into()],
+        };
+        let back: Message = serde_json::from_value(serde_json::to_value(&message).unwrap()).unwrap();
+        assert_eq!(back, message);
     }
 }

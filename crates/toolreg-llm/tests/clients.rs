@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use toolreg::{ParamType, SafetyLevel, ToolArguments, ToolCall, ToolDeclaration, ToolResult};
 use toolreg_llm::client::{AnthropicClient, ClientConfig, GeminiClient, OpenAiChatClient, OpenAiResponsesClient};
-use toolreg_llm::{LlmClient, LlmError, Message, ModelRequest, StreamEvent};
+use toolreg_llm::{LlmClient, LlmError, Message, ModelRequest, ModelResponse, StreamEvent};
 use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
@@ -28,11 +28,13 @@ fn request() -> ModelRequest {
     ModelRequest::new("model-x", vec![Message::user("Weather in Oslo?")]).system("Be brief.").tools(vec![weather()])
 }
 
-/// The same request after the tool ran: the result goes back.
-fn follow_up(call: &ToolCall) -> ModelRequest {
+/// The same request after the tool ran: the answer (as the conversation
+/// records it) and the result go back.
+fn follow_up(answer: &ModelResponse) -> ModelRequest {
+    let call = &answer.tool_calls[0];
     let result = ToolResult { id: call.id.clone(), name: call.name.clone(), outcome: Ok(json!("-3 C").into()) };
     let mut r = request();
-    r.messages.push(Message::assistant("", vec![call.clone()]));
+    r.messages.push(answer.to_message());
     r.messages.push(Message::tool_results(&[result]));
     r
 }
@@ -125,7 +127,7 @@ async fn openai_chat_plain_tool_calls_and_results() {
     assert_eq!(body["messages"][0], json!({"role": "system", "content": "Be brief."}));
     assert_eq!(body["tools"][0]["function"]["name"], "get_weather");
 
-    client.complete(&follow_up(&answer.tool_calls[0]), &|_| {}).await.unwrap();
+    client.complete(&follow_up(&answer), &|_| {}).await.unwrap();
     let body = last_body(&server).await;
     assert_eq!(body["messages"][2]["tool_calls"][0]["id"], "call_1");
     assert_eq!(body["messages"][3], json!({"role": "tool", "tool_call_id": "call_1", "content": "-3 C"}));
@@ -261,11 +263,13 @@ async fn anthropic_plain_and_streamed() {
     assert_eq!(answer.text, "Checking.");
     assert_eq!(answer.tool_calls, vec![ToolCall::new("toolu_1", "get_weather", json!({"city": "Oslo"}))]);
     assert_eq!(answer.usage.output_tokens, 9);
-    client.complete(&follow_up(&answer.tool_calls[0]), &|_| {}).await.unwrap();
+    client.complete(&follow_up(&answer), &|_| {}).await.unwrap();
     let body = last_body(&server).await;
     assert_eq!(body["system"], "Be brief.");
     assert_eq!(body["tools"][0]["name"], "get_weather");
-    assert_eq!(body["messages"][1]["content"][0]["type"], "tool_use");
+    // The answer as the conversation recorded it: its text, then its call.
+    assert_eq!(body["messages"][1]["content"][0], json!({"type": "text", "text": "Checking."}));
+    assert_eq!(body["messages"][1]["content"][1]["type"], "tool_use");
     assert_eq!(
         body["messages"][2]["content"][0],
         json!({"type": "tool_result", "tool_use_id": "toolu_1", "content": "-3 C", "is_error": false})
@@ -312,13 +316,14 @@ async fn gemini_plain_and_streamed() {
     assert_eq!(answer.tool_calls[0].name, "get_weather");
     assert_eq!(answer.tool_calls[0].arguments, ToolArguments::Json(json!({"city": "Oslo"})));
     assert_eq!(answer.usage.input_tokens, 8);
-    client.complete(&follow_up(&answer.tool_calls[0]), &|_| {}).await.unwrap();
+    client.complete(&follow_up(&answer), &|_| {}).await.unwrap();
     let body = last_body(&server).await;
     assert_eq!(body["systemInstruction"]["parts"][0]["text"], "Be brief.");
     assert_eq!(body["tools"][0]["functionDeclarations"][0]["name"], "get_weather");
     let response = &body["contents"][2]["parts"][0]["functionResponse"];
     assert_eq!(response["name"], "get_weather");
-    assert_eq!(response["response"]["content"], "-3 C");
+    // The core's Gemini format renders the result: `{"output": value}`.
+    assert_eq!(response["response"], json!({"output": "-3 C"}));
     assert!(response.get("id").is_none(), "ids toolreg made up are not sent: {response}");
 
     let streamed = MockServer::start().await;
@@ -353,7 +358,7 @@ async fn openai_responses_plain_and_streamed() {
     let client = OpenAiResponsesClient::new(config(&server)).unwrap();
     let answer = client.complete(&request(), &|_| {}).await.unwrap();
     assert_eq!(answer.tool_calls, vec![ToolCall::new("call_1", "get_weather", "{\"city\":\"Oslo\"}")]);
-    client.complete(&follow_up(&answer.tool_calls[0]), &|_| {}).await.unwrap();
+    client.complete(&follow_up(&answer), &|_| {}).await.unwrap();
     let body = last_body(&server).await;
     assert_eq!(body["instructions"], "Be brief.");
     assert_eq!(body["input"][1]["type"], "function_call");

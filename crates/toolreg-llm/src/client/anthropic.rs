@@ -1,8 +1,8 @@
 //! Anthropic Messages.
 
 use serde_json::{Value, json};
-use toolreg::provider::CallMapping;
 use toolreg::provider::anthropic::Anthropic;
+use toolreg::provider::{CallMapping, WireFormat};
 
 use super::openai_chat::{choice, declare, finish_reason, read_calls};
 use super::{Body, ClientConfig, Http, arguments_value, sse};
@@ -33,12 +33,12 @@ impl AnthropicClient {
     }
 }
 
-fn messages(request: &ModelRequest, mapping: &CallMapping) -> Vec<Value> {
+fn messages(format: &dyn WireFormat, request: &ModelRequest, mapping: &CallMapping) -> Vec<Value> {
     let mut out: Vec<Value> = Vec::with_capacity(request.messages.len());
     for message in &request.messages {
         match message {
             Message::User { text } => out.push(json!({"role": "user", "content": [{"type": "text", "text": text}]})),
-            Message::Assistant { text, tool_calls } => {
+            Message::Assistant { text, tool_calls, .. } => {
                 let mut blocks = Vec::new();
                 if !text.is_empty() {
                     blocks.push(json!({"type": "text", "text": text}));
@@ -49,13 +49,7 @@ fn messages(request: &ModelRequest, mapping: &CallMapping) -> Vec<Value> {
                 }
                 out.push(json!({"role": "assistant", "content": blocks}));
             }
-            Message::Tool { results } => {
-                let blocks: Vec<Value> = results
-                    .iter()
-                    .map(|r| json!({"type": "tool_result", "tool_use_id": r.call_id, "content": r.content, "is_error": r.is_error}))
-                    .collect();
-                out.push(json!({"role": "user", "content": blocks}));
-            }
+            Message::Tool { results } => out.extend(format.render_results(&super::results(results), mapping)),
         }
     }
     out
@@ -68,7 +62,7 @@ impl AnthropicClient {
         let mut body = json!({
             "model": request.model,
             "max_tokens": request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
-            "messages": messages(request, &declared.mapping),
+            "messages": messages(&format, request, &declared.mapping),
         });
         if let Some(system) = &request.system {
             body["system"] = system.clone().into();
@@ -98,7 +92,7 @@ impl AnthropicClient {
             let n = |p: &str| answer.pointer(p).and_then(Value::as_u64).unwrap_or(0);
             let usage = Usage { input_tokens: n("/usage/input_tokens"), output_tokens: n("/usage/output_tokens") };
             let finish = finish_reason(answer.get("stop_reason").and_then(Value::as_str));
-            return Ok(ModelResponse::new(text, read, usage, finish));
+            return Ok(ModelResponse::new(text, read, usage, finish).generated_by(&declared.mapping));
         }
 
         body["stream"] = true.into();
@@ -183,7 +177,7 @@ impl AnthropicClient {
             .collect();
         let read = read_calls(&format, &json!({ "content": content }), &declared.mapping)?;
         super::announce(&read.calls, on_event);
-        Ok(ModelResponse::new(text, read, usage, finish_reason(stop.as_deref())))
+        Ok(ModelResponse::new(text, read, usage, finish_reason(stop.as_deref())).generated_by(&declared.mapping))
     }
 }
 

@@ -1,8 +1,8 @@
 //! Gemini `generateContent`.
 
 use serde_json::{Value, json};
-use toolreg::provider::CallMapping;
 use toolreg::provider::gemini::Gemini;
+use toolreg::provider::{CallMapping, WireFormat};
 
 use super::openai_chat::{choice, declare, finish_reason, read_calls};
 use super::{Body, ClientConfig, Http, arguments_value, sse};
@@ -36,12 +36,17 @@ impl GeminiClient {
     }
 }
 
-fn contents(request: &ModelRequest, mapping: &CallMapping) -> Vec<Value> {
+fn contents(format: &dyn WireFormat, request: &ModelRequest, mapping: &CallMapping) -> Vec<Value> {
     let mut out = Vec::with_capacity(request.messages.len());
     for message in &request.messages {
         match message {
             Message::User { text } => out.push(json!({"role": "user", "parts": [{"text": text}]})),
-            Message::Assistant { text, tool_calls } => {
+            Message::Assistant { text, tool_calls, generated_ids } => {
+                // Ids toolreg made up are known from the conversation's own
+                // record, so neither the call nor its result sends them.
+                for id in generated_ids {
+                    mapping.note_generated_id(id);
+                }
                 let mut parts = Vec::new();
                 if !text.is_empty() {
                     parts.push(json!({"text": text}));
@@ -49,40 +54,17 @@ fn contents(request: &ModelRequest, mapping: &CallMapping) -> Vec<Value> {
                 for call in tool_calls {
                     let mut function_call =
                         json!({"name": mapping.provider_name(&call.name), "args": arguments_value(&call.arguments)});
-                    if !generated(&call.id) {
+                    if !mapping.is_generated_id(&call.id) {
                         function_call["id"] = call.id.clone().into();
                     }
                     parts.push(json!({"functionCall": function_call}));
                 }
                 out.push(json!({"role": "model", "parts": parts}));
             }
-            Message::Tool { results } => {
-                let parts: Vec<Value> = results
-                    .iter()
-                    .map(|r| {
-                        let key = if r.is_error { "error" } else { "content" };
-                        let mut response =
-                            json!({"name": mapping.provider_name(&r.name), "response": {key: r.content}});
-                        if !generated(&r.call_id) {
-                            response["id"] = r.call_id.clone().into();
-                        }
-                        json!({"functionResponse": response})
-                    })
-                    .collect();
-                out.push(json!({"role": "user", "parts": parts}));
-            }
+            Message::Tool { results } => out.extend(format.render_results(&super::results(results), mapping)),
         }
     }
     out
-}
-
-/// Whether toolreg made this id up (Gemini sent none): it is not sent back.
-/// The mapping of the request that made it is gone by the next request, so
-/// the id's own shape says it (`gemini_call_{index}_{hash}`).
-fn generated(id: &str) -> bool {
-    id.strip_prefix("gemini_call_").is_some_and(|rest| {
-        rest.split_once('_').is_some_and(|(i, h)| i.bytes().all(|b| b.is_ascii_digit()) && h.len() == 12)
-    })
 }
 
 fn usage(body: &Value) -> Option<Usage> {
@@ -102,7 +84,7 @@ impl GeminiClient {
     async fn complete_inner(&self, request: &ModelRequest, on_event: OnEvent<'_>) -> Result<ModelResponse, LlmError> {
         let format = Gemini::new();
         let declared = declare(&format, request);
-        let mut body = json!({"contents": contents(request, &declared.mapping)});
+        let mut body = json!({"contents": contents(&format, request, &declared.mapping)});
         if let Some(system) = &request.system {
             body["systemInstruction"] = json!({"parts": [{"text": system}]});
         }
@@ -130,7 +112,8 @@ impl GeminiClient {
             let answer = self.http.post(&url, &headers, &Body::new(&body, request, &declared), on_event, None).await?;
             let read = read_calls(&format, &answer, &declared.mapping)?;
             let finish = finish_reason(answer.pointer("/candidates/0/finishReason").and_then(Value::as_str));
-            return Ok(ModelResponse::new(text_of(&answer), read, usage(&answer).unwrap_or_default(), finish));
+            return Ok(ModelResponse::new(text_of(&answer), read, usage(&answer).unwrap_or_default(), finish)
+                .generated_by(&declared.mapping));
         }
 
         let url =
@@ -169,7 +152,7 @@ impl GeminiClient {
         let synthetic = json!({"candidates": [{"content": {"role": "model", "parts": call_parts}}]});
         let read = read_calls(&format, &synthetic, &declared.mapping)?;
         super::announce(&read.calls, on_event);
-        Ok(ModelResponse::new(text, read, used, finish_reason(finish.as_deref())))
+        Ok(ModelResponse::new(text, read, used, finish_reason(finish.as_deref())).generated_by(&declared.mapping))
     }
 }
 

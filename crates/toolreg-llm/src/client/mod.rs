@@ -552,6 +552,13 @@ impl Http {
     }
 }
 
+/// The conversation's tool results as results again, for the request's
+/// format to render (`WireFormat::render_results`): no client writes a
+/// tool result by hand.
+pub(crate) fn results(messages: &[crate::model::ToolResultMessage]) -> Vec<toolreg::ToolResult> {
+    messages.iter().map(crate::model::ToolResultMessage::to_result).collect()
+}
+
 /// A tool's JSON arguments as the text to send back in history.
 pub(crate) fn arguments_text(arguments: &toolreg::ToolArguments) -> String {
     arguments.to_string()

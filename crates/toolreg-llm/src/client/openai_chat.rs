@@ -53,7 +53,7 @@ pub(crate) fn choice(format: &dyn WireFormat, request: &ModelRequest, mapping: &
     format.tool_choice(&request.tool_choice, mapping).ok()
 }
 
-fn messages(request: &ModelRequest, mapping: &CallMapping) -> Vec<Value> {
+fn messages(format: &dyn WireFormat, request: &ModelRequest, mapping: &CallMapping) -> Vec<Value> {
     let mut out = Vec::with_capacity(request.messages.len() + 1);
     if let Some(system) = &request.system {
         out.push(json!({"role": "system", "content": system}));
@@ -61,7 +61,7 @@ fn messages(request: &ModelRequest, mapping: &CallMapping) -> Vec<Value> {
     for message in &request.messages {
         match message {
             Message::User { text } => out.push(json!({"role": "user", "content": text})),
-            Message::Assistant { text, tool_calls } => {
+            Message::Assistant { text, tool_calls, .. } => {
                 let mut m = Map::new();
                 m.insert("role".into(), "assistant".into());
                 m.insert("content".into(), if text.is_empty() { Value::Null } else { text.clone().into() });
@@ -77,11 +77,7 @@ fn messages(request: &ModelRequest, mapping: &CallMapping) -> Vec<Value> {
                 }
                 out.push(Value::Object(m));
             }
-            Message::Tool { results } => {
-                for r in results {
-                    out.push(json!({"role": "tool", "tool_call_id": r.call_id, "content": r.content}));
-                }
-            }
+            Message::Tool { results } => out.extend(format.render_results(&super::results(results), mapping)),
         }
     }
     out
@@ -117,7 +113,7 @@ impl OpenAiChatClient {
     async fn complete_inner(&self, request: &ModelRequest, on_event: OnEvent<'_>) -> Result<ModelResponse, LlmError> {
         let format = OpenAiChat::new();
         let declared = declare(&format, request);
-        let mut body = json!({"model": request.model, "messages": messages(request, &declared.mapping)});
+        let mut body = json!({"model": request.model, "messages": messages(&format, request, &declared.mapping)});
         if let Some(choice) = choice(&format, request, &declared.mapping) {
             body["tool_choice"] = choice;
         }
@@ -138,7 +134,7 @@ impl OpenAiChatClient {
             let text = message.get("content").and_then(Value::as_str).unwrap_or_default().to_owned();
             let read = read_calls(&format, &answer, &declared.mapping)?;
             let finish = finish_reason(answer.pointer("/choices/0/finish_reason").and_then(Value::as_str));
-            return Ok(ModelResponse::new(text, read, usage(&answer), finish));
+            return Ok(ModelResponse::new(text, read, usage(&answer), finish).generated_by(&declared.mapping));
         }
 
         body["stream"] = true.into();
@@ -205,7 +201,7 @@ impl OpenAiChatClient {
         let synthetic = json!({"choices": [{"message": {"role": "assistant", "tool_calls": assembled}}]});
         let read = read_calls(&format, &synthetic, &declared.mapping)?;
         super::announce(&read.calls, on_event);
-        Ok(ModelResponse::new(text, read, used, finish_reason(finish.as_deref())))
+        Ok(ModelResponse::new(text, read, used, finish_reason(finish.as_deref())).generated_by(&declared.mapping))
     }
 }
 

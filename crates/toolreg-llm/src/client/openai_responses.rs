@@ -1,8 +1,8 @@
 //! OpenAI Responses.
 
 use serde_json::{Value, json};
-use toolreg::provider::CallMapping;
 use toolreg::provider::openai_responses::OpenAiResponses;
+use toolreg::provider::{CallMapping, WireFormat};
 
 use super::openai_chat::{choice, declare};
 use super::{Body, ClientConfig, Http, arguments_text, sse};
@@ -28,12 +28,12 @@ impl OpenAiResponsesClient {
     }
 }
 
-fn input(request: &ModelRequest, mapping: &CallMapping) -> Vec<Value> {
+fn input(format: &dyn WireFormat, request: &ModelRequest, mapping: &CallMapping) -> Vec<Value> {
     let mut out = Vec::with_capacity(request.messages.len());
     for message in &request.messages {
         match message {
             Message::User { text } => out.push(json!({"role": "user", "content": text})),
-            Message::Assistant { text, tool_calls } => {
+            Message::Assistant { text, tool_calls, .. } => {
                 if !text.is_empty() {
                     out.push(json!({"role": "assistant", "content": text}));
                 }
@@ -42,11 +42,7 @@ fn input(request: &ModelRequest, mapping: &CallMapping) -> Vec<Value> {
                         "name": mapping.provider_name(&call.name), "arguments": arguments_text(&call.arguments)}));
                 }
             }
-            Message::Tool { results } => {
-                for r in results {
-                    out.push(json!({"type": "function_call_output", "call_id": r.call_id, "output": r.content}));
-                }
-            }
+            Message::Tool { results } => out.extend(format.render_results(&super::results(results), mapping)),
         }
     }
     out
@@ -76,14 +72,15 @@ fn read(answer: &Value, format: &OpenAiResponses, mapping: &CallMapping) -> Resu
             None => FinishReason::Stop,
         }
     };
-    Ok(ModelResponse::new(text, read, usage, finish))
+    Ok(ModelResponse::new(text, read, usage, finish).generated_by(mapping))
 }
 
 impl OpenAiResponsesClient {
     async fn complete_inner(&self, request: &ModelRequest, on_event: OnEvent<'_>) -> Result<ModelResponse, LlmError> {
         let format = OpenAiResponses::new();
         let declared = declare(&format, request);
-        let mut body = json!({"model": request.model, "input": input(request, &declared.mapping), "store": false});
+        let mut body =
+            json!({"model": request.model, "input": input(&format, request, &declared.mapping), "store": false});
         if let Some(system) = &request.system {
             body["instructions"] = system.clone().into();
         }

@@ -64,7 +64,10 @@ impl CallMapping {
         self
     }
 
-    pub(crate) fn note_generated_id(&self, id: &str) {
+    /// Record that toolreg made up this call id: the next request's mapping
+    /// learns it from the conversation's own record (the assistant message
+    /// that carried the call), so that it is not sent back.
+    pub fn note_generated_id(&self, id: &str) {
         self.generated.lock().unwrap_or_else(PoisonError::into_inner).insert(id.to_owned());
     }
 
