@@ -15,4 +15,4 @@ pub mod model;
 pub mod scripted;
 
 pub use agent::{Agent, AgentError, AgentEvent, Outcome, Suspended};
-pub use model::{LlmClient, LlmError, Message, ModelRequest, ModelResponse, StreamEvent, Usage};
+pub use model::{LlmClient, LlmError, Message, ModelRequest, ModelResponse, OfferedTool, StreamEvent, Usage};

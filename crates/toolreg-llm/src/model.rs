@@ -9,13 +9,14 @@
 //! [`ToolEngine::execute_batch`](toolreg::ToolEngine::execute_batch).
 
 use std::fmt;
+use std::ops::Deref;
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use toolreg::provider::{CallMapping, ReadCalls, ToolChoice};
-use toolreg::{BoxFuture, Content, ToolCall, ToolDeclaration, ToolError, ToolOutput, ToolResult};
+use toolreg::provider::{CallMapping, ReadCalls, ToolChoice, ToolRef};
+use toolreg::{BoxFuture, Content, ToolCall, ToolDeclaration, ToolEntry, ToolError, ToolOutput, ToolResult};
 
 /// One entry of a conversation, in no provider's format.
 ///
@@ -149,8 +150,9 @@ pub struct ModelRequest {
     /// The conversation so far.
     pub messages: Vec<Message>,
     /// The tools offered (shared, so a loop offering the same tools every
-    /// step does not copy them).
-    pub tools: Vec<Arc<ToolDeclaration>>,
+    /// step does not copy them; registered entries also keep each
+    /// provider's schema lowering from one request to the next).
+    pub tools: Vec<OfferedTool>,
     /// Which tools the model may or must call.
     pub tool_choice: ToolChoice,
     /// A cap on the answer's tokens.
@@ -171,9 +173,10 @@ impl ModelRequest {
         self
     }
 
-    /// Offer these tools.
-    pub fn tools(mut self, tools: Vec<Arc<ToolDeclaration>>) -> Self {
-        self.tools = tools;
+    /// Offer these tools: registry entries (`registry.entries().cloned()`)
+    /// or declarations.
+    pub fn tools<T: Into<OfferedTool>>(mut self, tools: impl IntoIterator<Item = T>) -> Self {
+        self.tools = tools.into_iter().map(Into::into).collect();
         self
     }
 
@@ -187,6 +190,62 @@ impl ModelRequest {
     pub fn max_tokens(mut self, max_tokens: u32) -> Self {
         self.max_tokens = Some(max_tokens);
         self
+    }
+}
+
+/// A tool offered to a model: a registered entry, whose schema lowered for
+/// each provider is computed once and cached on the entry (what the agent
+/// offers), or a bare declaration, lowered on every request. It reads as
+/// its declaration (`tool.name`).
+#[derive(Debug, Clone)]
+pub enum OfferedTool {
+    /// A registered tool.
+    Entry(ToolEntry),
+    /// A declaration alone.
+    Declaration(Arc<ToolDeclaration>),
+}
+
+impl Deref for OfferedTool {
+    type Target = ToolDeclaration;
+
+    fn deref(&self) -> &ToolDeclaration {
+        match self {
+            OfferedTool::Entry(entry) => entry.declaration(),
+            OfferedTool::Declaration(declaration) => declaration,
+        }
+    }
+}
+
+impl From<ToolEntry> for OfferedTool {
+    fn from(entry: ToolEntry) -> Self {
+        OfferedTool::Entry(entry)
+    }
+}
+
+impl From<&ToolEntry> for OfferedTool {
+    fn from(entry: &ToolEntry) -> Self {
+        OfferedTool::Entry(entry.clone())
+    }
+}
+
+impl From<Arc<ToolDeclaration>> for OfferedTool {
+    fn from(declaration: Arc<ToolDeclaration>) -> Self {
+        OfferedTool::Declaration(declaration)
+    }
+}
+
+impl From<ToolDeclaration> for OfferedTool {
+    fn from(declaration: ToolDeclaration) -> Self {
+        OfferedTool::Declaration(Arc::new(declaration))
+    }
+}
+
+impl<'a> From<&'a OfferedTool> for ToolRef<'a> {
+    fn from(tool: &'a OfferedTool) -> Self {
+        match tool {
+            OfferedTool::Entry(entry) => ToolRef::from(entry),
+            OfferedTool::Declaration(declaration) => ToolRef::from(declaration),
+        }
     }
 }
 

@@ -14,7 +14,7 @@ use toolreg::{CallContext, FunctionRegistry, ToolCall, ToolExecutor, tool};
 use toolreg_llm::agent::functions::{AgentTools, TaskResult};
 use toolreg_llm::agent::{Agent, AgentError, AgentEvent, Limits, Outcome, Resolution, SuspendForApproval, Suspended};
 use toolreg_llm::scripted::{ScriptedClient, calls_response, text_response};
-use toolreg_llm::{LlmError, Message, ModelResponse};
+use toolreg_llm::{LlmError, Message, ModelResponse, OfferedTool};
 
 /// Add two numbers.
 #[tool(safety = "safe")]
@@ -99,6 +99,9 @@ async fn multi_step_parallel_calls_and_a_corrected_malformed_call() {
     let requests = model.requests();
     assert_eq!(requests[0].system.as_deref(), Some("Be brief."));
     assert!(requests[0].tools.iter().any(|t| t.name == "add"));
+    // Offered as registry entries, whose per-provider schema lowerings are
+    // cached from one request to the next.
+    assert!(requests[0].tools.iter().all(|t| matches!(t, OfferedTool::Entry(_))));
     assert_eq!(requests[2].messages.len(), 5);
 
     let events = events.lock().unwrap();

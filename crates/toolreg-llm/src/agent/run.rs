@@ -8,7 +8,7 @@ use std::time::Instant;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use toolreg::exec::value_text;
-use toolreg::{CallOptions, Extensions, Finish, ToolCall, ToolDeclaration};
+use toolreg::{CallOptions, Extensions, Finish, ToolCall};
 use tracing::Instrument;
 
 use super::suspend::{Deferred, suspension_id};
@@ -59,8 +59,9 @@ impl Agent {
         let inner = &self.inner;
         let limits = inner.limits;
         let engine = &inner.engine;
-        let tools: Vec<Arc<ToolDeclaration>> = engine.tools().get_declarations();
-        let mut request = ModelRequest::new(inner.model.clone(), std::mem::take(&mut state.messages)).tools(tools);
+        let offered = engine.tools();
+        let mut request =
+            ModelRequest::new(inner.model.clone(), std::mem::take(&mut state.messages)).tools(offered.entries());
         request.system = inner.system.clone();
         request.max_tokens = inner.max_tokens_per_request;
         let on_stream = |event: StreamEvent| match event {
