@@ -490,6 +490,23 @@ async fn output_budget_cuts_head_and_tail_with_a_marker() {
 }
 
 #[tokio::test]
+async fn output_budget_cuts_text_blocks_and_leaves_other_blocks_whole() {
+    let mut registry = FunctionRegistry::new();
+    let blocks = |_: Value| {
+        Ok::<_, String>(toolreg::ToolOutput::from(vec![
+            toolreg::Content::text("y".repeat(1000)),
+            toolreg::Content::image(vec![7; 500], "image/png"),
+        ]))
+    };
+    registry.register(ToolRegistration::new(decl("blocks", SafetyLevel::Safe), blocks)).unwrap();
+    let engine = ToolEngine::builder(&registry).layer(OutputBudget::new(100)).build();
+    let out = engine.execute_call(ToolCall::new("a", "blocks", "{}")).await.outcome.unwrap();
+    let text = out.content[0].as_text().unwrap();
+    assert!(text.contains("[... 900 characters removed ...]"), "{text}");
+    assert_eq!(out.content[1], toolreg::Content::image(vec![7; 500], "image/png"));
+}
+
+#[tokio::test]
 async fn a_dangerous_tool_in_a_batch_waits_for_approval_others_do_not_need_it() {
     let log = log();
     let asked = Arc::new(AtomicBool::new(false));

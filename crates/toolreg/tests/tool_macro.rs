@@ -650,3 +650,61 @@ fn title_and_hints_reach_the_declaration_and_mcp() {
         .unwrap();
     assert!(plain.tools[0]["annotations"].get("idempotentHint").is_none());
 }
+
+// ---- Rich returns: a block, a whole output ---------------------------------
+
+/// Draw a one-pixel chart.
+#[tool(safety = "safe")]
+fn tiny_chart() -> toolreg::Content {
+    toolreg::Content::image(vec![0x89, b'P', b'N', b'G'], "image/png")
+}
+
+/// Describe a chart: text, the image, and the numbers behind it.
+#[tool(safety = "safe")]
+async fn chart_report(
+    /// How many points.
+    points: u32,
+) -> Result<toolreg::ToolOutput, String> {
+    if points == 0 {
+        return Err("nothing to draw".into());
+    }
+    Ok(toolreg::ToolOutput::from(vec![
+        toolreg::Content::text(format!("{points} points:")),
+        toolreg::Content::image(vec![1, 2, 3], "image/png"),
+    ])
+    .with_value(json!({"points": points}))
+    .with_meta("render_ms", json!(3)))
+}
+
+#[tokio::test]
+async fn a_tool_can_return_blocks_or_a_whole_output() {
+    let mut registry = FunctionRegistry::new();
+    register_tools!(registry, [tiny_chart_tool, chart_report_tool]).unwrap();
+
+    let image = registry.execute("tiny_chart", json!({})).await.unwrap();
+    assert_eq!(image.content, vec![toolreg::Content::image(vec![0x89, b'P', b'N', b'G'], "image/png")]);
+    assert_eq!(image.structured(), None, "a block alone has no structured value");
+    assert_eq!(image.text(), "[image: image/png, 4 bytes]");
+
+    let report = registry.execute("chart_report", json!({"points": 2})).await.unwrap();
+    assert_eq!(report.content.len(), 2);
+    assert_eq!(report.structured(), Some(&json!({"points": 2})));
+    assert_eq!(report.meta["render_ms"], 3);
+    assert_eq!(report.text(), "2 points:\n[image: image/png, 3 bytes]");
+
+    let failed = registry.execute("chart_report", json!({"points": 0})).await.unwrap_err();
+    assert_eq!(failed, ToolError::failed("nothing to draw"));
+}
+
+#[tokio::test]
+async fn blocks_past_the_engine_limit_are_a_typed_error() {
+    use toolreg::engine::{BatchOptions, ToolEngine};
+    let mut registry = FunctionRegistry::new();
+    register_tools!(registry, [chart_report_tool]).unwrap();
+    let engine = ToolEngine::builder(&registry).options(BatchOptions::default().max_content_bytes(4)).build();
+    let result = engine.execute_call(ToolCall::new("c1", "chart_report", r#"{"points": 12}"#)).await;
+    // "12 points:" (10 bytes) and 3 image bytes: 13 > 4.
+    assert_eq!(result.outcome, Err(ToolError::ResultTooLarge { size: 13, limit: 4 }));
+    let small = ToolEngine::builder(&registry).build();
+    assert!(small.execute_call(ToolCall::new("c2", "chart_report", r#"{"points": 12}"#)).await.outcome.is_ok());
+}
