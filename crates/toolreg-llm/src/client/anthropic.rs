@@ -2,9 +2,9 @@
 
 use serde_json::{Value, json};
 use toolreg::provider::anthropic::Anthropic;
-use toolreg::provider::{CallMapping, WireFormat};
+use toolreg::provider::{CallAssembler, CallMapping, WireFormat};
 
-use super::openai_chat::{choice, declare, finish_reason, read_calls};
+use super::openai_chat::{choice, declare, finish_reason, read_calls, refused};
 use super::{Body, ClientConfig, Http, arguments_value, sse};
 use crate::model::{LlmError, Message, ModelRequest, ModelResponse, OnEvent, StreamEvent, Usage};
 
@@ -97,8 +97,8 @@ impl AnthropicClient {
 
         body["stream"] = true.into();
         let mut text = String::new();
-        // Tool-use blocks by content index: id, name, input JSON text.
-        let mut blocks: Vec<Option<(String, String, String)>> = Vec::new();
+        // The format's own assembler collects the tool-use blocks.
+        let mut calls = CallAssembler::new(format.provider());
         let mut usage = Usage::default();
         let mut stop = None;
         let mut on_sse = |event: sse::Event| -> Result<bool, LlmError> {
@@ -107,41 +107,17 @@ impl AnthropicClient {
             }
             let data: Value = serde_json::from_str(&event.data)
                 .map_err(|e| LlmError::Protocol(format!("a stream event is not JSON: {e}")))?;
-            let index = data.get("index").and_then(Value::as_u64).unwrap_or(0) as usize;
-            if index > 1024 {
-                return Err(LlmError::Protocol("a content block index over 1024".into()));
-            }
+            calls.push(&data).map_err(refused)?;
             match data.get("type").and_then(Value::as_str).unwrap_or_default() {
                 "message_start" => {
                     usage.input_tokens =
                         data.pointer("/message/usage/input_tokens").and_then(Value::as_u64).unwrap_or(0);
                 }
-                "content_block_start" => {
-                    let block = &data["content_block"];
-                    if block["type"] == "tool_use" {
-                        while blocks.len() <= index {
-                            blocks.push(None);
-                        }
-                        let id = block["id"].as_str().unwrap_or_default().to_owned();
-                        let name = block["name"].as_str().unwrap_or_default().to_owned();
-                        blocks[index] = Some((id, name, String::new()));
-                    }
+                "content_block_delta" if data.pointer("/delta/type") == Some(&json!("text_delta")) => {
+                    let delta = data.pointer("/delta/text").and_then(Value::as_str).unwrap_or_default();
+                    text.push_str(delta);
+                    on_event(StreamEvent::TextDelta(delta.to_owned()));
                 }
-                "content_block_delta" => match data.pointer("/delta/type").and_then(Value::as_str) {
-                    Some("text_delta") => {
-                        let delta = data.pointer("/delta/text").and_then(Value::as_str).unwrap_or_default();
-                        text.push_str(delta);
-                        on_event(StreamEvent::TextDelta(delta.to_owned()));
-                    }
-                    Some("input_json_delta") => {
-                        if let Some(Some(block)) = blocks.get_mut(index) {
-                            block.2.push_str(
-                                data.pointer("/delta/partial_json").and_then(Value::as_str).unwrap_or_default(),
-                            );
-                        }
-                    }
-                    _ => {}
-                },
                 "message_delta" => {
                     if let Some(reason) = data.pointer("/delta/stop_reason").and_then(Value::as_str) {
                         stop = Some(reason.to_owned());
@@ -160,22 +136,7 @@ impl AnthropicClient {
             Ok(false)
         };
         self.http.post(&url, &headers, &Body::new(&body, request, &declared), on_event, Some(&mut on_sse)).await?;
-        // The streamed blocks as the whole answer would have held them, read
-        // by the format like one: the same checks either way.
-        let content: Vec<Value> = blocks
-            .into_iter()
-            .flatten()
-            .map(|(id, name, input)| {
-                let input = if input.trim().is_empty() {
-                    json!({})
-                } else {
-                    // Text that is not JSON stays text, for execution to report.
-                    serde_json::from_str::<Value>(&input).unwrap_or(Value::String(input))
-                };
-                json!({"type": "tool_use", "id": id, "name": name, "input": input})
-            })
-            .collect();
-        let read = read_calls(&format, &json!({ "content": content }), &declared.mapping)?;
+        let read = calls.finish(&format, &declared.mapping).map_err(refused)?;
         super::announce(&read.calls, on_event);
         Ok(ModelResponse::new(text, read, usage, finish_reason(stop.as_deref())).generated_by(&declared.mapping))
     }

@@ -2,9 +2,9 @@
 
 use serde_json::{Value, json};
 use toolreg::provider::gemini::Gemini;
-use toolreg::provider::{CallMapping, WireFormat};
+use toolreg::provider::{CallAssembler, CallMapping, WireFormat};
 
-use super::openai_chat::{choice, declare, finish_reason, read_calls};
+use super::openai_chat::{choice, declare, finish_reason, read_calls, refused};
 use super::{Body, ClientConfig, Http, arguments_value, sse};
 use crate::model::{LlmError, Message, ModelRequest, ModelResponse, OnEvent, StreamEvent, Usage};
 
@@ -119,7 +119,8 @@ impl GeminiClient {
         let url =
             super::versioned_url(base, API_VERSION, &format!("models/{}:streamGenerateContent?alt=sse", request.model));
         let mut text = String::new();
-        let mut call_parts: Vec<Value> = Vec::new();
+        // The format's own assembler collects the call parts.
+        let mut calls = CallAssembler::new(format.provider());
         let mut used = Usage::default();
         let mut finish = None;
         let mut on_sse = |event: sse::Event| -> Result<bool, LlmError> {
@@ -136,9 +137,7 @@ impl GeminiClient {
                 text.push_str(&delta);
                 on_event(StreamEvent::TextDelta(delta));
             }
-            if let Some(parts) = chunk.pointer("/candidates/0/content/parts").and_then(Value::as_array) {
-                call_parts.extend(parts.iter().filter(|p| p.get("functionCall").is_some()).cloned());
-            }
+            calls.push(&chunk).map_err(refused)?;
             if let Some(u) = usage(&chunk) {
                 used = u;
             }
@@ -149,8 +148,7 @@ impl GeminiClient {
             Ok(false)
         };
         self.http.post(&url, &headers, &Body::new(&body, request, &declared), on_event, Some(&mut on_sse)).await?;
-        let synthetic = json!({"candidates": [{"content": {"role": "model", "parts": call_parts}}]});
-        let read = read_calls(&format, &synthetic, &declared.mapping)?;
+        let read = calls.finish(&format, &declared.mapping).map_err(refused)?;
         super::announce(&read.calls, on_event);
         Ok(ModelResponse::new(text, read, used, finish_reason(finish.as_deref())).generated_by(&declared.mapping))
     }

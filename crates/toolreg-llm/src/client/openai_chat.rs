@@ -2,7 +2,9 @@
 
 use serde_json::{Map, Value, json};
 use toolreg::provider::openai_chat::OpenAiChat;
-use toolreg::provider::{CallMapping, Declarations, DeclaredTools, ReadCalls, ToolChoice, ToolRef, WireFormat};
+use toolreg::provider::{
+    CallAssembler, CallMapping, Declarations, DeclaredTools, ProviderError, ReadCalls, ToolChoice, ToolRef, WireFormat,
+};
 
 use super::{Body, ClientConfig, Http, arguments_text, sse};
 use crate::model::{FinishReason, LlmError, Message, ModelRequest, ModelResponse, OnEvent, StreamEvent, Usage};
@@ -91,7 +93,12 @@ pub(crate) fn read_calls(
     answer: &Value,
     mapping: &CallMapping,
 ) -> Result<ReadCalls, LlmError> {
-    format.read_calls(answer, mapping).map_err(|e| LlmError::Protocol(e.to_string()))
+    format.read_calls(answer, mapping).map_err(refused)
+}
+
+/// A response the format refused, as the client's error.
+pub(crate) fn refused(error: ProviderError) -> LlmError {
+    LlmError::Protocol(error.to_string())
 }
 
 pub(crate) fn finish_reason(reason: Option<&str>) -> FinishReason {
@@ -140,8 +147,8 @@ impl OpenAiChatClient {
         body["stream"] = true.into();
         body["stream_options"] = json!({"include_usage": true});
         let mut text = String::new();
-        // Tool calls by their index in the stream: id, name, argument text.
-        let mut calls: Vec<(String, String, String)> = Vec::new();
+        // The format's own assembler collects the calls' deltas.
+        let mut calls = CallAssembler::new(format.provider());
         let mut finish = None;
         let mut used = Usage::default();
         let mut on_sse = |event: sse::Event| -> Result<bool, LlmError> {
@@ -158,6 +165,7 @@ impl OpenAiChatClient {
             if chunk.get("usage").is_some_and(Value::is_object) {
                 used = usage(&chunk);
             }
+            calls.push(&chunk).map_err(refused)?;
             let Some(choice) = chunk.pointer("/choices/0") else { return Ok(false) };
             if let Some(delta) = choice.pointer("/delta/content").and_then(Value::as_str)
                 && !delta.is_empty()
@@ -165,41 +173,13 @@ impl OpenAiChatClient {
                 text.push_str(delta);
                 on_event(StreamEvent::TextDelta(delta.to_owned()));
             }
-            if let Some(deltas) = choice.pointer("/delta/tool_calls").and_then(Value::as_array) {
-                for delta in deltas {
-                    let index = delta.get("index").and_then(Value::as_u64).unwrap_or(calls.len() as u64) as usize;
-                    if index > 1024 {
-                        return Err(LlmError::Protocol("a tool call index over 1024".into()));
-                    }
-                    while calls.len() <= index {
-                        calls.push(Default::default());
-                    }
-                    let call = &mut calls[index];
-                    if let Some(id) = delta.get("id").and_then(Value::as_str) {
-                        call.0 = id.to_owned();
-                    }
-                    if let Some(name) = delta.pointer("/function/name").and_then(Value::as_str) {
-                        call.1.push_str(name);
-                    }
-                    if let Some(args) = delta.pointer("/function/arguments").and_then(Value::as_str) {
-                        call.2.push_str(args);
-                    }
-                }
-            }
             if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
                 finish = Some(reason.to_owned());
             }
             Ok(false)
         };
         self.http.post(&url, &headers, &Body::new(&body, request, &declared), on_event, Some(&mut on_sse)).await?;
-        let assembled: Vec<Value> = calls
-            .iter()
-            .map(
-                |(id, name, args)| json!({"id": id, "type": "function", "function": {"name": name, "arguments": args}}),
-            )
-            .collect();
-        let synthetic = json!({"choices": [{"message": {"role": "assistant", "tool_calls": assembled}}]});
-        let read = read_calls(&format, &synthetic, &declared.mapping)?;
+        let read = calls.finish(&format, &declared.mapping).map_err(refused)?;
         super::announce(&read.calls, on_event);
         Ok(ModelResponse::new(text, read, used, finish_reason(finish.as_deref())).generated_by(&declared.mapping))
     }

@@ -120,6 +120,7 @@ pub use choice::ToolChoice;
 pub(crate) use lower::Dialect;
 pub use lower::LoweringError;
 pub use names::{NameRule, NameStyle};
+pub use stream::{CallAssembler, MAX_STREAMED_CALLS};
 
 // What every format shares, one job per file: `wire` (the trait, its error
 // and what it returns), `options` (how a format is configured), `prepare`
@@ -131,6 +132,7 @@ mod declared;
 mod mapping;
 mod options;
 mod prepare;
+mod stream;
 mod wire;
 
 pub use declared::DeclaredTools;
