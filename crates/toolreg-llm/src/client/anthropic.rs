@@ -5,7 +5,7 @@ use toolreg::provider::anthropic::Anthropic;
 use toolreg::provider::{CallAssembler, CallMapping, WireFormat};
 
 use super::openai_chat::{choice, declare, finish_reason, read_calls, refused};
-use super::{Body, ClientConfig, Http, arguments_value, sse};
+use super::{Body, ClientConfig, Http, sse};
 use crate::model::{LlmError, Message, ModelRequest, ModelResponse, OnEvent, StreamEvent, Usage};
 
 /// The Messages API (`POST {base}/v1/messages`; the base URL is the host
@@ -38,17 +38,7 @@ fn messages(format: &dyn WireFormat, request: &ModelRequest, mapping: &CallMappi
     for message in &request.messages {
         match message {
             Message::User { text } => out.push(json!({"role": "user", "content": [{"type": "text", "text": text}]})),
-            Message::Assistant { text, tool_calls, .. } => {
-                let mut blocks = Vec::new();
-                if !text.is_empty() {
-                    blocks.push(json!({"type": "text", "text": text}));
-                }
-                for call in tool_calls {
-                    blocks.push(json!({"type": "tool_use", "id": call.id, "name": mapping.provider_name(&call.name),
-                        "input": arguments_value(&call.arguments)}));
-                }
-                out.push(json!({"role": "assistant", "content": blocks}));
-            }
+            Message::Assistant { text, tool_calls, .. } => out.extend(format.render_calls(text, tool_calls, mapping)),
             Message::Tool { results } => out.extend(format.render_results(&super::results(results), mapping)),
         }
     }

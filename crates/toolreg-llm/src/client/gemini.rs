@@ -5,7 +5,7 @@ use toolreg::provider::gemini::Gemini;
 use toolreg::provider::{CallAssembler, CallMapping, WireFormat};
 
 use super::openai_chat::{choice, declare, finish_reason, read_calls, refused};
-use super::{Body, ClientConfig, Http, arguments_value, sse};
+use super::{Body, ClientConfig, Http, sse};
 use crate::model::{LlmError, Message, ModelRequest, ModelResponse, OnEvent, StreamEvent, Usage};
 
 /// Gemini (`POST {base}/v1beta/models/{model}:generateContent`, or
@@ -47,19 +47,7 @@ fn contents(format: &dyn WireFormat, request: &ModelRequest, mapping: &CallMappi
                 for id in generated_ids {
                     mapping.note_generated_id(id);
                 }
-                let mut parts = Vec::new();
-                if !text.is_empty() {
-                    parts.push(json!({"text": text}));
-                }
-                for call in tool_calls {
-                    let mut function_call =
-                        json!({"name": mapping.provider_name(&call.name), "args": arguments_value(&call.arguments)});
-                    if !mapping.is_generated_id(&call.id) {
-                        function_call["id"] = call.id.clone().into();
-                    }
-                    parts.push(json!({"functionCall": function_call}));
-                }
-                out.push(json!({"role": "model", "parts": parts}));
+                out.extend(format.render_calls(text, tool_calls, mapping));
             }
             Message::Tool { results } => out.extend(format.render_results(&super::results(results), mapping)),
         }

@@ -559,22 +559,6 @@ pub(crate) fn results(messages: &[crate::model::ToolResultMessage]) -> Vec<toolr
     messages.iter().map(crate::model::ToolResultMessage::to_result).collect()
 }
 
-/// A tool's JSON arguments as the text to send back in history.
-pub(crate) fn arguments_text(arguments: &toolreg::ToolArguments) -> String {
-    arguments.to_string()
-}
-
-/// The arguments as a JSON value (invalid text becomes an empty object: the
-/// model is told through the tool result that its call was malformed).
-pub(crate) fn arguments_value(arguments: &toolreg::ToolArguments) -> Value {
-    match arguments {
-        toolreg::ToolArguments::Json(value) => value.clone(),
-        toolreg::ToolArguments::Raw(text) => {
-            serde_json::from_str(text).unwrap_or_else(|_| Value::Object(Default::default()))
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::versioned_url;

@@ -1,12 +1,12 @@
 //! OpenAI-compatible Chat Completions.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use toolreg::provider::openai_chat::OpenAiChat;
 use toolreg::provider::{
     CallAssembler, CallMapping, Declarations, DeclaredTools, ProviderError, ReadCalls, ToolChoice, ToolRef, WireFormat,
 };
 
-use super::{Body, ClientConfig, Http, arguments_text, sse};
+use super::{Body, ClientConfig, Http, sse};
 use crate::model::{FinishReason, LlmError, Message, ModelRequest, ModelResponse, OnEvent, StreamEvent, Usage};
 
 /// Chat Completions (`POST {base}/chat/completions`): OpenAI and every
@@ -63,22 +63,7 @@ fn messages(format: &dyn WireFormat, request: &ModelRequest, mapping: &CallMappi
     for message in &request.messages {
         match message {
             Message::User { text } => out.push(json!({"role": "user", "content": text})),
-            Message::Assistant { text, tool_calls, .. } => {
-                let mut m = Map::new();
-                m.insert("role".into(), "assistant".into());
-                m.insert("content".into(), if text.is_empty() { Value::Null } else { text.clone().into() });
-                if !tool_calls.is_empty() {
-                    let calls: Vec<Value> = tool_calls
-                        .iter()
-                        .map(|c| {
-                            json!({"id": c.id, "type": "function", "function": {
-                                "name": mapping.provider_name(&c.name), "arguments": arguments_text(&c.arguments)}})
-                        })
-                        .collect();
-                    m.insert("tool_calls".into(), calls.into());
-                }
-                out.push(Value::Object(m));
-            }
+            Message::Assistant { text, tool_calls, .. } => out.extend(format.render_calls(text, tool_calls, mapping)),
             Message::Tool { results } => out.extend(format.render_results(&super::results(results), mapping)),
         }
     }

@@ -5,7 +5,7 @@ use toolreg::provider::openai_responses::OpenAiResponses;
 use toolreg::provider::{CallMapping, WireFormat};
 
 use super::openai_chat::{choice, declare};
-use super::{Body, ClientConfig, Http, arguments_text, sse};
+use super::{Body, ClientConfig, Http, sse};
 use crate::model::{FinishReason, LlmError, Message, ModelRequest, ModelResponse, OnEvent, StreamEvent, Usage};
 
 /// The Responses API (`POST {base}/responses`), stateless: the whole
@@ -33,15 +33,7 @@ fn input(format: &dyn WireFormat, request: &ModelRequest, mapping: &CallMapping)
     for message in &request.messages {
         match message {
             Message::User { text } => out.push(json!({"role": "user", "content": text})),
-            Message::Assistant { text, tool_calls, .. } => {
-                if !text.is_empty() {
-                    out.push(json!({"role": "assistant", "content": text}));
-                }
-                for call in tool_calls {
-                    out.push(json!({"type": "function_call", "call_id": call.id,
-                        "name": mapping.provider_name(&call.name), "arguments": arguments_text(&call.arguments)}));
-                }
-            }
+            Message::Assistant { text, tool_calls, .. } => out.extend(format.render_calls(text, tool_calls, mapping)),
             Message::Tool { results } => out.extend(format.render_results(&super::results(results), mapping)),
         }
     }

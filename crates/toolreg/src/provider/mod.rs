@@ -129,6 +129,7 @@ pub use stream::{CallAssembler, MAX_STREAMED_CALLS};
 // `mapping` (the model's calls back to the real tools). Their public items are
 // re-exported here, so `toolreg::provider::X` is the one path users see.
 mod declared;
+mod history;
 mod mapping;
 mod options;
 mod prepare;

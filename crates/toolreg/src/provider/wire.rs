@@ -354,6 +354,24 @@ pub trait WireFormat: sealed::Format + fmt::Debug + Send + Sync {
     fn tool_choice(&self, choice: &ToolChoice, mapping: &CallMapping) -> Result<Value, ProviderError> {
         choice.render(self.provider(), mapping)
     }
+
+    /// The model's turn as the conversation must repeat it: its text and
+    /// its calls as it sent them ([`ReadCalls::sent`]: ids and argument
+    /// text verbatim), names spelled as `mapping` sent them, ids toolreg
+    /// made up left out. One assistant message (one item per call for
+    /// OpenAI Responses); none for MCP.
+    ///
+    /// ```
+    /// use toolreg::provider::{CallMapping, WireFormat, anthropic::Anthropic};
+    /// use toolreg::ToolCall;
+    /// use serde_json::json;
+    ///
+    /// let turn = Anthropic::new().render_calls("Checking.", &[ToolCall::new("t1", "find", json!({"q": "x"}))], &CallMapping::default());
+    /// assert_eq!(turn[0]["content"][1], json!({"type": "tool_use", "id": "t1", "name": "find", "input": {"q": "x"}}));
+    /// ```
+    fn render_calls(&self, text: &str, calls: &[ToolCall], mapping: &CallMapping) -> Vec<Value> {
+        super::history::render_calls(self.provider(), text, calls, mapping)
+    }
 }
 
 pub(crate) mod sealed {
