@@ -499,11 +499,14 @@ async fn output_budget_cuts_text_blocks_and_leaves_other_blocks_whole() {
         ]))
     };
     registry.register(ToolRegistration::new(decl("blocks", SafetyLevel::Safe), blocks)).unwrap();
-    let engine = ToolEngine::builder(&registry).layer(OutputBudget::new(100)).build();
+    let audit = Arc::new(toolreg::policy::MemorySink::new());
+    let engine = ToolEngine::builder(&registry).layer(OutputBudget::new(100)).audit(Arc::clone(&audit)).build();
     let out = engine.execute_call(ToolCall::new("a", "blocks", "{}")).await.outcome.unwrap();
     let text = out.content[0].as_text().unwrap();
     assert!(text.contains("[... 900 characters removed ...]"), "{text}");
     assert_eq!(out.content[1], toolreg::Content::image(vec![7; 500], "image/png"));
+    // The audit counts what the model gets: the cut text and the image's bytes.
+    assert_eq!(audit.events()[0].result_bytes, text.len() + 500);
 }
 
 #[tokio::test]

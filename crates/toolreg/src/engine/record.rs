@@ -101,7 +101,9 @@ fn audit(
     trail: Trail,
 ) -> (String, String) {
     let (outcome_kind, result_bytes) = match outcome {
-        Ok(output) => ("ok", text_len(&output.value)),
+        Ok(output) if output.content.is_empty() => ("ok", text_len(&output.value)),
+        // Blocks: their bytes, and the structured value's text beside them.
+        Ok(output) => ("ok", output.content_size() + output.structured().map_or(0, text_len)),
         Err(error) => (error.kind(), error.model_text(&name).len()),
     };
     let duration = started_at.elapsed().unwrap_or(Duration::ZERO);

@@ -94,7 +94,8 @@ pub struct AuditEvent {
     /// `"ok"`, or the
     /// [`ToolError`](crate::ToolError) kind (see [`ToolError::kind`](crate::ToolError::kind)).
     pub outcome: Cow<'static, str>,
-    /// Size of the result text the model reads, in bytes.
+    /// Size of the result the model reads, in bytes: its text, or its
+    /// content blocks' bytes plus the structured value's text.
     pub result_bytes: usize,
 }
 
