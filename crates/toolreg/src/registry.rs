@@ -2,7 +2,7 @@
 
 use std::fmt::{self, Display};
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use indexmap::IndexMap;
 use serde::Serialize;
@@ -14,6 +14,7 @@ use crate::exec::ToolError;
 use crate::handler::{Async, Blocking, ErasedTool, Erasure, ToolHandler};
 use crate::provider::LoweredSchemas;
 use crate::schema::{self, CachedSchema};
+use crate::search::{SearchError, SearchHit, ToolIndex};
 use crate::validate::ArgumentValidator;
 
 /// Why a registration (or removal) was refused. The registry is unchanged.
@@ -276,6 +277,9 @@ type ToolTable = IndexMap<Arc<str>, ToolEntry, foldhash::fast::RandomState>;
 pub struct FunctionRegistry {
     tools: Arc<ToolTable>,
     limits: ArgumentLimits,
+    /// The search index of these tools, built on first search and dropped
+    /// by every change to them (see [`tools_mut`](Self::tools_mut)).
+    index: OnceLock<Arc<ToolIndex>>,
 }
 
 impl fmt::Debug for FunctionRegistry {
@@ -295,7 +299,7 @@ impl FunctionRegistry {
 
     /// An empty registry with the given argument limits.
     pub fn with_limits(limits: ArgumentLimits) -> Self {
-        FunctionRegistry { tools: Arc::default(), limits }
+        FunctionRegistry { tools: Arc::default(), limits, index: OnceLock::new() }
     }
 
     /// The argument limits in force.
@@ -342,7 +346,7 @@ impl FunctionRegistry {
     /// duplicate, usable input schema.
     pub fn register(&mut self, registration: ToolRegistration) -> Result<(), RegistryError> {
         let (key, entry) = self.prepare(registration, false)?;
-        Arc::make_mut(&mut self.tools).insert(key, entry);
+        self.tools_mut().insert(key, entry);
         Ok(())
     }
 
@@ -359,7 +363,7 @@ impl FunctionRegistry {
             }
             prepared.insert(key, entry);
         }
-        Arc::make_mut(&mut self.tools).extend(prepared);
+        self.tools_mut().extend(prepared);
         Ok(())
     }
 
@@ -367,7 +371,7 @@ impl FunctionRegistry {
     /// (idempotent re-registration). Returns the entry it replaced.
     pub fn replace(&mut self, registration: ToolRegistration) -> Result<Option<ToolEntry>, RegistryError> {
         let (key, entry) = self.prepare(registration, true)?;
-        Ok(Arc::make_mut(&mut self.tools).insert(key, entry))
+        Ok(self.tools_mut().insert(key, entry))
     }
 
     fn prepare(
@@ -418,14 +422,47 @@ impl FunctionRegistry {
         if !self.tools.contains_key(name) {
             return Err(RegistryError::NotFound { name: name.to_owned() });
         }
-        Arc::make_mut(&mut self.tools)
-            .shift_remove(name)
-            .ok_or_else(|| RegistryError::NotFound { name: name.to_owned() })
+        self.tools_mut().shift_remove(name).ok_or_else(|| RegistryError::NotFound { name: name.to_owned() })
     }
 
     /// Remove every tool.
     pub fn clear(&mut self) {
         self.tools = Arc::default();
+        self.index = OnceLock::new();
+    }
+
+    /// The tool table, to change it: the search index no longer matches.
+    fn tools_mut(&mut self) -> &mut ToolTable {
+        self.index = OnceLock::new();
+        Arc::make_mut(&mut self.tools)
+    }
+
+    /// The `limit` tools that best match `query` (BM25 over names, titles,
+    /// descriptions, categories and parameters; see [`crate::search`]),
+    /// best first. The index is built on the first search after a change.
+    ///
+    /// ```
+    /// use toolreg::{FunctionRegistry, ToolDeclaration, ToolRegistration};
+    /// use serde_json::{json, Value};
+    ///
+    /// let mut registry = FunctionRegistry::new();
+    /// let decl = ToolDeclaration::new("convert_currency", "Convert an amount between currencies", json!({"type": "object"}));
+    /// registry.register(ToolRegistration::new(decl, |_: Value| Ok::<_, String>(0)))?;
+    /// assert_eq!(registry.search("exchange dollars to euros currency", 5)[0].name, "convert_currency");
+    /// # Ok::<(), toolreg::RegistryError>(())
+    /// ```
+    pub fn search(&self, query: &str, limit: usize) -> Vec<SearchHit> {
+        self.search_index().search(query, limit)
+    }
+
+    /// The tools whose name, title or description match a regex
+    /// (case-insensitive), in registration order, at most `limit`.
+    pub fn search_regex(&self, pattern: &str, limit: usize) -> Result<Vec<SearchHit>, SearchError> {
+        self.search_index().search_regex(pattern, limit)
+    }
+
+    fn search_index(&self) -> &ToolIndex {
+        self.index.get_or_init(|| Arc::new(ToolIndex::new(self.tools.values().map(ToolEntry::declaration))))
     }
 
     /// The tool with this name.
@@ -477,6 +514,6 @@ impl FunctionRegistry {
         }
         let tools =
             self.tools.iter().filter(|(_, entry)| keep(entry.declaration())).map(|(k, e)| (Arc::clone(k), e.clone()));
-        FunctionRegistry { tools: Arc::new(tools.collect()), limits: self.limits }
+        FunctionRegistry { tools: Arc::new(tools.collect()), limits: self.limits, index: OnceLock::new() }
     }
 }

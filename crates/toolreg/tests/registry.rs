@@ -413,3 +413,32 @@ fn erased_tools_always_see_validated_arguments_and_their_context() {
     let result = block_on(registry.execute_call(ToolCall::new("abc", "whoami", json!({"n": "1"}))));
     assert!(result.is_error());
 }
+
+#[test]
+fn search_follows_every_change_to_the_registry() {
+    let tool = |name: &str, description: &str| {
+        ToolRegistration::new(ToolDeclaration::new(name, description, json!({"type": "object"})), |_: Value| {
+            Ok::<_, String>(0)
+        })
+    };
+    let mut registry = FunctionRegistry::new();
+    registry.register(tool("get_weather", "Current weather for a city")).unwrap();
+    assert_eq!(registry.search("weather", 5).len(), 1);
+    assert!(registry.search("stock price", 5).is_empty());
+
+    registry.register(tool("stock_quote", "Latest stock price for a ticker")).unwrap();
+    assert_eq!(registry.search("stock price", 5)[0].name, "stock_quote");
+    // A clone shares what was built; its own changes do not reach the original.
+    let mut copy = registry.clone();
+    copy.unregister("stock_quote").unwrap();
+    assert!(copy.search("stock price", 5).is_empty());
+    assert_eq!(registry.search("stock price", 5).len(), 1);
+
+    registry.replace(tool("stock_quote", "Company news headlines")).unwrap();
+    assert!(registry.search("price", 5).is_empty(), "the old description is gone");
+    assert_eq!(registry.search("news", 5)[0].name, "stock_quote");
+    assert_eq!(registry.search_regex("^stock_", 5).unwrap().len(), 1);
+
+    registry.clear();
+    assert!(registry.search("news", 5).is_empty());
+}

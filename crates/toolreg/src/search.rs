@@ -1,0 +1,299 @@
+//! Tool search: BM25 ranking and regex matching over a registry's tools,
+//! for catalogs too large to offer a model whole.
+//!
+//! A tool is indexed by its name, title, description, categories and its
+//! parameters' names and descriptions, split into words (`read_file`,
+//! `readFile` and "read a file" share `read` and `file`) and stemmed
+//! (Snowball English, so "files" finds `file`). BM25 (k1 = 1.2, b = 0.75)
+//! ranks them, with a tool's name and title counting more than its prose.
+//!
+//! A small BM25 over an inverted index rather than `tantivy`: a registry's
+//! catalog lives in memory and changes with it, is at most some thousands
+//! of short documents, and is searched with a few words; an index of
+//! postings answers that in microseconds (see `benches/search.rs`) without
+//! a second copy of every tool on disk or a commit step per change.
+//!
+//! [`FunctionRegistry::search`](crate::FunctionRegistry::search) keeps an
+//! index for its tools, built on first use and dropped whenever a tool is
+//! registered, replaced or removed, so results always match the registry.
+
+use std::collections::HashMap;
+
+use regex::RegexBuilder;
+use rust_stemmers::{Algorithm, Stemmer};
+use serde_json::Value;
+
+use crate::declaration::ToolDeclaration;
+
+/// How much a word in each part of a declaration counts (BM25F-style term
+/// frequency weights): a tool's name says what it is more than its prose.
+const NAME_WEIGHT: f32 = 3.0;
+const TITLE_WEIGHT: f32 = 2.0;
+const CATEGORY_WEIGHT: f32 = 1.5;
+const TEXT_WEIGHT: f32 = 1.0;
+
+const K1: f32 = 1.2;
+const B: f32 = 0.75;
+
+/// Longest query read, in bytes: a model's query is a few words, and a
+/// longer one costs time per word.
+pub const MAX_QUERY_BYTES: usize = 1024;
+
+/// Largest compiled regex a search may build (bytes), so a hostile pattern
+/// is refused instead of costing memory.
+const REGEX_SIZE_LIMIT: usize = 1 << 20;
+
+/// One tool found by a search.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct SearchHit {
+    /// The tool's name.
+    pub name: String,
+    /// Its BM25 score (higher is better; 1.0 for a regex match).
+    pub score: f32,
+}
+
+/// Why a search could not run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SearchError {
+    /// The regex does not compile, or would be too large.
+    #[error("invalid pattern: {0}")]
+    InvalidPattern(String),
+}
+
+/// A BM25 index over tool declarations; see the [module docs](self).
+///
+/// ```
+/// use toolreg::search::ToolIndex;
+/// use toolreg::{ParamType, ToolDeclaration};
+///
+/// let tools = [
+///     ToolDeclaration::builder("read_file").description("Read a text file").param("path", ParamType::String, "Where").build(),
+///     ToolDeclaration::builder("send_email").description("Send an email message").build(),
+/// ];
+/// let index = ToolIndex::new(&tools);
+/// assert_eq!(index.search("open some files", 5)[0].name, "read_file");
+/// assert_eq!(index.search("mail somebody", 5).len(), 0); // no shared word: no guess
+/// assert_eq!(index.search("email", 1)[0].name, "send_email");
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct ToolIndex {
+    names: Vec<String>,
+    /// Each tool's weighted length (sum of term weights).
+    lengths: Vec<f32>,
+    average_length: f32,
+    /// Stemmed word → (tool, weighted frequency), tools in index order.
+    postings: HashMap<String, Vec<(u32, f32)>>,
+    /// What a regex is matched against: name, title, description.
+    texts: Vec<String>,
+}
+
+impl ToolIndex {
+    /// Index these declarations (registry order is kept for ties).
+    pub fn new<'a>(tools: impl IntoIterator<Item = &'a ToolDeclaration>) -> Self {
+        let stemmer = Stemmer::create(Algorithm::English);
+        let mut index = ToolIndex::default();
+        for (id, decl) in tools.into_iter().enumerate() {
+            let id = u32::try_from(id).unwrap_or(u32::MAX);
+            let mut terms: HashMap<String, f32> = HashMap::new();
+            let mut add = |text: &str, weight: f32| {
+                for word in words(text, &stemmer) {
+                    *terms.entry(word).or_default() += weight;
+                }
+            };
+            add(&decl.name, NAME_WEIGHT);
+            if let Some(title) = &decl.title {
+                add(title, TITLE_WEIGHT);
+            }
+            for category in &decl.categories {
+                add(category, CATEGORY_WEIGHT);
+            }
+            add(&decl.description, TEXT_WEIGHT);
+            for (param, description) in parameters(&decl.input_schema) {
+                add(param, TEXT_WEIGHT);
+                add(description, TEXT_WEIGHT);
+            }
+            index.lengths.push(terms.values().sum());
+            for (word, frequency) in terms {
+                index.postings.entry(word).or_default().push((id, frequency));
+            }
+            index.names.push(decl.name.clone());
+            index.texts.push(format!("{}\n{}\n{}", decl.name, decl.title.as_deref().unwrap_or(""), decl.description));
+        }
+        let total: f32 = index.lengths.iter().sum();
+        index.average_length = if index.names.is_empty() { 1.0 } else { total / index.names.len() as f32 };
+        index
+    }
+
+    /// How many tools are indexed.
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    /// Whether no tool is indexed.
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+
+    /// The `limit` best tools for `query`, best first; tools that share no
+    /// word with the query are never returned. A query longer than
+    /// [`MAX_QUERY_BYTES`] is read up to that length.
+    pub fn search(&self, query: &str, limit: usize) -> Vec<SearchHit> {
+        let stemmer = Stemmer::create(Algorithm::English);
+        let query = truncate(query, MAX_QUERY_BYTES);
+        let mut words: Vec<String> = words(query, &stemmer).collect();
+        words.sort();
+        words.dedup();
+        let n = self.names.len() as f32;
+        let mut scores: HashMap<u32, f32> = HashMap::new();
+        for word in &words {
+            let Some(postings) = self.postings.get(word) else { continue };
+            let df = postings.len() as f32;
+            let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
+            for &(id, tf) in postings {
+                let length = self.lengths[id as usize] / self.average_length;
+                let score = idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * length));
+                *scores.entry(id).or_default() += score;
+            }
+        }
+        let mut ranked: Vec<(u32, f32)> = scores.into_iter().collect();
+        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        ranked
+            .into_iter()
+            .take(limit)
+            .map(|(id, score)| SearchHit { name: self.names[id as usize].clone(), score })
+            .collect()
+    }
+
+    /// The tools whose name, title or description match `pattern` (a
+    /// regex, case-insensitive), in registry order, at most `limit`.
+    pub fn search_regex(&self, pattern: &str, limit: usize) -> Result<Vec<SearchHit>, SearchError> {
+        let regex = RegexBuilder::new(truncate(pattern, MAX_QUERY_BYTES))
+            .case_insensitive(true)
+            .size_limit(REGEX_SIZE_LIMIT)
+            .build()
+            .map_err(|e| SearchError::InvalidPattern(e.to_string()))?;
+        Ok(self
+            .texts
+            .iter()
+            .zip(&self.names)
+            .filter(|(text, _)| regex.is_match(text))
+            .take(limit)
+            .map(|(_, name)| SearchHit { name: name.clone(), score: 1.0 })
+            .collect())
+    }
+}
+
+/// The words of `text`, lower-cased and stemmed: split at anything not a
+/// letter or digit, and inside identifiers at `_`, `-`, `.` and lower-to-upper
+/// case changes (`readFile` → `read`, `file`).
+fn words<'a>(text: &'a str, stemmer: &'a Stemmer) -> impl Iterator<Item = String> + 'a {
+    let mut pieces = Vec::new();
+    let mut current = String::new();
+    let mut previous_lower = false;
+    for c in text.chars() {
+        if !c.is_alphanumeric() {
+            pieces.push(std::mem::take(&mut current));
+            previous_lower = false;
+            continue;
+        }
+        if c.is_uppercase() && previous_lower {
+            pieces.push(std::mem::take(&mut current));
+        }
+        previous_lower = c.is_lowercase() || c.is_ascii_digit();
+        current.extend(c.to_lowercase());
+    }
+    pieces.push(current);
+    pieces
+        .into_iter()
+        .filter(|w| !w.is_empty() && !STOP_WORDS.contains(&w.as_str()))
+        .map(|w| stemmer.stem(&w).into_owned())
+}
+
+/// Words too common in tool descriptions to tell tools apart.
+const STOP_WORDS: &[&str] = &[
+    "a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "in", "into", "is", "it", "its", "of", "on", "or",
+    "that", "the", "this", "to", "with",
+];
+
+/// The top-level parameters of an input schema: name and description.
+fn parameters(schema: &Value) -> impl Iterator<Item = (&str, &str)> {
+    schema.get("properties").and_then(Value::as_object).into_iter().flatten().map(|(name, property)| {
+        (name.as_str(), property.get("description").and_then(Value::as_str).unwrap_or_default())
+    })
+}
+
+fn truncate(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::declaration::ParamType;
+
+    fn catalog() -> Vec<ToolDeclaration> {
+        vec![
+            ToolDeclaration::builder("read_file")
+                .description("Read the lines of a text file")
+                .param("path", ParamType::String, "The file's path")
+                .build(),
+            ToolDeclaration::builder("write_file").description("Write text to a file, replacing it").build(),
+            ToolDeclaration::builder("listDirectory").description("List the entries of a folder").build(),
+            ToolDeclaration::builder("github__create_issue")
+                .description("Open a new issue in a GitHub repository")
+                .category("github")
+                .build(),
+            ToolDeclaration::builder("weather").description("Current weather for a city").build(),
+        ]
+    }
+
+    #[test]
+    fn identifiers_split_and_stem() {
+        let stemmer = Stemmer::create(Algorithm::English);
+        let got: Vec<String> = words("listDirectory read_files github__create-issue HTTPServer", &stemmer).collect();
+        assert_eq!(got, ["list", "directori", "read", "file", "github", "creat", "issu", "httpserver"]);
+    }
+
+    #[test]
+    fn the_best_match_comes_first_and_unrelated_tools_never() {
+        let index = ToolIndex::new(&catalog());
+        assert_eq!(index.search("list directory contents", 3)[0].name, "listDirectory");
+        assert_eq!(index.search("open an issue on github", 3)[0].name, "github__create_issue");
+        assert_eq!(index.search("weather in Oslo", 3)[0].name, "weather");
+        let files: Vec<String> = index.search("files", 5).into_iter().map(|h| h.name).collect();
+        assert_eq!(files.len(), 2);
+        assert!(files.contains(&"read_file".into()) && files.contains(&"write_file".into()));
+        assert!(index.search("quantum chromodynamics", 5).is_empty());
+        assert!(index.search("", 5).is_empty());
+        assert!(index.search("the and of", 5).is_empty(), "stop words alone find nothing");
+    }
+
+    #[test]
+    fn regex_matches_names_and_descriptions() {
+        let index = ToolIndex::new(&catalog());
+        let hits = index.search_regex("^github__", 10).unwrap();
+        assert_eq!(hits.iter().map(|h| h.name.as_str()).collect::<Vec<_>>(), ["github__create_issue"]);
+        assert_eq!(index.search_regex("FOLDER", 10).unwrap()[0].name, "listDirectory");
+        assert!(matches!(index.search_regex("(", 10), Err(SearchError::InvalidPattern(_))));
+        // A pattern that would compile to something huge is refused, not built.
+        assert!(index.search_regex("\\w{1000}\\w{1000}\\w{1000}", 10).is_err());
+    }
+
+    #[test]
+    fn hostile_queries_are_bounded() {
+        let index = ToolIndex::new(&catalog());
+        let long = "file ".repeat(100_000);
+        assert!(index.search(&long, 1)[0].name.contains("file"));
+        let multibyte = "é".repeat(2_000);
+        assert!(index.search(&multibyte, 1).is_empty());
+    }
+}
