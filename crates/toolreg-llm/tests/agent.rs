@@ -12,7 +12,9 @@ use toolreg::engine::{EngineBuilder, ToolEngine};
 use toolreg::policy::{ApprovalRequest, approver_fn};
 use toolreg::{CallContext, FunctionRegistry, ToolCall, ToolExecutor, tool};
 use toolreg_llm::agent::functions::{AgentTools, TaskResult};
-use toolreg_llm::agent::{Agent, AgentError, AgentEvent, Limits, Outcome, Resolution, SuspendForApproval, Suspended};
+use toolreg_llm::agent::{
+    Agent, AgentError, AgentEvent, Deferral, Limits, Outcome, Resolution, SuspendForApproval, Suspended,
+};
 use toolreg_llm::scripted::{ScriptedClient, calls_response, text_response};
 use toolreg_llm::{LlmError, Message, ModelResponse, OfferedTool};
 
@@ -853,4 +855,72 @@ async fn merge_and_post_processing_functions_need_the_engines_approval() {
     let agent = Agent::builder(merging_model(), "m", ToolEngine::builder(&registry).approver(policy())).build();
     let done = finished(agent.run(spawn_task(json!({"function": "risky_merge"}), &["child 1"])).await.unwrap());
     assert!(done.answer.starts_with("ERROR: ") && done.answer.contains("nothing here can wait"), "{}", done.answer);
+}
+
+// ---- Deferred loading -----------------------------------------------------------
+
+/// Convert an amount of money from one currency to another.
+#[tool(safety = "safe")]
+fn convert_currency(amount: f64, from: String, to: String) -> String {
+    format!("{amount} {from} is {} {to}", amount * 2.0)
+}
+
+/// Ask the host a question and wait for its answer.
+#[tool(safety = "safe")]
+fn ask_host(question: String) -> String {
+    question
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn deferred_tools_are_found_loaded_appended_and_kept_through_a_suspension() {
+    let mut registry = registry();
+    toolreg::register_tools!(registry, [convert_currency_tool, ask_host_tool]).unwrap();
+    let model = ScriptedClient::new()
+        // Called before it is loaded: answered, never run.
+        .then_call("c1", "convert_currency", json!({"amount": 1, "from": "EUR", "to": "USD"}))
+        .then_call("c2", "search_tools", json!({"query": "exchange money between currencies"}))
+        .then_call("c3", "convert_currency", json!({"amount": 1, "from": "EUR", "to": "USD"}))
+        .then_call("c4", "ask_host", json!({"question": "Is 2 right?"}));
+    let agent = Agent::builder(model.clone(), "m", engine(&registry))
+        .defer(Deferral::new().tools(["convert_currency"]))
+        .external(["ask_host"])
+        .build();
+    let Outcome::Suspended(suspended) = agent.run("Convert 1 EUR to USD.").await.unwrap() else {
+        panic!("the run should wait for the host's answer");
+    };
+    let requests = model.requests();
+    let names = |i: usize| requests[i].tools.iter().map(|t| t.name.clone()).collect::<Vec<_>>();
+    assert!(!names(0).contains(&"convert_currency".to_owned()), "deferred: {:?}", names(0));
+    assert!(names(0).contains(&"search_tools".to_owned()));
+    // The tool found joins the next request after the ones already offered.
+    assert_eq!(names(2)[..names(0).len()], names(0)[..]);
+    assert_eq!(names(2).last().map(String::as_str), Some("convert_currency"));
+
+    let mut transcript = suspended.transcript.clone();
+    transcript.push(Message::Tool { results: suspended.done.clone() });
+    let results = tool_results(&transcript);
+    assert!(results[0].2 && results[0].1.contains("not loaded yet") && results[0].1.contains("search_tools"));
+    assert!(results[1].1.contains("convert_currency"), "{:?}", results[1]);
+    assert_eq!(results[2], ("c3".into(), "1 EUR is 2 USD".into(), false));
+
+    // Loaded tools survive the suspension, serialised, and are offered on resume.
+    assert_eq!(suspended.loaded, ["convert_currency"]);
+    let stored: Suspended = serde_json::from_value(serde_json::to_value(&suspended).unwrap()).unwrap();
+    let model = ScriptedClient::new().then_text("1 EUR is 2 USD.");
+    let agent = Agent::builder(model.clone(), "m", engine(&registry))
+        .defer(Deferral::new().tools(["convert_currency"]))
+        .external(["ask_host"])
+        .build();
+    let answer = Resolution::answer("c4", Ok(json!("yes")));
+    let done = finished(agent.resume(stored, vec![answer], CancellationToken::new()).await.unwrap());
+    assert_eq!(done.answer, "1 EUR is 2 USD.");
+    assert!(model.requests()[0].tools.iter().any(|t| t.name == "convert_currency"));
+}
+
+#[tokio::test]
+async fn without_deferral_search_tools_is_not_offered() {
+    let model = ScriptedClient::new().then_text("done");
+    let agent = Agent::builder(model.clone(), "m", engine(&registry())).build();
+    finished(agent.run("hi").await.unwrap());
+    assert!(model.requests()[0].tools.iter().all(|t| t.name != "search_tools"));
 }

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use toolreg::engine::EngineBuilder;
 use toolreg_builtins::store::Namespace;
 
-use super::{Agent, AgentEvent, Inner, Limits, OnAgentEvent};
+use super::{Agent, AgentEvent, Deferral, Inner, Limits, OnAgentEvent};
 use crate::model::LlmClient;
 
 /// Builds an [`Agent`] on an [`EngineBuilder`].
@@ -34,6 +34,7 @@ pub struct AgentBuilder {
     max_tokens_per_request: Option<u32>,
     on_event: Option<OnAgentEvent>,
     claims: Option<Namespace>,
+    deferral: Deferral,
 }
 
 impl Agent {
@@ -59,6 +60,7 @@ impl Agent {
             max_tokens_per_request: None,
             on_event: None,
             claims: None,
+            deferral: Deferral::new(),
         }
     }
 }
@@ -125,11 +127,18 @@ impl AgentBuilder {
 
     /// The agent: its engine is built here, once.
     pub fn build(self) -> Agent {
+        let engine = self.engine.build();
+        let mut deferral = self.deferral;
+        if !deferral.is_empty() && !engine.tools().contains(super::SEARCH_TOOLS) {
+            // Deferred tools the model could never load would be lost to it.
+            tracing::warn!("tools are deferred but `search_tools` is not registered (AgentTools): all are offered");
+            deferral = Deferral::new();
+        }
         Agent {
             inner: Arc::new(Inner {
                 client: self.client,
                 model: self.model,
-                engine: self.engine.build(),
+                engine,
                 sub_engine: OnceLock::new(),
                 system: self.system,
                 limits: self.limits,
@@ -140,7 +149,16 @@ impl AgentBuilder {
                 depth: 0,
                 claims: self.claims,
                 consumed: Mutex::default(),
+                deferral,
             }),
         }
+    }
+
+    /// Offer the tools `deferral` names only once the model finds them with
+    /// `search_tools` (register the agent functions,
+    /// [`AgentTools`](super::functions::AgentTools), so that it exists).
+    pub fn defer(mut self, deferral: Deferral) -> Self {
+        self.deferral = deferral;
+        self
     }
 }

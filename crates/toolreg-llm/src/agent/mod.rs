@@ -98,12 +98,14 @@
 //! ```
 
 mod builder;
+mod catalog;
 pub mod functions;
 mod post;
 mod run;
 mod suspend;
 
 pub use builder::AgentBuilder;
+pub use catalog::{Deferral, SEARCH_TOOLS};
 pub use post::{POST_PROCESS_ARGUMENT, PostProcessError};
 pub use suspend::{PendingApproval, Resolution, SuspendForApproval, Suspended};
 
@@ -349,6 +351,8 @@ struct Inner {
     claims: Option<Namespace>,
     /// The suspension and call ids this agent has resumed.
     consumed: Mutex<HashSet<String>>,
+    /// The tools loaded only when the model searches for them.
+    deferral: Deferral,
 }
 
 impl std::fmt::Debug for Agent {
@@ -378,6 +382,9 @@ pub struct RunState {
     pub finish: Finish,
     /// Tokens sub-agents of this step spent: counted against the run.
     pub spent_by_children: Arc<Mutex<Usage>>,
+    /// The deferred tools loaded so far, in the order they were loaded
+    /// (`search_tools` adds to it; see [`Deferral`]).
+    pub loaded: Arc<Mutex<Vec<String>>>,
 }
 
 /// What a run may still spend; a sub-agent gets at most this.
@@ -425,6 +432,11 @@ impl Agent {
         &self.inner.engine
     }
 
+    /// The tools this agent loads only when its model searches for them.
+    pub fn deferral(&self) -> &Deferral {
+        &self.inner.deferral
+    }
+
     /// A sub-agent: this agent's model and engine (approver, layers, audit,
     /// limits), offered what this agent is offered minus the user-scope
     /// tools (and only `tools` when given), one level deeper, within
@@ -466,6 +478,8 @@ impl Agent {
                 depth,
                 claims: None,
                 consumed: Mutex::default(),
+                // A sub-agent's catalog is deferred as its parent's.
+                deferral: inner.deferral.clone(),
             }),
         })
     }

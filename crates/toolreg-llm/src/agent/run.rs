@@ -2,13 +2,14 @@
 //! engine, results back to the model, until the model answers, a tool
 //! finishes the run, the run suspends, or a limit is hit.
 
-use std::sync::{Arc, PoisonError};
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use toolreg::exec::value_text;
-use toolreg::{CallOptions, Extensions, Finish, ToolCall};
+use toolreg::{CallOptions, Extensions, Finish, ToolCall, ToolError, ToolResult};
 use tracing::Instrument;
 
 use super::suspend::{Deferred, suspension_id};
@@ -25,7 +26,8 @@ impl Agent {
     /// request and every running tool, sub-agents included.
     pub async fn run_with(&self, messages: Vec<Message>, cancel: CancellationToken) -> Result<Outcome, AgentError> {
         self.check_post_process()?;
-        let state = LoopState { messages, usage: Usage::default(), steps: 0, started: Instant::now() };
+        let state =
+            LoopState { messages, usage: Usage::default(), steps: 0, started: Instant::now(), loaded: Vec::new() };
         self.drive(state, cancel).instrument(tracing::info_span!("agent_run", depth = self.inner.depth)).await
     }
 
@@ -47,6 +49,7 @@ impl Agent {
             },
             finish: Finish::new(),
             spent_by_children: Arc::default(),
+            loaded: Arc::new(Mutex::new(state.loaded.clone())),
         }
     }
 
@@ -60,8 +63,8 @@ impl Agent {
         let limits = inner.limits;
         let engine = &inner.engine;
         let offered = engine.tools();
-        let mut request =
-            ModelRequest::new(inner.model.clone(), std::mem::take(&mut state.messages)).tools(offered.entries());
+        let mut request = ModelRequest::new(inner.model.clone(), std::mem::take(&mut state.messages))
+            .tools(inner.deferral.offered(offered, &state.loaded));
         request.system = inner.system.clone();
         request.max_tokens = inner.max_tokens_per_request;
         let on_stream = |event: StreamEvent| match event {
@@ -136,13 +139,29 @@ impl Agent {
             // model reads why, and which tools it has.
             let mut done = Vec::with_capacity(response.sent_calls.len().max(response.tool_calls.len()));
             for result in &response.refused {
-                let message = ToolResultMessage::from(result);
+                let message = ToolResultMessage::from(&inner.deferral.explain(offered, result.clone()));
+                self.emit(&AgentEvent::ToolResult(message.clone()));
+                done.push(message);
+            }
+            // A deferred tool not loaded yet never runs, whatever the client
+            // let through (any other call the engine answers and audits).
+            let offered_names: HashSet<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
+            let (unoffered, calls): (Vec<ToolCall>, Vec<ToolCall>) = response
+                .tool_calls
+                .iter()
+                .cloned()
+                .partition(|c| !offered_names.contains(c.name.as_str()) && inner.deferral.holds(offered, &c.name));
+            for call in unoffered {
+                let available = offered_names.iter().take(8).map(|n| (*n).to_owned()).collect();
+                let refused =
+                    ToolResult { id: call.id, name: call.name, outcome: Err(ToolError::NotOffered { available }) };
+                let message = ToolResultMessage::from(&inner.deferral.explain(offered, refused));
                 self.emit(&AgentEvent::ToolResult(message.clone()));
                 done.push(message);
             }
             // Tools the host runs itself wait; the rest run now.
             let (external, local): (Vec<ToolCall>, Vec<ToolCall>) =
-                response.tool_calls.iter().cloned().partition(|c| inner.external.contains(&c.name));
+                calls.into_iter().partition(|c| inner.external.contains(&c.name));
             state.messages = std::mem::take(&mut request.messages);
             let run = self.run_state(&cancel, &state);
             let deferred = Arc::new(Deferred::default());
@@ -154,6 +173,12 @@ impl Agent {
                 .instrument(tracing::info_span!("tool_calls", step))
                 .await;
             state.usage += std::mem::take(&mut *run.spent_by_children.lock().unwrap_or_else(PoisonError::into_inner));
+            // Tools a search loaded join the next request, after the others.
+            let loaded = run.loaded.lock().unwrap_or_else(PoisonError::into_inner).clone();
+            if loaded != state.loaded {
+                state.loaded = loaded;
+                request.tools = inner.deferral.offered(offered, &state.loaded);
+            }
             let waiting: Vec<PendingApproval> = deferred.take_pending();
             for result in &results {
                 if waiting.iter().any(|p| p.call_id == result.id) {
@@ -179,6 +204,7 @@ impl Agent {
                     external,
                     usage: state.usage,
                     steps: state.steps,
+                    loaded: state.loaded,
                 }));
             }
             state.messages.push(Message::Tool { results: done });
@@ -202,6 +228,8 @@ pub(super) struct LoopState {
     pub(super) usage: Usage,
     pub(super) steps: usize,
     pub(super) started: Instant,
+    /// Deferred tools loaded so far, in load order.
+    pub(super) loaded: Vec<String>,
 }
 
 /// What every call of a run carries in its context: the run's state, its

@@ -115,6 +115,9 @@ pub struct Suspended {
     pub usage: Usage,
     /// Model requests made so far.
     pub steps: usize,
+    /// Deferred tools the model has loaded (see [`Deferral`](super::Deferral)): offered again on resume.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub loaded: Vec<String>,
 }
 
 impl Agent {
@@ -189,6 +192,7 @@ impl Agent {
             usage: suspended.usage,
             steps: suspended.steps,
             started: Instant::now(),
+            loaded: suspended.loaded,
         };
         let run = self.run_state(&cancel, &state);
         if !approved_calls.is_empty() {

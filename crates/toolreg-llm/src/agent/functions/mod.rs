@@ -12,6 +12,8 @@
 //!   them in task order (the default; a failing one not losing the others),
 //!   the first success, or a registered function of the caller's choosing
 //!   that receives every result and returns the merged value.
+//! - `search_tools(query, limit?)`: finds deferred tools (see
+//!   [`Deferral`](super::Deferral)) and loads them for the rest of the run.
 //! - `return_result(value)`: ends the run with its value, through the call
 //!   context's [`Finish`](toolreg::Finish) slot (the first finish wins).
 //!
@@ -33,9 +35,12 @@ mod spawn;
 
 pub use spawn::{MERGE_FUNCTION_ARGUMENT, Merge, MergeError, SPAWN_MANY_CONCURRENCY, SpawnManyArgs, TaskResult};
 
+use std::sync::PoisonError;
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+
+use serde_json::{Value, json};
 use toolreg::{CallContext, FunctionRegistry, RegistryError, ToolArgs, ToolRegistration, tools};
 use toolreg_builtins::store::{Namespace, StoreRef};
 
@@ -73,6 +78,17 @@ pub struct SpawnArgs {
     pub context_refs: Vec<StoreRef>,
 }
 
+/// Arguments of `search_tools`.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema, ToolArgs)]
+#[serde(deny_unknown_fields)]
+pub struct SearchToolsArgs {
+    /// What the tool should do, in a few words, or its name.
+    pub query: String,
+    /// At most this many tools (default 5, at most 20).
+    #[serde(default)]
+    pub limit: Option<usize>,
+}
+
 /// Arguments of `return_result`.
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema, ToolArgs)]
 #[serde(deny_unknown_fields)]
@@ -93,13 +109,13 @@ impl AgentTools {
         self
     }
 
-    /// The four registrations: the `#[tool]` methods below, sharing one
+    /// The five registrations: the `#[tool]` methods below, sharing one
     /// clone of `self`.
     pub fn registrations(&self) -> Vec<ToolRegistration> {
         self.tool_registrations()
     }
 
-    /// Register the four functions, all or none.
+    /// Register the five functions, all or none.
     pub fn register(&self, registry: &mut FunctionRegistry) -> Result<(), RegistryError> {
         registry.register_all(self.registrations())
     }
@@ -138,6 +154,30 @@ impl AgentTools {
     #[tool(safety = "cautious", category = "agent", scope = "agent")]
     async fn spawn_many(&self, #[context] cx: CallContext, #[args] args: SpawnManyArgs) -> Result<Value, String> {
         spawn::spawn_many(cx, args, self.store.clone()).await
+    }
+
+    /// Find tools you do not have yet by describing what you need (or
+    /// naming them); the tools found are added to yours for the rest of the
+    /// task, so call them directly next.
+    #[tool(safety = "safe", category = "agent", scope = "agent")]
+    async fn search_tools(&self, #[context] cx: &CallContext, #[args] args: SearchToolsArgs) -> Result<Value, String> {
+        let run = run_state(cx)?;
+        let tools = run.agent.engine().tools();
+        let limit = args.limit.unwrap_or(5).clamp(1, 20);
+        let mut loaded = run.loaded.lock().unwrap_or_else(PoisonError::into_inner);
+        let hits = run.agent.deferral().search(tools, &loaded, &args.query, limit);
+        let found: Vec<Value> = hits
+            .iter()
+            .filter_map(|hit| tools.get(&hit.name))
+            .map(|entry| json!({"name": entry.declaration().name, "description": entry.declaration().description}))
+            .collect();
+        loaded.extend(hits.into_iter().map(|hit| hit.name));
+        let note = if found.is_empty() {
+            "No tool you do not have yet matches; try other words."
+        } else {
+            "These tools are now available to you: call them directly."
+        };
+        Ok(json!({"found": found, "note": note}))
     }
 
     /// End your task with its result. Call it once, when you are done.
@@ -181,10 +221,11 @@ mod tests {
     /// argument types' own schemas.
     #[test]
     fn declarations_keep_their_names_classification_and_schemas() {
-        let expected: [(&str, SafetyLevel, ToolDeclaration); 4] = [
+        let expected: [(&str, SafetyLevel, ToolDeclaration); 5] = [
             ("call_llm", SafetyLevel::Safe, ToolDeclaration::for_args::<CallLlmArgs>("call_llm", "")),
             ("spawn_agent", SafetyLevel::Cautious, ToolDeclaration::for_args::<SpawnArgs>("spawn_agent", "")),
             ("spawn_many", SafetyLevel::Cautious, ToolDeclaration::for_args::<SpawnManyArgs>("spawn_many", "")),
+            ("search_tools", SafetyLevel::Safe, ToolDeclaration::for_args::<SearchToolsArgs>("search_tools", "")),
             ("return_result", SafetyLevel::Safe, ToolDeclaration::for_args::<ReturnArgs>("return_result", "")),
         ];
         let mut registry = FunctionRegistry::new();
