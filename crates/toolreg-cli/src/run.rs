@@ -194,10 +194,10 @@ mod tests {
     /// image's summary; an image alone is shown once.
     #[test]
     fn every_block_that_is_not_text_gets_its_summary_line() {
-        let chart = "[image: chart.png, image/png, 2.0 KB]".to_owned();
+        let chart = "[image: image/png, 2.0 KB]".to_owned();
         assert_eq!(
             result_lines("plot", false, &format!("A chart:\n{chart}"), std::slice::from_ref(&chart)),
-            ["  ✓ plot: A chart:", "      [image: chart.png, image/png, 2.0 KB]"]
+            ["  ✓ plot: A chart:", "      [image: image/png, 2.0 KB]"]
         );
         assert_eq!(
             result_lines("read_file", false, &chart, std::slice::from_ref(&chart)),

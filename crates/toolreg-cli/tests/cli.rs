@@ -113,12 +113,13 @@ fn call_prints_blocks_as_summaries_and_out_saves_them() {
     std::fs::write(dir.path().join("report.pdf"), PDF).unwrap();
 
     let shown = stdout(toolreg(dir.path()).args(["call", "read_file", r#"{"path": "pic.png"}"#]));
-    assert_eq!(shown, "[image: pic.png, image/png, 69 bytes]\n");
+    assert_eq!(shown, "[image: image/png, 69 bytes]\n");
     assert!(!dir.path().join("saved").exists());
 
     let saved = stdout(toolreg(dir.path()).args(["call", "read_file", r#"{"path": "pic.png"}"#, "--out", "saved"]));
-    assert_eq!(saved, "[image: pic.png, image/png, 69 bytes] saved to saved/pic.png\n");
-    assert_eq!(std::fs::read(dir.path().join("saved/pic.png")).unwrap(), PNG);
+    // An image block has no name: it is numbered, with the extension of its type.
+    assert_eq!(saved, "[image: image/png, 69 bytes] saved to saved/block-1.png\n");
+    assert_eq!(std::fs::read(dir.path().join("saved/block-1.png")).unwrap(), PNG);
 
     // A directory that does not exist yet is created.
     let pdf = stdout(toolreg(dir.path()).args(["call", "read_file", r#"{"path": "report.pdf"}"#, "--out", "a/b"]));
@@ -130,6 +131,14 @@ fn call_prints_blocks_as_summaries_and_out_saves_them() {
     let value: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(value["content"], "     1\tfirst line\n     2\tsecond line\n");
     assert!(!dir.path().join("txt").exists());
+
+    // A tool output kept in the store comes back from store_get as its blocks.
+    let pdf_block = json!({"type": "file", "data": "JVBERi0xLjQK", "mimeType": "application/pdf", "name": "r.pdf"});
+    let value = json!({"key": "kept", "value": {"$tool_output": {"content": [pdf_block]}}});
+    stdout(toolreg(dir.path()).args(["call", "store_set", &value.to_string()]));
+    let kept = stdout(toolreg(dir.path()).args(["call", "store_get", r#"{"key": "kept"}"#, "--out", "kept"]));
+    assert_eq!(kept, "[file: r.pdf, application/pdf, 9 bytes] saved to kept/r.pdf\n");
+    assert_eq!(std::fs::read(dir.path().join("kept/r.pdf")).unwrap(), b"%PDF-1.4\n");
 }
 
 /// A link already at the name is replaced, not written through, and a
@@ -143,13 +152,13 @@ fn out_never_writes_through_a_link_and_reports_what_it_cannot_do() {
     std::fs::write(&target, "untouched").unwrap();
     std::fs::write(dir.path().join("pic.png"), PNG).unwrap();
     std::fs::create_dir(dir.path().join("saved")).unwrap();
-    std::os::unix::fs::symlink(&target, dir.path().join("saved/pic.png")).unwrap();
+    std::os::unix::fs::symlink(&target, dir.path().join("saved/block-1.png")).unwrap();
 
     stdout(toolreg(dir.path()).args(["call", "read_file", r#"{"path": "pic.png"}"#, "--out", "saved"]));
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "untouched");
-    let meta = std::fs::symlink_metadata(dir.path().join("saved/pic.png")).unwrap();
+    let meta = std::fs::symlink_metadata(dir.path().join("saved/block-1.png")).unwrap();
     assert!(meta.is_file(), "the link was replaced by the file");
-    assert_eq!(std::fs::read(dir.path().join("saved/pic.png")).unwrap(), PNG);
+    assert_eq!(std::fs::read(dir.path().join("saved/block-1.png")).unwrap(), PNG);
     assert_eq!(std::fs::read_dir(dir.path().join("saved")).unwrap().count(), 1, "no temporary file left");
 
     let out = toolreg(dir.path())
@@ -345,7 +354,7 @@ async fn run_shows_an_image_result_as_its_summary() {
     let out = tokio::task::spawn_blocking(move || cmd.output().unwrap()).await.unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    assert!(stderr.contains("✓ read_file: [image: pic.png, image/png, 69 bytes]\n"), "{stderr}");
+    assert!(stderr.contains("✓ read_file: [image: image/png, 69 bytes]\n"), "{stderr}");
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "A red pixel.");
 }
 

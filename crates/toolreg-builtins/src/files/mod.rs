@@ -239,7 +239,7 @@ pub struct ReadResult {
 pub enum ReadOutput {
     /// Lines of a text file.
     Text(ReadResult),
-    /// An image ([`Content::Image`], named after the file) or a PDF
+    /// An image ([`Content::Image`]) or a PDF
     /// ([`Content::File`], `application/pdf`, named after the file).
     Media(Content),
 }

@@ -4,7 +4,7 @@ use std::io::{BufRead, BufReader, Read};
 
 use cap_std::fs::{File, FileType, Metadata, OpenOptions};
 
-use toolreg::exec::{Content, Media};
+use toolreg::exec::Content;
 
 use super::path::{RelPath, display};
 use super::{FileError, FileTools, ReadArgs, ReadOutput, ReadResult};
@@ -60,8 +60,8 @@ impl FileTools {
     /// What the `read_file` tool returns: the numbered lines of a text file
     /// exactly as [`FileTools::read`] gives them, or, for a PNG, JPEG, GIF or
     /// WebP image or a PDF, the whole file as one content block
-    /// ([`Content::Image`] named after the file, or [`Content::File`] with
-    /// MIME type `application/pdf`).
+    /// ([`Content::Image`], or [`Content::File`] with MIME type
+    /// `application/pdf`, named after the file).
     ///
     /// The type is told by the file's first bytes, never by its name: a PNG
     /// called `notes.txt` is an image, and text called `logo.png` is read as
@@ -127,16 +127,10 @@ impl FileTools {
             (options.max_image_bytes, "reading an image")
         };
         let bytes = read_all(reader, size, limit, path, operation)?;
-        let name = path.rel.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
-        Ok(if mime == PDF {
-            Content::file(bytes, mime, name)
-        } else {
-            // The name goes with the image too: a host that saves the block
-            // (`toolreg call --out`) or shows its summary uses it.
-            let mut image = Media::new(bytes, mime);
-            image.name = Some(name);
-            Content::Image(image)
-        })
+        let name = || path.rel.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
+        // Only documents carry a name (see `Media::name`): an image block's
+        // JSON has no place for one.
+        Ok(if mime == PDF { Content::file(bytes, mime, name()) } else { Content::image(bytes, mime) })
     }
 
     /// The numbered lines of a text file; binary files are refused.
