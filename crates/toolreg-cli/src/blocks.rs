@@ -15,7 +15,8 @@ use crate::{CliError, write_error};
 /// anything else as pretty JSON) when it has no blocks; otherwise each block
 /// on its own lines, text as text and the rest as [`Content::summary`].
 /// With `out`, each block with bytes is also written to a file in that
-/// directory (created if missing) and its line says where.
+/// directory (created if missing, and only when there is such a block),
+/// replacing any file of that name, and its line says where.
 pub(crate) fn print(output: &ToolOutput, out: Option<&Path>) -> Result<(), CliError> {
     let mut stdout = std::io::stdout().lock();
     if output.content.is_empty() {
@@ -25,14 +26,14 @@ pub(crate) fn print(output: &ToolOutput, out: Option<&Path>) -> Result<(), CliEr
         };
         return writeln!(stdout, "{text}").map_err(write_error);
     }
-    if let Some(dir) = out {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| CliError::new(format!("cannot create the directory {}: {e}", dir.display())))?;
-    }
     let mut used = HashSet::new();
     for (index, block) in output.content.iter().enumerate() {
         let line = match (out, bytes_of(block)) {
             (Some(dir), Some((bytes, mime, name))) => {
+                if used.is_empty() {
+                    std::fs::create_dir_all(dir)
+                        .map_err(|e| CliError::new(format!("cannot create the directory {}: {e}", dir.display())))?;
+                }
                 let name = file_name(index + 1, mime, name, &mut used);
                 let path = save(dir, &name, bytes)?;
                 format!("{} saved to {}", block.summary(), path.display())
