@@ -401,3 +401,35 @@ pub(crate) fn kind_of(file_type: FileType) -> &'static str {
         "special file"
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A file that grows after its size was read (here: without end) costs
+    /// at most the limit and one byte, and is refused with the limit named.
+    #[test]
+    fn a_file_growing_past_its_limit_is_read_no_further() {
+        let path = RelPath::parse("grows.png", false).unwrap();
+        let mut endless = std::io::repeat(7);
+        let err = read_all(&mut endless, 10, 64, &path, "reading an image").unwrap_err();
+        assert_eq!(
+            err,
+            FileError::FileTooLarge { path: "grows.png".into(), size: 65, limit: 64, operation: "reading an image" }
+        );
+        let fits = read_all(&b"0123456789"[..], 10, 64, &path, "reading an image").unwrap();
+        assert_eq!(fits, b"0123456789");
+    }
+
+    #[test]
+    fn media_is_told_by_its_magic_bytes() {
+        assert_eq!(media_type(b"\x89PNG\r\n\x1a\n...."), Some("image/png"));
+        assert_eq!(media_type(b"\xff\xd8\xff\xe0"), Some("image/jpeg"));
+        assert_eq!(media_type(b"GIF87a.."), Some("image/gif"));
+        assert_eq!(media_type(b"RIFF\0\0\0\0WEBPVP8 "), Some("image/webp"));
+        assert_eq!(media_type(b"%PDF-1.7"), Some("application/pdf"));
+        for other in [&b""[..], b"RIFF\0\0\0\0WAVE", b"RIFF", b"GIF8", b"\x89PNG", b"PK\x03\x04", b"hello"] {
+            assert_eq!(media_type(other), None, "{other:?}");
+        }
+    }
+}
