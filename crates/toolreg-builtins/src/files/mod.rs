@@ -22,6 +22,14 @@
 //! # }
 //! ```
 //!
+//! ## Images and PDFs
+//!
+//! `read_file` returns a PNG, JPEG, GIF or WebP image, or a PDF, whole, as
+//! one content block instead of numbered lines (see
+//! [`FileTools::read_content`]): the type is told by the file's first bytes,
+//! each kind has its size limit in [`FileOptions`], and the file is opened
+//! through the same confined handle as text.
+//!
 //! ## Approving writes with the diff in view
 //!
 //! `write_file` and `edit_file` are dangerous, so the engine asks an approver
@@ -200,7 +208,7 @@ impl ReadArgs {
     }
 }
 
-/// What `read_file` returns.
+/// What `read_file` returns for a text file ([`FileTools::read`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct ReadResult {
