@@ -11,8 +11,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::{Value, json};
 use toolreg::FunctionRegistry;
+use toolreg::exec::Content;
 use toolreg_builtins::Builtins;
-use toolreg_builtins::files::{FileError, FileTools, ListArgs, ReadArgs, SearchArgs, WriteArgs};
+use toolreg_builtins::files::{FileError, FileTools, ListArgs, ReadArgs, ReadOutput, SearchArgs, WriteArgs};
 use toolreg_builtins::shell::{ShellArgs, ShellOptions, ShellTool};
 
 const SECRET: &str = "SECRET-OUTSIDE-THE-ROOT";
@@ -36,10 +37,13 @@ impl Sandbox {
         std::fs::create_dir_all(outside.join("dir")).unwrap();
         std::fs::write(outside.join("secret.txt"), SECRET).unwrap();
         std::fs::write(outside.join("dir/inner.txt"), SECRET).unwrap();
+        // A PDF, which read_file would return whole as a block: no less confined.
+        std::fs::write(outside.join("secret.pdf"), format!("%PDF-1.4\n{SECRET}\n")).unwrap();
         std::fs::write(root.join("a.txt"), "inside\n").unwrap();
         std::fs::write(root.join("sub/b.txt"), "also inside\n").unwrap();
         symlink(&outside, root.join("link_out")).unwrap();
         symlink(outside.join("secret.txt"), root.join("link_file_out")).unwrap();
+        symlink(outside.join("secret.pdf"), root.join("link_pdf_out")).unwrap();
         symlink("/etc/passwd", root.join("abs_link")).unwrap();
         symlink("/proc/self/root", root.join("proc_link")).unwrap();
         symlink("/proc/self/cwd", root.join("cwd_link")).unwrap();
@@ -118,6 +122,9 @@ fn file_attacks(outside: &Path) -> Vec<Attack> {
         attack("read_file", json!({"path": "//etc/passwd"}), ABSOLUTE),
         attack("read_file", json!({"path": "link_out/secret.txt"}), LINK_OUT),
         attack("read_file", json!({"path": "link_file_out"}), LINK_OUT),
+        attack("read_file", json!({"path": "link_pdf_out"}), LINK_OUT),
+        attack("read_file", json!({"path": "link_out/secret.pdf"}), LINK_OUT),
+        attack("read_file", json!({"path": "../outside/secret.pdf"}), DOTDOT),
         attack("read_file", json!({"path": "abs_link"}), LINK_OUT),
         attack("read_file", json!({"path": "proc_link/etc/passwd"}), LINK_OUT),
         attack("read_file", json!({"path": "cwd_link/Cargo.toml"}), LINK_OUT),
@@ -234,6 +241,7 @@ fn a_directory_swapped_for_a_link_mid_call_never_leaks() {
     let link = sandbox.root.join("swap_link");
     std::fs::create_dir(&real).unwrap();
     std::fs::write(real.join("secret.txt"), "inside\n").unwrap();
+    std::fs::write(real.join("secret.pdf"), "%PDF-1.4\ninside\n").unwrap();
     symlink(&sandbox.outside, &link).unwrap();
     let before = sandbox.snapshot();
 
@@ -258,6 +266,13 @@ fn a_directory_swapped_for_a_link_mid_call_never_leaks() {
             Err(FileError::OutsideRoot { .. } | FileError::NotFound { .. }) => refused += 1,
             Err(other) => panic!("unexpected error {other}"),
         }
+        // A PDF is read whole, through the same confined handle.
+        match files.read_content(&ReadArgs::new("swap/secret.pdf")) {
+            Ok(ReadOutput::Media(Content::File(pdf))) => assert_eq!(pdf.data.as_ref(), b"%PDF-1.4\ninside\n"),
+            Ok(other) => panic!("unexpected read {other:?}"),
+            Err(FileError::OutsideRoot { .. } | FileError::NotFound { .. }) => refused += 1,
+            Err(other) => panic!("unexpected error {other}"),
+        }
         let write = WriteArgs::new(format!("swap/new{i}.txt"), "x");
         match files.write(&write) {
             Ok(_)
@@ -269,7 +284,7 @@ fn a_directory_swapped_for_a_link_mid_call_never_leaks() {
     swapper.join().unwrap();
     assert_eq!(sandbox.snapshot(), before, "something outside the root changed");
     // Not a timing assertion: with 3000 tries some land on the link.
-    eprintln!("{refused} of 3000 reads landed on the link and were refused");
+    eprintln!("{refused} of 6000 reads landed on the link and were refused");
 }
 
 #[tokio::test]

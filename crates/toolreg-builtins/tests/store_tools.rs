@@ -172,3 +172,52 @@ async fn an_over_budget_result_goes_into_the_store_and_the_model_gets_a_handle()
     let kept = call(&registry, "store_get", serde_json::json!({"key": "results/numbers/call_1"})).await.unwrap();
     assert_eq!(kept["value"], serde_json::json!(long), "{kept}");
 }
+
+/// A tool's output with blocks, kept under a key (here an image `read_file`
+/// returned): `store_get` of its handle gives the blocks back, later writes
+/// to the key do not change what the handle names, the summary previews
+/// the blocks rather than their base64, and host-only metadata is not kept.
+#[tokio::test]
+async fn a_stored_tool_output_comes_back_as_its_blocks() {
+    use toolreg::exec::{Content, ToolOutput};
+
+    let (mut registry, ns) = registry_for("run-1").await;
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("pixel.gif"), b"GIF89a\x01\x00\x01\x00\x00\x00\x00;").unwrap();
+    Builtins::new().files(root.path()).register(&mut registry).unwrap();
+
+    let read = registry.execute("read_file", json!({"path": "pixel.gif"})).await.unwrap();
+    let output = ToolOutput::from(vec![Content::text("The pixel:"), read.content[0].clone()])
+        .with_value(json!({"points": 1}))
+        .with_meta("trace", json!("host only"));
+    let handle = ns.set_output("images/pixel", &output).await.unwrap();
+
+    let args = json!({"key": handle.key, "version": handle.version});
+    let got = registry.execute("store_get", args.clone()).await.unwrap();
+    assert_eq!(got.content, output.content);
+    assert_eq!(got.value, json!({"key": "images/pixel", "version": handle.version, "value": {"points": 1}}));
+    assert!(got.meta.is_empty());
+    assert!(!ns.get_ref(&handle).await.unwrap().value.to_string().contains("host only"));
+
+    let summary = call(&registry, "store_summarize", json!({"key": "images/pixel"})).await.unwrap();
+    assert_eq!(summary["preview"], "The pixel:\n[image: image/gif, 14 bytes]");
+
+    // A plain value written later reads as ever; the handle still names the blocks.
+    call(&registry, "store_set", json!({"key": "images/pixel", "value": "replaced"})).await.unwrap();
+    let latest = registry.execute("store_get", json!({"key": "images/pixel"})).await.unwrap();
+    assert!(latest.content.is_empty());
+    assert_eq!(latest.value["value"], "replaced");
+    assert_eq!(registry.execute("store_get", args).await.unwrap().content, output.content);
+
+    // The same shape stored by a model reads back as blocks when they are
+    // valid, and as the plain JSON it is when they are not.
+    let image = json!({"type": "image", "data": "R0lGODlh", "mimeType": "image/gif"});
+    call(&registry, "store_set", json!({"key": "m", "value": {"$tool_output": {"content": [image]}}})).await.unwrap();
+    let blocks = registry.execute("store_get", json!({"key": "m"})).await.unwrap();
+    assert_eq!(blocks.content, [Content::image(b"GIF89a".to_vec(), "image/gif")]);
+    let bad = json!({"$tool_output": {"content": [{"type": "image", "data": "%%%", "mimeType": "image/gif"}]}});
+    call(&registry, "store_set", json!({"key": "bad", "value": bad})).await.unwrap();
+    let plain = registry.execute("store_get", json!({"key": "bad"})).await.unwrap();
+    assert!(plain.content.is_empty());
+    assert_eq!(plain.value["value"], bad);
+}

@@ -54,9 +54,10 @@ pub enum Command {
         only: Vec<String>,
     },
     /// Call one tool through the engine and print its result; a dangerous
-    /// tool asks for approval on the terminal.
+    /// tool asks for approval on the terminal. Images, audio, files and
+    /// links in the result are printed as one-line summaries.
     #[command(
-        after_help = "Examples:\n  toolreg call list_files '{}'\n  toolreg call store_set '{\"key\": \"notes\", \"value\": [1, 2]}'\n  toolreg call shell '{\"command\": \"ls\"}' --yes"
+        after_help = "Examples:\n  toolreg call list_files '{}'\n  toolreg call store_set '{\"key\": \"notes\", \"value\": [1, 2]}'\n  toolreg call shell '{\"command\": \"ls\"}' --yes\n  toolreg call read_file '{\"path\": \"chart.png\"}' --out saved/"
     )]
     Call {
         /// The tool's name.
@@ -66,6 +67,11 @@ pub enum Command {
         /// Approve a dangerous call without asking.
         #[arg(long)]
         yes: bool,
+        /// Also write each image, audio, file or binary resource of the
+        /// result to a file in this directory (created if missing), named
+        /// after the block or `block-N.<ext>`.
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
     },
     /// Run an agent on a task with the tools, on the terminal: approvals and
     /// questions are asked here, steps and tool calls shown as they happen.

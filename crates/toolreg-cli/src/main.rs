@@ -2,6 +2,7 @@
 //!
 //! Run `toolreg --help` for the subcommands and examples.
 
+mod blocks;
 mod cli;
 mod run;
 mod setup;
@@ -78,7 +79,9 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         Some(Command::Serve(args)) => serve(tools, args).await,
         Some(Command::Tools { json }) => list(&tools, json),
         Some(Command::Schema { provider, only }) => schema(&tools, &provider, &only),
-        Some(Command::Call { name, arguments, yes }) => call(tools, &name, arguments.as_deref(), yes).await,
+        Some(Command::Call { name, arguments, yes, out }) => {
+            call(tools, &name, arguments.as_deref(), yes, out.as_deref()).await
+        }
         Some(Command::Run(args)) => run::run(tools, args).await,
     }
 }
@@ -139,7 +142,13 @@ fn schema(tools: &setup::Tools, provider: &str, only: &[String]) -> Result<(), C
     writeln!(std::io::stdout().lock(), "{text}").map_err(write_error)
 }
 
-async fn call(tools: setup::Tools, name: &str, arguments: Option<&str>, yes: bool) -> Result<(), CliError> {
+async fn call(
+    tools: setup::Tools,
+    name: &str,
+    arguments: Option<&str>,
+    yes: bool,
+    out: Option<&std::path::Path>,
+) -> Result<(), CliError> {
     let Some(entry) = tools.registry.get(name) else {
         return Err(CliError::new(format!("unknown tool `{name}`; `toolreg tools` lists them")));
     };
@@ -164,13 +173,7 @@ async fn call(tools: setup::Tools, name: &str, arguments: Option<&str>, yes: boo
     let engine = builder.build();
     let result = engine.execute_call(ToolCall::new("cli-1", name, arguments)).await;
     match result.outcome {
-        Ok(output) => {
-            let text = match &output.value {
-                Value::String(s) => s.clone(),
-                other => serde_json::to_string_pretty(other).unwrap_or_default(),
-            };
-            writeln!(std::io::stdout().lock(), "{text}").map_err(write_error)
-        }
+        Ok(output) => blocks::print(&output, out),
         Err(error) => Err(CliError { message: error.model_text(name), code: 2 }),
     }
 }

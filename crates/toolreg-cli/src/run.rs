@@ -1,9 +1,12 @@
 //! `toolreg run`: an agent on the terminal.
 
+use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use toolreg::ToolEngine;
+use toolreg::engine::{ToolLayer, hook_fn};
+use toolreg::exec::Content;
 use toolreg::policy::{ApproveAll, TerminalApprover};
 use toolreg_builtins::user::{TerminalChannel, UserTools};
 use toolreg_llm::agent::functions::AgentTools;
@@ -63,13 +66,15 @@ pub async fn run(tools: Tools, args: RunArgs) -> Result<(), CliError> {
     if let Some(audit) = &tools.audit {
         engine = engine.audit(Arc::clone(audit));
     }
+    let blocks = Blocks::default();
+    engine = engine.layer(blocks.layer());
     let builder = Agent::builder_shared(client, model, engine)
         .system(
             "You are a capable assistant working in the user's directory with the tools given. Use them to do the \
              task, then answer briefly (or call final_answer).",
         )
         .limits(Limits::default().max_steps(args.max_steps))
-        .on_event(progress);
+        .on_event(move |event| progress(event, &blocks));
     let agent = builder.build();
     let cancel = tokio_util::sync::CancellationToken::new();
     let stop = cancel.clone();
@@ -94,8 +99,66 @@ pub async fn run(tools: Tools, args: RunArgs) -> Result<(), CliError> {
     }
 }
 
+/// The summaries of the blocks that are not text in each call's result,
+/// by call id, kept by an engine layer until the progress line of that
+/// result shows them. The agent's event carries the result as the text a
+/// model reads, in which a summary cannot be told from text.
+#[derive(Clone, Default)]
+struct Blocks(Arc<Mutex<HashMap<String, Vec<String>>>>);
+
+impl Blocks {
+    /// The layer that records each result's summaries.
+    fn layer(&self) -> impl ToolLayer {
+        let blocks = self.clone();
+        hook_fn(move |call, next| {
+            let blocks = blocks.clone();
+            let id = call.cx.call_id().map(str::to_owned);
+            let result = next.run(call);
+            async move {
+                let result = result.await;
+                if let (Ok(output), Some(id)) = (&result, id) {
+                    let summaries: Vec<String> = output
+                        .content
+                        .iter()
+                        .filter(|block| !matches!(block, Content::Text(_)))
+                        .map(Content::summary)
+                        .collect();
+                    if !summaries.is_empty()
+                        && let Ok(mut kept) = blocks.0.lock()
+                    {
+                        kept.insert(id, summaries);
+                    }
+                }
+                result
+            }
+        })
+        .named("block-summaries")
+    }
+
+    /// Take the summaries kept for call `id`.
+    fn take(&self, id: &str) -> Vec<String> {
+        self.0.lock().ok().and_then(|mut kept| kept.remove(id)).unwrap_or_default()
+    }
+}
+
+/// The lines that report a tool's result: a mark, the tool, the first line
+/// of the text the model reads, then a line for each block that is not text
+/// (its summary, unless the first line already is it).
+fn result_lines(name: &str, is_error: bool, text: &str, summaries: &[String]) -> Vec<String> {
+    let first = text.lines().next().unwrap_or_default();
+    let shown: String = first.chars().take(120).collect();
+    let mut lines = vec![format!("  {} {name}: {shown}", if is_error { "✗" } else { "✓" })];
+    for summary in summaries {
+        let summary = summary.lines().next().unwrap_or_default();
+        if summary != first {
+            lines.push(format!("      {summary}"));
+        }
+    }
+    lines
+}
+
 /// Steps and tool calls on stderr as they happen.
-fn progress(event: &AgentEvent) {
+fn progress(event: &AgentEvent, blocks: &Blocks) {
     let mut err = std::io::stderr().lock();
     let _ = match event {
         AgentEvent::ModelRequest { step, depth } => {
@@ -110,11 +173,58 @@ fn progress(event: &AgentEvent) {
             writeln!(err, "  → {}({args})", call.name)
         }
         AgentEvent::ToolResult(result) => {
-            let first = result.content.lines().next().unwrap_or_default();
-            let first: String = first.chars().take(120).collect();
-            writeln!(err, "  {} {}: {first}", if result.is_error { "✗" } else { "✓" }, result.name)
+            let summaries = blocks.take(&result.call_id);
+            let lines = result_lines(&result.name, result.is_error, &result.content, &summaries);
+            writeln!(err, "{}", lines.join("\n"))
         }
         AgentEvent::Retrying { attempt, delay } => writeln!(err, "  (retry {attempt} in {delay:?})"),
         _ => Ok(()),
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+    use toolreg::exec::ToolOutput;
+    use toolreg::{FunctionRegistry, SafetyLevel, ToolCall, ToolDeclaration, ToolExecutor, ToolRegistration};
+
+    use super::*;
+
+    /// A result of text and an image: the text's first line, then the
+    /// image's summary; an image alone is shown once.
+    #[test]
+    fn every_block_that_is_not_text_gets_its_summary_line() {
+        let chart = "[image: image/png, 2.0 KB]".to_owned();
+        assert_eq!(
+            result_lines("plot", false, &format!("A chart:\n{chart}"), std::slice::from_ref(&chart)),
+            ["  ✓ plot: A chart:", "      [image: image/png, 2.0 KB]"]
+        );
+        assert_eq!(
+            result_lines("read_file", false, &chart, std::slice::from_ref(&chart)),
+            [format!("  ✓ read_file: {chart}")]
+        );
+        assert_eq!(result_lines("f", true, "no such file\nmore", &[]), ["  ✗ f: no such file"]);
+    }
+
+    /// The layer keeps the summaries of a call's result under its id, once.
+    #[tokio::test]
+    async fn the_layer_keeps_each_results_summaries_by_call_id() {
+        let plot = ToolRegistration::new(
+            ToolDeclaration::builder("plot").description("Draws.").safety(SafetyLevel::Safe).build(),
+            |_: serde_json::Value| async {
+                Ok::<_, String>(ToolOutput::from(vec![
+                    Content::text("A chart:"),
+                    Content::image(vec![0u8; 2048], "image/png"),
+                    Content::resource_link("file:///data.csv", "data.csv"),
+                ]))
+            },
+        );
+        let mut registry = FunctionRegistry::new();
+        registry.register(plot).unwrap();
+        let blocks = Blocks::default();
+        let engine = ToolEngine::builder(&registry).layer(blocks.layer()).build();
+        engine.execute_call(ToolCall::new("c7", "plot", json!({}))).await.outcome.unwrap();
+        assert_eq!(blocks.take("c7"), ["[image: image/png, 2.0 KB]", "[resource link: data.csv <file:///data.csv>]"]);
+        assert!(blocks.take("c7").is_empty());
+    }
 }

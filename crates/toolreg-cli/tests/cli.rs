@@ -95,6 +95,82 @@ fn call_runs_a_tool_and_reports_errors_in_one_line() {
     }
 }
 
+/// A 1×1 red PNG.
+const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x02\x00\x00\x00\x90\x77\x53\xde\
+\x00\x00\x00\x0cIDAT\x78\x9c\x63\xf8\xcf\xc0\x00\x00\x03\x01\x01\x00\xc9\xfe\x92\xef\x00\x00\x00\x00IEND\xae\x42\x60\x82";
+
+/// A one-page PDF.
+const PDF: &[u8] =
+    b"%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj\n2 0 obj<</Type/Pages/Kids[3 0 R]/Count 1>>endobj\n\
+3 0 obj<</Type/Page/Parent 2 0 R/MediaBox[0 0 3 3]>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n";
+
+/// Blocks that are not text print as one-line summaries; `--out DIR`
+/// writes each to a file there, byte for byte, and says where.
+#[test]
+fn call_prints_blocks_as_summaries_and_out_saves_them() {
+    let dir = workspace();
+    std::fs::write(dir.path().join("pic.png"), PNG).unwrap();
+    std::fs::write(dir.path().join("report.pdf"), PDF).unwrap();
+
+    let shown = stdout(toolreg(dir.path()).args(["call", "read_file", r#"{"path": "pic.png"}"#]));
+    assert_eq!(shown, "[image: image/png, 69 bytes]\n");
+    assert!(!dir.path().join("saved").exists());
+
+    let saved = stdout(toolreg(dir.path()).args(["call", "read_file", r#"{"path": "pic.png"}"#, "--out", "saved"]));
+    // An image block has no name: it is numbered, with the extension of its type.
+    assert_eq!(saved, "[image: image/png, 69 bytes] saved to saved/block-1.png\n");
+    assert_eq!(std::fs::read(dir.path().join("saved/block-1.png")).unwrap(), PNG);
+
+    // A directory that does not exist yet is created.
+    let pdf = stdout(toolreg(dir.path()).args(["call", "read_file", r#"{"path": "report.pdf"}"#, "--out", "a/b"]));
+    assert_eq!(pdf, "[file: report.pdf, application/pdf, 189 bytes] saved to a/b/report.pdf\n");
+    assert_eq!(std::fs::read(dir.path().join("a/b/report.pdf")).unwrap(), PDF);
+
+    // Text prints as it always did, and nothing is written.
+    let text = stdout(toolreg(dir.path()).args(["call", "read_file", r#"{"path": "notes.txt"}"#, "--out", "txt"]));
+    let value: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(value["content"], "     1\tfirst line\n     2\tsecond line\n");
+    assert!(!dir.path().join("txt").exists());
+
+    // A tool output kept in the store comes back from store_get as its blocks.
+    let pdf_block = json!({"type": "file", "data": "JVBERi0xLjQK", "mimeType": "application/pdf", "name": "r.pdf"});
+    let value = json!({"key": "kept", "value": {"$tool_output": {"content": [pdf_block]}}});
+    stdout(toolreg(dir.path()).args(["call", "store_set", &value.to_string()]));
+    let kept = stdout(toolreg(dir.path()).args(["call", "store_get", r#"{"key": "kept"}"#, "--out", "kept"]));
+    assert_eq!(kept, "[file: r.pdf, application/pdf, 9 bytes] saved to kept/r.pdf\n");
+    assert_eq!(std::fs::read(dir.path().join("kept/r.pdf")).unwrap(), b"%PDF-1.4\n");
+}
+
+/// A link already at the name is replaced, not written through, and a
+/// directory that cannot be made is one clear line.
+#[cfg(unix)]
+#[test]
+fn out_never_writes_through_a_link_and_reports_what_it_cannot_do() {
+    let dir = workspace();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let target = elsewhere.path().join("keep.txt");
+    std::fs::write(&target, "untouched").unwrap();
+    std::fs::write(dir.path().join("pic.png"), PNG).unwrap();
+    std::fs::create_dir(dir.path().join("saved")).unwrap();
+    std::os::unix::fs::symlink(&target, dir.path().join("saved/block-1.png")).unwrap();
+
+    stdout(toolreg(dir.path()).args(["call", "read_file", r#"{"path": "pic.png"}"#, "--out", "saved"]));
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "untouched");
+    let meta = std::fs::symlink_metadata(dir.path().join("saved/block-1.png")).unwrap();
+    assert!(meta.is_file(), "the link was replaced by the file");
+    assert_eq!(std::fs::read(dir.path().join("saved/block-1.png")).unwrap(), PNG);
+    assert_eq!(std::fs::read_dir(dir.path().join("saved")).unwrap().count(), 1, "no temporary file left");
+
+    let out = toolreg(dir.path())
+        .args(["call", "read_file", r#"{"path": "pic.png"}"#, "--out", "notes.txt"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("cannot create the directory notes.txt"), "{err}");
+}
+
 #[test]
 fn dangerous_calls_need_approval() {
     let dir = workspace();
@@ -245,6 +321,41 @@ async fn run_drives_an_agent_against_an_openai_compatible_server() {
     let err = String::from_utf8(out.stderr).unwrap();
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("OPENAI_API_KEY"), "{err}");
+}
+
+/// `toolreg run` shows a result's image as its summary on the terminal.
+#[tokio::test(flavor = "multi_thread")]
+async fn run_shows_an_image_result_as_its_summary() {
+    use wiremock::matchers::path;
+    use wiremock::{Mock, MockServer, Request, ResponseTemplate};
+
+    let server = MockServer::start().await;
+    Mock::given(path("/chat/completions"))
+        .respond_with(|request: &Request| {
+            let body: Value = serde_json::from_slice(&request.body).unwrap();
+            let answered = body["messages"].as_array().unwrap().iter().any(|m| m["role"] == "tool");
+            let chunk = if answered {
+                json!({"choices": [{"index": 0, "delta": {"content": "A red pixel."}, "finish_reason": "stop"}]})
+            } else {
+                json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "c1", "type": "function",
+                    "function": {"name": "read_file", "arguments": "{\"path\": \"pic.png\"}"}}]}, "finish_reason": "tool_calls"}]})
+            };
+            ResponseTemplate::new(200)
+                .insert_header("content-type", "text/event-stream")
+                .set_body_string(format!("data: {chunk}\n\ndata: [DONE]\n\n"))
+        })
+        .mount(&server)
+        .await;
+    let dir = workspace();
+    std::fs::write(dir.path().join("pic.png"), PNG).unwrap();
+    let mut cmd = toolreg(dir.path());
+    cmd.args(["run", "What is in pic.png?", "--model", "local", "--no-shell", "--base-url", &server.uri()])
+        .env_remove("OPENAI_API_KEY");
+    let out = tokio::task::spawn_blocking(move || cmd.output().unwrap()).await.unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("✓ read_file: [image: image/png, 69 bytes]\n"), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "A red pixel.");
 }
 
 /// `--base-url` applies to the chosen provider, read as its SDK reads it

@@ -22,6 +22,14 @@
 //! # }
 //! ```
 //!
+//! ## Images and PDFs
+//!
+//! `read_file` returns a PNG, JPEG, GIF or WebP image, or a PDF, whole, as
+//! one content block instead of numbered lines (see
+//! [`FileTools::read_content`]): the type is told by the file's first bytes,
+//! each kind has its size limit in [`FileOptions`], and the file is opened
+//! through the same confined handle as text.
+//!
 //! ## Approving writes with the diff in view
 //!
 //! `write_file` and `edit_file` are dangerous, so the engine asks an approver
@@ -45,6 +53,7 @@ use cap_std::fs::Dir;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toolreg::ToolArgs;
+use toolreg::exec::{Content, ToolOutput};
 
 pub use error::FileError;
 
@@ -75,6 +84,15 @@ pub struct FileOptions {
     pub max_search_results: usize,
     /// Largest file `search_files` looks into (4 MiB); larger ones are skipped.
     pub max_search_file_bytes: u64,
+    /// Largest image (PNG, JPEG, GIF, WebP) `read_file` returns as a block
+    /// (5 MiB, the most any major provider takes per image); a larger one
+    /// is refused with [`FileError::FileTooLarge`] naming this limit.
+    pub max_image_bytes: u64,
+    /// Largest PDF `read_file` returns as a block (10 MiB: under the
+    /// engine's default `max_content_bytes` of 16 MiB, and, once in base64,
+    /// under the request limits of the providers that read PDFs); a larger
+    /// one is refused with [`FileError::FileTooLarge`] naming this limit.
+    pub max_pdf_bytes: u64,
     /// Most directory entries one listing or search visits (100,000).
     pub max_walk_entries: usize,
     /// Deepest directory nesting a listing or search descends (64).
@@ -92,6 +110,8 @@ impl Default for FileOptions {
             max_list_results: 1000,
             max_search_results: 200,
             max_search_file_bytes: 4 * 1024 * 1024,
+            max_image_bytes: 5 * 1024 * 1024,
+            max_pdf_bytes: 10 * 1024 * 1024,
             max_walk_entries: 100_000,
             max_walk_depth: 64,
         }
@@ -188,7 +208,7 @@ impl ReadArgs {
     }
 }
 
-/// What `read_file` returns.
+/// What `read_file` returns for a text file ([`FileTools::read`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct ReadResult {
@@ -215,6 +235,32 @@ pub struct ReadResult {
     /// Lines longer than the line limit, shown cut.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub cut_lines: Vec<usize>,
+}
+
+/// What `read_file` read ([`FileTools::read_content`]): the numbered lines
+/// of a text file, or an image or PDF as one content block.
+///
+/// As a tool result, text is the [`ReadResult`]'s JSON value, exactly as
+/// before images were read; a block is the result's one content block.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ReadOutput {
+    /// Lines of a text file.
+    Text(ReadResult),
+    /// An image ([`Content::Image`]) or a PDF
+    /// ([`Content::File`], `application/pdf`, named after the file).
+    Media(Content),
+}
+
+impl From<ReadOutput> for ToolOutput {
+    fn from(read: ReadOutput) -> Self {
+        match read {
+            // `ReadResult` holds only strings and integers, which JSON
+            // always represents.
+            ReadOutput::Text(text) => ToolOutput::new(serde_json::to_value(text).unwrap_or_default()),
+            ReadOutput::Media(block) => ToolOutput::from(block),
+        }
+    }
 }
 
 /// Arguments of `write_file`.

@@ -4,8 +4,10 @@ use std::io::{BufRead, BufReader, Read};
 
 use cap_std::fs::{File, FileType, Metadata, OpenOptions};
 
+use toolreg::exec::Content;
+
 use super::path::{RelPath, display};
-use super::{FileError, FileTools, ReadArgs, ReadResult};
+use super::{FileError, FileTools, ReadArgs, ReadOutput, ReadResult};
 
 /// Bytes looked at to tell binary from text.
 const SNIFF_BYTES: usize = 8192;
@@ -46,17 +48,101 @@ impl FileTools {
     }
 
     /// Read lines of a text file: see [`ReadArgs`] and [`ReadResult`].
+    ///
+    /// Text only: an image or a PDF is refused as binary, as any binary file
+    /// is. [`FileTools::read_content`], which the `read_file` tool runs,
+    /// returns those as content blocks.
     pub fn read(&self, args: &ReadArgs) -> Result<ReadResult, FileError> {
+        let (path, reader, size) = self.open_for_read(args)?;
+        self.read_lines(args, path, reader, size)
+    }
+
+    /// What the `read_file` tool returns: the numbered lines of a text file
+    /// exactly as [`FileTools::read`] gives them, or, for a PNG, JPEG, GIF or
+    /// WebP image or a PDF, the whole file as one content block
+    /// ([`Content::Image`], or [`Content::File`] with MIME type
+    /// `application/pdf`, named after the file).
+    ///
+    /// The type is told by the file's first bytes, never by its name: a PNG
+    /// called `notes.txt` is an image, and text called `logo.png` is read as
+    /// text. An image larger than
+    /// [`FileOptions::max_image_bytes`](super::FileOptions::max_image_bytes)
+    /// or a PDF larger than
+    /// [`FileOptions::max_pdf_bytes`](super::FileOptions::max_pdf_bytes) is
+    /// refused with
+    /// [`FileError::FileTooLarge`], which names the limit; at most the limit
+    /// and one byte is ever read, however the file grows meanwhile.
+    /// `offset` and `limit` apply to text only.
+    ///
+    /// ```
+    /// use toolreg::exec::Content;
+    /// use toolreg_builtins::files::{FileTools, ReadArgs, ReadOutput};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let root = tempfile::tempdir()?;
+    /// std::fs::write(root.path().join("report.pdf"), b"%PDF-1.7\n%%EOF\n")?;
+    /// let files = FileTools::open(root.path())?;
+    /// match files.read_content(&ReadArgs::new("report.pdf"))? {
+    ///     ReadOutput::Media(Content::File(pdf)) => {
+    ///         assert_eq!(pdf.mime_type, "application/pdf");
+    ///         assert_eq!(pdf.name.as_deref(), Some("report.pdf"));
+    ///     }
+    ///     other => panic!("expected a PDF block, got {other:?}"),
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn read_content(&self, args: &ReadArgs) -> Result<ReadOutput, FileError> {
+        let (path, mut reader, size) = self.open_for_read(args)?;
+        let head = reader.fill_buf().map_err(|e| FileError::from_io("reading", &path.shown, &e))?;
+        match media_type(head) {
+            Some(mime) => self.read_media(&path, reader, size, mime).map(ReadOutput::Media),
+            None => self.read_lines(args, path, reader, size).map(ReadOutput::Text),
+        }
+    }
+
+    /// Check the arguments and open the file they name.
+    fn open_for_read(&self, args: &ReadArgs) -> Result<(RelPath, BufReader<File>, u64), FileError> {
         let path = RelPath::parse(&args.path, false)?;
         let offset = args.offset.unwrap_or(1);
         if offset == 0 {
             return Err(FileError::BadOffset { offset });
         }
-        let limit = args.limit.unwrap_or(self.options().default_read_lines).max(1);
         let (file, meta) = self.open_regular(&path, "reading")?;
-        let size = meta.len();
-        let mut reader = BufReader::with_capacity(64 * 1024, file);
+        Ok((path, BufReader::with_capacity(64 * 1024, file), meta.len()))
+    }
 
+    /// The whole of an image or PDF, within its limit, as a content block.
+    fn read_media(
+        &self,
+        path: &RelPath,
+        reader: impl Read,
+        size: u64,
+        mime: &'static str,
+    ) -> Result<Content, FileError> {
+        let options = self.options();
+        let (limit, operation) = if mime == PDF {
+            (options.max_pdf_bytes, "reading a PDF")
+        } else {
+            (options.max_image_bytes, "reading an image")
+        };
+        let bytes = read_all(reader, size, limit, path, operation)?;
+        let name = || path.rel.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
+        // Only documents carry a name (see `Media::name`): an image block's
+        // JSON has no place for one.
+        Ok(if mime == PDF { Content::file(bytes, mime, name()) } else { Content::image(bytes, mime) })
+    }
+
+    /// The numbered lines of a text file; binary files are refused.
+    fn read_lines(
+        &self,
+        args: &ReadArgs,
+        path: RelPath,
+        mut reader: BufReader<File>,
+        size: u64,
+    ) -> Result<ReadResult, FileError> {
+        let offset = args.offset.unwrap_or(1);
+        let limit = args.limit.unwrap_or(self.options().default_read_lines).max(1);
         let head = reader.fill_buf().map_err(|e| FileError::from_io("reading", &path.shown, &e))?;
         let sniff = &head[..head.len().min(SNIFF_BYTES)];
         if let Some(kind) = binary_kind(sniff) {
@@ -217,9 +303,10 @@ fn count_lines(reader: &mut impl BufRead) -> std::io::Result<usize> {
     Ok(count)
 }
 
-/// Read a whole regular file of at most `limit` bytes.
+/// Read a whole regular file of at most `limit` bytes; `size` is what its
+/// metadata says, and at most `limit + 1` bytes are ever read.
 pub(crate) fn read_all(
-    file: File,
+    file: impl Read,
     size: u64,
     limit: u64,
     path: &RelPath,
@@ -228,13 +315,36 @@ pub(crate) fn read_all(
     if size > limit {
         return Err(FileError::FileTooLarge { path: path.shown.clone(), size, limit, operation });
     }
-    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+    // One byte of room past the size, so the end of the file is found
+    // without growing the buffer.
+    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0).saturating_add(1));
     // The file may grow after the size was read; never take more than the limit.
     file.take(limit + 1).read_to_end(&mut bytes).map_err(|e| FileError::from_io(operation, &path.shown, &e))?;
     if bytes.len() as u64 > limit {
         return Err(FileError::FileTooLarge { path: path.shown.clone(), size: bytes.len() as u64, limit, operation });
     }
     Ok(bytes)
+}
+
+/// The MIME type of a PDF.
+const PDF: &str = "application/pdf";
+
+/// The MIME type of an image or PDF that `read_file` returns as a block,
+/// told by its first bytes (its "magic number"), or `None`.
+pub(crate) fn media_type(head: &[u8]) -> Option<&'static str> {
+    if head.starts_with(b"\x89PNG\r\n\x1a\n") {
+        Some("image/png")
+    } else if head.starts_with(b"\xff\xd8\xff") {
+        Some("image/jpeg")
+    } else if head.starts_with(b"GIF87a") || head.starts_with(b"GIF89a") {
+        Some("image/gif")
+    } else if head.len() >= 12 && head.starts_with(b"RIFF") && &head[8..12] == b"WEBP" {
+        Some("image/webp")
+    } else if head.starts_with(b"%PDF-") {
+        Some(PDF)
+    } else {
+        None
+    }
 }
 
 /// What a file that looks binary is, or `None` for text. A NUL byte in the
@@ -289,5 +399,37 @@ pub(crate) fn kind_of(file_type: FileType) -> &'static str {
         "regular file"
     } else {
         "special file"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A file that grows after its size was read (here: without end) costs
+    /// at most the limit and one byte, and is refused with the limit named.
+    #[test]
+    fn a_file_growing_past_its_limit_is_read_no_further() {
+        let path = RelPath::parse("grows.png", false).unwrap();
+        let mut endless = std::io::repeat(7);
+        let err = read_all(&mut endless, 10, 64, &path, "reading an image").unwrap_err();
+        assert_eq!(
+            err,
+            FileError::FileTooLarge { path: "grows.png".into(), size: 65, limit: 64, operation: "reading an image" }
+        );
+        let fits = read_all(&b"0123456789"[..], 10, 64, &path, "reading an image").unwrap();
+        assert_eq!(fits, b"0123456789");
+    }
+
+    #[test]
+    fn media_is_told_by_its_magic_bytes() {
+        assert_eq!(media_type(b"\x89PNG\r\n\x1a\n...."), Some("image/png"));
+        assert_eq!(media_type(b"\xff\xd8\xff\xe0"), Some("image/jpeg"));
+        assert_eq!(media_type(b"GIF87a.."), Some("image/gif"));
+        assert_eq!(media_type(b"RIFF\0\0\0\0WEBPVP8 "), Some("image/webp"));
+        assert_eq!(media_type(b"%PDF-1.7"), Some("application/pdf"));
+        for other in [&b""[..], b"RIFF\0\0\0\0WAVE", b"RIFF", b"GIF8", b"\x89PNG", b"PK\x03\x04", b"hello"] {
+            assert_eq!(media_type(other), None, "{other:?}");
+        }
     }
 }

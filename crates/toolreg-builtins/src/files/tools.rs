@@ -4,11 +4,12 @@
 //! diff they would apply.
 
 use serde_json::Value;
+use toolreg::exec::ToolOutput;
 use toolreg::{SafetyLevel, ToolRegistration, tools};
 
 use super::{
-    EditArgs, EditResult, FileError, FileTools, ListArgs, ListResult, ReadArgs, ReadResult, SearchArgs, SearchResult,
-    WriteArgs, WriteResult,
+    EditArgs, EditResult, FileError, FileTools, ListArgs, ListResult, ReadArgs, SearchArgs, SearchResult, WriteArgs,
+    WriteResult,
 };
 
 impl FileTools {
@@ -100,12 +101,14 @@ impl FileTools {
 
 #[tools]
 impl FileTools {
-    /// Read a text file under the workspace root. Lines are numbered from 1;
-    /// use offset and limit to page through long files. Binary files are
-    /// refused with their size and type.
+    /// Read a file under the workspace root. Text comes back with lines
+    /// numbered from 1; use offset and limit to page through long files.
+    /// Images (PNG, JPEG, GIF, WebP) and PDFs come back whole, as an image
+    /// or a document you can see. Other binary files are refused with their
+    /// size and type.
     #[tool(safety = "safe", category = "fs", scope = "core")]
-    async fn read_file(&self, #[args] args: ReadArgs) -> Result<ReadResult, FileError> {
-        self.blocking(Self::READ_FILE_TOOL_NAME, args, Self::read).await
+    async fn read_file(&self, #[args] args: ReadArgs) -> Result<ToolOutput, FileError> {
+        self.blocking(Self::READ_FILE_TOOL_NAME, args, Self::read_content).await.map(ToolOutput::from)
     }
 
     /// Create or replace a file under the workspace root with the given
@@ -143,6 +146,7 @@ impl FileTools {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::files::ReadResult;
 
     /// A panic on the blocking pool reaches the engine as a panic, like any
     /// other tool's, not as an I/O error with no path.

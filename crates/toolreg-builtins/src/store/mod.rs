@@ -37,14 +37,17 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use serde_json::Value;
+use toolreg::exec::ToolOutput;
 
 mod error;
+mod output;
 mod sqlite;
 mod tools;
 mod types;
 mod value;
 
 pub use error::StoreError;
+pub use output::OUTPUT_TAG;
 pub use sqlite::{SqliteOptions, SqliteStore, Synchronous};
 pub use tools::{DeleteOutcome, SetOutcome, TOOL_NAMES};
 pub use types::{
@@ -165,6 +168,32 @@ impl Namespace {
         let (handle, size) = self.set_sized(key, value).await?;
         let summary = Summary::of_value(&handle.key, handle.version, size, value);
         Ok((handle, summary))
+    }
+
+    /// Store a tool's output — its content blocks (images, documents,
+    /// audio, …) and its value, not its host-only metadata — as a new
+    /// version of `key`. The handle can then stand for the output: `store_get`
+    /// of it returns the blocks, [`StoredValue::output`] reads it back, and
+    /// `store_summarize` previews it as the blocks' summaries. Bytes are kept
+    /// in base64, so [`StoreLimits::max_value_bytes`] (16 MiB by default)
+    /// holds about 12 MiB of them.
+    ///
+    /// ```
+    /// use toolreg::exec::{Content, ToolOutput};
+    /// use toolreg_builtins::store::SqliteStore;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), toolreg_builtins::store::StoreError> {
+    /// let run = SqliteStore::in_memory().await?.namespace("run-42")?;
+    /// let chart = ToolOutput::from(Content::image(vec![0x89, b'P', b'N', b'G'], "image/png"));
+    /// let handle = run.set_output("charts/q3", &chart).await?;
+    /// assert_eq!(run.get_ref(&handle).await?.output(), Some(chart));
+    /// assert_eq!(run.summarize("charts/q3", None).await?.preview, "[image: image/png, 4 bytes]");
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn set_output(&self, key: &str, output: &ToolOutput) -> Result<StoreRef, StoreError> {
+        self.set(key, &output::encode(output)).await
     }
 
     /// The latest version of `key`.

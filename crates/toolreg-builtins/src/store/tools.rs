@@ -7,6 +7,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use toolreg::exec::ToolOutput;
 use toolreg::{ToolArgs, ToolRegistration, tools};
 
 use super::{ListPage, Namespace, StoreError, StoreRef, StoredValue, Summary};
@@ -109,15 +110,16 @@ impl Namespace {
     }
 
     /// Read a stored value: the latest version of a key, or exactly the
-    /// version a handle {key, version} names. For a large value, call
-    /// store_summarize first.
+    /// version a handle {key, version} names. A stored tool result with
+    /// images or files comes back as those images or files. For a large
+    /// value, call store_summarize first.
     #[tool(safety = "safe", category = "store", scope = "core")]
-    async fn store_get(&self, #[args] args: GetArgs) -> Result<GetOutput, StoreError> {
+    async fn store_get(&self, #[args] args: GetArgs) -> Result<ToolOutput, StoreError> {
         let stored = match args.version {
             Some(version) => self.get_version(&args.key, version).await?,
             None => self.get(&args.key).await?,
         };
-        Ok(GetOutput::from(stored))
+        Ok(get_output(stored))
     }
 
     /// Get a small handle {key, version} to the latest version of a key, to
@@ -152,6 +154,19 @@ impl Namespace {
         let deleted_versions = self.delete(&args.key).await?;
         Ok(DeleteOutcome { key: args.key, deleted_versions })
     }
+}
+
+/// What `store_get` returns: for a stored tool output with blocks, its
+/// blocks, with the handle and the output's value as the structured value;
+/// for anything else, the handle and the value as one JSON value, as it
+/// always was.
+fn get_output(stored: StoredValue) -> ToolOutput {
+    if let Some(output) = stored.output().filter(|output| !output.content.is_empty()) {
+        let value = serde_json::json!({"key": stored.key, "version": stored.version, "value": output.value});
+        return ToolOutput::from(output.content).with_value(value);
+    }
+    // A `GetOutput` is JSON already: turning it into a value cannot fail.
+    ToolOutput::new(serde_json::to_value(GetOutput::from(stored)).unwrap_or_default())
 }
 
 /// What `store_get` shows the model: the handle and the value.

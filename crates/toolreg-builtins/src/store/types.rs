@@ -157,6 +157,14 @@ impl StoredValue {
     pub fn handle(&self) -> StoreRef {
         StoreRef { key: self.key.clone(), version: self.version }
     }
+
+    /// The tool output this version holds, when it was stored as one
+    /// ([`Namespace::set_output`](super::Namespace::set_output), or any value
+    /// of that shape: see [`OUTPUT_TAG`](super::OUTPUT_TAG)); `None` for a
+    /// plain value.
+    pub fn output(&self) -> Option<toolreg::exec::ToolOutput> {
+        super::output::decode(&self.value)
+    }
 }
 
 /// One page request of [`crate::store::ContextStore::list`].

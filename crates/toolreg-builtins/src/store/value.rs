@@ -173,7 +173,10 @@ pub struct Summary {
     /// The distinct types of an array's elements, in order of first appearance.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub element_types: Option<Vec<JsonType>>,
-    /// The start of the compact JSON text (at most [`SUMMARY_PREVIEW_BYTES`]).
+    /// The start of the compact JSON text (at most [`SUMMARY_PREVIEW_BYTES`]);
+    /// for a stored tool output ([`OUTPUT_TAG`](super::OUTPUT_TAG)), the
+    /// start of the text a model reads of it, each block that is not text
+    /// as its one-line summary, instead of its base64.
     pub preview: String,
     /// Whether the preview stops before the end of the value.
     pub preview_truncated: bool,
@@ -222,7 +225,10 @@ impl Summary {
             Value::String(s) => length = Some(s.chars().count() as u64),
             _ => {}
         }
-        let (preview, preview_truncated) = preview(value);
+        let (preview, preview_truncated) = match super::output::decode(value) {
+            Some(output) => cut(output.text().into_owned()),
+            None => preview(value),
+        };
         Summary {
             key: key.to_owned(),
             version,
@@ -237,6 +243,20 @@ impl Summary {
             preview_truncated,
         }
     }
+}
+
+/// The first [`SUMMARY_PREVIEW_BYTES`] of `text`, cut at a character
+/// boundary, and whether anything was cut.
+fn cut(mut text: String) -> (String, bool) {
+    if text.len() <= SUMMARY_PREVIEW_BYTES {
+        return (text, false);
+    }
+    let mut end = SUMMARY_PREVIEW_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text.truncate(end);
+    (text, true)
 }
 
 /// The first bytes of `value`'s compact JSON, cut at a character boundary.
