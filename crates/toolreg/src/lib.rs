@@ -36,6 +36,7 @@ pub mod registry;
 pub mod schema;
 pub mod search;
 pub(crate) mod strict_de;
+pub mod transform;
 pub mod validate;
 
 pub use args::ArgumentLimits;
