@@ -1,0 +1,29 @@
+//! N registry calls of a flat text-only tool, the model's text arguments in,
+//! the result's text out: what an instruction count compares across checkouts.
+use serde::Deserialize;
+use toolreg::{FunctionRegistry, ToolCall, ToolDeclaration, ToolExecutor, ToolRegistration};
+
+#[derive(Deserialize, schemars::JsonSchema)]
+struct Args {
+    city: String,
+    days: u32,
+}
+
+fn main() {
+    let n: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(100_000);
+    let mut registry = FunctionRegistry::new();
+    let decl = ToolDeclaration::for_args::<Args>("forecast", "Forecast");
+    registry
+        .register(ToolRegistration::new(decl, |a: Args| Ok::<_, String>(format!("{} in {} days", a.city, a.days))))
+        .unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let mut total = 0usize;
+    rt.block_on(async {
+        for i in 0..n {
+            let call = ToolCall::new(format!("c{i}"), "forecast", r#"{"city": "Oslo", "days": 3}"#);
+            let result = registry.execute_call(call).await;
+            total += result.text().len();
+        }
+    });
+    println!("{total}");
+}
