@@ -54,7 +54,7 @@ fn exchange(dir: &Path, name: &str, format: &dyn WireFormat, tools: &[ToolRef<'_
     let response = common::fixture(fixture);
     // The fixtures call an undeclared tool on purpose, for the engine's answer.
     let results = run(format.parse_calls(&response, &declared.mapping.clone().accept_undeclared()).unwrap());
-    let mut rendered = format.render_results(&results, &declared.mapping);
+    let mut rendered = format.render_results(&results, &declared.mapping).messages;
     let one_turn = matches!(format.provider(), Provider::Anthropic | Provider::Gemini | Provider::Bedrock);
     let results = if one_turn { rendered.remove(0) } else { Value::Array(rendered) };
     write(dir, &format!("{name}.exchange.json"), &json!({"response": response, "results": results}));
@@ -107,7 +107,7 @@ fn export(dir: &Path) {
         })
         .collect();
     let results = run(calls);
-    let messages = mistral.render_results(&results, &tools.mapping);
+    let messages = mistral.render_results(&results, &tools.mapping).messages;
     write(dir, "mistral.exchange.json", &json!({"response": response, "calls": sent, "results": messages}));
 
     // Ollama.

@@ -93,7 +93,7 @@
 //!     for call in format.parse_calls(response, &declared.mapping)? {
 //!         results.push(registry.execute_call(call).await);
 //!     }
-//!     answers.push(format.render_results(&results, &declared.mapping));
+//!     answers.push(format.render_results(&results, &declared.mapping).messages);
 //! }
 //! assert_eq!(answers[0][0], json!({"role": "tool", "tool_call_id": "call_1", "content": "42.0"}));
 //! assert_eq!(answers[1][0]["content"][0]["is_error"], true);
@@ -127,6 +127,7 @@ pub use names::{NameRule, NameStyle};
 // prepared tools written as JSON, to a `Value` or straight to text) and
 // `mapping` (the model's calls back to the real tools). Their public items are
 // re-exported here, so `toolreg::provider::X` is the one path users see.
+mod blocks;
 mod declared;
 mod mapping;
 mod options;
@@ -137,7 +138,10 @@ pub use declared::DeclaredTools;
 pub use mapping::CallMapping;
 pub use options::{FormatOptions, Strictness};
 pub use prepare::ToolRef;
-pub use wire::{Declarations, ProviderError, ReadCalls, ToolReport, ToolStatus, WireFormat};
+pub use wire::{
+    BlockFallback, Declarations, Fallback, ProviderError, ReadCalls, RenderedResults, ToolReport, ToolStatus,
+    WireFormat,
+};
 
 pub(crate) use declared::Shape;
 pub(crate) use mapping::{Fnv, find, generated_id, invalid, object_arguments, str_field};
