@@ -3,12 +3,15 @@
 //! every format keeps — no block dropped silently, text-only results as
 //! they always were, a MIME type a provider refuses sent as its summary.
 
+mod common;
+
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
+use common::{PDF, PNG};
 use serde_json::{Value, json};
-use toolreg::exec::{Annotations, Content, Role, ToolOutput};
+use toolreg::ToolResult;
+use toolreg::exec::{Content, ToolOutput};
 use toolreg::provider::{BlockFallback, CallMapping, Fallback, Provider, RenderedResults};
-use toolreg::{ToolError, ToolResult};
 
 /// The formats of this module (MCP renders blocks as they are, in its own tests).
 const FORMATS: [Provider; 7] = [
@@ -21,42 +24,8 @@ const FORMATS: [Provider; 7] = [
     Provider::Ollama,
 ];
 
-const PNG: &[u8] = &[0x89, b'P', b'N', b'G', 0x0d, 0x0a, 0x1a, 0x0a];
-const WAV: &[u8] = b"RIFF\x24\x00\x00\x00WAVE";
-const PDF: &[u8] = b"%PDF-1.7\n%%EOF";
-
 fn ok(id: &str, output: ToolOutput) -> ToolResult {
     ToolResult { id: id.into(), name: "show".into(), outcome: Ok(output) }
-}
-
-/// One result per block type, and the text-only cases around them.
-fn batch() -> Vec<ToolResult> {
-    let for_model = Annotations::for_audience([Role::Assistant]).priority(0.9);
-    vec![
-        ok("call_plain", ToolOutput::new(json!({"n": 1}))),
-        ok("call_texts", ToolOutput::from(vec![Content::text("first"), Content::text("second")])),
-        ok(
-            "call_image",
-            ToolOutput::from(vec![Content::text("A chart:"), Content::image(PNG, "image/png").annotated(for_model)]),
-        ),
-        ok("call_tiff", ToolOutput::from(Content::image(vec![0x49, 0x49, 0x2a, 0x00], "image/tiff"))),
-        ok("call_wav", ToolOutput::from(Content::audio(WAV, "audio/wav"))),
-        ok("call_ogg", ToolOutput::from(Content::audio(vec![b'O', b'g', b'g', b'S'], "audio/ogg"))),
-        ok("call_pdf", ToolOutput::from(Content::file(PDF, "application/pdf", "report.pdf"))),
-        ok("call_csv", ToolOutput::from(Content::file(b"a,b\n1,2\n".to_vec(), "text/csv", "data.csv"))),
-        ok("call_link", ToolOutput::from(Content::resource_link("file:///srv/big.log", "big.log"))),
-        ok(
-            "call_embedded",
-            ToolOutput::from(Content::resource_text("file:///notes.md", "# Notes", Some("text/markdown".into()))),
-        ),
-        ok("call_blob", ToolOutput::from(Content::resource_blob("file:///img/dot.png", PNG, Some("image/png".into())))),
-        ok(
-            "call_structured",
-            ToolOutput::from(vec![Content::text("2 points"), Content::image(PNG, "image/png")])
-                .with_value(json!({"points": 2})),
-        ),
-        ToolResult { id: "call_error".into(), name: "show".into(), outcome: Err(ToolError::failed("boom")) },
-    ]
 }
 
 fn render(provider: Provider, results: &[ToolResult]) -> RenderedResults {
@@ -69,7 +38,7 @@ fn fallbacks_json(fallbacks: &[BlockFallback]) -> Value {
 
 #[test]
 fn every_block_in_every_format() {
-    let results = batch();
+    let results = common::rich_results();
     for provider in FORMATS {
         let rendered = render(provider, &results);
         let snapshot = json!({"messages": rendered.messages, "fallbacks": fallbacks_json(&rendered.fallbacks)});
@@ -81,7 +50,7 @@ fn every_block_in_every_format() {
 /// there in base64), or its summary text, reported.
 #[test]
 fn no_block_is_dropped_silently() {
-    let results = batch();
+    let results = common::rich_results();
     for provider in FORMATS {
         let rendered = render(provider, &results);
         let text = serde_json::to_string(&rendered.messages).unwrap();
@@ -218,7 +187,7 @@ fn a_mime_type_the_provider_refuses_is_its_summary() {
 
 #[test]
 fn chat_formats_send_one_follow_up_message_after_every_tool_message() {
-    let results = batch();
+    let results = common::rich_results();
     for provider in [Provider::OpenAiChat, Provider::Mistral, Provider::Ollama] {
         let rendered = render(provider, &results);
         let roles: Vec<&str> = rendered.messages.iter().map(|m| m["role"].as_str().unwrap()).collect();
