@@ -7,7 +7,10 @@
 //! [`parse_calls`](WireFormat::parse_calls) reads the provider's response
 //! into [`ToolCall`](crate::ToolCall)s for the real tools;
 //! [`render_results`](WireFormat::render_results) writes what to append to
-//! the conversation for a batch of [`ToolResult`](crate::ToolResult)s.
+//! the conversation for a batch of [`ToolResult`](crate::ToolResult)s, their
+//! content blocks (images, audio, files, resources) in the provider's own
+//! shapes, and reports each block the provider could not carry in a tool
+//! result with the fallback it got ([`RenderedResults::fallbacks`]).
 //!
 //! | format | declarations | calls in | results out |
 //! |---|---|---|---|
@@ -122,10 +125,11 @@ pub use lower::LoweringError;
 pub use names::{NameRule, NameStyle};
 
 // What every format shares, one job per file: `wire` (the trait, its error
-// and what it returns), `options` (how a format is configured), `prepare`
-// (names, schemas and the lowering cache of a declaration), `declared` (the
-// prepared tools written as JSON, to a `Value` or straight to text) and
-// `mapping` (the model's calls back to the real tools). Their public items are
+// and what it returns), `blocks` (content blocks in results), `options` (how
+// a format is configured), `prepare` (names, schemas and the lowering cache
+// of a declaration), `declared` (the prepared tools written as JSON, to a
+// `Value` or straight to text) and `mapping` (the model's calls back to the
+// real tools). Their public items are
 // re-exported here, so `toolreg::provider::X` is the one path users see.
 mod blocks;
 mod declared;
