@@ -203,6 +203,14 @@ fn chat_formats_send_one_follow_up_message_after_every_tool_message() {
             "{provider}"
         );
     }
+    // Ollama's calls have no ids the model saw: its place in the batch and its tool.
+    let ollama = render(Provider::Ollama, &results);
+    let last = ollama.messages.last().unwrap();
+    assert_eq!(
+        last["content"].as_str().unwrap().lines().next(),
+        Some("Attachments of the result of tool call 3 (show): 1 image(s)")
+    );
+    assert_eq!(last["images"][0], BASE64.encode(PNG));
     // Without a block to move, no user message.
     let text = [ok("call_1", ToolOutput::new(json!("hi")))];
     assert_eq!(render(Provider::OpenAiChat, &text).messages.len(), 1);

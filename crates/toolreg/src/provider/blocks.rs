@@ -140,7 +140,7 @@ pub(crate) fn follow_up(
 
 /// The line that introduces a call's attachments in a follow-up user
 /// message; `call` is how the model knows the call (its id, or for Ollama,
-/// whose calls have none, the tool's name).
+/// whose calls have none, its place in the batch and its tool).
 pub(crate) fn attachments_of(call: &str) -> String {
     format!("Attachments of the result of tool call {call}:")
 }

@@ -7,8 +7,9 @@
 //! - Results out: one `{"role":"tool","content","tool_name"}` message per
 //!   result. Ollama's messages carry images in an `images` list of base64
 //!   strings, and vision models read them in user messages: images go in one
-//!   user message after the tool messages (its `content` names the tool of
-//!   each), and the tool message says so
+//!   user message after the tool messages (its `content` says which call of
+//!   the batch, counted from 1, and which tool each is from), and the tool
+//!   message says so
 //!   ([`Fallback::FollowUpMessage`](super::Fallback::FollowUpMessage)).
 //!   Ollama takes no audio or files: those, links and embedded text
 //!   resources are their summary text
@@ -62,11 +63,14 @@ impl WireFormat for Ollama {
             |r, content| json!({"role": "tool", "content": content, "tool_name": mapping.provider_name(&r.name)}),
             |media| accepted(&media.mime_type, WEB_IMAGES).map(|_| Value::String(media.base64())),
             |moved| {
-                // Ollama's calls have no ids the model saw: name the tool.
+                // Ollama's calls have no ids the model saw: say which call
+                // (its place in the batch) of which tool.
                 let mut lines = Vec::with_capacity(moved.len());
                 let mut images = Vec::new();
                 for (r, parts) in moved {
-                    lines.push(format!("{} {} image(s)", attachments_of(mapping.provider_name(&r.name)), parts.len()));
+                    let place = results.iter().position(|x| std::ptr::eq(x, r)).map_or(0, |i| i + 1);
+                    let call = format!("{place} ({})", mapping.provider_name(&r.name));
+                    lines.push(format!("{} {} image(s)", attachments_of(&call), parts.len()));
                     images.extend(parts);
                 }
                 json!({"role": "user", "content": lines.join("\n"), "images": images})
