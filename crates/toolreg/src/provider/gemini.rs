@@ -167,10 +167,10 @@ impl WireFormat for Gemini {
                     Ok(output) if output.is_text() => json!({"output": output.text()}),
                     Ok(output) => {
                         let mut lines = Vec::new();
-                        for part in blocks::inline(&result.id, output, &mut fallbacks, Err, inline_data) {
-                            match part {
-                                Ok(media) => media_parts.push(media),
-                                Err(line) => lines.push(line),
+                        for piece in blocks::inline(&result.id, output, &mut fallbacks, Piece::Line, inline_data) {
+                            match piece {
+                                Piece::Media(part) => media_parts.push(part),
+                                Piece::Line(line) => lines.push(line),
                             }
                         }
                         json!({"output": lines.join("\n")})
@@ -190,15 +190,22 @@ impl WireFormat for Gemini {
     }
 }
 
-/// A block as a function response part (`Ok`), if `inlineData` can carry it.
-fn inline_data(block: &Content) -> Option<Result<Value, String>> {
+/// Where a block of a result goes: a line of `response.output`, or a part
+/// of the function response.
+enum Piece {
+    Line(String),
+    Media(Value),
+}
+
+/// A block as a function response part, if `inlineData` can carry it.
+fn inline_data(block: &Content) -> Option<Piece> {
     let media = blocks::media(block)?;
     let mime = accepted(&media.mime_type, INLINE)?;
     let mut data = json!({"mimeType": mime, "data": media.base64()});
     if let Some(name) = &media.name {
         data["displayName"] = json!(name);
     }
-    Some(Ok(json!({"inlineData": data})))
+    Some(Piece::Media(json!({"inlineData": data})))
 }
 
 impl sealed::Format for Gemini {
