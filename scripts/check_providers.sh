@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Check the provider JSON toolreg emits with the providers' official SDKs.
 #
-# Writes every format's declarations and tool-call exchanges to a directory
+# Writes every format's declarations, tool-call exchanges and results with
+# every content block type (images, audio, files, links, resources) to a directory
 # (the Rust tests `official_validators` in toolreg and `export` in
 # toolreg-mcp, with TOOLREG_PROVIDER_EXPORT set), then validates them with
 # scripts/validate_providers.py, which creates a virtualenv under
-# target/provider-venv and installs the SDKs from PyPI on first use.
+# target/provider-venv and installs the SDKs (exact versions, pinned there)
+# from PyPI on first use.
 #
 # Needs Python 3 with venv and pip, and PyPI reachable the first time.
 set -euo pipefail

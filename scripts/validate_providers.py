@@ -7,7 +7,9 @@ DIR holds what `scripts/check_providers.sh` exports (the Rust tests
 `official_validators` in toolreg and `export` in toolreg-mcp): one file per
 provider with the declarations toolreg renders (`<provider>.tools.json`) and
 one with a tool-call exchange (`<provider>.exchange.json`: the calls as the
-provider sends them and the results toolreg renders).
+provider sends them and the results toolreg renders), and one with results
+holding every content block type (`<provider>.blocks.json`: images, audio,
+files, links and resources, as each format renders them or falls back).
 
 The SDKs are installed into a virtualenv under target/provider-venv (reused
 when present and complete). The script re-runs itself inside it.
@@ -28,6 +30,7 @@ REQUIREMENTS = [
     "mcp==2.3.0",
     "botocore==1.44.5",
     "mistral-common==1.13.1",
+    "ollama==0.6.3",
 ]
 ROOT = Path(__file__).resolve().parent.parent
 VENV = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target")) / "provider-venv"
@@ -81,6 +84,28 @@ def check(label: str, fn) -> None:
         FAILURES.append(f"{label}: {type(e).__name__}: {e}")
 
 
+def force(value):
+    """`value` with every lazy iterator pydantic returns for an `Iterable`
+    field consumed: their items are only validated when read."""
+    if isinstance(value, dict):
+        return {k: force(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [force(v) for v in value]
+    if hasattr(value, "__next__"):
+        return [force(v) for v in value]
+    return value
+
+
+def strict(type_, value):
+    """Validate `value` as `type_` strictly, nested iterables included."""
+    from pydantic import TypeAdapter
+
+    # The adapter must outlive the iterators it returns (pydantic-core
+    # panics reading them otherwise).
+    adapter = TypeAdapter(type_)
+    return force(adapter.validate_python(value, strict=True))
+
+
 def load(dir: Path, name: str):
     return json.loads((dir / name).read_text())
 
@@ -105,22 +130,19 @@ def validate(dir: Path) -> None:
         if again != schema:
             raise ValueError(f"not a fixpoint of _ensure_strict_json_schema:\n{json.dumps(again)}\n!=\n{json.dumps(schema)}")
 
-    tool_ta = TypeAdapter(chat.ChatCompletionFunctionToolParam)
     for tool in load(dir, "openai_chat.tools.json"):
         name = tool["function"]["name"]
-        check(f"openai_chat tool {name}", lambda t=tool: tool_ta.validate_python(t, strict=True))
+        check(f"openai_chat tool {name}", lambda t=tool: strict(chat.ChatCompletionFunctionToolParam, t))
         if tool["function"].get("strict"):
             check(f"openai_chat strict schema {name}", lambda t=tool: strict_fixpoint(t["function"]["parameters"]))
     ex = load(dir, "openai_chat.exchange.json")
     msg_ta = TypeAdapter(chat.ChatCompletionMessageParam)
     check("openai_chat response", lambda: chat.ChatCompletion.model_validate(ex["response"]))
-    check("openai_chat assistant message", lambda: msg_ta.validate_python(ex["response"]["choices"][0]["message"]))
+    check("openai_chat assistant message", lambda: force(msg_ta.validate_python(ex["response"]["choices"][0]["message"])))
     for r in ex["results"]:
-        check(f"openai_chat result {r['tool_call_id']}", lambda r=r: TypeAdapter(chat.ChatCompletionToolMessageParam).validate_python(r, strict=True))
-
-    fn_ta = TypeAdapter(responses.FunctionToolParam)
+        check(f"openai_chat result {r['tool_call_id']}", lambda r=r: strict(chat.ChatCompletionToolMessageParam, r))
     for tool in load(dir, "openai_responses.tools.json"):
-        check(f"openai_responses tool {tool['name']}", lambda t=tool: fn_ta.validate_python(t, strict=True))
+        check(f"openai_responses tool {tool['name']}", lambda t=tool: strict(responses.FunctionToolParam, t))
         if tool.get("strict"):
             check(f"openai_responses strict schema {tool['name']}", lambda t=tool: strict_fixpoint(t["parameters"]))
     ex = load(dir, "openai_responses.exchange.json")
@@ -128,16 +150,14 @@ def validate(dir: Path) -> None:
         if item["type"] == "function_call":
             check("openai_responses call", lambda i=item: responses.ResponseFunctionToolCall.model_validate(i))
     for r in ex["results"]:
-        check(f"openai_responses result {r['call_id']}", lambda r=r: TypeAdapter(FunctionCallOutput).validate_python(r, strict=True))
+        check(f"openai_responses result {r['call_id']}", lambda r=r: strict(FunctionCallOutput, r))
 
     # Anthropic.
     import anthropic
     from anthropic.types import Message, ToolParam, ToolResultBlockParam
-
-    at = TypeAdapter(ToolParam)
     for file in ["anthropic.tools.json", "anthropic_strict.tools.json"]:
         for tool in load(dir, file):
-            check(f"{file} {tool['name']}", lambda t=tool: at.validate_python(t, strict=True))
+            check(f"{file} {tool['name']}", lambda t=tool: strict(ToolParam, t))
             if tool.get("strict"):
                 def fixpoint(t=tool):
                     again = anthropic.transform_schema(copy.deepcopy(t["input_schema"]))
@@ -146,9 +166,8 @@ def validate(dir: Path) -> None:
                 check(f"{file} strict schema {tool['name']}", fixpoint)
     ex = load(dir, "anthropic.exchange.json")
     check("anthropic response", lambda: Message.model_validate(ex["response"]))
-    rt = TypeAdapter(ToolResultBlockParam)
     for r in ex["results"]["content"]:
-        check(f"anthropic result {r['tool_use_id']}", lambda r=r: rt.validate_python(r, strict=True))
+        check(f"anthropic result {r['tool_use_id']}", lambda r=r: strict(ToolResultBlockParam, r))
 
     # Gemini.
     from google.genai import types as gtypes
@@ -238,11 +257,11 @@ def validate(dir: Path) -> None:
 
     choices = load(dir, "tool_choices.json")
     for c in choices["openai_chat"]:
-        check(f"openai_chat tool_choice {c}", lambda c=c: TypeAdapter(chat.ChatCompletionToolChoiceOptionParam).validate_python(c, strict=True))
+        check(f"openai_chat tool_choice {c}", lambda c=c: strict(chat.ChatCompletionToolChoiceOptionParam, c))
     for c in choices["openai_responses"]:
-        check(f"openai_responses tool_choice {c}", lambda c=c: TypeAdapter(ResponsesToolChoice).validate_python(c, strict=True))
+        check(f"openai_responses tool_choice {c}", lambda c=c: strict(ResponsesToolChoice, c))
     for c in choices["anthropic"]:
-        check(f"anthropic tool_choice {c}", lambda c=c: TypeAdapter(ToolChoiceParam).validate_python(c, strict=True))
+        check(f"anthropic tool_choice {c}", lambda c=c: strict(ToolChoiceParam, c))
     for c in choices["gemini"]:
         check(f"gemini toolConfig {c}", lambda c=c: gtypes.ToolConfig.model_validate(c))
     for c in choices["bedrock"]:
@@ -258,7 +277,157 @@ def validate(dir: Path) -> None:
 
     # Ollama takes the OpenAI function shape.
     for tool in load(dir, "ollama.tools.json"):
-        check(f"ollama tool {tool['function']['name']}", lambda t=tool: tool_ta.validate_python(t, strict=True))
+        check(f"ollama tool {tool['function']['name']}", lambda t=tool: strict(chat.ChatCompletionFunctionToolParam, t))
+
+    validate_blocks(dir)
+
+
+def validate_blocks(dir: Path) -> None:
+    """Results with every content block type, checked with each SDK's own types."""
+    import base64
+    import json as jsonlib
+
+    def b64(text):
+        base64.b64decode(text, validate=True)
+
+    def data_url(url):
+        head, _, data = url.partition(";base64,")
+        if not head.startswith("data:") or not data:
+            raise ValueError(f"not a base64 data URL: {url[:40]}")
+        b64(data)
+
+    # OpenAI Chat Completions: text-only tool messages, then one user message.
+    import openai.types.chat as chat
+
+    ex = load(dir, "openai_chat.blocks.json")
+    *tool_messages, follow_up = ex["messages"]
+    for m in tool_messages:
+        check(f"openai_chat blocks tool message {m['tool_call_id']}",
+              lambda m=m: strict(chat.ChatCompletionToolMessageParam, m))
+    check("openai_chat blocks user message",
+          lambda: strict(chat.ChatCompletionUserMessageParam, follow_up))
+    def all_kinds():
+        kinds = {part["type"] for part in follow_up["content"]}
+        if kinds != {"text", "image_url", "input_audio", "file"}:
+            raise ValueError(f"part types {kinds}")
+    check("openai_chat blocks user message parts", all_kinds)
+    for part in follow_up["content"]:
+        if part["type"] == "image_url":
+            check("openai_chat image data URL", lambda p=part: data_url(p["image_url"]["url"]))
+        if part["type"] == "file":
+            check("openai_chat file data URL", lambda p=part: data_url(p["file"]["file_data"]))
+        if part["type"] == "input_audio":
+            check("openai_chat audio base64", lambda p=part: b64(p["input_audio"]["data"]))
+    assistant = {"role": "assistant", "content": None, "tool_calls": [
+        {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": "{}"}} for c in ex["calls"]]}
+    check("openai_chat blocks conversation",
+          lambda: [strict(chat.ChatCompletionMessageParam, m)
+                   for m in [{"role": "user", "content": "Show me."}, assistant, *ex["messages"]]])
+
+    # OpenAI Responses: `output` as a list of input_text / input_image / input_file.
+    from openai.types.responses.response_input_item_param import FunctionCallOutput
+
+    ex = load(dir, "openai_responses.blocks.json")
+    for item in ex["messages"]:
+        check(f"openai_responses blocks {item['call_id']}",
+              lambda i=item: strict(FunctionCallOutput, i))
+        if isinstance(item["output"], list):
+            for part in item["output"]:
+                if part["type"] == "input_image":
+                    check("openai_responses image data URL", lambda p=part: data_url(p["image_url"]))
+                if part["type"] == "input_file":
+                    check("openai_responses file data URL", lambda p=part: data_url(p["file_data"]))
+
+    # Anthropic: tool_result content arrays of text, image and document blocks.
+    from anthropic.types import MessageParam, ToolResultBlockParam
+
+    ex = load(dir, "anthropic.blocks.json")
+    turn = ex["messages"][0]
+    check("anthropic blocks user turn", lambda: strict(MessageParam, turn))
+    for block in turn["content"]:
+        check(f"anthropic blocks {block['tool_use_id']}",
+              lambda b=block: strict(ToolResultBlockParam, b))
+        if isinstance(block["content"], list):
+            for part in block["content"]:
+                if part.get("source", {}).get("type") == "base64":
+                    check("anthropic base64 source", lambda p=part: b64(p["source"]["data"]))
+
+    # Gemini: functionResponse with multimodal parts (bytes as base64 in JSON).
+    from google.genai import types as gtypes
+
+    ex = load(dir, "gemini.blocks.json")
+    check("gemini blocks content", lambda: gtypes.Content.model_validate_json(jsonlib.dumps(ex["messages"][0])))
+    def gemini_parts():
+        content = gtypes.Content.model_validate_json(jsonlib.dumps(ex["messages"][0]))
+        blobs = [p.inline_data for part in content.parts for p in (part.function_response.parts or [])]
+        if not blobs or not all(b.data and b.mime_type for b in blobs):
+            raise ValueError(f"function response parts lost: {blobs}")
+    check("gemini blocks inlineData", gemini_parts)
+
+    # Bedrock Converse: toolResult content blocks in a whole request.
+    import botocore.session
+    from botocore.validate import ParamValidator
+
+    shape = botocore.session.get_session().get_service_model("bedrock-runtime").operation_model("Converse").input_shape
+    ex = load(dir, "bedrock.blocks.json")
+    def bedrock():
+        assistant = {"role": "assistant", "content": [
+            {"toolUse": {"toolUseId": c["id"], "name": c["name"], "input": {}}} for c in ex["calls"]]}
+        request = {"modelId": "anthropic.claude-sonnet", "messages": [
+            {"role": "user", "content": [{"text": "Show me."}]}, assistant, ex["messages"][0]]}
+        report = ParamValidator().validate(request, shape)
+        if report.has_errors():
+            raise ValueError(report.generate_report())
+    check("bedrock blocks Converse request", bedrock)
+    # botocore's validator leaves enums and patterns to the service: check them here.
+    model = botocore.session.get_session().get_service_model("bedrock-runtime")
+    image_formats = model.shape_for("ImageFormat").enum
+    document_formats = model.shape_for("DocumentFormat").enum
+    def bedrock_enums():
+        import re
+        for block in ex["messages"][0]["content"]:
+            for c in block["toolResult"]["content"]:
+                if "image" in c and c["image"]["format"] not in image_formats:
+                    raise ValueError(f"image format {c['image']['format']}")
+                if "document" in c:
+                    if c["document"]["format"] not in document_formats:
+                        raise ValueError(f"document format {c['document']['format']}")
+                    # The API reference: letters, digits, single spaces, hyphens, parentheses, brackets.
+                    if not re.fullmatch(r"[A-Za-z0-9\-()\[\]]+( [A-Za-z0-9\-()\[\]]+)*", c["document"]["name"]):
+                        raise ValueError(f"document name {c['document']['name']!r}")
+                for media in ("image", "document"):
+                    if media in c:
+                        b64(c[media]["source"]["bytes"])
+    check("bedrock blocks formats and names", bedrock_enums)
+
+    # Mistral: tool messages, then one user message with image and audio chunks
+    # (audio needs a v7+ tokenizer: the v11 validator).
+    from mistral_common.protocol.instruct.request import ChatCompletionRequest
+    from mistral_common.protocol.instruct.validator import MistralRequestValidatorV11
+
+    ex = load(dir, "mistral.blocks.json")
+    def mistral():
+        assistant = {"role": "assistant", "content": None, "tool_calls": [
+            {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": "{}"}} for c in ex["calls"]]}
+        request = ChatCompletionRequest.model_validate({
+            "model": "mistral-small-latest",
+            "messages": [{"role": "user", "content": "Show me."}, assistant, *ex["messages"]],
+        })
+        MistralRequestValidatorV11().validate_request(request)
+    check("mistral blocks request", mistral)
+
+    # Ollama: the client's own message model turns the request into what it sends.
+    from ollama import Message
+    from ollama._client import _copy_messages
+
+    ex = load(dir, "ollama.blocks.json")
+    def ollama():
+        sent = [m.model_dump(exclude_none=True) for m in _copy_messages(ex["messages"])]
+        if sent != ex["messages"]:
+            raise ValueError(f"the client would send something else:\n{sent}\n!=\n{ex['messages']}")
+        if not any(m.get("images") for m in sent):
+            raise ValueError("no images")
+    check("ollama blocks messages", ollama)
 
 
 def main() -> None:

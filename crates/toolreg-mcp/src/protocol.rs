@@ -206,7 +206,7 @@ pub fn tools_list(
 /// A `CallToolResult` for `revision`: the core's MCP result format, with
 /// `resultType` from 2026-07-28 on.
 pub fn call_tool_result(revision: Revision, result: &ToolResult) -> Value {
-    let mut rendered = Mcp::new().render_results(std::slice::from_ref(result), &CallMapping::default());
+    let mut rendered = Mcp::new().render_results(std::slice::from_ref(result), &CallMapping::default()).messages;
     let mut value = rendered.pop().unwrap_or_else(|| json!({"content": [], "isError": true}));
     if revision.typed_results() {
         value["resultType"] = json!("complete");

@@ -17,7 +17,7 @@ use toolreg::provider::anthropic::Anthropic;
 use toolreg::provider::bedrock::Bedrock;
 use toolreg::provider::gemini::Gemini;
 use toolreg::provider::mcp::Mcp;
-use toolreg::provider::mistral::Mistral;
+use toolreg::provider::mistral::{self, Mistral};
 use toolreg::provider::ollama::Ollama;
 use toolreg::provider::openai_chat::OpenAiChat;
 use toolreg::provider::openai_responses::OpenAiResponses;
@@ -54,7 +54,7 @@ fn exchange(dir: &Path, name: &str, format: &dyn WireFormat, tools: &[ToolRef<'_
     let response = common::fixture(fixture);
     // The fixtures call an undeclared tool on purpose, for the engine's answer.
     let results = run(format.parse_calls(&response, &declared.mapping.clone().accept_undeclared()).unwrap());
-    let mut rendered = format.render_results(&results, &declared.mapping);
+    let mut rendered = format.render_results(&results, &declared.mapping).messages;
     let one_turn = matches!(format.provider(), Provider::Anthropic | Provider::Gemini | Provider::Bedrock);
     let results = if one_turn { rendered.remove(0) } else { Value::Array(rendered) };
     write(dir, &format!("{name}.exchange.json"), &json!({"response": response, "results": results}));
@@ -107,7 +107,7 @@ fn export(dir: &Path) {
         })
         .collect();
     let results = run(calls);
-    let messages = mistral.render_results(&results, &tools.mapping);
+    let messages = mistral.render_results(&results, &tools.mapping).messages;
     write(dir, "mistral.exchange.json", &json!({"response": response, "calls": sent, "results": messages}));
 
     // Ollama.
@@ -136,6 +136,39 @@ fn export(dir: &Path) {
         all.insert(provider.as_str().to_owned(), Value::Array(rendered));
     }
     write(dir, "tool_choices.json", &all);
+
+    rich_results(dir);
+}
+
+/// Results holding every content block type, as each format renders them
+/// (`<provider>.blocks.json`: the calls they answer, with the ids the
+/// provider sent, and the messages), for the SDKs to check the rich shapes.
+fn rich_results(dir: &Path) {
+    let results = common::rich_results();
+    for provider in [
+        Provider::OpenAiChat,
+        Provider::OpenAiResponses,
+        Provider::Anthropic,
+        Provider::Gemini,
+        Provider::Bedrock,
+        Provider::Mistral,
+        Provider::Ollama,
+    ] {
+        let rendered = provider.wire_format().render_results(&results, &Default::default());
+        let calls: Vec<Value> = results
+            .iter()
+            .map(|r| {
+                let id = if provider == Provider::Mistral { mistral::tool_call_id(&r.id) } else { r.id.clone() };
+                json!({"id": id, "name": r.name})
+            })
+            .collect();
+        assert!(!rendered.fallbacks.is_empty(), "{provider}: the batch has blocks no provider takes");
+        write(
+            dir,
+            &format!("{}.blocks.json", provider.as_str()),
+            &json!({"calls": calls, "messages": rendered.messages}),
+        );
+    }
 }
 
 /// `TOOLREG_PROVIDER_EXPORT` when set (kept for the validators), else a
@@ -171,6 +204,13 @@ fn every_provider_format_exports() {
         "mistral.exchange.json",
         "ollama.tools.json",
         "tool_choices.json",
+        "openai_chat.blocks.json",
+        "openai_responses.blocks.json",
+        "anthropic.blocks.json",
+        "gemini.blocks.json",
+        "bedrock.blocks.json",
+        "mistral.blocks.json",
+        "ollama.blocks.json",
     ] {
         let text = std::fs::read_to_string(dir.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
         serde_json::from_str::<Value>(&text).unwrap_or_else(|e| panic!("{name}: {e}"));

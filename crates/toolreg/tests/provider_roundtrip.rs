@@ -47,7 +47,7 @@ fn openai_chat_round_trip() {
     let calls = OpenAiChat::new().parse_calls(&response, &tools.mapping.clone().accept_undeclared()).unwrap();
     assert_eq!(calls.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(), ["call_1", "call_2", "call_3"]);
     let results = run(calls);
-    let messages = OpenAiChat::new().render_results(&results, &tools.mapping);
+    let messages = OpenAiChat::new().render_results(&results, &tools.mapping).messages;
     assert_eq!(messages.len(), 3, "one message per result");
     assert_eq!(messages[0]["role"], "tool");
     assert_eq!(messages[0]["tool_call_id"], "call_1");
@@ -97,7 +97,7 @@ fn openai_responses_round_trip() {
     assert_eq!(calls[0].id, "call_1");
     assert_eq!(calls[1].arguments, ToolArguments::Raw(String::new()));
     let results = run(calls);
-    let items = OpenAiResponses::new().render_results(&results, &tools.mapping);
+    let items = OpenAiResponses::new().render_results(&results, &tools.mapping).messages;
     assert_eq!(items[0]["type"], "function_call_output");
     assert_eq!(items[0]["call_id"], "call_1");
     let echoed: Value = serde_json::from_str(items[0]["output"].as_str().unwrap()).unwrap();
@@ -121,7 +121,7 @@ fn anthropic_round_trip() {
     assert_eq!(calls[0].id, "toolu_01A09q90qw90lq917835lq9");
     assert_eq!(calls[0].arguments, ToolArguments::Json(json!({"query": "crash", "limit": 5})));
     let results = run(calls);
-    let messages = Anthropic::new().render_results(&results, &tools.mapping);
+    let messages = Anthropic::new().render_results(&results, &tools.mapping).messages;
     assert_eq!(messages.len(), 1, "one user turn answers the batch");
     let message = &messages[0];
     assert_eq!(message["role"], "user");
@@ -163,7 +163,7 @@ fn gemini_round_trip() {
     assert_eq!(calls[0].id, gemini.parse_calls(&response, &none()).unwrap()[0].id, "stable");
     assert_eq!(calls[1].id, "abc123");
     let results = run(calls);
-    let content = &gemini.render_results(&results, &tools.mapping)[0];
+    let content = &gemini.render_results(&results, &tools.mapping).messages[0];
     assert_eq!(content["role"], "user");
     let parts = content["parts"].as_array().unwrap();
     assert_eq!(parts[0]["functionResponse"]["name"], "search_issues");
@@ -176,9 +176,9 @@ fn gemini_round_trip() {
         name: "ping".into(),
         outcome: Err(toolreg::ToolError::Failed { message: "down".into() }),
     };
-    let content = &gemini.render_results(&[failed], &none())[0];
+    let content = &gemini.render_results(&[failed], &none()).messages[0];
     assert_eq!(content["parts"][0]["functionResponse"]["response"], json!({"error": "down"}));
-    assert!(gemini.render_results(&[], &none()).is_empty());
+    assert!(gemini.render_results(&[], &none()).messages.is_empty());
 }
 
 #[test]
@@ -192,7 +192,7 @@ fn gemini_keeps_a_real_id_that_looks_generated() {
     let calls = gemini.parse_calls(&response, &tools.mapping).unwrap();
     assert_eq!(calls[0].id, "gemini_call_7");
     let results = run(calls);
-    let content = &gemini.render_results(&results, &tools.mapping)[0];
+    let content = &gemini.render_results(&results, &tools.mapping).messages[0];
     assert_eq!(content["parts"][0]["functionResponse"]["id"], "gemini_call_7", "Gemini's own id goes back");
     assert!(content["parts"][1]["functionResponse"].get("id").is_none(), "the made-up one does not");
 }
@@ -210,7 +210,7 @@ fn bedrock_round_trip() {
     assert_eq!(calls.len(), 2);
     assert_eq!(calls[0].id, "tooluse_kZJMlvQmRJ6eAyJE5GIl7Q");
     let results = run(calls);
-    let message = &Bedrock::new().render_results(&results, &tools.mapping)[0];
+    let message = &Bedrock::new().render_results(&results, &tools.mapping).messages[0];
     let ok = &message["content"][0]["toolResult"];
     assert_eq!(ok["status"], "success");
     assert_eq!(ok["content"][0]["json"]["title"], "Standup");
@@ -232,7 +232,7 @@ fn mcp_round_trip() {
     assert_eq!(calls[0].id, "1");
     assert_eq!(calls[1].id, "req-2");
     let results = run(calls);
-    let rendered = mcp.render_results(&results, &tools.mapping);
+    let rendered = mcp.render_results(&results, &tools.mapping).messages;
     assert_eq!(rendered.len(), 3, "one CallToolResult per result");
     assert_eq!(rendered[0]["isError"], false);
     assert_eq!(rendered[0]["structuredContent"], json!({"query": "crash", "page": 0, "sort": "newest"}));
@@ -260,7 +260,7 @@ fn mistral_round_trip() {
     assert!(id.len() == 9 && id.chars().all(|c| c.is_ascii_alphanumeric()), "{id}");
     assert_eq!(id, tool_call_id("call_abc_1"));
     let results = run(calls);
-    let messages = Mistral::new().render_results(&results, &tools.mapping);
+    let messages = Mistral::new().render_results(&results, &tools.mapping).messages;
     assert_eq!(messages[1], json!({"role": "tool", "tool_call_id": id, "name": "ping", "content": "{}"}));
 }
 
@@ -278,7 +278,7 @@ fn ollama_round_trip() {
     assert_ne!(calls[0].id, calls[1].id);
     assert_eq!(calls, ollama.parse_calls(&response, &none()).unwrap(), "ids are stable across parses");
     let results = run(calls);
-    let message = &ollama.render_results(&results, &tools.mapping)[0];
+    let message = &ollama.render_results(&results, &tools.mapping).messages[0];
     assert_eq!(message["role"], "tool");
     assert_eq!(message["tool_name"], "search_issues");
     assert!(results[1].is_error(), "numbers is missing required fields");

@@ -4,18 +4,27 @@
 //!   tools get Anthropic's strict subset ([`lower::anthropic_strict`](super::lower::anthropic_strict)).
 //! - Calls in: `tool_use` content blocks, whose `input` is an object.
 //! - Results out: one user turn of `tool_result` blocks with `is_error`.
+//!   Their `content` is the result's text, or, for a result with blocks
+//!   other than text, the list of content blocks the API reference's
+//!   `ToolResultBlockParam` takes: `text`; `image` with a base64 `source`
+//!   (PNG, JPEG, GIF, WebP); `document` with a base64 PDF `source`, or a
+//!   `text` source for a UTF-8 text file (its name as `title`). Audio, other
+//!   types, links and embedded text resources have no `tool_result` form:
+//!   they are their summary text
+//!   ([`Fallback::Summary`](super::Fallback::Summary)). Annotations are left out.
 
 use std::borrow::Cow;
 
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use super::blocks::{self, WEB_IMAGES, accepted};
 use super::{
     CallMapping, Declarations, DeclaredTools, Dialect, FormatOptions, LoweringError, Prepared, Provider, ProviderError,
-    SchemaMode, Shape, Strictness, ToolRef, ToolStatus, WireFormat, find, generated_id, invalid, object_arguments,
-    prepare, result_text, sealed, str_field,
+    RenderedResults, SchemaMode, Shape, Strictness, ToolRef, ToolStatus, WireFormat, find, generated_id, invalid,
+    object_arguments, prepare, result_text, sealed, str_field,
 };
-use crate::exec::{ToolCall, ToolResult};
+use crate::exec::{Content, ToolCall, ToolResult};
 
 /// Anthropic's limit on strict tools in one request.
 pub const MAX_STRICT_TOOLS: usize = 20;
@@ -50,8 +59,16 @@ struct ToolResultBlock<'a> {
     #[serde(rename = "type")]
     kind: &'static str,
     tool_use_id: &'a str,
-    content: String,
+    content: ResultContent,
     is_error: bool,
+}
+
+/// A `tool_result`'s `content`: text, or content blocks.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+enum ResultContent {
+    Text(String),
+    Blocks(Vec<Value>),
 }
 
 /// A prepared tool as an entry of `tools`.
@@ -121,21 +138,55 @@ impl WireFormat for Anthropic {
         prepared.finish(Shape::Anthropic)
     }
 
-    fn render_results(&self, results: &[ToolResult], _mapping: &CallMapping) -> Vec<Value> {
+    fn render_results(&self, results: &[ToolResult], _mapping: &CallMapping) -> RenderedResults {
         if results.is_empty() {
-            return Vec::new();
+            return RenderedResults::default();
         }
+        let mut fallbacks = Vec::new();
         let blocks: Vec<ToolResultBlock<'_>> = results
             .iter()
             .map(|r| ToolResultBlock {
                 kind: "tool_result",
                 tool_use_id: &r.id,
-                content: result_text(r),
+                content: match blocks::rich(r) {
+                    None => ResultContent::Text(result_text(r)),
+                    Some(output) => ResultContent::Blocks(blocks::inline(
+                        &r.id,
+                        output,
+                        &mut fallbacks,
+                        |text| json!({"type": "text", "text": text}),
+                        content_block,
+                    )),
+                },
                 is_error: r.is_error(),
             })
             .collect();
-        vec![json!({"role": "user", "content": blocks})]
+        RenderedResults { messages: vec![json!({"role": "user", "content": blocks})], fallbacks }
     }
+}
+
+/// A block as Anthropic's `tool_result` content takes it, if it can.
+fn content_block(block: &Content) -> Option<Value> {
+    let media = blocks::media(block)?;
+    let mime = &media.mime_type;
+    if let Some(image) = accepted(mime, WEB_IMAGES) {
+        let source = json!({"type": "base64", "media_type": image, "data": media.base64()});
+        return Some(json!({"type": "image", "source": source}));
+    }
+    let source = if accepted(mime, &["application/pdf"]).is_some() {
+        json!({"type": "base64", "media_type": "application/pdf", "data": media.base64()})
+    } else if blocks::is(mime, "text") {
+        // A text source takes text, not bytes: a file that is not UTF-8 is its summary.
+        let text = std::str::from_utf8(&media.data).ok()?;
+        json!({"type": "text", "media_type": "text/plain", "data": text})
+    } else {
+        return None;
+    };
+    let mut document = json!({"type": "document", "source": source});
+    if let Some(name) = &media.name {
+        document["title"] = json!(name);
+    }
+    Some(document)
 }
 
 impl sealed::Format for Anthropic {

@@ -4,15 +4,38 @@
 //!   the canonical JSON Schema passed through.
 //! - Calls in: `toolUse` content blocks of `output.message`.
 //! - Results out: one user message of `toolResult` blocks with `status: "success" | "error"`.
+//!   A result with blocks other than text gets the `ToolResultContentBlock`s
+//!   of the Converse API reference: `text`; `image` (`format` png, jpeg, gif
+//!   or webp, `source.bytes` in base64); `document` (`format` pdf, csv, doc,
+//!   docx, xls, xlsx, html, txt or md, a `name` made of the characters
+//!   Bedrock allows, `source.bytes`); and, after them, `json` with the
+//!   structured value when it is an object. Audio, other types, links and
+//!   embedded text resources are their summary text
+//!   ([`Fallback::Summary`](super::Fallback::Summary)). Annotations are left out.
 
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use super::blocks::{self, WEB_IMAGES, accepted};
 use super::{
-    CallMapping, Declarations, DeclaredTools, FormatOptions, Prepared, Provider, ProviderError, SchemaMode, Shape,
-    ToolRef, WireFormat, find, generated_id, invalid, object_arguments, prepare, result_text, sealed, str_field,
+    CallMapping, Declarations, DeclaredTools, FormatOptions, Prepared, Provider, ProviderError, RenderedResults,
+    SchemaMode, Shape, ToolRef, WireFormat, find, generated_id, invalid, object_arguments, prepare, result_text,
+    sealed, str_field,
 };
-use crate::exec::{ToolCall, ToolResult};
+use crate::exec::{Content, ToolCall, ToolResult};
+
+/// The document types of a `document` block, by MIME type.
+const DOCUMENTS: &[(&str, &str)] = &[
+    ("application/pdf", "pdf"),
+    ("text/csv", "csv"),
+    ("application/msword", "doc"),
+    ("application/vnd.openxmlformats-officedocument.wordprocessingml.document", "docx"),
+    ("application/vnd.ms-excel", "xls"),
+    ("application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", "xlsx"),
+    ("text/html", "html"),
+    ("text/plain", "txt"),
+    ("text/markdown", "md"),
+];
 
 /// Bedrock Converse's wire format.
 #[derive(Debug, Clone, Default)]
@@ -73,24 +96,67 @@ impl WireFormat for Bedrock {
         prepare(Provider::Bedrock, SchemaMode::Canonical, &self.options, tools).finish(Shape::Bedrock)
     }
 
-    /// Objects go back as `{"json"}` content, anything else (and errors) as `{"text"}`.
-    fn render_results(&self, results: &[ToolResult], _mapping: &CallMapping) -> Vec<Value> {
+    /// Objects go back as `{"json"}` content, anything else (and errors) as
+    /// `{"text"}`; blocks as their content blocks.
+    fn render_results(&self, results: &[ToolResult], _mapping: &CallMapping) -> RenderedResults {
         if results.is_empty() {
-            return Vec::new();
+            return RenderedResults::default();
         }
+        let mut fallbacks = Vec::new();
         let blocks: Vec<Value> = results
             .iter()
             .map(|result| {
-                let content = match result.value() {
-                    Some(value @ Value::Object(_)) => json!([{"json": value}]),
+                let content = match (blocks::rich(result), result.value()) {
+                    (Some(output), _) => {
+                        let text = |text| json!({"text": text});
+                        let mut content = blocks::inline(&result.id, output, &mut fallbacks, text, content_block);
+                        if let Some(value @ Value::Object(_)) = output.structured() {
+                            content.push(json!({"json": value}));
+                        }
+                        Value::Array(content)
+                    }
+                    (None, Some(value @ Value::Object(_))) => json!([{"json": value}]),
                     _ => json!([{"text": result_text(result)}]),
                 };
                 let status = if result.is_error() { "error" } else { "success" };
                 json!({"toolResult": {"toolUseId": result.id, "content": content, "status": status}})
             })
             .collect();
-        vec![json!({"role": "user", "content": blocks})]
+        RenderedResults { messages: vec![json!({"role": "user", "content": blocks})], fallbacks }
     }
+}
+
+/// A block as a `ToolResultContentBlock`, if Bedrock has one for it.
+fn content_block(block: &Content) -> Option<Value> {
+    let media = blocks::media(block)?;
+    if let Some(image) = accepted(&media.mime_type, WEB_IMAGES) {
+        let format = image.trim_start_matches("image/");
+        return Some(json!({"image": {"format": format, "source": {"bytes": media.base64()}}}));
+    }
+    let essence = blocks::essence(&media.mime_type);
+    let (_, format) = DOCUMENTS.iter().find(|(mime, _)| mime.eq_ignore_ascii_case(essence))?;
+    let name = document_name(blocks::file_name(&media));
+    Some(json!({"document": {"format": format, "name": name, "source": {"bytes": media.base64()}}}))
+}
+
+/// A document name Bedrock takes: letters, digits, single spaces, hyphens,
+/// parentheses and square brackets. A file's extension is dropped (the
+/// `format` says it) and any other character becomes a hyphen.
+fn document_name(file: &str) -> String {
+    let stem = file.rsplit_once('.').map_or(file, |(stem, _)| stem);
+    let mut name = String::with_capacity(stem.len());
+    for c in stem.chars() {
+        let c = match c {
+            c if c.is_ascii_alphanumeric() || "-()[]".contains(c) => c,
+            c if c.is_whitespace() => ' ',
+            _ => '-',
+        };
+        if !(c == ' ' && (name.is_empty() || name.ends_with(' '))) {
+            name.push(c);
+        }
+    }
+    let name = name.trim_end();
+    if name.is_empty() { "document".to_owned() } else { name.to_owned() }
 }
 
 impl sealed::Format for Bedrock {
@@ -117,5 +183,19 @@ impl sealed::Format for Bedrock {
                 Ok(ToolCall { id, name: name.to_owned(), arguments: object_arguments(tool_use.get("input")) })
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::document_name;
+
+    #[test]
+    fn document_names_keep_to_the_characters_bedrock_allows() {
+        assert_eq!(document_name("report.pdf"), "report");
+        assert_eq!(document_name("Q3  results (final).v2.xlsx"), "Q3 results (final)-v2");
+        assert_eq!(document_name("données_2026.csv"), "donn-es-2026");
+        assert_eq!(document_name(".pdf"), "document");
+        assert_eq!(document_name("  "), "document");
     }
 }

@@ -10,17 +10,43 @@
 //!   `id` gets a stable generated one, noted in the [`CallMapping`] and not
 //!   sent back.
 //! - Results out: one user `Content` of `functionResponse` parts,
-//!   `{"output": ..}` or `{"error": ..}`.
+//!   `{"output": ..}` or `{"error": ..}`. For a result with blocks other
+//!   than text, `response` is `{"output": text}` (its text blocks, one per
+//!   line) and the media go in the function response's own `parts` as
+//!   `inlineData` (`mimeType`, base64 `data`, the file's name as
+//!   `displayName`), as Gemini's API reference documents multimodal function
+//!   responses: images (PNG, JPEG, WebP, HEIC, HEIF), audio (WAV, MP3, AIFF,
+//!   AAC, OGG, FLAC) and PDF. Other types, links and embedded text
+//!   resources are their summary text in `output`
+//!   ([`Fallback::Summary`](super::Fallback::Summary)). Annotations are left out.
 
 use serde::{Serialize, Serializer};
 use serde_json::{Value, json};
 
+use super::blocks::{self, accepted};
 use super::{
-    CallMapping, Declarations, DeclaredTools, Dialect, FormatOptions, Prepared, Provider, ProviderError, SchemaMode,
-    Shape, ToolRef, ToolStatus, WireFormat, find, generated_id, invalid, object_arguments, prepare, result_text,
-    sealed, str_field,
+    CallMapping, Declarations, DeclaredTools, Dialect, FormatOptions, Prepared, Provider, ProviderError,
+    RenderedResults, SchemaMode, Shape, ToolRef, ToolStatus, WireFormat, find, generated_id, invalid, object_arguments,
+    prepare, result_text, sealed, str_field,
 };
-use crate::exec::{ToolCall, ToolResult};
+use crate::exec::{Content, ToolCall, ToolResult};
+
+/// The media types a function response's `inlineData` takes.
+const INLINE: &[&str] = &[
+    "image/png",
+    "image/jpeg",
+    "image/webp",
+    "image/heic",
+    "image/heif",
+    "audio/wav",
+    "audio/mp3",
+    "audio/mpeg",
+    "audio/aiff",
+    "audio/aac",
+    "audio/ogg",
+    "audio/flac",
+    "application/pdf",
+];
 
 /// Gemini's wire format.
 #[derive(Debug, Clone, Default)]
@@ -126,26 +152,60 @@ impl WireFormat for Gemini {
 
     /// The name in each part is the one Gemini called (respelled through
     /// `mapping`); an id toolreg generated is not sent back.
-    fn render_results(&self, results: &[ToolResult], mapping: &CallMapping) -> Vec<Value> {
+    fn render_results(&self, results: &[ToolResult], mapping: &CallMapping) -> RenderedResults {
         if results.is_empty() {
-            return Vec::new();
+            return RenderedResults::default();
         }
+        let mut fallbacks = Vec::new();
         let parts: Vec<Value> = results
             .iter()
             .map(|result| {
-                let response = match result.value() {
-                    Some(value) => json!({"output": value}),
-                    None => json!({"error": result_text(result)}),
+                let mut media_parts = Vec::new();
+                let response = match &result.outcome {
+                    Err(_) => json!({"error": result_text(result)}),
+                    Ok(output) if output.content.is_empty() => json!({"output": output.value}),
+                    Ok(output) if output.is_text() => json!({"output": output.text()}),
+                    Ok(output) => {
+                        let mut lines = Vec::new();
+                        for piece in blocks::inline(&result.id, output, &mut fallbacks, Piece::Line, inline_data) {
+                            match piece {
+                                Piece::Media(part) => media_parts.push(part),
+                                Piece::Line(line) => lines.push(line),
+                            }
+                        }
+                        json!({"output": lines.join("\n")})
+                    }
                 };
                 let mut function_response = json!({"name": mapping.provider_name(&result.name), "response": response});
                 if !mapping.is_generated_id(&result.id) {
                     function_response["id"] = Value::String(result.id.clone());
                 }
+                if !media_parts.is_empty() {
+                    function_response["parts"] = Value::Array(media_parts);
+                }
                 json!({"functionResponse": function_response})
             })
             .collect();
-        vec![json!({"role": "user", "parts": parts})]
+        RenderedResults { messages: vec![json!({"role": "user", "parts": parts})], fallbacks }
     }
+}
+
+/// Where a block of a result goes: a line of `response.output`, or a part
+/// of the function response.
+enum Piece {
+    Line(String),
+    Media(Value),
+}
+
+/// A block as a function response part, if `inlineData` can carry it.
+fn inline_data(block: &Content) -> Option<Piece> {
+    let media = blocks::media(block)?;
+    let mime = accepted(&media.mime_type, INLINE)?;
+    let mut data = json!({"mimeType": mime, "data": media.base64()});
+    if let Some(name) = &media.name {
+        data["displayName"] = json!(name);
+    }
+    Some(Piece::Media(json!({"inlineData": data})))
 }
 
 impl sealed::Format for Gemini {

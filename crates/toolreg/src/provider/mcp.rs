@@ -148,8 +148,9 @@ impl WireFormat for Mcp {
         prepare(Provider::Mcp, SchemaMode::Mcp, &self.options, tools).finish(Shape::Mcp)
     }
 
-    fn render_results(&self, results: &[ToolResult], _mapping: &CallMapping) -> Vec<Value> {
-        results.iter().map(|r| super::to_json(&CallToolResult::new(r))).collect()
+    fn render_results(&self, results: &[ToolResult], _mapping: &CallMapping) -> super::RenderedResults {
+        let messages = results.iter().map(|r| super::to_json(&CallToolResult::new(r))).collect();
+        super::RenderedResults { messages, fallbacks: Vec::new() }
     }
 }
 

@@ -2,6 +2,15 @@
 //! `arguments` may arrive as a string or an object, and a tool call id must
 //! be exactly nine letters or digits (`^[a-zA-Z0-9]{9}$`).
 //!
+//! Results out: one `tool` message per result. Like OpenAI Chat (and
+//! Mistral's tokenizers before v15, which take text only in tool messages),
+//! images (`image_url`) and WAV or MP3 audio (`input_audio`) go in one user
+//! message after the tool messages, named in the tool message
+//! ([`Fallback::FollowUpMessage`](super::Fallback::FollowUpMessage)).
+//! Mistral has no chunk for inline files, so a file, like a link or an
+//! embedded text resource, is its summary text
+//! ([`Fallback::Summary`](super::Fallback::Summary)). Annotations are left out.
+//!
 //! ```
 //! use toolreg::provider::mistral::tool_call_id;
 //! assert_eq!(tool_call_id("D681PevKs"), "D681PevKs");
@@ -13,10 +22,10 @@
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::openai_chat::{chat_tool_call, chat_tool_calls};
+use super::openai_chat::{chat_tool_call, chat_tool_calls, user_message, user_part};
 use super::{
-    CallMapping, Declarations, DeclaredTools, Fnv, FormatOptions, Prepared, Provider, ProviderError, SchemaMode, Shape,
-    ToolRef, WireFormat, prepare, result_text, sealed,
+    CallMapping, Declarations, DeclaredTools, Fnv, FormatOptions, Prepared, Provider, ProviderError, RenderedResults,
+    SchemaMode, Shape, ToolRef, WireFormat, blocks, prepare, sealed,
 };
 use crate::exec::{ToolCall, ToolResult};
 
@@ -94,14 +103,16 @@ impl WireFormat for Mistral {
 
     /// One `tool` message per result, with the nine-character id and the
     /// name respelled through `mapping`.
-    fn render_results(&self, results: &[ToolResult], mapping: &CallMapping) -> Vec<Value> {
-        results
-            .iter()
-            .map(|r| {
+    fn render_results(&self, results: &[ToolResult], mapping: &CallMapping) -> RenderedResults {
+        blocks::follow_up(
+            results,
+            |r, content| {
                 json!({"role": "tool", "tool_call_id": tool_call_id(&r.id),
-                       "name": mapping.provider_name(&r.name), "content": result_text(r)})
-            })
-            .collect()
+                       "name": mapping.provider_name(&r.name), "content": content})
+            },
+            |media| user_part(media, false),
+            |moved| user_message(moved.into_iter().map(|(r, parts)| (tool_call_id(&r.id), parts))),
+        )
     }
 }
 

@@ -7,7 +7,10 @@
 //! [`parse_calls`](WireFormat::parse_calls) reads the provider's response
 //! into [`ToolCall`](crate::ToolCall)s for the real tools;
 //! [`render_results`](WireFormat::render_results) writes what to append to
-//! the conversation for a batch of [`ToolResult`](crate::ToolResult)s.
+//! the conversation for a batch of [`ToolResult`](crate::ToolResult)s, their
+//! content blocks (images, audio, files, resources) in the provider's own
+//! shapes, and reports each block the provider could not carry in a tool
+//! result with the fallback it got ([`RenderedResults::fallbacks`]).
 //!
 //! | format | declarations | calls in | results out |
 //! |---|---|---|---|
@@ -93,7 +96,7 @@
 //!     for call in format.parse_calls(response, &declared.mapping)? {
 //!         results.push(registry.execute_call(call).await);
 //!     }
-//!     answers.push(format.render_results(&results, &declared.mapping));
+//!     answers.push(format.render_results(&results, &declared.mapping).messages);
 //! }
 //! assert_eq!(answers[0][0], json!({"role": "tool", "tool_call_id": "call_1", "content": "42.0"}));
 //! assert_eq!(answers[1][0]["content"][0]["is_error"], true);
@@ -123,11 +126,13 @@ pub use names::{NameRule, NameStyle};
 pub use stream::{CallAssembler, MAX_STREAMED_CALLS};
 
 // What every format shares, one job per file: `wire` (the trait, its error
-// and what it returns), `options` (how a format is configured), `prepare`
-// (names, schemas and the lowering cache of a declaration), `declared` (the
-// prepared tools written as JSON, to a `Value` or straight to text) and
-// `mapping` (the model's calls back to the real tools). Their public items are
+// and what it returns), `blocks` (content blocks in results), `options` (how
+// a format is configured), `prepare` (names, schemas and the lowering cache
+// of a declaration), `declared` (the prepared tools written as JSON, to a
+// `Value` or straight to text) and `mapping` (the model's calls back to the
+// real tools). Their public items are
 // re-exported here, so `toolreg::provider::X` is the one path users see.
+mod blocks;
 mod declared;
 mod history;
 mod mapping;
@@ -140,7 +145,10 @@ pub use declared::DeclaredTools;
 pub use mapping::CallMapping;
 pub use options::{FormatOptions, Strictness};
 pub use prepare::ToolRef;
-pub use wire::{Declarations, ProviderError, ReadCalls, ToolReport, ToolStatus, WireFormat};
+pub use wire::{
+    BlockFallback, Declarations, Fallback, ProviderError, ReadCalls, RenderedResults, ToolReport, ToolStatus,
+    WireFormat,
+};
 
 pub(crate) use declared::Shape;
 pub(crate) use mapping::{Fnv, find, generated_id, invalid, object_arguments, str_field};

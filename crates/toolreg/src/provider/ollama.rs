@@ -4,14 +4,24 @@
 //! - Declarations: the OpenAI function shape, without strict mode.
 //! - Calls in: `message.tool_calls[].function{name, arguments}`, arguments
 //!   an object, usually without an id: a stable one is generated.
-//! - Results out: one `{"role":"tool","content","tool_name"}` message per result.
+//! - Results out: one `{"role":"tool","content","tool_name"}` message per
+//!   result. Ollama's messages carry images in an `images` list of base64
+//!   strings, and vision models read them in user messages: images go in one
+//!   user message after the tool messages (its `content` says which call of
+//!   the batch, counted from 1, and which tool each is from), and the tool
+//!   message says so
+//!   ([`Fallback::FollowUpMessage`](super::Fallback::FollowUpMessage)).
+//!   Ollama takes no audio or files: those, links and embedded text
+//!   resources are their summary text
+//!   ([`Fallback::Summary`](super::Fallback::Summary)). Annotations are left out.
 
 use serde_json::{Value, json};
 
+use super::blocks::{self, WEB_IMAGES, accepted, attachments_of};
 use super::openai_chat::{ChatTool, chat_tool_call, chat_tool_calls};
 use super::{
-    CallMapping, Declarations, DeclaredTools, FormatOptions, Prepared, Provider, ProviderError, SchemaMode, Shape,
-    ToolRef, WireFormat, prepare, result_text, sealed,
+    CallMapping, Declarations, DeclaredTools, FormatOptions, Prepared, Provider, ProviderError, RenderedResults,
+    SchemaMode, Shape, ToolRef, WireFormat, prepare, sealed,
 };
 use crate::exec::{ToolCall, ToolResult};
 
@@ -47,11 +57,25 @@ impl WireFormat for Ollama {
     }
 
     /// One `tool` message per result, the name respelled through `mapping`.
-    fn render_results(&self, results: &[ToolResult], mapping: &CallMapping) -> Vec<Value> {
-        results
-            .iter()
-            .map(|r| json!({"role": "tool", "content": result_text(r), "tool_name": mapping.provider_name(&r.name)}))
-            .collect()
+    fn render_results(&self, results: &[ToolResult], mapping: &CallMapping) -> RenderedResults {
+        blocks::follow_up(
+            results,
+            |r, content| json!({"role": "tool", "content": content, "tool_name": mapping.provider_name(&r.name)}),
+            |media| accepted(&media.mime_type, WEB_IMAGES).map(|_| Value::String(media.base64())),
+            |moved| {
+                // Ollama's calls have no ids the model saw: say which call
+                // (its place in the batch) of which tool.
+                let mut lines = Vec::with_capacity(moved.len());
+                let mut images = Vec::new();
+                for (r, parts) in moved {
+                    let place = results.iter().position(|x| std::ptr::eq(x, r)).map_or(0, |i| i + 1);
+                    let call = format!("{place} ({})", mapping.provider_name(&r.name));
+                    lines.push(format!("{} {} image(s)", attachments_of(&call), parts.len()));
+                    images.extend(parts);
+                }
+                json!({"role": "user", "content": lines.join("\n"), "images": images})
+            },
+        )
     }
 }
 

@@ -5,7 +5,17 @@
 //! - Calls in: `choices[0].message.tool_calls`, whose `arguments` is a JSON
 //!   *string* that may not parse: it is kept as [`ToolArguments::Raw`], and
 //!   execution answers it with a `MalformedArguments` result.
-//! - Results out: one `{"role":"tool","tool_call_id","content"}` message per result.
+//! - Results out: one `{"role":"tool","tool_call_id","content"}` message per
+//!   result. A tool message carries text only (the API reference's
+//!   `ChatCompletionToolMessageParam`), so images (`image_url` with a data
+//!   URL), audio (`input_audio`, WAV or MP3) and files (`file` with
+//!   `file_data` and `filename`) go in one user message after every tool
+//!   message of the batch, each introduced by the call's id, and the tool
+//!   message says so in a line per block
+//!   ([`Fallback::FollowUpMessage`](super::Fallback::FollowUpMessage)).
+//!   Other blocks (a link, an embedded text resource, an image type OpenAI
+//!   does not take) are their summary text
+//!   ([`Fallback::Summary`](super::Fallback::Summary)). Annotations are left out.
 //!
 //! ```
 //! use toolreg::provider::{CallMapping, WireFormat, openai_chat::OpenAiChat};
@@ -25,12 +35,13 @@
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use super::blocks::{self, WEB_IMAGES, accepted, attachments_of};
 use super::{
-    CallMapping, Declarations, DeclaredTools, Dialect, FormatOptions, Prepared, Provider, ProviderError, SchemaMode,
-    Shape, Strictness, ToolRef, WireFormat, find, generated_id, invalid, object_arguments, prepare, result_text,
-    sealed, str_field,
+    CallMapping, Declarations, DeclaredTools, Dialect, FormatOptions, Prepared, Provider, ProviderError,
+    RenderedResults, SchemaMode, Shape, Strictness, ToolRef, WireFormat, find, generated_id, invalid, object_arguments,
+    prepare, sealed, str_field,
 };
-use crate::exec::{ToolArguments, ToolCall, ToolResult};
+use crate::exec::{Media, ToolArguments, ToolCall, ToolResult};
 
 /// OpenAI's limit on tools in one request.
 pub const MAX_TOOLS: usize = 128;
@@ -98,9 +109,51 @@ impl WireFormat for OpenAiChat {
         prepared.finish(Shape::OpenAiChat)
     }
 
-    fn render_results(&self, results: &[ToolResult], _mapping: &CallMapping) -> Vec<Value> {
-        results.iter().map(|r| json!({"role": "tool", "tool_call_id": r.id, "content": result_text(r)})).collect()
+    fn render_results(&self, results: &[ToolResult], _mapping: &CallMapping) -> RenderedResults {
+        blocks::follow_up(
+            results,
+            |r, content| json!({"role": "tool", "tool_call_id": r.id, "content": content}),
+            |media| user_part(media, true),
+            |moved| user_message(moved.into_iter().map(|(r, parts)| (r.id.as_str(), parts))),
+        )
     }
+}
+
+/// The audio types Chat Completions' `input_audio` takes, with its `format`.
+const AUDIO: &[(&str, &str)] =
+    &[("audio/wav", "wav"), ("audio/x-wav", "wav"), ("audio/wave", "wav"), ("audio/mpeg", "mp3"), ("audio/mp3", "mp3")];
+
+/// A block's bytes as a content part of a Chat Completions user message
+/// (also Mistral's, which has no `file` part): `image_url` for the image
+/// types OpenAI takes, `input_audio` for WAV and MP3, `file` for any other
+/// file when `files`. `None`: the part cannot carry it.
+pub(crate) fn user_part(media: &Media, files: bool) -> Option<Value> {
+    let mime = &media.mime_type;
+    if let Some(image) = accepted(mime, WEB_IMAGES) {
+        let url = format!("data:{image};base64,{}", media.base64());
+        return Some(json!({"type": "image_url", "image_url": {"url": url}}));
+    }
+    if blocks::is(mime, "audio") {
+        let essence = blocks::essence(mime);
+        let (_, format) = AUDIO.iter().find(|(m, _)| m.eq_ignore_ascii_case(essence))?;
+        return Some(json!({"type": "input_audio", "input_audio": {"data": media.base64(), "format": format}}));
+    }
+    if files && !blocks::is(mime, "image") {
+        let file = json!({"filename": blocks::file_name(media), "file_data": media.data_url()});
+        return Some(json!({"type": "file", "file": file}));
+    }
+    None
+}
+
+/// The user message after the tool messages: for each call, a text part
+/// naming it, then its parts.
+pub(crate) fn user_message<S: AsRef<str>>(moved: impl Iterator<Item = (S, Vec<Value>)>) -> Value {
+    let mut content = Vec::new();
+    for (call, parts) in moved {
+        content.push(json!({"type": "text", "text": attachments_of(call.as_ref())}));
+        content.extend(parts);
+    }
+    json!({"role": "user", "content": content})
 }
 
 impl sealed::Format for OpenAiChat {

@@ -2,17 +2,26 @@
 //!
 //! - Declarations are flat: `{"type":"function","name","description","parameters","strict"}`.
 //! - Calls in: `function_call` items of `output`; `call_id` is the id results answer.
-//! - Results out: one `{"type":"function_call_output","call_id","output"}` item per result.
+//! - Results out: one `{"type":"function_call_output","call_id","output"}`
+//!   item per result. `output` is the result's text, or, for a result with
+//!   blocks other than text, the list the API reference's
+//!   `FunctionCallOutput` takes: `input_text`, `input_image` (PNG, JPEG,
+//!   GIF, WebP, as a data URL) and `input_file` (`filename` and `file_data`,
+//!   a data URL). Audio, other image types, links and embedded text
+//!   resources are their summary text
+//!   ([`Fallback::Summary`](super::Fallback::Summary)). Annotations are left out.
 
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use super::blocks::{self, WEB_IMAGES, accepted};
 use super::openai_chat::MAX_TOOLS;
 use super::{
-    CallMapping, Declarations, DeclaredTools, Dialect, FormatOptions, Prepared, Provider, ProviderError, SchemaMode,
-    Shape, Strictness, ToolRef, WireFormat, find, generated_id, invalid, prepare, result_text, sealed, str_field,
+    CallMapping, Declarations, DeclaredTools, Dialect, FormatOptions, Prepared, Provider, ProviderError,
+    RenderedResults, SchemaMode, Shape, Strictness, ToolRef, WireFormat, find, generated_id, invalid, prepare,
+    result_text, sealed, str_field,
 };
-use crate::exec::{ToolArguments, ToolCall, ToolResult};
+use crate::exec::{Content, ToolArguments, ToolCall, ToolResult};
 
 /// The Responses API's wire format.
 #[derive(Debug, Clone, Default)]
@@ -65,12 +74,39 @@ impl WireFormat for OpenAiResponses {
         prepared.finish(Shape::OpenAiResponses)
     }
 
-    fn render_results(&self, results: &[ToolResult], _mapping: &CallMapping) -> Vec<Value> {
-        results
+    fn render_results(&self, results: &[ToolResult], _mapping: &CallMapping) -> RenderedResults {
+        let mut fallbacks = Vec::new();
+        let messages = results
             .iter()
-            .map(|r| json!({"type": "function_call_output", "call_id": r.id, "output": result_text(r)}))
-            .collect()
+            .map(|r| {
+                let output = match blocks::rich(r) {
+                    None => Value::String(result_text(r)),
+                    Some(output) => Value::Array(blocks::inline(
+                        &r.id,
+                        output,
+                        &mut fallbacks,
+                        |text| json!({"type": "input_text", "text": text}),
+                        output_item,
+                    )),
+                };
+                json!({"type": "function_call_output", "call_id": r.id, "output": output})
+            })
+            .collect();
+        RenderedResults { messages, fallbacks }
     }
+}
+
+/// A block as an item of `function_call_output.output`, if it can be one.
+fn output_item(block: &Content) -> Option<Value> {
+    let media = blocks::media(block)?;
+    let mime = &media.mime_type;
+    if let Some(image) = accepted(mime, WEB_IMAGES) {
+        return Some(json!({"type": "input_image", "image_url": format!("data:{image};base64,{}", media.base64())}));
+    }
+    if blocks::is(mime, "image") || blocks::is(mime, "audio") {
+        return None;
+    }
+    Some(json!({"type": "input_file", "filename": blocks::file_name(&media), "file_data": media.data_url()}))
 }
 
 impl sealed::Format for OpenAiResponses {

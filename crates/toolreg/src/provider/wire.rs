@@ -222,7 +222,7 @@ impl<T: Serialize> Serialize for Declarations<T> {
 /// for call in format.parse_calls(&response, &declared.mapping)? {
 ///     results.push(registry.execute_call(call).await);
 /// }
-/// let messages = format.render_results(&results, &declared.mapping);
+/// let messages = format.render_results(&results, &declared.mapping).messages;
 /// assert_eq!(messages[0]["content"][0]["content"], "42.0");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// # }).unwrap();
@@ -343,12 +343,22 @@ pub trait WireFormat: sealed::Format + fmt::Debug + Send + Sync {
         Ok(ReadCalls { calls, sent, refused })
     }
 
-    /// What to append to the conversation to answer a batch of calls: one
-    /// message per result (OpenAI Chat, Mistral, Ollama), one item per result
-    /// (OpenAI Responses), one `CallToolResult` per result (MCP), or a single
-    /// user turn holding every result (Anthropic, Bedrock, Gemini). Names
-    /// are spelled as `mapping` sent them. No results, no messages.
-    fn render_results(&self, results: &[ToolResult], mapping: &CallMapping) -> Vec<Value>;
+    /// What to append to the conversation to answer a batch of calls
+    /// ([`RenderedResults::messages`]): one message per result (OpenAI Chat,
+    /// Mistral, Ollama), one item per result (OpenAI Responses), one
+    /// `CallToolResult` per result (MCP), or a single user turn holding every
+    /// result (Anthropic, Bedrock, Gemini). Names are spelled as `mapping`
+    /// sent them. No results, no messages.
+    ///
+    /// A result without content blocks, or with text blocks only, renders as
+    /// text, as it always has. Other blocks (images, audio, files, resources)
+    /// render as the provider's API documents them; a block the provider
+    /// cannot carry in a tool result is never dropped: it goes by the
+    /// format's fallback — a user message after the tool messages, or its
+    /// [summary](crate::exec::Content::summary) text — and is listed in
+    /// [`RenderedResults::fallbacks`]. Annotations are left out by every
+    /// format but MCP: the providers have no place for them.
+    fn render_results(&self, results: &[ToolResult], mapping: &CallMapping) -> RenderedResults;
 
     /// This provider's spelling of a [`ToolChoice`] (see [`ToolChoice::render`]).
     fn tool_choice(&self, choice: &ToolChoice, mapping: &CallMapping) -> Result<Value, ProviderError> {
@@ -402,6 +412,68 @@ pub struct ReadCalls {
     /// format left out, or a name the model made up): never run, answered
     /// with [`ToolError::NotOffered`] naming tools that are offered.
     pub refused: Vec<ToolResult>,
+}
+
+/// What [`WireFormat::render_results`] produced: the messages to append,
+/// and every block the provider could not carry in a tool result with what
+/// was done instead.
+///
+/// ```
+/// use toolreg::exec::{Content, ToolOutput};
+/// use toolreg::provider::{CallMapping, Fallback, WireFormat, openai_chat::OpenAiChat};
+/// use toolreg::ToolResult;
+///
+/// let chart = ToolOutput::from(vec![Content::text("The chart:"), Content::image(vec![1, 2, 3], "image/png")]);
+/// let result = ToolResult { id: "call_1".into(), name: "plot".into(), outcome: Ok(chart) };
+/// let rendered = OpenAiChat::new().render_results(&[result], &CallMapping::default());
+/// // Chat Completions' tool messages take text: the image follows in a user message.
+/// assert_eq!(rendered.messages[0]["role"], "tool");
+/// assert_eq!(rendered.messages[1]["role"], "user");
+/// assert_eq!(rendered.messages[1]["content"][1]["image_url"]["url"], "data:image/png;base64,AQID");
+/// assert_eq!(rendered.fallbacks[0].call_id, "call_1");
+/// assert_eq!(rendered.fallbacks[0].block, "image");
+/// assert_eq!(rendered.fallbacks[0].how, Fallback::FollowUpMessage);
+/// ```
+#[derive(Debug, Clone, PartialEq, Default)]
+#[non_exhaustive]
+pub struct RenderedResults {
+    /// What to append to the conversation, in order.
+    pub messages: Vec<Value>,
+    /// Each block that did not go as a block of the provider's tool result,
+    /// in order. Empty for text-only results.
+    pub fallbacks: Vec<BlockFallback>,
+}
+
+/// A block a provider could not carry in a tool result, and what was done
+/// instead.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct BlockFallback {
+    /// The id of the call whose result holds the block.
+    pub call_id: String,
+    /// The block's type, as [`Content::kind`](crate::exec::Content::kind) names it.
+    pub block: &'static str,
+    /// What was done instead.
+    pub how: Fallback,
+}
+
+/// How a format sent a block its tool results cannot carry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Fallback {
+    /// Sent in a user message right after the tool results (OpenAI Chat,
+    /// Mistral, Ollama), with a line in the tool result saying so.
+    FollowUpMessage,
+    /// Sent as its [`Content::summary`](crate::exec::Content::summary) text
+    /// in the tool result: a link or an embedded text resource in full, a
+    /// media block as one line naming its type and size.
+    Summary,
+}
+
+impl BlockFallback {
+    pub(crate) fn new(call_id: &str, block: &crate::exec::Content, how: Fallback) -> Self {
+        BlockFallback { call_id: call_id.to_owned(), block: block.kind(), how }
+    }
 }
 
 /// The text of a result, for formats that take text.

@@ -6,7 +6,8 @@ use std::collections::{BTreeMap, HashMap};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use toolreg::{FunctionRegistry, SafetyLevel, ToolDeclaration, ToolRegistration};
+use toolreg::exec::{Annotations, Content, Role, ToolOutput};
+use toolreg::{FunctionRegistry, SafetyLevel, ToolDeclaration, ToolError, ToolRegistration, ToolResult};
 
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct Coords {
@@ -275,4 +276,43 @@ pub fn fixture(name: &str) -> Value {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+pub const PNG: &[u8] = &[0x89, b'P', b'N', b'G', 0x0d, 0x0a, 0x1a, 0x0a];
+pub const WAV: &[u8] = b"RIFF\x24\x00\x00\x00WAVE";
+pub const PDF: &[u8] = b"%PDF-1.7\n%%EOF";
+
+fn ok(id: &str, output: ToolOutput) -> ToolResult {
+    ToolResult { id: id.into(), name: "show".into(), outcome: Ok(output) }
+}
+
+/// Tool results holding one content block type each (every type, and MIME
+/// types some providers refuse), and the text-only cases around them.
+pub fn rich_results() -> Vec<ToolResult> {
+    let for_model = Annotations::for_audience([Role::Assistant]).priority(0.9);
+    vec![
+        ok("call_plain", ToolOutput::new(json!({"n": 1}))),
+        ok("call_texts", ToolOutput::from(vec![Content::text("first"), Content::text("second")])),
+        ok(
+            "call_image",
+            ToolOutput::from(vec![Content::text("A chart:"), Content::image(PNG, "image/png").annotated(for_model)]),
+        ),
+        ok("call_tiff", ToolOutput::from(Content::image(vec![0x49, 0x49, 0x2a, 0x00], "image/tiff"))),
+        ok("call_wav", ToolOutput::from(Content::audio(WAV, "audio/wav"))),
+        ok("call_ogg", ToolOutput::from(Content::audio(vec![b'O', b'g', b'g', b'S'], "audio/ogg"))),
+        ok("call_pdf", ToolOutput::from(Content::file(PDF, "application/pdf", "report.pdf"))),
+        ok("call_csv", ToolOutput::from(Content::file(b"a,b\n1,2\n".to_vec(), "text/csv", "data.csv"))),
+        ok("call_link", ToolOutput::from(Content::resource_link("file:///srv/big.log", "big.log"))),
+        ok(
+            "call_embedded",
+            ToolOutput::from(Content::resource_text("file:///notes.md", "# Notes", Some("text/markdown".into()))),
+        ),
+        ok("call_blob", ToolOutput::from(Content::resource_blob("file:///img/dot.png", PNG, Some("image/png".into())))),
+        ok(
+            "call_structured",
+            ToolOutput::from(vec![Content::text("2 points"), Content::image(PNG, "image/png")])
+                .with_value(json!({"points": 2})),
+        ),
+        ToolResult { id: "call_error".into(), name: "show".into(), outcome: Err(ToolError::failed("boom")) },
+    ]
 }
