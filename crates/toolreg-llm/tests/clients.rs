@@ -777,3 +777,71 @@ async fn duplicate_ids_and_undeclared_tools_are_refused_streamed_or_not() {
         }
     }
 }
+
+// ---- Rich results in the history ----------------------------------------------
+
+/// A conversation whose tool returned text and an image: every client sends
+/// the image the way its provider takes one (rendered by the provider's
+/// `WireFormat`), not as base64 text.
+#[tokio::test]
+async fn an_image_result_reaches_every_provider_as_an_image() {
+    use toolreg::{Content, ToolOutput};
+    let png = vec![0x89, b'P', b'N', b'G', 0x0d, 0x0a, 0x1a, 0x0a];
+    let b64 = "iVBORw0KGgo=";
+    let call = ToolCall::new("call_1", "get_weather", json!({"city": "Oslo"}));
+    let output = ToolOutput::from(vec![Content::text("The chart:"), Content::image(png, "image/png")]);
+    let mut conversation = request();
+    conversation.messages.push(Message::assistant("", vec![call.clone()]));
+    conversation.messages.push(Message::tool_results(&[ToolResult {
+        id: call.id.clone(),
+        name: call.name.clone(),
+        outcome: Ok(output),
+    }]));
+
+    let server = MockServer::start().await;
+    Mock::given(method("POST")).respond_with(ResponseTemplate::new(400)).mount(&server).await;
+    let clients: Vec<(&str, Box<dyn LlmClient>)> = vec![
+        ("openai-chat", Box::new(OpenAiChatClient::new(config(&server)).unwrap())),
+        ("openai-responses", Box::new(OpenAiResponsesClient::new(config(&server)).unwrap())),
+        ("anthropic", Box::new(AnthropicClient::new(config(&server)).unwrap())),
+        ("gemini", Box::new(GeminiClient::new(config(&server)).unwrap())),
+    ];
+    for (name, client) in clients {
+        let _ = client.complete(&conversation, &|_| {}).await;
+        let body = last_body(&server).await;
+        let image = match name {
+            // Chat's tool messages take text: the image follows in a user message.
+            "openai-chat" => {
+                let messages = body["messages"].as_array().unwrap();
+                let user = messages.iter().rev().find(|m| m["role"] == "user").unwrap();
+                assert!(messages.iter().any(|m| m["role"] == "tool" && m["tool_call_id"] == "call_1"), "{name}");
+                user["content"].as_array().unwrap().iter().find(|p| p["type"] == "image_url").unwrap()["image_url"]["url"]
+                    .clone()
+            }
+            "openai-responses" => {
+                let output = body["input"].as_array().unwrap().iter().find(|i| i["type"] == "function_call_output");
+                let parts = output.unwrap()["output"].as_array().unwrap().clone();
+                parts.iter().find(|p| p["type"] == "input_image").unwrap()["image_url"].clone()
+            }
+            "anthropic" => {
+                let result = &body["messages"][2]["content"][0];
+                assert_eq!(result["type"], "tool_result", "{name}");
+                let image =
+                    result["content"].as_array().unwrap().iter().find(|b| b["type"] == "image").unwrap().clone();
+                assert_eq!(image["source"]["media_type"], "image/png");
+                image["source"]["data"].clone()
+            }
+            _ => {
+                let parts = &body["contents"][2]["parts"][0]["functionResponse"]["parts"];
+                assert_eq!(parts[0]["inlineData"]["mimeType"], "image/png", "{name}: {body}");
+                parts[0]["inlineData"]["data"].clone()
+            }
+        };
+        assert!(image.as_str().is_some_and(|s| s.ends_with(b64)), "{name}: {image}");
+        // Chat's tool message and Gemini's `output` text name the image the
+        // model gets beside them; the others carry only the blocks.
+        if name == "anthropic" || name == "openai-responses" {
+            assert!(!body.to_string().contains("[image:"), "{name}: the image went as its summary");
+        }
+    }
+}

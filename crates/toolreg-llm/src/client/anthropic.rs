@@ -39,7 +39,7 @@ fn messages(format: &dyn WireFormat, request: &ModelRequest, mapping: &CallMappi
         match message {
             Message::User { text } => out.push(json!({"role": "user", "content": [{"type": "text", "text": text}]})),
             Message::Assistant { text, tool_calls, .. } => out.extend(format.render_calls(text, tool_calls, mapping)),
-            Message::Tool { results } => out.extend(format.render_results(&super::results(results), mapping)),
+            Message::Tool { results } => out.extend(format.render_results(&super::results(results), mapping).messages),
         }
     }
     out

@@ -49,7 +49,7 @@ fn contents(format: &dyn WireFormat, request: &ModelRequest, mapping: &CallMappi
                 }
                 out.extend(format.render_calls(text, tool_calls, mapping));
             }
-            Message::Tool { results } => out.extend(format.render_results(&super::results(results), mapping)),
+            Message::Tool { results } => out.extend(format.render_results(&super::results(results), mapping).messages),
         }
     }
     out

@@ -34,7 +34,7 @@ fn input(format: &dyn WireFormat, request: &ModelRequest, mapping: &CallMapping)
         match message {
             Message::User { text } => out.push(json!({"role": "user", "content": text})),
             Message::Assistant { text, tool_calls, .. } => out.extend(format.render_calls(text, tool_calls, mapping)),
-            Message::Tool { results } => out.extend(format.render_results(&super::results(results), mapping)),
+            Message::Tool { results } => out.extend(format.render_results(&super::results(results), mapping).messages),
         }
     }
     out
