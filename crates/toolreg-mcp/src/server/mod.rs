@@ -48,7 +48,7 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use rmcp::ServerHandler;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ErrorData, Implementation, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities, ServerConfig, Tool,
+    PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer};
 use serde_json::Value;
@@ -366,7 +366,7 @@ impl McpServer {
         let call = ToolCall::new(id, name, arguments);
         let options = CallOptions::new().cancel(context.ct.clone()).extensions(extensions);
         let result = served.engine.execute_call_with(call, options).await;
-        Ok(to_call_tool_result(&result))
+        to_call_tool_result(&result)
     }
 }
 
@@ -380,18 +380,22 @@ fn call_id(id: &impl serde::Serialize) -> Option<String> {
     (!text.is_empty()).then_some(text)
 }
 
-/// rmcp's `CallToolResult` for an engine result: the text a model reads,
-/// `structuredContent` for object results, `isError` for failures.
-fn to_call_tool_result(result: &toolreg::ToolResult) -> CallToolResult {
+/// rmcp's `CallToolResult` for an engine result: the core's MCP rendering
+/// ([`toolreg::provider::mcp::CallToolResult`]: every block, annotations,
+/// `structuredContent`, `isError`), carried in rmcp's type unchanged.
+/// rmcp reads every block that rendering writes; should it ever refuse
+/// one, the client gets an internal error saying why, not a result with
+/// blocks missing.
+fn to_call_tool_result(result: &toolreg::ToolResult) -> Result<CallToolResult, ErrorData> {
     let rendered = toolreg::provider::mcp::CallToolResult::new(result);
-    let text = result.text().into_owned();
-    let mut out = if rendered.is_error {
-        CallToolResult::error(vec![rmcp::model::ContentBlock::text(text)])
-    } else {
-        CallToolResult::success(vec![rmcp::model::ContentBlock::text(text)])
-    };
-    out.structured_content = rendered.structured_content;
-    out
+    let mut out =
+        serde_json::to_value(&rendered).and_then(serde_json::from_value::<CallToolResult>).map_err(|error| {
+            ErrorData::internal_error(format!("the result of `{}` cannot be sent: {error}", result.name), None)
+        })?;
+    // What rmcp's constructors set; it leaves the field out for clients
+    // older than 2026-07-28.
+    out.result_type = Some(rmcp::model::ResultType::COMPLETE);
+    Ok(out)
 }
 
 impl ServerHandler for McpServer {
@@ -410,9 +414,16 @@ impl ServerHandler for McpServer {
     async fn list_tools(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        self.list_page(request.as_ref().and_then(|r| r.cursor.as_deref()))
+        let mut page = self.list_page(request.as_ref().and_then(|r| r.cursor.as_deref()))?;
+        // 2026-07-28 requires cache hints. The tools can change at any
+        // moment (`set_engine`), and a gateway's at a remote server's word:
+        // nothing may be cached.
+        if context.protocol_version().is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str()) {
+            page = page.with_ttl_ms(0).with_cache_scope(rmcp::model::CacheScope::Private);
+        }
+        Ok(page)
     }
 
     async fn call_tool(
