@@ -73,18 +73,19 @@
 //! # }
 //! ```
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
-use rmcp::model::{PaginatedRequestParams, Tool};
+use rmcp::model::{PaginatedRequestParams, ProgressNotificationParam, ProgressToken, Tool};
 use rmcp::service::{NotificationContext, Peer, RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientHandler, ServiceExt};
 use tokio::sync::watch;
+use toolreg::CallContext;
 
 use crate::config::{ServerConfig, Transport};
 
@@ -155,6 +156,9 @@ struct Inner {
     changes: watch::Sender<u64>,
     /// The child process of the live connection, for a command server.
     child: Mutex<Option<u32>>,
+    /// The calls in flight whose caller takes progress, by the progress
+    /// token sent to the server for them (an entry lives as long as its call).
+    progress: Mutex<HashMap<ProgressToken, CallContext>>,
 }
 
 impl std::fmt::Debug for RemoteServer {
@@ -173,6 +177,16 @@ struct Handler {
 }
 
 impl ClientHandler for Handler {
+    /// Progress on a call in flight goes to its caller; progress on any
+    /// other token (a call that ended, a token never sent) is dropped.
+    async fn on_progress(&self, params: ProgressNotificationParam, _context: NotificationContext<RoleClient>) {
+        let Some(inner) = self.server.upgrade() else { return };
+        let caller = inner.progress.lock().unwrap_or_else(PoisonError::into_inner).get(&params.progress_token).cloned();
+        if let Some(cx) = caller {
+            cx.report_progress(params.progress, params.total, params.message.as_deref());
+        }
+    }
+
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         if let Some(inner) = self.server.upgrade() {
             // Read the list on another task: this one delivers the answer.
@@ -233,6 +247,7 @@ impl RemoteServer {
             task_only_called: Mutex::default(),
             changes: watch::channel(0).0,
             child: Mutex::new(None),
+            progress: Mutex::default(),
         });
         Ok(RemoteServer { inner })
     }

@@ -4,7 +4,10 @@ Tools: echo (read-only), wipe (destructive), "odd name/with.dots", fail (isError
 die (exits mid-call), garbage (writes a line that is not JSON, then answers),
 hang (never answers), slow (answers only if not cancelled: never), change (adds a
 tool and sends notifications/tools/list_changed), cancelled (the ids cancelled so far),
-env (its environment and working directory), huge (a 17 MiB answer), tasky (answers a plain call -32601, as a task-only tool must).
+env (its environment and working directory), huge (a 17 MiB answer), tasky (answers a plain call -32601, as a task-only tool must),
+blocks (every content block type, annotated, with structuredContent: BLOCKS below), bad_blocks (a good
+block, an image whose data is not base64 and a block of an unknown type), progress (two
+notifications/progress on the request's progress token, if it has one; answers with the token it got).
 
 Flags: --mute (never answers initialize), --slow-start SECONDS (sleeps before
 reading anything), --fail-first FILE (exits at once unless FILE exists, creating
@@ -45,6 +48,10 @@ TOOLS = [
     {"name": "research", "description": "Only as an MCP task.", "inputSchema": {"type": "object"},
      "execution": {"taskSupport": "required"}},
     {"name": "tasky", "description": "A task-only tool whose listing does not say so.", "inputSchema": {"type": "object"}},
+    {"name": "blocks", "description": "Every block type.", "inputSchema": {"type": "object"},
+     "outputSchema": {"type": "object", "properties": {"points": {"type": "integer"}}}},
+    {"name": "bad_blocks", "description": "Blocks that cannot be read.", "inputSchema": {"type": "object"}},
+    {"name": "progress", "description": "Reports progress.", "inputSchema": {"type": "object"}},
     {"name": "maybe", "description": "As a task or not.", "inputSchema": {"type": "object"},
      "execution": {"taskSupport": "optional"}},
 ]
@@ -52,6 +59,17 @@ if "--many" in flags:
     for i in range(int(flags[flags.index("--many") + 1])):
         TOOLS.append({"name": "t%d" % i, "inputSchema": {"type": "object"}})
 cancelled = []
+FOR_USER = {"audience": ["user"], "priority": 0.25, "lastModified": "2026-01-02T03:04:05Z"}
+BLOCKS = [
+    {"type": "text", "text": "The chart:", "annotations": FOR_USER},
+    {"type": "image", "data": "iVBORw==", "mimeType": "image/png", "annotations": FOR_USER},
+    {"type": "audio", "data": "AQI=", "mimeType": "audio/wav"},
+    {"type": "resource_link", "uri": "file:///data.csv", "name": "data.csv", "title": "The data",
+     "description": "Three points", "mimeType": "text/csv", "size": 42, "annotations": {"audience": ["assistant"]}},
+    {"type": "resource", "resource": {"uri": "mem://notes", "mimeType": "text/plain", "text": "three points"}},
+    {"type": "resource", "resource": {"uri": "mem://raw", "mimeType": "application/octet-stream", "blob": "AP8="},
+     "annotations": {"priority": 1.0}},
+]
 
 
 def send(message):
@@ -121,6 +139,21 @@ for line in sys.stdin:
             text(id, json.dumps(cancelled))
         elif name == "huge":
             text(id, "x" * (17 * 1024 * 1024))
+        elif name == "blocks":
+            result(id, {"content": BLOCKS, "structuredContent": {"points": 3}, "isError": False})
+        elif name == "bad_blocks":
+            result(id, {"content": [
+                {"type": "text", "text": "before"},
+                {"type": "image", "data": "not base64!", "mimeType": "image/png"},
+                {"type": "hologram", "data": "AQI="},
+            ], "isError": False})
+        elif name == "progress":
+            token = (params.get("_meta") or {}).get("progressToken")
+            if token is not None:
+                for step in (1, 2):
+                    send({"jsonrpc": "2.0", "method": "notifications/progress",
+                          "params": {"progressToken": token, "progress": step, "total": 2, "message": "step %d" % step}})
+            text(id, json.dumps({"token": token}))
         elif name == "env":
             value = {"env": dict(os.environ), "cwd": os.getcwd()}
             text(id, json.dumps(value), structured=value)
