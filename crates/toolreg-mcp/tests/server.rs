@@ -422,3 +422,32 @@ async fn every_block_type_is_sent_with_annotations_and_structured_content() {
     assert_eq!(result.structured_content, Some(json!({"points": 3})));
     client.cancel().await.unwrap();
 }
+
+#[tokio::test]
+async fn progress_comes_in_order_and_before_the_answer() {
+    let mut r = FunctionRegistry::new();
+    r.register(ToolRegistration::new(decl("steps", SafetyLevel::Safe), |cx: CallContext, _: Value| {
+        for step in 1..=20 {
+            cx.report_progress(f64::from(step), Some(20.0), None);
+        }
+        Ok::<_, String>("done")
+    }))
+    .unwrap();
+    let mut raw = Raw::start(McpServer::from_registry(&r, ServerOptions::default()), StdioOptions::default());
+    raw.initialize(json!({})).await;
+    for id in 1..=5 {
+        raw.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "steps", "arguments": {}, "_meta": {"progressToken": format!("t{id}")}}}))
+            .await;
+        let answer = raw.answer(json!(id)).await;
+        assert_eq!(answer["result"]["content"][0]["text"], "done");
+        let steps: Vec<f64> = raw
+            .other
+            .drain(..)
+            .filter(|m| m["method"] == "notifications/progress")
+            .inspect(|m| assert_eq!(m["params"]["progressToken"], format!("t{id}")))
+            .map(|m| m["params"]["progress"].as_f64().unwrap())
+            .collect();
+        assert_eq!(steps, (1..=20).map(f64::from).collect::<Vec<_>>());
+    }
+}

@@ -9,8 +9,17 @@
 //! - a tool's safety level is the operator's floor for the server
 //!   ([`ServerConfig::safety`], cautious by default), raised to dangerous when
 //!   the server says `destructiveHint`; its annotations never lower it;
-//! - its output is data: the text (or `structuredContent`) becomes the tool's
-//!   value, and `isError: true` a failed call with the server's text;
+//! - its output is data, passed on block for block: a result of one plain
+//!   text block is that text (the tool's value), anything else keeps every
+//!   block (text, image, audio, resource link, embedded resource, with their
+//!   annotations) and `structuredContent` as the structured value beside
+//!   them; a block that cannot be read (bad base64, a type this crate does
+//!   not know) becomes a text block saying why, never a failed call nor a
+//!   silent gap; `isError: true` is a failed call with the server's text;
+//! - progress the server reports on a call reaches the caller's
+//!   [`CallContext::report_progress`](toolreg::CallContext::report_progress)
+//!   while the call runs (behind the gateway: the gateway's client, on its
+//!   own progress token);
 //! - every call has a timeout, and cancelling the call (its `CallContext`
 //!   token) sends `notifications/cancelled` to the server;
 //! - a command server starts with a minimal environment, as the official MCP

@@ -14,7 +14,13 @@
 //! - `notifications/cancelled` cancels the running call's token, which the
 //!   tool sees through [`CallContext::cancelled`](toolreg::CallContext::cancelled);
 //! - a tool's [`CallContext::report_progress`](toolreg::CallContext::report_progress)
-//!   becomes `notifications/progress` when the client sent a progress token;
+//!   becomes `notifications/progress` when the client sent a progress token,
+//!   in order and all before the call's answer (none after it);
+//! - results are the core's MCP rendering
+//!   ([`toolreg::provider::mcp::CallToolResult`]), sent unchanged: every
+//!   content block of the tool's output with its annotations (a file as an
+//!   embedded resource), the structured value as `structuredContent` when it
+//!   is an object (a declared output schema is listed as `outputSchema`);
 //! - [`McpServer::set_engine`] swaps the tools at run time and sends
 //!   `notifications/tools/list_changed` to every connected client;
 //! - dangerous tools are approved through MCP elicitation where the client
@@ -345,18 +351,10 @@ impl McpServer {
         }
         let arguments = Value::Object(request.arguments.unwrap_or_default());
         let mut extensions = Extensions::default();
-        if let Some(token) = context.meta.get_progress_token() {
-            let peer = context.peer.clone();
-            extensions.insert(ProgressReporter::new(move |progress| {
-                let mut param = ProgressNotificationParam::new(token.clone(), progress.progress);
-                param.total = progress.total;
-                param.message = progress.message;
-                let peer = peer.clone();
-                // Progress is best effort: a client that went away misses it.
-                tokio::spawn(async move {
-                    let _ = peer.notify_progress(param).await;
-                });
-            }));
+        let progress =
+            context.meta.get_progress_token().map(|token| ProgressSender::start(token, context.peer.clone()));
+        if let Some(sender) = &progress {
+            extensions.insert(sender.reporter());
         }
         extensions.insert(context.peer.clone());
         // Approvals and the audit trail are bound to the call id: a request
@@ -366,7 +364,71 @@ impl McpServer {
         let call = ToolCall::new(id, name, arguments);
         let options = CallOptions::new().cancel(context.ct.clone()).extensions(extensions);
         let result = served.engine.execute_call_with(call, options).await;
+        if let Some(sender) = progress {
+            sender.finish().await;
+        }
         to_call_tool_result(&result)
+    }
+}
+
+/// Sends a call's progress to the client in order, each report before the
+/// call's answer and none after it (the specification ends progress with
+/// the request). Reports queue for one task that sends them; a tool that
+/// reports faster than the client reads loses the reports past the queue's
+/// bound (progress is best effort, memory is bounded).
+struct ProgressSender {
+    queue: tokio::sync::mpsc::Sender<ProgressMessage>,
+    token: rmcp::model::ProgressToken,
+}
+
+enum ProgressMessage {
+    Report(ProgressNotificationParam),
+    /// Everything before this was sent: say so and stop.
+    Finish(tokio::sync::oneshot::Sender<()>),
+}
+
+/// Reports queued per call before further ones are dropped.
+const PROGRESS_QUEUE: usize = 64;
+
+impl ProgressSender {
+    fn start(token: rmcp::model::ProgressToken, peer: Peer<RoleServer>) -> ProgressSender {
+        let (queue, mut reports) = tokio::sync::mpsc::channel(PROGRESS_QUEUE);
+        tokio::spawn(async move {
+            while let Some(message) = reports.recv().await {
+                match message {
+                    // A client that went away misses it.
+                    ProgressMessage::Report(param) => {
+                        let _ = peer.notify_progress(param).await;
+                    }
+                    ProgressMessage::Finish(done) => {
+                        let _ = done.send(());
+                        return;
+                    }
+                }
+            }
+        });
+        ProgressSender { queue, token }
+    }
+
+    /// The reporter the tool's context gets.
+    fn reporter(&self) -> ProgressReporter {
+        let queue = self.queue.clone();
+        let token = self.token.clone();
+        ProgressReporter::new(move |progress| {
+            let mut param = ProgressNotificationParam::new(token.clone(), progress.progress);
+            param.total = progress.total;
+            param.message = progress.message;
+            // Full: dropped (see above); closed: the call has answered.
+            let _ = queue.try_send(ProgressMessage::Report(param));
+        })
+    }
+
+    /// Wait until every report made so far was sent; later ones are dropped.
+    async fn finish(self) {
+        let (done, sent) = tokio::sync::oneshot::channel();
+        if self.queue.send(ProgressMessage::Finish(done)).await.is_ok() {
+            let _ = sent.await;
+        }
     }
 }
 
