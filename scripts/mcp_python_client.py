@@ -180,6 +180,38 @@ async def main():
             check(events and "ToolsListChanged" in type(events[0]).__name__,
                   f"gateway ({client.protocol_version}): tools list change on subscriptions/listen", events)
 
+        # The gateway in front of a server written with the official SDK: what its
+        # client receives is what that server sent, block for block, and the
+        # server's progress reaches the client.
+        blocks_server = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mcp_blocks_server.py")
+        direct = StdioServerParameters(command=sys.executable, args=[blocks_server])
+        async with Client(direct) as client:
+            sent = await client.call_tool("blocks", {})
+        sdk_config = os.path.join(root, "sdk_servers.json")
+        with open(sdk_config, "w") as f:
+            json.dump({"mcpServers": {"sdk": {"command": sys.executable, "args": [blocks_server]}}}, f)
+        gateway = StdioServerParameters(command=BIN, args=["serve", "--no-shell", "--root", root, "--config", sdk_config])
+
+        def dump(blocks):
+            return [block.model_dump(mode="json", by_alias=True, exclude_none=True) for block in blocks]
+
+        for mode in ("legacy", None):
+            label = f"gateway ({mode or 'default'} connection)"
+            async with Client(gateway, **({"mode": mode} if mode else {})) as client:
+                got = await client.call_tool("sdk__blocks", {})
+                check(not got.is_error and len(got.content) == 6, f"{label}: the SDK server's six blocks arrive", dump(got.content))
+                for sent_block, got_block in zip(dump(sent.content), dump(got.content)):
+                    check(sent_block == got_block, f"{label}: {sent_block['type']} block unchanged", (sent_block, got_block))
+                check(got.structured_content == {"points": 3}, f"{label}: structuredContent unchanged", got.structured_content)
+                reports = []
+
+                async def on_progress(progress, total, message):
+                    reports.append((progress, total, message))
+
+                done = await client.call_tool("sdk__progress", {}, progress_callback=on_progress)
+                check(text_of(done) == "done" and reports == [(1, 2, "step 1"), (2, 2, "step 2")],
+                      f"{label}: the SDK server's progress reaches the client", (text_of(done), reports))
+
         env = dict(os.environ, TOOLREG_MCP_TOKEN="s3cret-token")
         proc, url = start_http(root, env=env)
         try:
