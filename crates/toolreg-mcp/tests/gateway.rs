@@ -31,8 +31,11 @@ async fn gateway() -> (Raw, RemoteServer) {
     assert!(refused.is_empty(), "{refused:?}");
     let options = ServerOptions::default();
     let server = McpServer::new(McpServer::engine_builder(&registry, &options).build(), options);
+    server.set_remotes(vec![remote.clone()]);
     let mut raw = Raw::start(server, StdioOptions::default());
-    raw.initialize(json!({})).await;
+    let init = raw.initialize(json!({})).await;
+    let capabilities = &init["result"]["capabilities"];
+    assert!(capabilities["resources"].is_object() && capabilities["prompts"].is_object(), "{init}");
     (raw, remote)
 }
 
@@ -118,4 +121,69 @@ async fn remote_progress_reaches_the_client_on_its_token() {
     let echo = raw.call(3, "fake__echo", json!({})).await;
     assert_eq!(echo["result"]["isError"], false);
     assert!(!raw.other.iter().any(|m| m["method"] == "notifications/progress"), "{:?}", raw.other);
+}
+
+async fn request(raw: &mut Raw, id: i64, method: &str, params: Value) -> Value {
+    raw.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).await;
+    raw.answer(json!(id)).await
+}
+
+#[tokio::test]
+async fn remote_resources_are_listed_and_read_namespaced() {
+    let (mut raw, _remote) = gateway().await;
+    let listed = request(&mut raw, 1, "resources/list", json!({})).await;
+    assert_eq!(
+        listed["result"]["resources"],
+        json!([{"uri": "toolreg://fake/mem://notes", "name": "fake__notes", "mimeType": "text/plain"}]),
+        "{listed}"
+    );
+    let templates = request(&mut raw, 2, "resources/templates/list", json!({})).await;
+    assert_eq!(
+        templates["result"]["resourceTemplates"],
+        json!([{"uriTemplate": "toolreg://fake/mem://notes/{id}", "name": "fake__note"}]),
+        "{templates}"
+    );
+
+    // A listed URI, and an expanded template, read on their server under the URI asked for.
+    for uri in ["toolreg://fake/mem://notes", "toolreg://fake/mem://notes/7"] {
+        let read = request(&mut raw, 3, "resources/read", json!({"uri": uri})).await;
+        let remote = uri.trim_start_matches("toolreg://fake/");
+        assert_eq!(
+            read["result"]["contents"],
+            json!([{"uri": uri, "mimeType": "text/plain", "text": format!("contents of {remote}")}]),
+            "{read}"
+        );
+    }
+
+    // A resource link a remote tool returned is read as it is, once returned.
+    let unknown = request(&mut raw, 4, "resources/read", json!({"uri": "file:///data.csv"})).await;
+    assert_eq!(unknown["error"]["code"], -32002, "{unknown}");
+    raw.call(5, "fake__blocks", json!({})).await;
+    let linked = request(&mut raw, 6, "resources/read", json!({"uri": "file:///data.csv"})).await;
+    assert_eq!(linked["result"]["contents"][0]["text"], "contents of file:///data.csv", "{linked}");
+
+    // What the remote server refuses, or no server has, is an error, not a crash.
+    let refused = request(&mut raw, 7, "resources/read", json!({"uri": "toolreg://fake/mem://nothing"})).await;
+    assert!(refused["error"]["message"].as_str().unwrap().contains("no resource"), "{refused}");
+    let nowhere = request(&mut raw, 8, "resources/read", json!({"uri": "toolreg://other/mem://notes"})).await;
+    assert_eq!(nowhere["error"]["code"], -32002, "{nowhere}");
+    assert_eq!(raw.call(9, "fake__echo", json!({})).await["result"]["isError"], false);
+}
+
+#[tokio::test]
+async fn remote_prompts_are_listed_and_got_namespaced() {
+    let (mut raw, _remote) = gateway().await;
+    let listed = request(&mut raw, 1, "prompts/list", json!({})).await;
+    assert_eq!(listed["result"]["prompts"][0]["name"], "fake__greet", "{listed}");
+    assert_eq!(listed["result"]["prompts"][0]["arguments"][0]["name"], "who");
+    let got = request(&mut raw, 2, "prompts/get", json!({"name": "fake__greet", "arguments": {"who": "Ada"}})).await;
+    assert_eq!(
+        got["result"]["messages"],
+        json!([{"role": "user", "content": {"type": "text", "text": "Hello, Ada"}}]),
+        "{got}"
+    );
+    for name in ["fake__nope", "other__greet", "greet"] {
+        let missing = request(&mut raw, 3, "prompts/get", json!({"name": name})).await;
+        assert_eq!(missing["error"]["code"], -32602, "{name}: {missing}");
+    }
 }

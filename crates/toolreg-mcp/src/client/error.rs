@@ -38,9 +38,10 @@ pub enum ClientError {
         /// The limit.
         timeout: Duration,
     },
-    /// The server's tool list is past one of the bounds ([`MAX_LIST_PAGES`],
+    /// A list the server gave (tools, resources, templates, prompts) is past
+    /// one of the bounds ([`MAX_LIST_PAGES`],
     /// [`MAX_TOOLS`], [`MAX_LIST_BYTES`]).
-    #[error("MCP server `{server}` lists too many tools: {message}")]
+    #[error("MCP server `{server}` lists too much: {message}")]
     TooLarge {
         /// The server.
         server: String,

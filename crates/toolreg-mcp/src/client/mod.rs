@@ -82,7 +82,7 @@
 //! # }
 //! ```
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
@@ -100,10 +100,13 @@ use crate::config::{ServerConfig, Transport};
 
 mod child;
 mod error;
+mod resources;
 mod tools;
 use child::{ChildOut, inherited_env};
 pub use error::ClientError;
 use error::{cut, init_cause, io_cause};
+pub(crate) use resources::gather;
+pub use resources::{MAX_LINKS, URI_PREFIX};
 pub use tools::local_name;
 
 /// Most `tools/list` pages read from one server (a server whose cursor never
@@ -168,6 +171,8 @@ struct Inner {
     /// The calls in flight whose caller takes progress, by the progress
     /// token sent to the server for them (an entry lives as long as its call).
     progress: Mutex<HashMap<ProgressToken, CallContext>>,
+    /// The URIs of the resource links its tools returned lately, oldest first.
+    links: Mutex<VecDeque<String>>,
 }
 
 impl std::fmt::Debug for RemoteServer {
@@ -257,6 +262,7 @@ impl RemoteServer {
             changes: watch::channel(0).0,
             child: Mutex::new(None),
             progress: Mutex::default(),
+            links: Mutex::default(),
         });
         Ok(RemoteServer { inner })
     }

@@ -53,6 +53,17 @@ impl RemoteServer {
         refused
     }
 
+    /// The output, its resource links remembered so that the gateway can
+    /// read them as they are.
+    fn linked_from(&self, output: ToolOutput) -> ToolOutput {
+        for block in &output.content {
+            if let Content::ResourceLink(link) = block {
+                self.remember_link(&link.uri);
+            }
+        }
+        output
+    }
+
     fn declaration(&self, name: &str, tool: &Tool) -> ToolDeclaration {
         let schema = Value::Object((*tool.input_schema).clone());
         let description = tool.description.as_deref().unwrap_or_default();
@@ -118,13 +129,13 @@ impl RemoteServer {
                     let message = if text.is_empty() { "the remote tool failed".to_owned() } else { text.join("\n") };
                     return Err(ToolError::failed(message));
                 }
-                Ok(remote_output(result))
+                Ok(self.linked_from(remote_output(result)))
             }
             // rmcp reads a result whole: one block of a type it does not
             // know (a newer revision's) makes it none of its results. Read
             // such a result here, block by block.
             Ok(ServerResult::CustomResult(CustomResult(result))) if result.get("content").is_some() => {
-                lenient_output(&result)
+                lenient_output(&result).map(|output| self.linked_from(output))
             }
             Ok(other) => Err(ToolError::failed(format!(
                 "MCP server `{}` answered tools/call with something else: {}",

@@ -47,13 +47,14 @@
 
 mod approval;
 mod http;
+mod remote;
 mod stdio;
 
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use rmcp::ServerHandler;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ErrorData, Implementation, ListToolsResult,
+    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ErrorData, Implementation, ListToolsResult,
     PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer};
@@ -156,6 +157,8 @@ struct Shared {
     listeners: Mutex<Vec<rmcp::service::SubscriptionSink>>,
     /// The level the client asked for with `logging/setLevel`.
     log_level: Mutex<Option<rmcp::model::LoggingLevel>>,
+    /// Imported servers whose resources and prompts are offered too.
+    remotes: RwLock<Vec<crate::client::RemoteServer>>,
 }
 
 /// The engine as `options` would have it served: with `allow_dangerous`,
@@ -225,6 +228,7 @@ impl McpServer {
                 peers: Mutex::new(Vec::new()),
                 log_level: Mutex::new(None),
                 listeners: Mutex::new(Vec::new()),
+                remotes: RwLock::new(Vec::new()),
             }),
         }
     }
@@ -432,6 +436,13 @@ impl ProgressSender {
     }
 }
 
+/// Whether the client is on 2026-07-28 or later, which requires cache
+/// hints on lists. The tools can change at any moment (`set_engine`), and a
+/// gateway's lists at a remote server's word: nothing may be cached.
+fn wants_cache_hints(context: &RequestContext<RoleServer>) -> bool {
+    context.protocol_version().is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
+}
+
 /// The JSON-RPC id as text, the call id the engine and the audit trail see;
 /// `None` for an id that cannot be rendered or renders empty.
 fn call_id(id: &impl serde::Serialize) -> Option<String> {
@@ -462,8 +473,13 @@ fn to_call_tool_result(result: &toolreg::ToolResult) -> Result<CallToolResult, E
 
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
-        let capabilities =
+        let mut capabilities =
             ServerCapabilities::builder().enable_logging().enable_tools().enable_tool_list_changed().build();
+        if !self.remotes().is_empty() {
+            // The gateway: the imported servers' resources and prompts.
+            capabilities.resources = Some(rmcp::model::ResourcesCapability::default());
+            capabilities.prompts = Some(rmcp::model::PromptsCapability::default());
+        }
         let options = &self.shared.options;
         let mut config = ServerConfig::new(capabilities)
             .with_server_info(Implementation::new(options.name.clone(), options.version.clone()));
@@ -478,14 +494,8 @@ impl ServerHandler for McpServer {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let mut page = self.list_page(request.as_ref().and_then(|r| r.cursor.as_deref()))?;
-        // 2026-07-28 requires cache hints. The tools can change at any
-        // moment (`set_engine`), and a gateway's at a remote server's word:
-        // nothing may be cached.
-        if context.protocol_version().is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str()) {
-            page = page.with_ttl_ms(0).with_cache_scope(rmcp::model::CacheScope::Private);
-        }
-        Ok(page)
+        let page = self.list_page(request.as_ref().and_then(|r| r.cursor.as_deref()))?;
+        Ok(if wants_cache_hints(&context) { page.with_ttl_ms(0).with_cache_scope(CacheScope::Private) } else { page })
     }
 
     async fn call_tool(
@@ -494,6 +504,49 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         self.call(request, context).await.map(CallToolResponse::from)
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourcesResult, ErrorData> {
+        let list = self.gateway_resources().await;
+        Ok(if wants_cache_hints(&context) { list.with_ttl_ms(0).with_cache_scope(CacheScope::Private) } else { list })
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourceTemplatesResult, ErrorData> {
+        let list = self.gateway_templates().await;
+        Ok(if wants_cache_hints(&context) { list.with_ttl_ms(0).with_cache_scope(CacheScope::Private) } else { list })
+    }
+
+    async fn read_resource(
+        &self,
+        request: rmcp::model::ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ReadResourceResponse, ErrorData> {
+        self.gateway_read(request).await.map(Into::into)
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListPromptsResult, ErrorData> {
+        let list = self.gateway_prompts().await;
+        Ok(if wants_cache_hints(&context) { list.with_ttl_ms(0).with_cache_scope(CacheScope::Private) } else { list })
+    }
+
+    async fn get_prompt(
+        &self,
+        request: rmcp::model::GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetPromptResponse, ErrorData> {
+        self.gateway_prompt(request).await.map(Into::into)
     }
 
     async fn set_level(

@@ -9,6 +9,9 @@ blocks (every content block type, annotated, with structuredContent: BLOCKS belo
 block, an image whose data is not base64 and a block of an unknown type), progress (two
 notifications/progress on the request's progress token, if it has one; answers with the token it got).
 
+Resources: mem://notes (text), file:///data.csv (the link `blocks` returns), the template
+mem://notes/{id}; prompts: greet (argument `who`).
+
 Flags: --mute (never answers initialize), --slow-start SECONDS (sleeps before
 reading anything), --fail-first FILE (exits at once unless FILE exists, creating
 it: the next start succeeds), --endless-pages (tools/list always has a next page),
@@ -100,7 +103,7 @@ for line in sys.stdin:
         continue
     if method == "initialize":
         result(id, {"protocolVersion": params.get("protocolVersion", "2025-06-18"),
-                    "capabilities": {"tools": {"listChanged": True}},
+                    "capabilities": {"tools": {"listChanged": True}, "resources": {}, "prompts": {}},
                     "serverInfo": {"name": "fake", "version": "1"}})
     elif method == "notifications/cancelled":
         cancelled.append(params.get("requestId"))
@@ -110,6 +113,22 @@ for line in sys.stdin:
                     "nextCursor": "1" if same_cursor else str(page + 1)})
     elif method == "tools/list":
         result(id, {"tools": TOOLS})
+    elif method == "resources/list":
+        result(id, {"resources": [{"uri": "mem://notes", "name": "notes", "mimeType": "text/plain"}]})
+    elif method == "resources/templates/list":
+        result(id, {"resourceTemplates": [{"uriTemplate": "mem://notes/{id}", "name": "note"}]})
+    elif method == "resources/read":
+        uri = params.get("uri")
+        if uri in ("mem://notes", "file:///data.csv") or uri.startswith("mem://notes/"):
+            result(id, {"contents": [{"uri": uri, "mimeType": "text/plain", "text": "contents of " + uri}]})
+        else:
+            send({"jsonrpc": "2.0", "id": id, "error": {"code": -32002, "message": "no resource " + str(uri)}})
+    elif method == "prompts/list":
+        result(id, {"prompts": [{"name": "greet", "description": "Greet someone.",
+                                 "arguments": [{"name": "who", "required": True}]}]})
+    elif method == "prompts/get":
+        who = (params.get("arguments") or {}).get("who", "nobody")
+        result(id, {"messages": [{"role": "user", "content": {"type": "text", "text": "Hello, " + who}}]})
     elif method == "ping":
         result(id, {})
     elif method == "tools/call":
