@@ -44,6 +44,12 @@
 //! "method not found", as the specification has the server answer, and
 //! from then on it is left out (and [`RemoteServer::changes`] announces it).
 //!
+//! Its resources and prompts are offered too, namespaced like its tools
+//! ([`RemoteServer::list_resources`], [`RemoteServer::read_resource`],
+//! [`RemoteServer::list_prompts`], [`RemoteServer::get_prompt`]: URIs as
+//! `toolreg://<server>/<uri>`, names as `server__name`); the gateway serves
+//! them ([`McpServer::set_remotes`](crate::server::McpServer::set_remotes)).
+//!
 //! Waiting for the server to answer `initialize` is bounded by the server's
 //! `timeoutMs` ([`ServerConfig::call_timeout`]).
 //!
