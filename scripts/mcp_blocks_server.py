@@ -7,6 +7,8 @@ Tools:
 - blocks: every content block type (text, image, audio, resource_link,
   embedded resource with text and with blob), annotated, with structuredContent;
 - progress: reports progress twice (on the request's token), then answers.
+
+Resources: mem://notes (text) and the template mem://notes/{id}; the prompt greet(who).
 """
 import mcp.types as types
 from mcp.server.mcpserver import Context, MCPServer
@@ -37,6 +39,21 @@ async def progress(ctx: Context) -> str:
     await ctx.report_progress(1, 2, "step 1")
     await ctx.report_progress(2, 2, "step 2")
     return "done"
+
+
+@server.resource("mem://notes", name="notes", mime_type="text/plain")
+def notes() -> str:
+    return "three points"
+
+
+@server.resource("mem://notes/{id}", name="note", mime_type="text/plain")
+def note(id: str) -> str:
+    return f"note {id}"
+
+
+@server.prompt(description="Greet someone.")
+def greet(who: str) -> str:
+    return f"Hello, {who}"
 
 
 if __name__ == "__main__":

@@ -212,6 +212,24 @@ async def main():
                 check(text_of(done) == "done" and reports == [(1, 2, "step 1"), (2, 2, "step 2")],
                       f"{label}: the SDK server's progress reaches the client", (text_of(done), reports))
 
+                resources = await client.list_resources()
+                uris = [resource.uri for resource in resources.resources]
+                check(uris == ["toolreg://sdk/mem://notes"], f"{label}: the SDK server's resources, namespaced", uris)
+                read = await client.read_resource("toolreg://sdk/mem://notes")
+                check([c.text for c in read.contents] == ["three points"], f"{label}: a resource read through the gateway",
+                      read.contents)
+                templates = await client.list_resource_templates()
+                check([t.uri_template for t in templates.resource_templates] == ["toolreg://sdk/mem://notes/{id}"],
+                      f"{label}: the SDK server's resource templates, namespaced", templates.resource_templates)
+                expanded = await client.read_resource("toolreg://sdk/mem://notes/7")
+                check([c.text for c in expanded.contents] == ["note 7"], f"{label}: an expanded template read", expanded.contents)
+                prompts = await client.list_prompts()
+                check([p.name for p in prompts.prompts] == ["sdk__greet"], f"{label}: the SDK server's prompts, namespaced",
+                      prompts.prompts)
+                prompt = await client.get_prompt("sdk__greet", {"who": "Ada"})
+                check([m.content.text for m in prompt.messages] == ["Hello, Ada"], f"{label}: a prompt got through the gateway",
+                      prompt.messages)
+
         env = dict(os.environ, TOOLREG_MCP_TOKEN="s3cret-token")
         proc, url = start_http(root, env=env)
         try:

@@ -122,6 +122,13 @@ impl RemoteServer {
                 return Err(ToolError::Cancelled);
             }
         };
+        if _progress.is_some() {
+            // rmcp hands each notification to its handler on a task of its
+            // own and the answer straight to us, so the last reports the
+            // server sent before answering may not have been handled yet:
+            // give them a moment before the route closes.
+            tokio::time::sleep(PROGRESS_SETTLE).await;
+        }
         match answer {
             Ok(ServerResult::CallToolResult(result)) => {
                 if result.is_error == Some(true) {
@@ -224,6 +231,10 @@ fn read_block(json: &Value) -> Content {
 fn unreadable(reason: String) -> Content {
     Content::text(format!("[a content block from the MCP server could not be read: {reason}]"))
 }
+
+/// How long a call whose caller takes progress waits after the answer for
+/// the server's last reports to be handled (see where it is used).
+const PROGRESS_SETTLE: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// A call's progress token, routing the server's progress to the call's
 /// context until it is dropped (the call ended, was cancelled or timed out).

@@ -7,7 +7,7 @@ use std::sync::PoisonError;
 
 use rmcp::model::{
     ErrorData, GetPromptRequestParams, GetPromptResult, ListPromptsResult, ListResourceTemplatesResult,
-    ListResourcesResult, ReadResourceRequestParams, ReadResourceResult,
+    ListResourcesResult, ReadResourceRequestParams, ReadResourceResult, ResultType,
 };
 
 use super::McpServer;
@@ -61,7 +61,11 @@ impl McpServer {
         let Some(owner) = owner else {
             return Err(ErrorData::resource_not_found(format!("no resource `{uri}`"), None));
         };
-        owner.read_resource(uri).await.map_err(remote_error)
+        let mut read = owner.read_resource(uri).await.map_err(remote_error)?;
+        // Complete here whatever revision the remote server spoke (rmcp
+        // leaves the field out for clients older than 2026-07-28).
+        read.result_type = Some(ResultType::COMPLETE);
+        Ok(read)
     }
 
     /// Get a prompt named `server__prompt` from its server.
@@ -78,7 +82,10 @@ impl McpServer {
         let mut last = None;
         for owner in owners {
             match owner.get_prompt(name, request.arguments.clone()).await {
-                Ok(prompt) => return Ok(prompt),
+                Ok(mut prompt) => {
+                    prompt.result_type = Some(ResultType::COMPLETE);
+                    return Ok(prompt);
+                }
                 Err(error) => last = Some(error),
             }
         }
