@@ -17,6 +17,11 @@ use toolreg_mcp::server::{McpServer, ServerOptions, StdioOptions};
 
 /// The gateway's client, and the imported server (its child lives as long as it).
 async fn gateway() -> (Raw, RemoteServer) {
+    gateway_with(json!({})).await
+}
+
+/// [`gateway`] with a client declaring these capabilities.
+async fn gateway_with(client_capabilities: Value) -> (Raw, RemoteServer) {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/servers/fake_server.py");
     let transport = Transport::Command {
         command: "python3".into(),
@@ -33,7 +38,7 @@ async fn gateway() -> (Raw, RemoteServer) {
     let server = McpServer::new(McpServer::engine_builder(&registry, &options).build(), options);
     server.set_remotes(vec![remote.clone()]);
     let mut raw = Raw::start(server, StdioOptions::default());
-    let init = raw.initialize(json!({})).await;
+    let init = raw.initialize(client_capabilities).await;
     let capabilities = &init["result"]["capabilities"];
     assert!(capabilities["resources"].is_object() && capabilities["prompts"].is_object(), "{init}");
     (raw, remote)
@@ -185,5 +190,52 @@ async fn remote_prompts_are_listed_and_got_namespaced() {
     for name in ["fake__nope", "other__greet", "greet"] {
         let missing = request(&mut raw, 3, "prompts/get", json!({"name": name})).await;
         assert_eq!(missing["error"]["code"], -32602, "{name}: {missing}");
+    }
+}
+
+#[tokio::test]
+async fn remote_questions_go_to_the_gateways_client() {
+    let (mut raw, _remote) = gateway_with(json!({"elicitation": {}, "sampling": {}})).await;
+    raw.send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "fake__ask", "arguments": {}}}),
+    )
+    .await;
+    let ask = raw.next().await;
+    assert_eq!(ask["method"], "elicitation/create", "{ask}");
+    assert_eq!(ask["params"]["message"], "Your name?");
+    raw.send(json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "accept", "content": {"name": "Ada"}}}))
+        .await;
+    let answer = raw.answer(json!(1)).await;
+    let got: Value = serde_json::from_str(answer["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(got["result"], json!({"action": "accept", "content": {"name": "Ada"}}), "{answer}");
+
+    raw.send(
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "fake__sample", "arguments": {}}}),
+    )
+    .await;
+    let ask = raw.next().await;
+    assert_eq!(ask["method"], "sampling/createMessage", "{ask}");
+    raw.send(json!({"jsonrpc": "2.0", "id": ask["id"], "result": {
+        "role": "assistant", "content": {"type": "text", "text": "hi"}, "model": "test-model"}}))
+        .await;
+    let answer = raw.answer(json!(2)).await;
+    let got: Value = serde_json::from_str(answer["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(got["result"]["content"]["text"], "hi", "{answer}");
+    assert_eq!(got["result"]["model"], "test-model");
+}
+
+#[tokio::test]
+async fn a_remote_question_no_one_can_answer_is_refused_with_a_reason() {
+    let (mut raw, _remote) = gateway().await;
+    for (tool, what) in [("fake__ask", "elicitation"), ("fake__sample", "sampling")] {
+        let answer = raw.call(1, tool, json!({})).await;
+        let got: Value = serde_json::from_str(answer["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+        let message = got["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(&format!("does not support {what}")), "{answer}");
+        assert!(
+            !raw.other.iter().any(|m| m.get("method").is_some_and(|m| m != "notifications/progress")),
+            "{:?}",
+            raw.other
+        );
     }
 }

@@ -44,6 +44,10 @@
 //! "method not found", as the specification has the server answer, and
 //! from then on it is left out (and [`RemoteServer::changes`] announces it).
 //!
+//! Its elicitation and sampling requests go to the MCP client whose call is
+//! running on it (behind the gateway, the gateway's client), or are refused
+//! with a reason where no one can answer.
+//!
 //! Its resources and prompts are offered too, namespaced like its tools
 //! ([`RemoteServer::list_resources`], [`RemoteServer::read_resource`],
 //! [`RemoteServer::list_prompts`], [`RemoteServer::get_prompt`]: URIs as
@@ -90,12 +94,12 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::process::Stdio;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
 use rmcp::model::{PaginatedRequestParams, ProgressNotificationParam, ProgressToken, Tool};
-use rmcp::service::{NotificationContext, Peer, RoleClient, RunningService};
+use rmcp::service::{NotificationContext, Peer, RoleClient, RoleServer, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientHandler, ServiceExt};
@@ -106,6 +110,7 @@ use crate::config::{ServerConfig, Transport};
 
 mod child;
 mod error;
+mod forward;
 mod resources;
 mod tools;
 use child::{ChildOut, inherited_env};
@@ -179,6 +184,10 @@ struct Inner {
     progress: Mutex<HashMap<ProgressToken, CallContext>>,
     /// The URIs of the resource links its tools returned lately, oldest first.
     links: Mutex<VecDeque<String>>,
+    /// The MCP clients of its calls in flight that came over MCP, by the
+    /// order the calls started: who a question of the server goes to.
+    askers: Mutex<HashMap<u64, Peer<RoleServer>>>,
+    next_asker: AtomicU64,
 }
 
 impl std::fmt::Debug for RemoteServer {
@@ -197,6 +206,37 @@ struct Handler {
 }
 
 impl ClientHandler for Handler {
+    /// Elicitation and sampling are declared: the requests are forwarded
+    /// (see `forward`), or refused with a reason.
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        let mut info = rmcp::model::ClientConfig::default();
+        info.capabilities.elicitation = Some(rmcp::model::ElicitationCapability::default());
+        info.capabilities.sampling = Some(rmcp::model::SamplingCapability::default());
+        info.client_info = rmcp::model::Implementation::new("toolreg", env!("CARGO_PKG_VERSION"));
+        info
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        let inner = self.server.upgrade().ok_or_else(gone)?;
+        forward::elicit(&inner, request).await
+    }
+
+    // rmcp marks sampling deprecated (a protocol draft drops it); the
+    // revisions the servers speak have it.
+    #[allow(deprecated)]
+    async fn create_message(
+        &self,
+        request: rmcp::model::CreateMessageRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::CreateMessageResult, rmcp::ErrorData> {
+        let inner = self.server.upgrade().ok_or_else(gone)?;
+        forward::sample(&inner, request).await
+    }
+
     /// Progress on a call in flight goes to its caller; progress on any
     /// other token (a call that ended, a token never sent) is dropped.
     async fn on_progress(&self, params: ProgressNotificationParam, _context: NotificationContext<RoleClient>) {
@@ -218,6 +258,11 @@ impl ClientHandler for Handler {
             });
         }
     }
+}
+
+/// The server's handle is gone: nothing to forward to.
+fn gone() -> rmcp::ErrorData {
+    rmcp::ErrorData::invalid_request("toolreg is closing this connection", None)
 }
 
 impl RemoteServer {
@@ -269,6 +314,8 @@ impl RemoteServer {
             child: Mutex::new(None),
             progress: Mutex::default(),
             links: Mutex::default(),
+            askers: Mutex::default(),
+            next_asker: AtomicU64::new(0),
         });
         Ok(RemoteServer { inner })
     }

@@ -114,6 +114,8 @@ impl RemoteServer {
         // transport and rmcp's reader.)
         let _progress =
             cx.extensions().get::<ProgressReporter>().map(|_| ProgressRoute::open(self, &handle.progress_token, cx));
+        // A question the server asks meanwhile can go to this call's client.
+        let _asker = super::forward::Asker::open(self, cx);
         let answer = tokio::select! {
             answer = handle.await_response() => answer,
             () = cx.cancelled() => {

@@ -9,6 +9,9 @@ blocks (every content block type, annotated, with structuredContent: BLOCKS belo
 block, an image whose data is not base64 and a block of an unknown type), progress (two
 notifications/progress on the request's progress token, if it has one; answers with the token it got).
 
+ask (sends elicitation/create to the client and answers with the client's answer as JSON: its
+`result` or `error`), sample (the same with sampling/createMessage).
+
 Resources: mem://notes (text), file:///data.csv (the link `blocks` returns), the template
 mem://notes/{id}; prompts: greet (argument `who`).
 
@@ -55,6 +58,8 @@ TOOLS = [
      "outputSchema": {"type": "object", "properties": {"points": {"type": "integer"}}}},
     {"name": "bad_blocks", "description": "Blocks that cannot be read.", "inputSchema": {"type": "object"}},
     {"name": "progress", "description": "Reports progress.", "inputSchema": {"type": "object"}},
+    {"name": "ask", "description": "Asks the user.", "inputSchema": {"type": "object"}},
+    {"name": "sample", "description": "Asks the client's model.", "inputSchema": {"type": "object"}},
     {"name": "maybe", "description": "As a task or not.", "inputSchema": {"type": "object"},
      "execution": {"taskSupport": "optional"}},
 ]
@@ -89,6 +94,17 @@ def text(id, body, is_error=False, structured=None):
     if structured is not None:
         value["structuredContent"] = structured
     result(id, value)
+
+
+def ask_client(method, params):
+    """Send a request to the client and wait for its answer (other messages meanwhile are dropped)."""
+    asked = "ask-%d" % len(cancelled + [0]) + method
+    send({"jsonrpc": "2.0", "id": asked, "method": method, "params": params})
+    for reply in sys.stdin:
+        reply = json.loads(reply)
+        if reply.get("id") == asked and "method" not in reply:
+            return {key: reply[key] for key in ("result", "error") if key in reply}
+    return {"error": "stdin closed"}
 
 
 for line in sys.stdin:
@@ -173,6 +189,14 @@ for line in sys.stdin:
                     send({"jsonrpc": "2.0", "method": "notifications/progress",
                           "params": {"progressToken": token, "progress": step, "total": 2, "message": "step %d" % step}})
             text(id, json.dumps({"token": token}))
+        elif name == "ask":
+            answer = ask_client("elicitation/create", {"mode": "form", "message": "Your name?", "requestedSchema": {
+                "type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}})
+            text(id, json.dumps(answer))
+        elif name == "sample":
+            answer = ask_client("sampling/createMessage", {"messages": [
+                {"role": "user", "content": {"type": "text", "text": "Say hi"}}], "maxTokens": 10})
+            text(id, json.dumps(answer))
         elif name == "env":
             value = {"env": dict(os.environ), "cwd": os.getcwd()}
             text(id, json.dumps(value), structured=value)
