@@ -6,11 +6,13 @@ that the gateway passes a third-party server's results on block for block.
 Tools:
 - blocks: every content block type (text, image, audio, resource_link,
   embedded resource with text and with blob), annotated, with structuredContent;
-- progress: reports progress twice (on the request's token), then answers.
+- progress: reports progress twice (on the request's token), then answers;
+- ask: asks the user for a name (elicitation) and answers with what it got.
 
 Resources: mem://notes (text) and the template mem://notes/{id}; the prompt greet(who).
 """
 import mcp.types as types
+from pydantic import BaseModel
 from mcp.server.mcpserver import Context, MCPServer
 
 server = MCPServer("blocks")
@@ -39,6 +41,16 @@ async def progress(ctx: Context) -> str:
     await ctx.report_progress(1, 2, "step 1")
     await ctx.report_progress(2, 2, "step 2")
     return "done"
+
+
+class Name(BaseModel):
+    name: str
+
+
+@server.tool(description="Asks the user for a name.")
+async def ask(ctx: Context) -> str:
+    answer = await ctx.elicit("Your name?", schema=Name)
+    return f"{answer.action}: {answer.data.name if answer.data else None}"
 
 
 @server.resource("mem://notes", name="notes", mime_type="text/plain")
