@@ -170,6 +170,7 @@ async fn remote_resources_are_listed_and_read_namespaced() {
     // What the remote server refuses, or no server has, is an error, not a crash.
     let refused = request(&mut raw, 7, "resources/read", json!({"uri": "toolreg://fake/mem://nothing"})).await;
     assert!(refused["error"]["message"].as_str().unwrap().contains("no resource"), "{refused}");
+    assert_eq!(refused["error"]["code"], -32002, "the remote server's code stands: {refused}");
     let nowhere = request(&mut raw, 8, "resources/read", json!({"uri": "toolreg://other/mem://notes"})).await;
     assert_eq!(nowhere["error"]["code"], -32002, "{nowhere}");
     assert_eq!(raw.call(9, "fake__echo", json!({})).await["result"]["isError"], false);

@@ -48,6 +48,17 @@ pub enum ClientError {
         /// Which bound.
         message: String,
     },
+    /// The server refused a request with a JSON-RPC error (a resource it
+    /// does not have, a prompt's missing argument).
+    #[error("MCP server `{server}`: {message}")]
+    Refused {
+        /// The server.
+        server: String,
+        /// The JSON-RPC error code it gave.
+        code: i32,
+        /// Its message.
+        message: String,
+    },
     /// The server answered something unusable.
     #[error("MCP server `{server}`: {message}")]
     Protocol {

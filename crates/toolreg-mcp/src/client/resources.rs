@@ -184,7 +184,11 @@ impl RemoteServer {
         let timeout = self.inner.config.call_timeout;
         match tokio::time::timeout(timeout, send(connection.peer().clone())).await {
             Err(_) => Err(ClientError::Timeout { server: self.name().to_owned(), timeout }),
-            Ok(Err(ServiceError::McpError(error))) => Err(self.protocol_error(error.message.to_string())),
+            Ok(Err(ServiceError::McpError(error))) => Err(ClientError::Refused {
+                server: self.name().to_owned(),
+                code: error.code.0,
+                message: error.message.to_string(),
+            }),
             Ok(Err(error)) => Err(self.protocol_error(error.to_string())),
             Ok(Ok(answer)) => Ok(answer),
         }

@@ -461,13 +461,19 @@ fn call_id(id: &impl serde::Serialize) -> Option<String> {
 /// blocks missing.
 fn to_call_tool_result(result: &toolreg::ToolResult) -> Result<CallToolResult, ErrorData> {
     let rendered = toolreg::provider::mcp::CallToolResult::new(result);
-    let mut out =
-        serde_json::to_value(&rendered).and_then(serde_json::from_value::<CallToolResult>).map_err(|error| {
+    // Block by block, moving each one's JSON (no copy of an image's base64).
+    let content = rendered
+        .content
+        .into_iter()
+        .map(serde_json::from_value::<rmcp::model::ContentBlock>)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|error| {
             ErrorData::internal_error(format!("the result of `{}` cannot be sent: {error}", result.name), None)
         })?;
-    // What rmcp's constructors set; it leaves the field out for clients
-    // older than 2026-07-28.
-    out.result_type = Some(rmcp::model::ResultType::COMPLETE);
+    let mut out = if rendered.is_error { CallToolResult::error(content) } else { CallToolResult::success(content) };
+    // `success` and `error` set `resultType` as rmcp's constructors do; rmcp
+    // leaves it out for clients older than 2026-07-28.
+    out.structured_content = rendered.structured_content;
     Ok(out)
 }
 

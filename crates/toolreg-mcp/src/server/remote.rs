@@ -96,6 +96,8 @@ impl McpServer {
 /// A remote server's failure as the gateway's client sees it.
 fn remote_error(error: ClientError) -> ErrorData {
     match error {
+        // The remote server's own code (say -32002, no such resource) stands.
+        ClientError::Refused { code, .. } => ErrorData::new(rmcp::model::ErrorCode(code), error.to_string(), None),
         ClientError::Protocol { .. } => ErrorData::invalid_params(error.to_string(), None),
         other => ErrorData::internal_error(other.to_string(), None),
     }
