@@ -85,7 +85,8 @@ pids+=($!)
 wait_for "$port"
 run "http://127.0.0.1:$port/mcp" tools-call-simple-text tools-call-error tools-call-with-progress \
     tools-call-with-logging tools-call-elicitation tools-call-sampling elicitation-sep1034-defaults \
-    elicitation-sep1330-enums
+    elicitation-sep1330-enums tools-call-image tools-call-audio tools-call-embedded-resource \
+    tools-call-mixed-content
 
 if [ "$failed" -ne 0 ]; then
     echo "MCP conformance: failures above" >&2

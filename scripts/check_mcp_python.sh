@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Drive `toolreg serve` with the official MCP Python SDK's client, over stdio
-# and streamable HTTP (scripts/mcp_python_client.py).
+# and streamable HTTP (scripts/mcp_python_client.py), and as the gateway
+# (`toolreg serve --config`) in front of a fixture server written with the
+# same SDK (scripts/mcp_blocks_server.py): every content block type and
+# progress, passed on unchanged.
 #
 # The SDK is installed into a virtualenv under target/mcp-venv (reused while
 # the pinned version is unchanged). Needs Python 3 with venv and pip, and

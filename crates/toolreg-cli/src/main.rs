@@ -192,6 +192,8 @@ fn serving_engine(registry: &toolreg::FunctionRegistry, tools: &setup::Tools, op
 async fn serve(tools: setup::Tools, args: ServeArgs) -> Result<(), CliError> {
     let options = ServerOptions::default().allow_dangerous(args.allow_dangerous);
     let server = McpServer::new(serving_engine(&tools.registry, &tools, &options), options.clone());
+    // The gateway also offers the imported servers' resources and prompts.
+    server.set_remotes(tools.remotes.clone());
     // The gateway: when an imported server's tools change, serve the new set
     // and tell the clients.
     let tools = Arc::new(tools);

@@ -9,6 +9,8 @@
 //! It also shows how a tool reaches the MCP client that called it: the
 //! connection is in the call's context (`cx.extensions()`), to send log
 //! messages, ask the user (elicitation) or ask the client's model (sampling).
+//! The content scenarios show a tool returning blocks: an image, audio, an
+//! embedded resource, or several of them in a `ToolOutput`.
 
 // The suite tests MCP logging and sampling, which rmcp marks deprecated
 // (a protocol draft drops them); every revision it tests has them.
@@ -20,7 +22,7 @@ use std::time::Duration;
 use rmcp::model::{CreateMessageRequestParams, ElicitRequestParams, LoggingMessageNotificationParam};
 use rmcp::service::{Peer, RoleServer};
 use serde_json::{Value, json};
-use toolreg::{CallContext, FunctionRegistry, tool};
+use toolreg::{CallContext, Content, FunctionRegistry, ToolOutput, tool};
 use toolreg_mcp::server::{HttpOptions, McpServer, ServerOptions};
 
 fn peer(cx: &CallContext) -> Result<Peer<RoleServer>, String> {
@@ -47,6 +49,63 @@ async fn test_tool_with_progress(#[context] cx: CallContext) -> String {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     "Progress complete".to_owned()
+}
+
+/// A 1x1 red PNG.
+const RED_PIXEL: &str =
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
+
+fn red_pixel() -> Result<Content, String> {
+    Content::from_json(&json!({"type": "image", "data": RED_PIXEL, "mimeType": "image/png"})).map_err(|e| e.to_string())
+}
+
+/// Returns an image.
+#[tool(safety = "safe")]
+fn test_image_content() -> Result<Content, String> {
+    red_pixel()
+}
+
+/// Returns audio: a WAV file of one silent sample (8 kHz, mono, 8-bit).
+#[tool(safety = "safe")]
+fn test_audio_content() -> Result<Content, String> {
+    let mut wav = Vec::new();
+    wav.extend_from_slice(b"RIFF");
+    wav.extend_from_slice(&37u32.to_le_bytes());
+    wav.extend_from_slice(b"WAVEfmt ");
+    for field in [16u32.to_le_bytes().as_slice(), &1u16.to_le_bytes(), &1u16.to_le_bytes()] {
+        wav.extend_from_slice(field);
+    }
+    for field in [8000u32.to_le_bytes().as_slice(), &8000u32.to_le_bytes(), &1u16.to_le_bytes(), &8u16.to_le_bytes()] {
+        wav.extend_from_slice(field);
+    }
+    wav.extend_from_slice(b"data");
+    wav.extend_from_slice(&1u32.to_le_bytes());
+    wav.push(128);
+    Ok(Content::audio(wav, "audio/wav"))
+}
+
+/// Returns a resource embedded with its text.
+#[tool(safety = "safe")]
+fn test_embedded_resource() -> Result<Content, String> {
+    Ok(Content::resource_text(
+        "test://embedded-resource",
+        "This is an embedded resource content.",
+        Some("text/plain".to_owned()),
+    ))
+}
+
+/// Returns text, an image and an embedded resource.
+#[tool(safety = "safe")]
+fn test_multiple_content_types() -> Result<ToolOutput, String> {
+    Ok(ToolOutput::from(vec![
+        Content::text("Multiple content types test:"),
+        red_pixel()?,
+        Content::resource_text(
+            "test://mixed-content-resource",
+            r#"{"test":"data","value":123}"#,
+            Some("application/json".to_owned()),
+        ),
+    ]))
 }
 
 /// Sends three log messages to the client.
@@ -149,6 +208,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             test_elicitation_sep1034_defaults_tool,
             test_elicitation_sep1330_enums_tool,
             test_sampling_tool,
+            test_image_content_tool,
+            test_audio_content_tool,
+            test_embedded_resource_tool,
+            test_multiple_content_types_tool,
         ]
     )?;
     let server = McpServer::from_registry(&registry, ServerOptions::default().name("toolreg-conformance"));

@@ -5,30 +5,28 @@
 //! - [`client`]: import the tools of remote MCP servers into a registry,
 //!   namespaced and untrusted; [`config`] reads the `mcpServers` file MCP
 //!   clients use.
-//! - [`protocol`]: JSON-RPC error codes, `tools/list` paging and protocol
-//!   revisions, for hosts that speak MCP without rmcp.
 //!
 //! The core crate renders MCP's tool and result *formats*
-//! ([`toolreg::provider::mcp`]); the protocol around them is rmcp's.
+//! ([`toolreg::provider::mcp`]); the protocol around them is rmcp's. The
+//! server sends exactly what the core renders: `tools/list` entries as
+//! [`Mcp`](toolreg::provider::mcp::Mcp) declares them and `tools/call`
+//! results as [`CallToolResult`](toolreg::provider::mcp::CallToolResult)
+//! writes them (every content block, annotations, `structuredContent`).
 //!
 //! ```
 //! use serde_json::json;
 //! use toolreg::provider::{ToolRef, WireFormat, mcp::Mcp};
 //! use toolreg::ToolDeclaration;
-//! use toolreg_mcp::protocol::{self, ListOptions, Revision};
 //!
 //! let decl = ToolDeclaration::new("ping", "Check the service is up.", json!({"type": "object"}));
 //! let declared = Mcp::new().declare(&[ToolRef::from(&decl)])?;
-//! let page = protocol::tools_list(&declared, None, Revision::V2025_11_25, &ListOptions::default())?;
-//! assert_eq!(page["tools"][0]["name"], "ping");
-//! assert!(page.get("nextCursor").is_none());
+//! assert_eq!(declared.tools[0]["name"], "ping");
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
 pub mod client;
 pub mod config;
 mod oversize;
-pub mod protocol;
 pub mod server;
 
 pub use server::{McpServer, ServeError, ServerOptions};
@@ -38,3 +36,8 @@ pub use server::{McpServer, ServeError, ServerOptions};
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]
 pub struct ReadmeDoctests;
+
+/// This crate's README's Rust examples, run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct CrateReadmeDoctests;

@@ -541,3 +541,15 @@ async fn a_tool_refused_as_needing_a_task_is_left_out_after_its_first_call() {
     server.refresh().await.unwrap();
     assert!(!server.registrations().iter().any(|r| r.name() == "fake__tasky"));
 }
+
+/// A question from a server whose call did not come over MCP has no one to
+/// go to: the server is told so, and the call still answers.
+#[tokio::test]
+async fn a_question_with_no_mcp_client_behind_the_call_is_refused() {
+    let server = RemoteServer::connect("fake", fake()).await.unwrap();
+    let registry = import(&server).await;
+    let asked = call(&registry, "fake__ask", json!({})).await;
+    let answer: Value = serde_json::from_str(&asked.text()).unwrap();
+    let message = answer["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("no call of it in flight came from an MCP client"), "{answer}");
+}

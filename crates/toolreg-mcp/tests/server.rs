@@ -7,11 +7,15 @@ use std::time::Duration;
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
-use toolreg::{CallContext, FunctionRegistry, ParamType, SafetyLevel, ToolDeclaration, ToolEngine, ToolRegistration};
+use toolreg::exec::{Annotations, Role};
+use toolreg::{
+    CallContext, Content, FunctionRegistry, ParamType, SafetyLevel, ToolDeclaration, ToolEngine, ToolOutput,
+    ToolRegistration,
+};
 use toolreg_mcp::server::{ElicitationApprover, McpServer, ServerOptions, StdioOptions};
 
-const HANG: Duration = Duration::from_secs(20);
+mod common;
+use common::{HANG, Raw};
 
 fn decl(name: &str, safety: SafetyLevel) -> ToolDeclaration {
     ToolDeclaration::builder(name)
@@ -67,70 +71,6 @@ fn registry(seen: &Arc<Seen>) -> FunctionRegistry {
 
 fn seen() -> Arc<Seen> {
     Arc::new(Seen { cancelled: AtomicBool::new(false), wiped: AtomicBool::new(false) })
-}
-
-/// A client speaking raw JSON lines to a server on an in-memory pipe.
-struct Raw {
-    write: tokio::io::WriteHalf<DuplexStream>,
-    lines: Lines<BufReader<tokio::io::ReadHalf<DuplexStream>>>,
-    /// Messages read while waiting for something else.
-    other: Vec<Value>,
-}
-
-impl Raw {
-    fn start(server: McpServer, options: StdioOptions) -> Raw {
-        let (client, server_side) = tokio::io::duplex(1 << 20);
-        let (server_read, server_write) = tokio::io::split(server_side);
-        tokio::spawn(async move {
-            let _ = server.serve_stream(server_read, server_write, options).await;
-        });
-        let (read, write) = tokio::io::split(client);
-        Raw { write, lines: BufReader::new(read).lines(), other: Vec::new() }
-    }
-
-    async fn send_line(&mut self, line: &str) {
-        self.write.write_all(line.as_bytes()).await.unwrap();
-        self.write.write_all(b"\n").await.unwrap();
-    }
-
-    async fn send(&mut self, message: Value) {
-        self.send_line(&message.to_string()).await;
-    }
-
-    async fn next(&mut self) -> Value {
-        let line = tokio::time::timeout(HANG, self.lines.next_line()).await.expect("no answer in time").unwrap();
-        serde_json::from_str(&line.expect("the server closed the stream")).unwrap()
-    }
-
-    /// The answer to request `id`, keeping everything else read meanwhile.
-    async fn answer(&mut self, id: Value) -> Value {
-        if let Some(at) = self.other.iter().position(|m| m.get("id") == Some(&id) && m.get("method").is_none()) {
-            return self.other.remove(at);
-        }
-        loop {
-            let message = self.next().await;
-            if message.get("id") == Some(&id) && message.get("method").is_none() {
-                return message;
-            }
-            self.other.push(message);
-        }
-    }
-
-    async fn initialize(&mut self, capabilities: Value) -> Value {
-        self.send(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": capabilities,
-            "clientInfo": {"name": "raw", "version": "1"}}}))
-            .await;
-        let answer = self.answer(json!(0)).await;
-        self.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
-        answer
-    }
-
-    async fn call(&mut self, id: i64, name: &str, arguments: Value) -> Value {
-        self.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": arguments}}))
-            .await;
-        self.answer(json!(id)).await
-    }
 }
 
 fn server(seen: &Arc<Seen>, options: ServerOptions) -> McpServer {
@@ -415,4 +355,99 @@ async fn a_call_whose_id_cannot_bind_an_approval_is_refused() {
     let refused = raw.answer(json!("")).await;
     assert_eq!(refused["error"]["code"], -32600, "{refused}");
     assert!(!seen.wiped.load(Ordering::SeqCst));
+}
+
+/// A tool returning every block type, annotated, with a structured value
+/// its output schema describes.
+fn rich_registry() -> FunctionRegistry {
+    let mut r = FunctionRegistry::new();
+    let decl = decl("chart", SafetyLevel::Safe).with_output_schema(json!({
+        "type": "object", "properties": {"points": {"type": "integer"}}, "required": ["points"]}));
+    r.register(ToolRegistration::new(decl, |_: Value| {
+        let for_user = Annotations::for_audience([Role::User]).priority(0.25);
+        Ok::<_, String>(
+            ToolOutput::from(vec![
+                Content::text("The chart:").annotated(for_user.clone()),
+                Content::image(vec![0x89, b'P', b'N', b'G'], "image/png").annotated(for_user),
+                Content::audio(vec![1, 2], "audio/wav"),
+                Content::resource_link("file:///data.csv", "data.csv"),
+                Content::resource_text("mem://notes", "three points", Some("text/plain".into())),
+                Content::resource_blob("mem://raw", vec![0, 255], Some("application/octet-stream".into())),
+                Content::file(b"%PDF".to_vec(), "application/pdf", "chart.pdf"),
+            ])
+            .with_value(json!({"points": 3}))
+            .with_meta("host_only", json!("never sent")),
+        )
+    }))
+    .unwrap();
+    r
+}
+
+#[tokio::test]
+async fn every_block_type_is_sent_with_annotations_and_structured_content() {
+    let mut raw =
+        Raw::start(McpServer::from_registry(&rich_registry(), ServerOptions::default()), StdioOptions::default());
+    raw.initialize(json!({})).await;
+    raw.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})).await;
+    let listed = raw.answer(json!(1)).await;
+    assert_eq!(listed["result"]["tools"][0]["outputSchema"]["required"], json!(["points"]), "{listed}");
+
+    let answer = raw.call(2, "chart", json!({})).await;
+    let user = json!({"audience": ["user"], "priority": 0.25});
+    assert_eq!(
+        answer["result"],
+        json!({
+            "content": [
+                {"type": "text", "text": "The chart:", "annotations": user},
+                {"type": "image", "data": "iVBORw==", "mimeType": "image/png", "annotations": user},
+                {"type": "audio", "data": "AQI=", "mimeType": "audio/wav"},
+                {"type": "resource_link", "uri": "file:///data.csv", "name": "data.csv"},
+                {"type": "resource", "resource": {"uri": "mem://notes", "mimeType": "text/plain", "text": "three points"}},
+                {"type": "resource", "resource": {"uri": "mem://raw", "mimeType": "application/octet-stream", "blob": "AP8="}},
+                {"type": "resource", "resource": {"uri": "file:///chart.pdf", "mimeType": "application/pdf", "blob": "JVBERg=="}},
+            ],
+            "structuredContent": {"points": 3},
+            "isError": false,
+        })
+    );
+
+    // rmcp's own client reads every block.
+    let (client_io, server_io) = tokio::io::duplex(1 << 20);
+    let (r, w) = tokio::io::split(server_io);
+    let served = McpServer::from_registry(&rich_registry(), ServerOptions::default());
+    tokio::spawn(async move { served.serve_stream(r, w, StdioOptions::default()).await });
+    let client = ().serve(client_io).await.unwrap();
+    let result = client.call_tool(CallToolRequestParams::new("chart")).await.unwrap();
+    assert_eq!(result.content.len(), 7);
+    assert_eq!(result.structured_content, Some(json!({"points": 3})));
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn progress_comes_in_order_and_before_the_answer() {
+    let mut r = FunctionRegistry::new();
+    r.register(ToolRegistration::new(decl("steps", SafetyLevel::Safe), |cx: CallContext, _: Value| {
+        for step in 1..=20 {
+            cx.report_progress(f64::from(step), Some(20.0), None);
+        }
+        Ok::<_, String>("done")
+    }))
+    .unwrap();
+    let mut raw = Raw::start(McpServer::from_registry(&r, ServerOptions::default()), StdioOptions::default());
+    raw.initialize(json!({})).await;
+    for id in 1..=5 {
+        raw.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "steps", "arguments": {}, "_meta": {"progressToken": format!("t{id}")}}}))
+            .await;
+        let answer = raw.answer(json!(id)).await;
+        assert_eq!(answer["result"]["content"][0]["text"], "done");
+        let steps: Vec<f64> = raw
+            .other
+            .drain(..)
+            .filter(|m| m["method"] == "notifications/progress")
+            .inspect(|m| assert_eq!(m["params"]["progressToken"], format!("t{id}")))
+            .map(|m| m["params"]["progress"].as_f64().unwrap())
+            .collect();
+        assert_eq!(steps, (1..=20).map(f64::from).collect::<Vec<_>>());
+    }
 }

@@ -38,13 +38,25 @@ pub enum ClientError {
         /// The limit.
         timeout: Duration,
     },
-    /// The server's tool list is past one of the bounds ([`MAX_LIST_PAGES`],
+    /// A list the server gave (tools, resources, templates, prompts) is past
+    /// one of the bounds ([`MAX_LIST_PAGES`],
     /// [`MAX_TOOLS`], [`MAX_LIST_BYTES`]).
-    #[error("MCP server `{server}` lists too many tools: {message}")]
+    #[error("MCP server `{server}` lists too much: {message}")]
     TooLarge {
         /// The server.
         server: String,
         /// Which bound.
+        message: String,
+    },
+    /// The server refused a request with a JSON-RPC error (a resource it
+    /// does not have, a prompt's missing argument).
+    #[error("MCP server `{server}`: {message}")]
+    Refused {
+        /// The server.
+        server: String,
+        /// The JSON-RPC error code it gave.
+        code: i32,
+        /// Its message.
         message: String,
     },
     /// The server answered something unusable.

@@ -9,8 +9,17 @@
 //! - a tool's safety level is the operator's floor for the server
 //!   ([`ServerConfig::safety`], cautious by default), raised to dangerous when
 //!   the server says `destructiveHint`; its annotations never lower it;
-//! - its output is data: the text (or `structuredContent`) becomes the tool's
-//!   value, and `isError: true` a failed call with the server's text;
+//! - its output is data, passed on block for block: a result of one plain
+//!   text block is that text (the tool's value), anything else keeps every
+//!   block (text, image, audio, resource link, embedded resource, with their
+//!   annotations) and `structuredContent` as the structured value beside
+//!   them; a block that cannot be read (bad base64, a type this crate does
+//!   not know) becomes a text block saying why, never a failed call nor a
+//!   silent gap; `isError: true` is a failed call with the server's text;
+//! - progress the server reports on a call reaches the caller's
+//!   [`CallContext::report_progress`](toolreg::CallContext::report_progress)
+//!   while the call runs (behind the gateway: the gateway's client, on its
+//!   own progress token);
 //! - every call has a timeout, and cancelling the call (its `CallContext`
 //!   token) sends `notifications/cancelled` to the server;
 //! - a command server starts with a minimal environment, as the official MCP
@@ -34,6 +43,16 @@
 //! is not seen, so such a tool is imported; its first call fails with
 //! "method not found", as the specification has the server answer, and
 //! from then on it is left out (and [`RemoteServer::changes`] announces it).
+//!
+//! Its elicitation and sampling requests go to the MCP client whose call is
+//! running on it (behind the gateway, the gateway's client), or are refused
+//! with a reason where no one can answer.
+//!
+//! Its resources and prompts are offered too, namespaced like its tools
+//! ([`RemoteServer::list_resources`], [`RemoteServer::read_resource`],
+//! [`RemoteServer::list_prompts`], [`RemoteServer::get_prompt`]: URIs as
+//! `toolreg://<server>/<uri>`, names as `server__name`); the gateway serves
+//! them ([`McpServer::set_remotes`](crate::server::McpServer::set_remotes)).
 //!
 //! Waiting for the server to answer `initialize` is bounded by the server's
 //! `timeoutMs` ([`ServerConfig::call_timeout`]).
@@ -73,27 +92,32 @@
 //! # }
 //! ```
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::process::Stdio;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
-use rmcp::model::{PaginatedRequestParams, Tool};
-use rmcp::service::{NotificationContext, Peer, RoleClient, RunningService};
+use rmcp::model::{PaginatedRequestParams, ProgressNotificationParam, ProgressToken, Tool};
+use rmcp::service::{NotificationContext, Peer, RoleClient, RoleServer, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientHandler, ServiceExt};
 use tokio::sync::watch;
+use toolreg::CallContext;
 
 use crate::config::{ServerConfig, Transport};
 
 mod child;
 mod error;
+mod forward;
+mod resources;
 mod tools;
 use child::{ChildOut, inherited_env};
 pub use error::ClientError;
 use error::{cut, init_cause, io_cause};
+pub(crate) use resources::gather;
+pub use resources::{MAX_LINKS, URI_PREFIX};
 pub use tools::local_name;
 
 /// Most `tools/list` pages read from one server (a server whose cursor never
@@ -155,6 +179,15 @@ struct Inner {
     changes: watch::Sender<u64>,
     /// The child process of the live connection, for a command server.
     child: Mutex<Option<u32>>,
+    /// The calls in flight whose caller takes progress, by the progress
+    /// token sent to the server for them (an entry lives as long as its call).
+    progress: Mutex<HashMap<ProgressToken, CallContext>>,
+    /// The URIs of the resource links its tools returned lately, oldest first.
+    links: Mutex<VecDeque<String>>,
+    /// The MCP clients of its calls in flight that came over MCP, by the
+    /// order the calls started: who a question of the server goes to.
+    askers: Mutex<HashMap<u64, Peer<RoleServer>>>,
+    next_asker: AtomicU64,
 }
 
 impl std::fmt::Debug for RemoteServer {
@@ -173,6 +206,47 @@ struct Handler {
 }
 
 impl ClientHandler for Handler {
+    /// Elicitation and sampling are declared: the requests are forwarded
+    /// (see `forward`), or refused with a reason.
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        let mut info = rmcp::model::ClientConfig::default();
+        info.capabilities.elicitation = Some(rmcp::model::ElicitationCapability::default());
+        info.capabilities.sampling = Some(rmcp::model::SamplingCapability::default());
+        info.client_info = rmcp::model::Implementation::new("toolreg", env!("CARGO_PKG_VERSION"));
+        info
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        let inner = self.server.upgrade().ok_or_else(gone)?;
+        forward::elicit(&inner, request).await
+    }
+
+    // rmcp marks sampling deprecated (a protocol draft drops it); the
+    // revisions the servers speak have it.
+    #[allow(deprecated)]
+    async fn create_message(
+        &self,
+        request: rmcp::model::CreateMessageRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::CreateMessageResult, rmcp::ErrorData> {
+        let inner = self.server.upgrade().ok_or_else(gone)?;
+        forward::sample(&inner, request).await
+    }
+
+    /// Progress on a call in flight goes to its caller; progress on any
+    /// other token (a call that ended, a token never sent) is dropped.
+    async fn on_progress(&self, params: ProgressNotificationParam, _context: NotificationContext<RoleClient>) {
+        let Some(inner) = self.server.upgrade() else { return };
+        let caller = inner.progress.lock().unwrap_or_else(PoisonError::into_inner).get(&params.progress_token).cloned();
+        if let Some(cx) = caller {
+            cx.report_progress(params.progress, params.total, params.message.as_deref());
+        }
+    }
+
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         if let Some(inner) = self.server.upgrade() {
             // Read the list on another task: this one delivers the answer.
@@ -184,6 +258,11 @@ impl ClientHandler for Handler {
             });
         }
     }
+}
+
+/// The server's handle is gone: nothing to forward to.
+fn gone() -> rmcp::ErrorData {
+    rmcp::ErrorData::invalid_request("toolreg is closing this connection", None)
 }
 
 impl RemoteServer {
@@ -233,6 +312,10 @@ impl RemoteServer {
             task_only_called: Mutex::default(),
             changes: watch::channel(0).0,
             child: Mutex::new(None),
+            progress: Mutex::default(),
+            links: Mutex::default(),
+            askers: Mutex::default(),
+            next_asker: AtomicU64::new(0),
         });
         Ok(RemoteServer { inner })
     }

@@ -5,16 +5,16 @@ use std::collections::HashSet;
 use std::sync::{Arc, PoisonError};
 
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam, ClientRequest, ServerResult,
-    Tool,
+    CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam, ClientRequest, CustomResult,
+    ProgressToken, ServerResult, Tool,
 };
 use rmcp::service::{Peer, PeerRequestOptions, RoleClient};
 use serde_json::Value;
 use toolreg::policy::ArgumentsHash;
 use toolreg::provider::NameRule;
 use toolreg::{
-    CallContext, Content, ErasedTool, FunctionRegistry, RegistryError, SafetyLevel, ToolDeclaration, ToolError,
-    ToolFuture, ToolOutput, ToolRegistration,
+    CallContext, Content, ErasedTool, FunctionRegistry, ProgressReporter, RegistryError, SafetyLevel, ToolDeclaration,
+    ToolError, ToolFuture, ToolOutput, ToolRegistration,
 };
 
 use super::{RemoteServer, SEPARATOR};
@@ -51,6 +51,17 @@ impl RemoteServer {
             }
         }
         refused
+    }
+
+    /// The output, its resource links remembered so that the gateway can
+    /// read them as they are.
+    fn linked_from(&self, output: ToolOutput) -> ToolOutput {
+        for block in &output.content {
+            if let Content::ResourceLink(link) = block {
+                self.remember_link(&link.uri);
+            }
+        }
+        output
     }
 
     fn declaration(&self, name: &str, tool: &Tool) -> ToolDeclaration {
@@ -96,6 +107,15 @@ impl RemoteServer {
             }
         };
         let id = handle.id.clone();
+        // rmcp gives every request a progress token of its own; a caller that
+        // takes progress gets what the server reports on it, until the call
+        // ends. (A report the server sends before this line has run is lost;
+        // progress is best effort, and a report must first cross the
+        // transport and rmcp's reader.)
+        let _progress =
+            cx.extensions().get::<ProgressReporter>().map(|_| ProgressRoute::open(self, &handle.progress_token, cx));
+        // A question the server asks meanwhile can go to this call's client.
+        let _asker = super::forward::Asker::open(self, cx);
         let answer = tokio::select! {
             answer = handle.await_response() => answer,
             () = cx.cancelled() => {
@@ -104,6 +124,13 @@ impl RemoteServer {
                 return Err(ToolError::Cancelled);
             }
         };
+        if _progress.is_some() {
+            // rmcp hands each notification to its handler on a task of its
+            // own and the answer straight to us, so the last reports the
+            // server sent before answering may not have been handled yet:
+            // give them a moment before the route closes.
+            tokio::time::sleep(PROGRESS_SETTLE).await;
+        }
         match answer {
             Ok(ServerResult::CallToolResult(result)) => {
                 if result.is_error == Some(true) {
@@ -111,7 +138,13 @@ impl RemoteServer {
                     let message = if text.is_empty() { "the remote tool failed".to_owned() } else { text.join("\n") };
                     return Err(ToolError::failed(message));
                 }
-                Ok(remote_output(result))
+                Ok(self.linked_from(remote_output(result)))
+            }
+            // rmcp reads a result whole: one block of a type it does not
+            // know (a newer revision's) makes it none of its results. Read
+            // such a result here, block by block.
+            Ok(ServerResult::CustomResult(CustomResult(result))) if result.get("content").is_some() => {
+                lenient_output(&result).map(|output| self.linked_from(output))
             }
             Ok(other) => Err(ToolError::failed(format!(
                 "MCP server `{}` answered tools/call with something else: {}",
@@ -168,17 +201,61 @@ fn remote_output(result: CallToolResult) -> ToolOutput {
         .content
         .iter()
         .map(|block| {
-            serde_json::to_value(block)
-                .map_err(|e| e.to_string())
-                .and_then(|json| Content::from_json(&json).map_err(|e| e.to_string()))
-                .unwrap_or_else(|reason| {
-                    Content::text(format!("[a content block from the MCP server could not be read: {reason}]"))
-                })
+            serde_json::to_value(block).map_err(|e| e.to_string()).map_or_else(unreadable, |json| read_block(&json))
         })
         .collect();
     let mut output = ToolOutput::new(result.structured_content.unwrap_or(Value::Null));
     output.content = content;
     output
+}
+
+/// [`remote_output`] for a result rmcp could not read as a `CallToolResult`
+/// (a block of a type it does not know), from its JSON.
+fn lenient_output(result: &Value) -> Result<ToolOutput, ToolError> {
+    let Some(blocks) = result.get("content").and_then(Value::as_array) else {
+        return Err(ToolError::failed("the MCP server's result has no `content` list"));
+    };
+    if result.get("isError") == Some(&Value::Bool(true)) {
+        let text: Vec<&str> = blocks.iter().filter_map(|b| b.get("text").and_then(Value::as_str)).collect();
+        let message = if text.is_empty() { "the remote tool failed".to_owned() } else { text.join("\n") };
+        return Err(ToolError::failed(message));
+    }
+    let mut output = ToolOutput::new(result.get("structuredContent").cloned().unwrap_or(Value::Null));
+    output.content = blocks.iter().map(read_block).collect();
+    Ok(output)
+}
+
+/// One block from its JSON, or a text block saying why it cannot be read.
+fn read_block(json: &Value) -> Content {
+    Content::from_json(json).unwrap_or_else(|error| unreadable(error.to_string()))
+}
+
+fn unreadable(reason: String) -> Content {
+    Content::text(format!("[a content block from the MCP server could not be read: {reason}]"))
+}
+
+/// How long a call whose caller takes progress waits after the answer for
+/// the server's last reports to be handled (see where it is used).
+const PROGRESS_SETTLE: std::time::Duration = std::time::Duration::from_millis(20);
+
+/// A call's progress token, routing the server's progress to the call's
+/// context until it is dropped (the call ended, was cancelled or timed out).
+struct ProgressRoute {
+    server: RemoteServer,
+    token: ProgressToken,
+}
+
+impl ProgressRoute {
+    fn open(server: &RemoteServer, token: &ProgressToken, cx: &CallContext) -> ProgressRoute {
+        server.inner.progress.lock().unwrap_or_else(PoisonError::into_inner).insert(token.clone(), cx.clone());
+        ProgressRoute { server: server.clone(), token: token.clone() }
+    }
+}
+
+impl Drop for ProgressRoute {
+    fn drop(&mut self) {
+        self.server.inner.progress.lock().unwrap_or_else(PoisonError::into_inner).remove(&self.token);
+    }
 }
 
 /// One imported tool: a `tools/call` to its server.

@@ -14,7 +14,13 @@
 //! - `notifications/cancelled` cancels the running call's token, which the
 //!   tool sees through [`CallContext::cancelled`](toolreg::CallContext::cancelled);
 //! - a tool's [`CallContext::report_progress`](toolreg::CallContext::report_progress)
-//!   becomes `notifications/progress` when the client sent a progress token;
+//!   becomes `notifications/progress` when the client sent a progress token,
+//!   in order and all before the call's answer (none after it);
+//! - results are the core's MCP rendering
+//!   ([`toolreg::provider::mcp::CallToolResult`]), sent unchanged: every
+//!   content block of the tool's output with its annotations (a file as an
+//!   embedded resource), the structured value as `structuredContent` when it
+//!   is an object (a declared output schema is listed as `outputSchema`);
 //! - [`McpServer::set_engine`] swaps the tools at run time and sends
 //!   `notifications/tools/list_changed` to every connected client;
 //! - dangerous tools are approved through MCP elicitation where the client
@@ -41,14 +47,15 @@
 
 mod approval;
 mod http;
+mod remote;
 mod stdio;
 
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use rmcp::ServerHandler;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ErrorData, Implementation, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities, ServerConfig, Tool,
+    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ErrorData, Implementation, ListToolsResult,
+    PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer};
 use serde_json::Value;
@@ -150,6 +157,8 @@ struct Shared {
     listeners: Mutex<Vec<rmcp::service::SubscriptionSink>>,
     /// The level the client asked for with `logging/setLevel`.
     log_level: Mutex<Option<rmcp::model::LoggingLevel>>,
+    /// Imported servers whose resources and prompts are offered too.
+    remotes: RwLock<Vec<crate::client::RemoteServer>>,
 }
 
 /// The engine as `options` would have it served: with `allow_dangerous`,
@@ -219,6 +228,7 @@ impl McpServer {
                 peers: Mutex::new(Vec::new()),
                 log_level: Mutex::new(None),
                 listeners: Mutex::new(Vec::new()),
+                remotes: RwLock::new(Vec::new()),
             }),
         }
     }
@@ -345,18 +355,10 @@ impl McpServer {
         }
         let arguments = Value::Object(request.arguments.unwrap_or_default());
         let mut extensions = Extensions::default();
-        if let Some(token) = context.meta.get_progress_token() {
-            let peer = context.peer.clone();
-            extensions.insert(ProgressReporter::new(move |progress| {
-                let mut param = ProgressNotificationParam::new(token.clone(), progress.progress);
-                param.total = progress.total;
-                param.message = progress.message;
-                let peer = peer.clone();
-                // Progress is best effort: a client that went away misses it.
-                tokio::spawn(async move {
-                    let _ = peer.notify_progress(param).await;
-                });
-            }));
+        let progress =
+            context.meta.get_progress_token().map(|token| ProgressSender::start(token, context.peer.clone()));
+        if let Some(sender) = &progress {
+            extensions.insert(sender.reporter());
         }
         extensions.insert(context.peer.clone());
         // Approvals and the audit trail are bound to the call id: a request
@@ -366,8 +368,79 @@ impl McpServer {
         let call = ToolCall::new(id, name, arguments);
         let options = CallOptions::new().cancel(context.ct.clone()).extensions(extensions);
         let result = served.engine.execute_call_with(call, options).await;
-        Ok(to_call_tool_result(&result))
+        if let Some(sender) = progress {
+            sender.finish().await;
+        }
+        to_call_tool_result(&result)
     }
+}
+
+/// Sends a call's progress to the client in order, each report before the
+/// call's answer and none after it (the specification ends progress with
+/// the request). Reports queue for one task that sends them; a tool that
+/// reports faster than the client reads loses the reports past the queue's
+/// bound (progress is best effort, memory is bounded).
+struct ProgressSender {
+    queue: tokio::sync::mpsc::Sender<ProgressMessage>,
+    token: rmcp::model::ProgressToken,
+}
+
+enum ProgressMessage {
+    Report(ProgressNotificationParam),
+    /// Everything before this was sent: say so and stop.
+    Finish(tokio::sync::oneshot::Sender<()>),
+}
+
+/// Reports queued per call before further ones are dropped.
+const PROGRESS_QUEUE: usize = 64;
+
+impl ProgressSender {
+    fn start(token: rmcp::model::ProgressToken, peer: Peer<RoleServer>) -> ProgressSender {
+        let (queue, mut reports) = tokio::sync::mpsc::channel(PROGRESS_QUEUE);
+        tokio::spawn(async move {
+            while let Some(message) = reports.recv().await {
+                match message {
+                    // A client that went away misses it.
+                    ProgressMessage::Report(param) => {
+                        let _ = peer.notify_progress(param).await;
+                    }
+                    ProgressMessage::Finish(done) => {
+                        let _ = done.send(());
+                        return;
+                    }
+                }
+            }
+        });
+        ProgressSender { queue, token }
+    }
+
+    /// The reporter the tool's context gets.
+    fn reporter(&self) -> ProgressReporter {
+        let queue = self.queue.clone();
+        let token = self.token.clone();
+        ProgressReporter::new(move |progress| {
+            let mut param = ProgressNotificationParam::new(token.clone(), progress.progress);
+            param.total = progress.total;
+            param.message = progress.message;
+            // Full: dropped (see above); closed: the call has answered.
+            let _ = queue.try_send(ProgressMessage::Report(param));
+        })
+    }
+
+    /// Wait until every report made so far was sent; later ones are dropped.
+    async fn finish(self) {
+        let (done, sent) = tokio::sync::oneshot::channel();
+        if self.queue.send(ProgressMessage::Finish(done)).await.is_ok() {
+            let _ = sent.await;
+        }
+    }
+}
+
+/// Whether the client is on 2026-07-28 or later, which requires cache
+/// hints on lists. The tools can change at any moment (`set_engine`), and a
+/// gateway's lists at a remote server's word: nothing may be cached.
+fn wants_cache_hints(context: &RequestContext<RoleServer>) -> bool {
+    context.protocol_version().is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
 }
 
 /// The JSON-RPC id as text, the call id the engine and the audit trail see;
@@ -380,24 +453,39 @@ fn call_id(id: &impl serde::Serialize) -> Option<String> {
     (!text.is_empty()).then_some(text)
 }
 
-/// rmcp's `CallToolResult` for an engine result: the text a model reads,
-/// `structuredContent` for object results, `isError` for failures.
-fn to_call_tool_result(result: &toolreg::ToolResult) -> CallToolResult {
+/// rmcp's `CallToolResult` for an engine result: the core's MCP rendering
+/// ([`toolreg::provider::mcp::CallToolResult`]: every block, annotations,
+/// `structuredContent`, `isError`), carried in rmcp's type unchanged.
+/// rmcp reads every block that rendering writes; should it ever refuse
+/// one, the client gets an internal error saying why, not a result with
+/// blocks missing.
+fn to_call_tool_result(result: &toolreg::ToolResult) -> Result<CallToolResult, ErrorData> {
     let rendered = toolreg::provider::mcp::CallToolResult::new(result);
-    let text = result.text().into_owned();
-    let mut out = if rendered.is_error {
-        CallToolResult::error(vec![rmcp::model::ContentBlock::text(text)])
-    } else {
-        CallToolResult::success(vec![rmcp::model::ContentBlock::text(text)])
-    };
+    // Block by block, moving each one's JSON (no copy of an image's base64).
+    let content = rendered
+        .content
+        .into_iter()
+        .map(serde_json::from_value::<rmcp::model::ContentBlock>)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|error| {
+            ErrorData::internal_error(format!("the result of `{}` cannot be sent: {error}", result.name), None)
+        })?;
+    let mut out = if rendered.is_error { CallToolResult::error(content) } else { CallToolResult::success(content) };
+    // `success` and `error` set `resultType` as rmcp's constructors do; rmcp
+    // leaves it out for clients older than 2026-07-28.
     out.structured_content = rendered.structured_content;
-    out
+    Ok(out)
 }
 
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
-        let capabilities =
+        let mut capabilities =
             ServerCapabilities::builder().enable_logging().enable_tools().enable_tool_list_changed().build();
+        if !self.remotes().is_empty() {
+            // The gateway: the imported servers' resources and prompts.
+            capabilities.resources = Some(rmcp::model::ResourcesCapability::default());
+            capabilities.prompts = Some(rmcp::model::PromptsCapability::default());
+        }
         let options = &self.shared.options;
         let mut config = ServerConfig::new(capabilities)
             .with_server_info(Implementation::new(options.name.clone(), options.version.clone()));
@@ -410,9 +498,10 @@ impl ServerHandler for McpServer {
     async fn list_tools(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        self.list_page(request.as_ref().and_then(|r| r.cursor.as_deref()))
+        let page = self.list_page(request.as_ref().and_then(|r| r.cursor.as_deref()))?;
+        Ok(if wants_cache_hints(&context) { page.with_ttl_ms(0).with_cache_scope(CacheScope::Private) } else { page })
     }
 
     async fn call_tool(
@@ -421,6 +510,49 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         self.call(request, context).await.map(CallToolResponse::from)
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourcesResult, ErrorData> {
+        let list = self.gateway_resources().await;
+        Ok(if wants_cache_hints(&context) { list.with_ttl_ms(0).with_cache_scope(CacheScope::Private) } else { list })
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourceTemplatesResult, ErrorData> {
+        let list = self.gateway_templates().await;
+        Ok(if wants_cache_hints(&context) { list.with_ttl_ms(0).with_cache_scope(CacheScope::Private) } else { list })
+    }
+
+    async fn read_resource(
+        &self,
+        request: rmcp::model::ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ReadResourceResponse, ErrorData> {
+        self.gateway_read(request).await.map(Into::into)
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListPromptsResult, ErrorData> {
+        let list = self.gateway_prompts().await;
+        Ok(if wants_cache_hints(&context) { list.with_ttl_ms(0).with_cache_scope(CacheScope::Private) } else { list })
+    }
+
+    async fn get_prompt(
+        &self,
+        request: rmcp::model::GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetPromptResponse, ErrorData> {
+        self.gateway_prompt(request).await.map(Into::into)
     }
 
     async fn set_level(

@@ -4,7 +4,16 @@ Tools: echo (read-only), wipe (destructive), "odd name/with.dots", fail (isError
 die (exits mid-call), garbage (writes a line that is not JSON, then answers),
 hang (never answers), slow (answers only if not cancelled: never), change (adds a
 tool and sends notifications/tools/list_changed), cancelled (the ids cancelled so far),
-env (its environment and working directory), huge (a 17 MiB answer), tasky (answers a plain call -32601, as a task-only tool must).
+env (its environment and working directory), huge (a 17 MiB answer), tasky (answers a plain call -32601, as a task-only tool must),
+blocks (every content block type, annotated, with structuredContent: BLOCKS below), bad_blocks (a good
+block, an image whose data is not base64 and a block of an unknown type), progress (two
+notifications/progress on the request's progress token, if it has one; answers with the token it got).
+
+ask (sends elicitation/create to the client and answers with the client's answer as JSON: its
+`result` or `error`), sample (the same with sampling/createMessage).
+
+Resources: mem://notes (text), file:///data.csv (the link `blocks` returns), the template
+mem://notes/{id}; prompts: greet (argument `who`).
 
 Flags: --mute (never answers initialize), --slow-start SECONDS (sleeps before
 reading anything), --fail-first FILE (exits at once unless FILE exists, creating
@@ -45,6 +54,12 @@ TOOLS = [
     {"name": "research", "description": "Only as an MCP task.", "inputSchema": {"type": "object"},
      "execution": {"taskSupport": "required"}},
     {"name": "tasky", "description": "A task-only tool whose listing does not say so.", "inputSchema": {"type": "object"}},
+    {"name": "blocks", "description": "Every block type.", "inputSchema": {"type": "object"},
+     "outputSchema": {"type": "object", "properties": {"points": {"type": "integer"}}}},
+    {"name": "bad_blocks", "description": "Blocks that cannot be read.", "inputSchema": {"type": "object"}},
+    {"name": "progress", "description": "Reports progress.", "inputSchema": {"type": "object"}},
+    {"name": "ask", "description": "Asks the user.", "inputSchema": {"type": "object"}},
+    {"name": "sample", "description": "Asks the client's model.", "inputSchema": {"type": "object"}},
     {"name": "maybe", "description": "As a task or not.", "inputSchema": {"type": "object"},
      "execution": {"taskSupport": "optional"}},
 ]
@@ -52,6 +67,17 @@ if "--many" in flags:
     for i in range(int(flags[flags.index("--many") + 1])):
         TOOLS.append({"name": "t%d" % i, "inputSchema": {"type": "object"}})
 cancelled = []
+FOR_USER = {"audience": ["user"], "priority": 0.25, "lastModified": "2026-01-02T03:04:05Z"}
+BLOCKS = [
+    {"type": "text", "text": "The chart:", "annotations": FOR_USER},
+    {"type": "image", "data": "iVBORw==", "mimeType": "image/png", "annotations": FOR_USER},
+    {"type": "audio", "data": "AQI=", "mimeType": "audio/wav"},
+    {"type": "resource_link", "uri": "file:///data.csv", "name": "data.csv", "title": "The data",
+     "description": "Three points", "mimeType": "text/csv", "size": 42, "annotations": {"audience": ["assistant"]}},
+    {"type": "resource", "resource": {"uri": "mem://notes", "mimeType": "text/plain", "text": "three points"}},
+    {"type": "resource", "resource": {"uri": "mem://raw", "mimeType": "application/octet-stream", "blob": "AP8="},
+     "annotations": {"priority": 1.0}},
+]
 
 
 def send(message):
@@ -70,6 +96,17 @@ def text(id, body, is_error=False, structured=None):
     result(id, value)
 
 
+def ask_client(method, params):
+    """Send a request to the client and wait for its answer (other messages meanwhile are dropped)."""
+    asked = "ask-%d" % len(cancelled + [0]) + method
+    send({"jsonrpc": "2.0", "id": asked, "method": method, "params": params})
+    for reply in sys.stdin:
+        reply = json.loads(reply)
+        if reply.get("id") == asked and "method" not in reply:
+            return {key: reply[key] for key in ("result", "error") if key in reply}
+    return {"error": "stdin closed"}
+
+
 for line in sys.stdin:
     line = line.strip()
     if not line:
@@ -82,7 +119,7 @@ for line in sys.stdin:
         continue
     if method == "initialize":
         result(id, {"protocolVersion": params.get("protocolVersion", "2025-06-18"),
-                    "capabilities": {"tools": {"listChanged": True}},
+                    "capabilities": {"tools": {"listChanged": True}, "resources": {}, "prompts": {}},
                     "serverInfo": {"name": "fake", "version": "1"}})
     elif method == "notifications/cancelled":
         cancelled.append(params.get("requestId"))
@@ -92,6 +129,22 @@ for line in sys.stdin:
                     "nextCursor": "1" if same_cursor else str(page + 1)})
     elif method == "tools/list":
         result(id, {"tools": TOOLS})
+    elif method == "resources/list":
+        result(id, {"resources": [{"uri": "mem://notes", "name": "notes", "mimeType": "text/plain"}]})
+    elif method == "resources/templates/list":
+        result(id, {"resourceTemplates": [{"uriTemplate": "mem://notes/{id}", "name": "note"}]})
+    elif method == "resources/read":
+        uri = params.get("uri")
+        if uri in ("mem://notes", "file:///data.csv") or uri.startswith("mem://notes/"):
+            result(id, {"contents": [{"uri": uri, "mimeType": "text/plain", "text": "contents of " + uri}]})
+        else:
+            send({"jsonrpc": "2.0", "id": id, "error": {"code": -32002, "message": "no resource " + str(uri)}})
+    elif method == "prompts/list":
+        result(id, {"prompts": [{"name": "greet", "description": "Greet someone.",
+                                 "arguments": [{"name": "who", "required": True}]}]})
+    elif method == "prompts/get":
+        who = (params.get("arguments") or {}).get("who", "nobody")
+        result(id, {"messages": [{"role": "user", "content": {"type": "text", "text": "Hello, " + who}}]})
     elif method == "ping":
         result(id, {})
     elif method == "tools/call":
@@ -121,6 +174,29 @@ for line in sys.stdin:
             text(id, json.dumps(cancelled))
         elif name == "huge":
             text(id, "x" * (17 * 1024 * 1024))
+        elif name == "blocks":
+            result(id, {"content": BLOCKS, "structuredContent": {"points": 3}, "isError": False})
+        elif name == "bad_blocks":
+            result(id, {"content": [
+                {"type": "text", "text": "before"},
+                {"type": "image", "data": "not base64!", "mimeType": "image/png"},
+                {"type": "hologram", "data": "AQI="},
+            ], "isError": False})
+        elif name == "progress":
+            token = (params.get("_meta") or {}).get("progressToken")
+            if token is not None:
+                for step in (1, 2):
+                    send({"jsonrpc": "2.0", "method": "notifications/progress",
+                          "params": {"progressToken": token, "progress": step, "total": 2, "message": "step %d" % step}})
+            text(id, json.dumps({"token": token}))
+        elif name == "ask":
+            answer = ask_client("elicitation/create", {"mode": "form", "message": "Your name?", "requestedSchema": {
+                "type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}})
+            text(id, json.dumps(answer))
+        elif name == "sample":
+            answer = ask_client("sampling/createMessage", {"messages": [
+                {"role": "user", "content": {"type": "text", "text": "Say hi"}}], "maxTokens": 10})
+            text(id, json.dumps(answer))
         elif name == "env":
             value = {"env": dict(os.environ), "cwd": os.getcwd()}
             text(id, json.dumps(value), structured=value)

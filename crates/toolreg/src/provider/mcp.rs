@@ -6,8 +6,16 @@
 //!   annotations come from the tool's safety level.
 //! - Calls in: `tools/call` requests (or their `params`); the call id is the
 //!   JSON-RPC id as text.
-//! - Results out: one `CallToolResult` per result, with `isError`; tool
-//!   failures, argument errors included, are results.
+//! - Results out: one `CallToolResult` per result: every block of the
+//!   output in order as MCP's content blocks, annotations kept
+//!   ([`Content::to_json`](crate::exec::Content::to_json)); the structured
+//!   value as `structuredContent` when it is an object; `isError` for
+//!   failures (argument errors included), whose content is the error's text.
+//!   A plain value is one text block with its text, as it always was. MCP
+//!   has no `file` block: a file goes as an embedded resource holding its
+//!   bytes (`blob`), at the URI `file:///<name>` (the name percent-encoded,
+//!   `/` included, so it stays one segment; `file:///attachment` without
+//!   a name). That URI names the file, not a path on any disk.
 //!
 //! Only the formats live here. JSON-RPC envelopes, paging of `tools/list`
 //! and protocol revisions belong to the MCP server and client (the
@@ -21,7 +29,7 @@ use super::{
     ToolRef, WireFormat, invalid, object_arguments, prepare, result_text, sealed, str_field,
 };
 use crate::declaration::{SafetyLevel, ToolDeclaration};
-use crate::exec::{ToolCall, ToolResult};
+use crate::exec::{Content, EmbeddedResource, Media, ResourceContents, ToolCall, ToolResult};
 
 /// MCP's tool and result formats.
 #[derive(Debug, Clone, Default)]
@@ -91,13 +99,40 @@ impl From<&ToolDeclaration> for ToolAnnotations {
 }
 
 /// An MCP `CallToolResult`.
+///
+/// ```
+/// use serde_json::json;
+/// use toolreg::exec::{Content, ToolOutput, ToolResult};
+/// use toolreg::provider::mcp::CallToolResult;
+///
+/// // A plain value: one text block, and the object as `structuredContent`.
+/// let plain = ToolResult { id: "1".into(), name: "count".into(), outcome: Ok(ToolOutput::new(json!({"n": 2}))) };
+/// let rendered = CallToolResult::new(&plain);
+/// assert_eq!(rendered.content, [json!({"type": "text", "text": r#"{"n":2}"#})]);
+/// assert_eq!(rendered.structured_content, Some(json!({"n": 2})));
+///
+/// // Blocks: each one in MCP's shape, a file as an embedded resource.
+/// let out = ToolOutput::from(vec![
+///     Content::image(vec![1, 2, 3], "image/png"),
+///     Content::file(b"%PDF".to_vec(), "application/pdf", "q3 report.pdf"),
+/// ]);
+/// let rendered = CallToolResult::new(&ToolResult { id: "2".into(), name: "chart".into(), outcome: Ok(out) });
+/// assert_eq!(rendered.content[0], json!({"type": "image", "data": "AQID", "mimeType": "image/png"}));
+/// assert_eq!(
+///     rendered.content[1],
+///     json!({"type": "resource", "resource": {
+///         "uri": "file:///q3%20report.pdf", "mimeType": "application/pdf", "blob": "JVBERg=="}})
+/// );
+/// assert_eq!(rendered.structured_content, None);
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct CallToolResult {
-    /// One text block with the result's text.
+    /// The output's blocks as MCP content blocks (a plain value: one text
+    /// block with its text; a failure: one text block with the error's text).
     pub content: Vec<Value>,
-    /// The result itself, when it is a JSON object and not an error.
+    /// The structured value, when it is a JSON object and not an error.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub structured_content: Option<Value>,
     /// Whether the call failed.
@@ -107,13 +142,53 @@ pub struct CallToolResult {
 impl CallToolResult {
     /// The `CallToolResult` of a result.
     pub fn new(result: &ToolResult) -> Self {
-        let structured_content = result.value().filter(|v| v.is_object()).cloned();
-        CallToolResult {
-            content: vec![json!({"type": "text", "text": result_text(result)})],
-            structured_content,
-            is_error: result.is_error(),
+        match &result.outcome {
+            Ok(output) => CallToolResult {
+                content: output.blocks().iter().map(block).collect(),
+                structured_content: output.structured().filter(|v| v.is_object()).cloned(),
+                is_error: false,
+            },
+            Err(_) => CallToolResult {
+                content: vec![json!({"type": "text", "text": result_text(result)})],
+                structured_content: None,
+                is_error: true,
+            },
         }
     }
+}
+
+/// One block as MCP's content block: [`Content::to_json`], except a file,
+/// which MCP lacks, goes as an embedded resource with its bytes.
+fn block(content: &Content) -> Value {
+    match content {
+        Content::File(file) => Content::Resource(file_resource(file)).to_json(),
+        other => other.to_json(),
+    }
+}
+
+/// A file as an embedded resource at `file:///<name>` (see the module docs).
+fn file_resource(file: &Media) -> EmbeddedResource {
+    let name = file.name.as_deref().filter(|n| !n.is_empty()).unwrap_or("attachment");
+    EmbeddedResource {
+        uri: format!("file:///{}", percent_encode(name)),
+        mime_type: Some(file.mime_type.clone()),
+        contents: ResourceContents::Blob(file.data.clone()),
+        annotations: file.annotations.clone(),
+    }
+}
+
+/// `text` with every byte but RFC 3986's unreserved characters
+/// percent-encoded, so a file name is one segment of a URI path.
+fn percent_encode(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
 }
 
 /// A prepared tool as an MCP `Tool`.
@@ -174,5 +249,75 @@ impl sealed::Format for Mcp {
             _ => String::new(),
         };
         Ok(vec![ToolCall { id, name: name.to_owned(), arguments: object_arguments(params.get("arguments")) }])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exec::{Annotations, Role, ToolError, ToolOutput};
+
+    fn result(outcome: Result<ToolOutput, ToolError>) -> ToolResult {
+        ToolResult { id: "1".into(), name: "t".into(), outcome }
+    }
+
+    #[test]
+    fn a_text_result_renders_as_it_always_did() {
+        for value in [json!("plain"), json!({"a": [1, "b"]}), json!([1, 2]), json!(null)] {
+            let rendered = CallToolResult::new(&result(Ok(ToolOutput::new(value.clone()))));
+            let text = crate::exec::value_text(&value).into_owned();
+            assert_eq!(rendered.content, [json!({"type": "text", "text": text})]);
+            assert_eq!(rendered.structured_content, value.is_object().then_some(value));
+            assert!(!rendered.is_error);
+        }
+        let failed = CallToolResult::new(&result(Err(ToolError::failed("disk full"))));
+        assert_eq!(failed.content, [json!({"type": "text", "text": "disk full"})]);
+        assert_eq!((failed.structured_content, failed.is_error), (None, true));
+    }
+
+    #[test]
+    fn every_block_renders_in_mcp_shape_with_annotations() {
+        let for_user = Annotations::for_audience([Role::User]).priority(0.5);
+        let out = ToolOutput::from(vec![
+            Content::text("caption").annotated(for_user.clone()),
+            Content::image(vec![1, 2, 3], "image/png").annotated(for_user.clone()),
+            Content::audio(vec![4], "audio/wav"),
+            Content::resource_link("file:///a.txt", "a.txt"),
+            Content::resource_text("mem://b", "bee", Some("text/plain".into())),
+            Content::resource_blob("mem://c", vec![0, 255], None),
+            Content::file(vec![5], "application/pdf", "../etc/a b.pdf").annotated(for_user),
+            Content::file(vec![6], "text/csv", ""),
+        ])
+        .with_value(json!({"points": 3}));
+        let rendered = CallToolResult::new(&result(Ok(out)));
+        let annotations = json!({"audience": ["user"], "priority": 0.5});
+        assert_eq!(
+            rendered.content,
+            [
+                json!({"type": "text", "text": "caption", "annotations": annotations}),
+                json!({"type": "image", "data": "AQID", "mimeType": "image/png", "annotations": annotations}),
+                json!({"type": "audio", "data": "BA==", "mimeType": "audio/wav"}),
+                json!({"type": "resource_link", "uri": "file:///a.txt", "name": "a.txt"}),
+                json!({"type": "resource", "resource": {"uri": "mem://b", "mimeType": "text/plain", "text": "bee"}}),
+                json!({"type": "resource", "resource": {"uri": "mem://c", "blob": "AP8="}}),
+                json!({"type": "resource", "annotations": annotations, "resource": {
+                    "uri": "file:///..%2Fetc%2Fa%20b.pdf", "mimeType": "application/pdf", "blob": "BQ=="}}),
+                json!({"type": "resource", "resource": {
+                    "uri": "file:///attachment", "mimeType": "text/csv", "blob": "Bg=="}}),
+            ]
+        );
+        assert_eq!(rendered.structured_content, Some(json!({"points": 3})));
+        // Every block reads back (the files as the embedded resources they became).
+        for block in &rendered.content {
+            Content::from_json(block).unwrap();
+        }
+    }
+
+    #[test]
+    fn only_an_object_is_structured_content() {
+        let blocks = || ToolOutput::from(Content::text("x"));
+        assert_eq!(CallToolResult::new(&result(Ok(blocks()))).structured_content, None);
+        let array = blocks().with_value(json!([1]));
+        assert_eq!(CallToolResult::new(&result(Ok(array))).structured_content, None);
     }
 }

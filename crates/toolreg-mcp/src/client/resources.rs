@@ -1,0 +1,241 @@
+//! A server's resources and prompts, namespaced like its tools, for the
+//! gateway to offer again.
+//!
+//! - A resource's URI becomes `toolreg://<server>/<uri>` (its template
+//!   likewise, so an expanded template is a URI of the same form) and its
+//!   name `server__name`; reading such a URI reads `<uri>` on `<server>`,
+//!   and the contents come back under the URI that was asked for.
+//! - A resource link one of the server's tools returned keeps its URI (the
+//!   blocks pass through unchanged); that URI can be read as it is: the
+//!   server remembers the last [`MAX_LINKS`] links its tools returned.
+//! - A prompt's name becomes `server__prompt`, spelled as tool names are
+//!   ([`local_name`]).
+//!
+//! Lists are read when asked for (rmcp caches them as the server allows),
+//! page by page within the bounds tool lists have ([`MAX_LIST_PAGES`]
+//! pages, [`MAX_TOOLS`] entries), each request within the server's timeout.
+
+use std::collections::HashSet;
+use std::future::Future;
+use std::sync::PoisonError;
+
+use rmcp::ServiceError;
+use rmcp::model::{
+    GetPromptRequestParams, GetPromptResult, JsonObject, PaginatedRequestParams, Prompt, ReadResourceRequestParams,
+    ReadResourceResult, Resource, ResourceContents, ResourceTemplate,
+};
+
+use super::{ClientError, MAX_LIST_PAGES, MAX_TOOLS, RemoteServer, local_name};
+
+/// How a gateway URI starts: `toolreg://<server>/<the server's URI>`.
+pub const URI_PREFIX: &str = "toolreg://";
+
+/// Resource links remembered per server, so that their URIs can be read as
+/// they are (the oldest is forgotten first).
+pub const MAX_LINKS: usize = 4096;
+
+impl RemoteServer {
+    /// `toolreg://<server>/<uri>`: the server's resource `uri` as the gateway offers it.
+    pub fn gateway_uri(&self, uri: &str) -> String {
+        format!("{URI_PREFIX}{}/{uri}", self.name())
+    }
+
+    /// The server's own URI in a [gateway URI](Self::gateway_uri) of this server.
+    pub fn remote_uri<'a>(&self, uri: &'a str) -> Option<&'a str> {
+        uri.strip_prefix(URI_PREFIX)?.strip_prefix(self.name())?.strip_prefix('/')
+    }
+
+    /// Whether one of this server's tools returned a link to `uri` lately.
+    pub fn linked(&self, uri: &str) -> bool {
+        self.inner.links.lock().unwrap_or_else(PoisonError::into_inner).iter().any(|known| known == uri)
+    }
+
+    /// Remember that a tool of this server returned a link to `uri`.
+    pub(super) fn remember_link(&self, uri: &str) {
+        let mut links = self.inner.links.lock().unwrap_or_else(PoisonError::into_inner);
+        if links.iter().any(|known| known == uri) {
+            return;
+        }
+        if links.len() == MAX_LINKS {
+            links.pop_front();
+        }
+        links.push_back(uri.to_owned());
+    }
+
+    /// Whether the server said at `initialize` that it has resources.
+    pub fn offers_resources(&self) -> bool {
+        self.capabilities().is_some_and(|c| c.resources.is_some())
+    }
+
+    /// Whether the server said at `initialize` that it has prompts.
+    pub fn offers_prompts(&self) -> bool {
+        self.capabilities().is_some_and(|c| c.prompts.is_some())
+    }
+
+    fn capabilities(&self) -> Option<rmcp::model::ServerCapabilities> {
+        let connection = self.connection()?;
+        let info = connection.peer().peer_info()?;
+        Some(info.capabilities.clone())
+    }
+
+    /// The server's resources, namespaced (see the module docs).
+    pub async fn list_resources(&self) -> Result<Vec<Resource>, ClientError> {
+        let listed = self
+            .all_pages("resources", |peer, params| async move {
+                peer.list_resources(params).await.map(|page| (page.resources, page.next_cursor))
+            })
+            .await?;
+        let mut taken = HashSet::new();
+        Ok(listed
+            .into_iter()
+            .map(|mut resource| {
+                resource.uri = self.gateway_uri(&resource.uri);
+                resource.name = local_name(self.name(), &resource.name, &mut taken);
+                resource
+            })
+            .collect())
+    }
+
+    /// The server's resource templates, namespaced (see the module docs).
+    pub async fn list_resource_templates(&self) -> Result<Vec<ResourceTemplate>, ClientError> {
+        let listed = self
+            .all_pages("resource templates", |peer, params| async move {
+                peer.list_resource_templates(params).await.map(|page| (page.resource_templates, page.next_cursor))
+            })
+            .await?;
+        let mut taken = HashSet::new();
+        Ok(listed
+            .into_iter()
+            .map(|mut template| {
+                template.uri_template = self.gateway_uri(&template.uri_template);
+                template.name = local_name(self.name(), &template.name, &mut taken);
+                template
+            })
+            .collect())
+    }
+
+    /// Read a resource: `uri` is a [gateway URI](Self::gateway_uri) of this
+    /// server or a URI one of its tools linked to. The contents come back
+    /// under the URI asked for.
+    pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, ClientError> {
+        let namespaced = self.remote_uri(uri);
+        let remote = match namespaced {
+            Some(remote) => remote,
+            None if self.linked(uri) => uri,
+            None => return Err(self.protocol_error(format!("`{uri}` is not one of its resources"))),
+        };
+        let params = ReadResourceRequestParams::new(remote.to_owned());
+        let mut result = self.request(|peer| async move { peer.read_resource(params).await }).await?;
+        if namespaced.is_some() {
+            for contents in &mut result.contents {
+                if let ResourceContents::TextResourceContents { uri, .. }
+                | ResourceContents::BlobResourceContents { uri, .. } = contents
+                {
+                    *uri = self.gateway_uri(uri);
+                }
+            }
+        }
+        Ok(result)
+    }
+
+    /// The server's prompts, named `server__prompt`.
+    pub async fn list_prompts(&self) -> Result<Vec<Prompt>, ClientError> {
+        let mut prompts = self.remote_prompts().await?;
+        let mut taken = HashSet::new();
+        for prompt in &mut prompts {
+            prompt.name = local_name(self.name(), &prompt.name, &mut taken);
+        }
+        Ok(prompts)
+    }
+
+    /// Get the prompt named `name` (`server__prompt`, as
+    /// [`list_prompts`](Self::list_prompts) names it).
+    pub async fn get_prompt(&self, name: &str, arguments: Option<JsonObject>) -> Result<GetPromptResult, ClientError> {
+        let mut taken = HashSet::new();
+        let remote = self
+            .remote_prompts()
+            .await?
+            .into_iter()
+            .find(|prompt| local_name(self.name(), &prompt.name, &mut taken) == name)
+            .ok_or_else(|| self.protocol_error(format!("no prompt `{name}`")))?;
+        let mut params = GetPromptRequestParams::new(remote.name);
+        params.arguments = arguments;
+        self.request(|peer| async move { peer.get_prompt(params).await }).await
+    }
+
+    async fn remote_prompts(&self) -> Result<Vec<Prompt>, ClientError> {
+        self.all_pages("prompts", |peer, params| async move {
+            peer.list_prompts(params).await.map(|page| (page.prompts, page.next_cursor))
+        })
+        .await
+    }
+
+    fn protocol_error(&self, message: String) -> ClientError {
+        ClientError::Protocol { server: self.name().to_owned(), message }
+    }
+
+    /// One request on the live connection, within the server's timeout.
+    async fn request<T, F, Fut>(&self, send: F) -> Result<T, ClientError>
+    where
+        F: FnOnce(rmcp::service::Peer<rmcp::service::RoleClient>) -> Fut,
+        Fut: Future<Output = Result<T, ServiceError>>,
+    {
+        let connection = self.connection().ok_or_else(|| self.reconnecting_error())?;
+        let timeout = self.inner.config.call_timeout;
+        match tokio::time::timeout(timeout, send(connection.peer().clone())).await {
+            Err(_) => Err(ClientError::Timeout { server: self.name().to_owned(), timeout }),
+            Ok(Err(ServiceError::McpError(error))) => Err(ClientError::Refused {
+                server: self.name().to_owned(),
+                code: error.code.0,
+                message: error.message.to_string(),
+            }),
+            Ok(Err(error)) => Err(self.protocol_error(error.to_string())),
+            Ok(Ok(answer)) => Ok(answer),
+        }
+    }
+
+    /// Every page of a list, stopping at the first bound crossed.
+    async fn all_pages<T, F, Fut>(&self, what: &str, page: F) -> Result<Vec<T>, ClientError>
+    where
+        F: Fn(rmcp::service::Peer<rmcp::service::RoleClient>, Option<PaginatedRequestParams>) -> Fut,
+        Fut: Future<Output = Result<(Vec<T>, Option<String>), ServiceError>>,
+    {
+        let too_large = |message: String| ClientError::TooLarge { server: self.name().to_owned(), message };
+        let mut items = Vec::new();
+        let mut cursors = HashSet::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..MAX_LIST_PAGES {
+            let params = cursor.take().map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
+            let (found, next) = self.request(|peer| page(peer, params)).await?;
+            if items.len() + found.len() > MAX_TOOLS {
+                return Err(too_large(format!("more than {MAX_TOOLS} {what}")));
+            }
+            items.extend(found);
+            match next {
+                None => return Ok(items),
+                Some(next) if !cursors.insert(next.clone()) => {
+                    return Err(self.protocol_error(format!("its list of {what} repeats a cursor")));
+                }
+                Some(next) => cursor = Some(next),
+            }
+        }
+        Err(too_large(format!("more than {MAX_LIST_PAGES} pages of {what}")))
+    }
+}
+
+/// The servers' resource lists, one after another; a server that cannot be
+/// listed now is left out (and logged) so the others are still offered.
+pub(crate) async fn gather<T, F, Fut>(servers: &[RemoteServer], list: F) -> Vec<T>
+where
+    F: Fn(RemoteServer) -> Fut,
+    Fut: Future<Output = Result<Vec<T>, ClientError>>,
+{
+    let mut all = Vec::new();
+    for server in servers {
+        match list(server.clone()).await {
+            Ok(items) => all.extend(items),
+            Err(error) => tracing::warn!(server = %server.name(), %error, "left out of a list"),
+        }
+    }
+    all
+}

@@ -1,0 +1,104 @@
+//! The gateway's resources and prompts: those of the imported servers
+//! ([`McpServer::set_remotes`]), namespaced as the client names them
+//! ([`crate::client`]'s resources: `toolreg://<server>/<uri>`,
+//! `server__name`).
+
+use std::sync::PoisonError;
+
+use rmcp::model::{
+    ErrorData, GetPromptRequestParams, GetPromptResult, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ReadResourceRequestParams, ReadResourceResult, ResultType,
+};
+
+use super::McpServer;
+use crate::client::{ClientError, RemoteServer, SEPARATOR, URI_PREFIX, gather};
+
+impl McpServer {
+    /// Offer the resources (list, templates, read) and prompts (list, get)
+    /// of these imported servers beside the tools, namespaced as their
+    /// tools are: the gateway (`toolreg serve --config` sets them). Set them
+    /// before serving: whether the server has resources and prompts is said
+    /// at `initialize`.
+    pub fn set_remotes(&self, remotes: Vec<RemoteServer>) {
+        *self.shared.remotes.write().unwrap_or_else(PoisonError::into_inner) = remotes;
+    }
+
+    pub(super) fn remotes(&self) -> Vec<RemoteServer> {
+        self.shared.remotes.read().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    pub(super) async fn gateway_resources(&self) -> ListResourcesResult {
+        let remotes: Vec<RemoteServer> = self.remotes().into_iter().filter(RemoteServer::offers_resources).collect();
+        ListResourcesResult::with_all_items(
+            gather(&remotes, |remote| async move { remote.list_resources().await }).await,
+        )
+    }
+
+    pub(super) async fn gateway_templates(&self) -> ListResourceTemplatesResult {
+        let remotes: Vec<RemoteServer> = self.remotes().into_iter().filter(RemoteServer::offers_resources).collect();
+        let templates = gather(&remotes, |remote| async move { remote.list_resource_templates().await }).await;
+        ListResourceTemplatesResult::with_all_items(templates)
+    }
+
+    pub(super) async fn gateway_prompts(&self) -> ListPromptsResult {
+        let remotes: Vec<RemoteServer> = self.remotes().into_iter().filter(RemoteServer::offers_prompts).collect();
+        ListPromptsResult::with_all_items(gather(&remotes, |remote| async move { remote.list_prompts().await }).await)
+    }
+
+    /// Read a gateway URI on its server, or a URI a remote tool linked to on
+    /// the server whose tool did.
+    pub(super) async fn gateway_read(
+        &self,
+        request: ReadResourceRequestParams,
+    ) -> Result<ReadResourceResult, ErrorData> {
+        let uri = request.uri.as_str();
+        let remotes = self.remotes();
+        let owner = if uri.starts_with(URI_PREFIX) {
+            remotes.iter().find(|remote| remote.remote_uri(uri).is_some())
+        } else {
+            remotes.iter().find(|remote| remote.linked(uri))
+        };
+        let Some(owner) = owner else {
+            return Err(ErrorData::resource_not_found(format!("no resource `{uri}`"), None));
+        };
+        let mut read = owner.read_resource(uri).await.map_err(remote_error)?;
+        // Complete here whatever revision the remote server spoke (rmcp
+        // leaves the field out for clients older than 2026-07-28).
+        read.result_type = Some(ResultType::COMPLETE);
+        Ok(read)
+    }
+
+    /// Get a prompt named `server__prompt` from its server.
+    pub(super) async fn gateway_prompt(&self, request: GetPromptRequestParams) -> Result<GetPromptResult, ErrorData> {
+        let name = request.name.as_str();
+        // A server's name may hold the separator itself: every server whose
+        // prefix fits is asked, the longest name first.
+        let mut owners: Vec<RemoteServer> = self
+            .remotes()
+            .into_iter()
+            .filter(|remote| name.strip_prefix(remote.name()).is_some_and(|rest| rest.starts_with(SEPARATOR)))
+            .collect();
+        owners.sort_by_key(|remote| std::cmp::Reverse(remote.name().len()));
+        let mut last = None;
+        for owner in owners {
+            match owner.get_prompt(name, request.arguments.clone()).await {
+                Ok(mut prompt) => {
+                    prompt.result_type = Some(ResultType::COMPLETE);
+                    return Ok(prompt);
+                }
+                Err(error) => last = Some(error),
+            }
+        }
+        Err(last.map_or_else(|| ErrorData::invalid_params(format!("no prompt `{name}`"), None), remote_error))
+    }
+}
+
+/// A remote server's failure as the gateway's client sees it.
+fn remote_error(error: ClientError) -> ErrorData {
+    match error {
+        // The remote server's own code (say -32002, no such resource) stands.
+        ClientError::Refused { code, .. } => ErrorData::new(rmcp::model::ErrorCode(code), error.to_string(), None),
+        ClientError::Protocol { .. } => ErrorData::invalid_params(error.to_string(), None),
+        other => ErrorData::internal_error(other.to_string(), None),
+    }
+}

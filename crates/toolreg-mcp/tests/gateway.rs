@@ -1,0 +1,242 @@
+//! The gateway as `toolreg serve --config` runs it: toolreg's MCP server in
+//! front of an imported MCP server (the fake server of `servers/`, which
+//! writes its JSON by hand, on stdio). What a client of the gateway
+//! receives, block for block.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use common::Raw;
+use serde_json::{Value, json};
+use toolreg::FunctionRegistry;
+use toolreg_mcp::client::RemoteServer;
+use toolreg_mcp::config::{ServerConfig, Transport};
+use toolreg_mcp::server::{McpServer, ServerOptions, StdioOptions};
+
+/// The gateway's client, and the imported server (its child lives as long as it).
+async fn gateway() -> (Raw, RemoteServer) {
+    gateway_with(json!({})).await
+}
+
+/// [`gateway`] with a client declaring these capabilities.
+async fn gateway_with(client_capabilities: Value) -> (Raw, RemoteServer) {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/servers/fake_server.py");
+    let transport = Transport::Command {
+        command: "python3".into(),
+        args: vec!["-u".into(), script.into()],
+        env: BTreeMap::new(),
+        cwd: None,
+    };
+    let config = ServerConfig::new(transport).call_timeout(Duration::from_secs(5));
+    let remote = RemoteServer::connect("fake", config).await.unwrap();
+    let mut registry = FunctionRegistry::new();
+    let refused = remote.register_into(&mut registry);
+    assert!(refused.is_empty(), "{refused:?}");
+    let options = ServerOptions::default();
+    let server = McpServer::new(McpServer::engine_builder(&registry, &options).build(), options);
+    server.set_remotes(vec![remote.clone()]);
+    let mut raw = Raw::start(server, StdioOptions::default());
+    let init = raw.initialize(client_capabilities).await;
+    let capabilities = &init["result"]["capabilities"];
+    assert!(capabilities["resources"].is_object() && capabilities["prompts"].is_object(), "{init}");
+    (raw, remote)
+}
+
+#[tokio::test]
+async fn remote_blocks_reach_the_client_unchanged() {
+    let (mut raw, _remote) = gateway().await;
+    raw.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})).await;
+    let listed = raw.answer(json!(1)).await;
+    let tools = listed["result"]["tools"].as_array().unwrap();
+    let blocks = tools.iter().find(|t| t["name"] == "fake__blocks").expect("fake__blocks is listed");
+    assert_eq!(blocks["outputSchema"]["properties"]["points"]["type"], "integer", "{blocks}");
+
+    let answer = raw.call(2, "fake__blocks", json!({})).await;
+    let for_user = json!({"audience": ["user"], "priority": 0.25, "lastModified": "2026-01-02T03:04:05Z"});
+    assert_eq!(
+        answer["result"],
+        json!({
+            "content": [
+                {"type": "text", "text": "The chart:", "annotations": for_user},
+                {"type": "image", "data": "iVBORw==", "mimeType": "image/png", "annotations": for_user},
+                {"type": "audio", "data": "AQI=", "mimeType": "audio/wav"},
+                {"type": "resource_link", "uri": "file:///data.csv", "name": "data.csv", "title": "The data",
+                 "description": "Three points", "mimeType": "text/csv", "size": 42,
+                 "annotations": {"audience": ["assistant"]}},
+                {"type": "resource", "resource": {"uri": "mem://notes", "mimeType": "text/plain", "text": "three points"}},
+                {"type": "resource", "resource": {"uri": "mem://raw", "mimeType": "application/octet-stream", "blob": "AP8="},
+                 "annotations": {"priority": 1.0}},
+            ],
+            "structuredContent": {"points": 3},
+            "isError": false,
+        })
+    );
+
+    // A plain text answer is still plain text, its structured value beside it.
+    let echo = raw.call(3, "fake__echo", json!({"text": "hi"})).await;
+    assert_eq!(echo["result"]["content"], json!([{"type": "text", "text": "{\"text\": \"hi\"}"}]));
+    assert_eq!(echo["result"]["structuredContent"], json!({"text": "hi"}));
+}
+
+#[tokio::test]
+async fn unreadable_remote_blocks_are_reported_and_the_gateway_keeps_serving() {
+    let (mut raw, _remote) = gateway().await;
+    let answer = raw.call(1, "fake__bad_blocks", json!({})).await;
+    let result = &answer["result"];
+    assert_eq!(result["isError"], false, "{answer}");
+    let content = result["content"].as_array().unwrap();
+    assert_eq!(content.len(), 3, "{answer}");
+    assert_eq!(content[0], json!({"type": "text", "text": "before"}));
+    let text = |i: usize| content[i]["text"].as_str().unwrap_or_default().to_owned();
+    assert!(text(1).contains("could not be read") && text(1).contains("invalid base64"), "{}", text(1));
+    assert!(text(2).contains("could not be read") && text(2).contains("hologram"), "{}", text(2));
+
+    let after = raw.call(2, "fake__echo", json!({"text": "still here"})).await;
+    assert_eq!(after["result"]["structuredContent"], json!({"text": "still here"}));
+}
+
+#[tokio::test]
+async fn remote_progress_reaches_the_client_on_its_token() {
+    let (mut raw, _remote) = gateway().await;
+    raw.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "fake__progress", "arguments": {}, "_meta": {"progressToken": "p-9"}}}))
+        .await;
+    // Both reports come before the answer.
+    let answer = raw.answer(json!(1)).await;
+    let progress: Vec<&Value> = raw.other.iter().filter(|m| m["method"] == "notifications/progress").collect();
+    assert_eq!(progress.len(), 2, "{:?}", raw.other);
+    for (step, note) in progress.iter().enumerate() {
+        let step = step as f64 + 1.0;
+        assert_eq!(
+            note["params"],
+            json!({"progressToken": "p-9", "progress": step, "total": 2.0, "message": format!("step {step}")})
+        );
+    }
+    // The remote server was sent a token of the gateway's own, not the client's.
+    let got: Value = serde_json::from_str(answer["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert!(!got["token"].is_null() && got["token"] != "p-9", "{got}");
+
+    // A client that sent no token hears nothing (the remote server still
+    // reports, on the gateway's token).
+    raw.other.clear();
+    let answer = raw.call(2, "fake__progress", json!({})).await;
+    assert!(answer["result"]["content"][0]["text"].as_str().unwrap().contains("token"), "{answer}");
+    let echo = raw.call(3, "fake__echo", json!({})).await;
+    assert_eq!(echo["result"]["isError"], false);
+    assert!(!raw.other.iter().any(|m| m["method"] == "notifications/progress"), "{:?}", raw.other);
+}
+
+async fn request(raw: &mut Raw, id: i64, method: &str, params: Value) -> Value {
+    raw.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).await;
+    raw.answer(json!(id)).await
+}
+
+#[tokio::test]
+async fn remote_resources_are_listed_and_read_namespaced() {
+    let (mut raw, _remote) = gateway().await;
+    let listed = request(&mut raw, 1, "resources/list", json!({})).await;
+    assert_eq!(
+        listed["result"]["resources"],
+        json!([{"uri": "toolreg://fake/mem://notes", "name": "fake__notes", "mimeType": "text/plain"}]),
+        "{listed}"
+    );
+    let templates = request(&mut raw, 2, "resources/templates/list", json!({})).await;
+    assert_eq!(
+        templates["result"]["resourceTemplates"],
+        json!([{"uriTemplate": "toolreg://fake/mem://notes/{id}", "name": "fake__note"}]),
+        "{templates}"
+    );
+
+    // A listed URI, and an expanded template, read on their server under the URI asked for.
+    for uri in ["toolreg://fake/mem://notes", "toolreg://fake/mem://notes/7"] {
+        let read = request(&mut raw, 3, "resources/read", json!({"uri": uri})).await;
+        let remote = uri.trim_start_matches("toolreg://fake/");
+        assert_eq!(
+            read["result"]["contents"],
+            json!([{"uri": uri, "mimeType": "text/plain", "text": format!("contents of {remote}")}]),
+            "{read}"
+        );
+    }
+
+    // A resource link a remote tool returned is read as it is, once returned.
+    let unknown = request(&mut raw, 4, "resources/read", json!({"uri": "file:///data.csv"})).await;
+    assert_eq!(unknown["error"]["code"], -32002, "{unknown}");
+    raw.call(5, "fake__blocks", json!({})).await;
+    let linked = request(&mut raw, 6, "resources/read", json!({"uri": "file:///data.csv"})).await;
+    assert_eq!(linked["result"]["contents"][0]["text"], "contents of file:///data.csv", "{linked}");
+
+    // What the remote server refuses, or no server has, is an error, not a crash.
+    let refused = request(&mut raw, 7, "resources/read", json!({"uri": "toolreg://fake/mem://nothing"})).await;
+    assert!(refused["error"]["message"].as_str().unwrap().contains("no resource"), "{refused}");
+    assert_eq!(refused["error"]["code"], -32002, "the remote server's code stands: {refused}");
+    let nowhere = request(&mut raw, 8, "resources/read", json!({"uri": "toolreg://other/mem://notes"})).await;
+    assert_eq!(nowhere["error"]["code"], -32002, "{nowhere}");
+    assert_eq!(raw.call(9, "fake__echo", json!({})).await["result"]["isError"], false);
+}
+
+#[tokio::test]
+async fn remote_prompts_are_listed_and_got_namespaced() {
+    let (mut raw, _remote) = gateway().await;
+    let listed = request(&mut raw, 1, "prompts/list", json!({})).await;
+    assert_eq!(listed["result"]["prompts"][0]["name"], "fake__greet", "{listed}");
+    assert_eq!(listed["result"]["prompts"][0]["arguments"][0]["name"], "who");
+    let got = request(&mut raw, 2, "prompts/get", json!({"name": "fake__greet", "arguments": {"who": "Ada"}})).await;
+    assert_eq!(
+        got["result"]["messages"],
+        json!([{"role": "user", "content": {"type": "text", "text": "Hello, Ada"}}]),
+        "{got}"
+    );
+    for name in ["fake__nope", "other__greet", "greet"] {
+        let missing = request(&mut raw, 3, "prompts/get", json!({"name": name})).await;
+        assert_eq!(missing["error"]["code"], -32602, "{name}: {missing}");
+    }
+}
+
+#[tokio::test]
+async fn remote_questions_go_to_the_gateways_client() {
+    let (mut raw, _remote) = gateway_with(json!({"elicitation": {}, "sampling": {}})).await;
+    raw.send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "fake__ask", "arguments": {}}}),
+    )
+    .await;
+    let ask = raw.next().await;
+    assert_eq!(ask["method"], "elicitation/create", "{ask}");
+    assert_eq!(ask["params"]["message"], "Your name?");
+    raw.send(json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "accept", "content": {"name": "Ada"}}}))
+        .await;
+    let answer = raw.answer(json!(1)).await;
+    let got: Value = serde_json::from_str(answer["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(got["result"], json!({"action": "accept", "content": {"name": "Ada"}}), "{answer}");
+
+    raw.send(
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "fake__sample", "arguments": {}}}),
+    )
+    .await;
+    let ask = raw.next().await;
+    assert_eq!(ask["method"], "sampling/createMessage", "{ask}");
+    raw.send(json!({"jsonrpc": "2.0", "id": ask["id"], "result": {
+        "role": "assistant", "content": {"type": "text", "text": "hi"}, "model": "test-model"}}))
+        .await;
+    let answer = raw.answer(json!(2)).await;
+    let got: Value = serde_json::from_str(answer["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(got["result"]["content"]["text"], "hi", "{answer}");
+    assert_eq!(got["result"]["model"], "test-model");
+}
+
+#[tokio::test]
+async fn a_remote_question_no_one_can_answer_is_refused_with_a_reason() {
+    let (mut raw, _remote) = gateway().await;
+    for (tool, what) in [("fake__ask", "elicitation"), ("fake__sample", "sampling")] {
+        let answer = raw.call(1, tool, json!({})).await;
+        let got: Value = serde_json::from_str(answer["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+        let message = got["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(&format!("does not support {what}")), "{answer}");
+        assert!(
+            !raw.other.iter().any(|m| m.get("method").is_some_and(|m| m != "notifications/progress")),
+            "{:?}",
+            raw.other
+        );
+    }
+}
