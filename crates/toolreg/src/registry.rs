@@ -455,6 +455,11 @@ impl FunctionRegistry {
         self.search_index().search(query, limit)
     }
 
+    /// [`search`](Self::search) among the tools whose name `keep` admits.
+    pub fn search_where(&self, query: &str, limit: usize, keep: impl Fn(&str) -> bool) -> Vec<SearchHit> {
+        self.search_index().search_where(query, limit, keep)
+    }
+
     /// The tools whose name, title or description match a regex
     /// (case-insensitive), in registration order, at most `limit`.
     pub fn search_regex(&self, pattern: &str, limit: usize) -> Result<Vec<SearchHit>, SearchError> {

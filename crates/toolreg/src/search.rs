@@ -102,7 +102,15 @@ impl ToolIndex {
                     *terms.entry(word).or_default() += weight;
                 }
             };
-            add(&decl.name, NAME_WEIGHT);
+            // A gateway's `server__tool`: the server part says where the
+            // tool lives (like a category), the rest what it does.
+            match decl.name.split_once("__") {
+                Some((namespace, name)) => {
+                    add(namespace, CATEGORY_WEIGHT);
+                    add(name, NAME_WEIGHT);
+                }
+                None => add(&decl.name, NAME_WEIGHT),
+            }
             if let Some(title) = &decl.title {
                 add(title, TITLE_WEIGHT);
             }
@@ -140,30 +148,47 @@ impl ToolIndex {
     /// word with the query are never returned. A query longer than
     /// [`MAX_QUERY_BYTES`] is read up to that length.
     pub fn search(&self, query: &str, limit: usize) -> Vec<SearchHit> {
+        self.search_where(query, limit, |_| true)
+    }
+
+    /// [`search`](Self::search) among the tools whose name `keep` admits
+    /// (the tools not loaded yet, say): filtered before they are ranked.
+    pub fn search_where(&self, query: &str, limit: usize, keep: impl Fn(&str) -> bool) -> Vec<SearchHit> {
         let stemmer = Stemmer::create(Algorithm::English);
         let query = truncate(query, MAX_QUERY_BYTES);
-        let mut words: Vec<String> = words(query, &stemmer).collect();
-        words.sort();
-        words.dedup();
+        // The query's own words count fully; the words they commonly stand
+        // for in tool catalogs (folder → directory) count half.
+        let mut terms: HashMap<String, f32> = HashMap::new();
+        for word in words(query, &stemmer) {
+            for synonym in synonyms(&word) {
+                for stemmed in words(synonym, &stemmer) {
+                    terms.entry(stemmed).or_insert(SYNONYM_WEIGHT);
+                }
+            }
+            terms.insert(word, 1.0);
+        }
         let n = self.names.len() as f32;
         let mut scores: HashMap<u32, f32> = HashMap::new();
-        for word in &words {
+        for (word, weight) in &terms {
             let Some(postings) = self.postings.get(word) else { continue };
             let df = postings.len() as f32;
             let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
             for &(id, tf) in postings {
                 let length = self.lengths[id as usize] / self.average_length;
-                let score = idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * length));
+                let score = weight * idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * length));
                 *scores.entry(id).or_default() += score;
             }
         }
-        let mut ranked: Vec<(u32, f32)> = scores.into_iter().collect();
-        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        ranked
-            .into_iter()
-            .take(limit)
-            .map(|(id, score)| SearchHit { name: self.names[id as usize].clone(), score })
-            .collect()
+        let mut ranked: Vec<(u32, f32)> =
+            scores.into_iter().filter(|(id, _)| keep(&self.names[*id as usize])).collect();
+        // Best first, ties in registry order; only the first `limit` sorted.
+        let order = |a: &(u32, f32), b: &(u32, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
+        if limit < ranked.len() {
+            ranked.select_nth_unstable_by(limit, order);
+            ranked.truncate(limit);
+        }
+        ranked.sort_by(order);
+        ranked.into_iter().map(|(id, score)| SearchHit { name: self.names[id as usize].clone(), score }).collect()
     }
 
     /// The tools whose name, title or description match `pattern` (a
@@ -186,14 +211,22 @@ impl ToolIndex {
 }
 
 /// The words of `text`, lower-cased and stemmed: split at anything not a
-/// letter or digit, and inside identifiers at `_`, `-`, `.` and lower-to-upper
-/// case changes (`readFile` → `read`, `file`).
+/// letter or digit, and inside identifiers at lower-to-upper case changes
+/// (`readFile` → `read`, `file`), the whole word kept too (`GitHub` →
+/// `github`, `git`, `hub`), so a name and a mention of it always meet.
 fn words<'a>(text: &'a str, stemmer: &'a Stemmer) -> impl Iterator<Item = String> + 'a {
     let mut pieces = Vec::new();
     let mut current = String::new();
+    let mut whole = String::new();
+    let mut parts = 0;
     let mut previous_lower = false;
     for c in text.chars() {
         if !c.is_alphanumeric() {
+            if parts > 1 {
+                pieces.push(std::mem::take(&mut whole));
+            }
+            whole.clear();
+            parts = 0;
             pieces.push(std::mem::take(&mut current));
             previous_lower = false;
             continue;
@@ -201,8 +234,15 @@ fn words<'a>(text: &'a str, stemmer: &'a Stemmer) -> impl Iterator<Item = String
         if c.is_uppercase() && previous_lower {
             pieces.push(std::mem::take(&mut current));
         }
+        if current.is_empty() {
+            parts += 1;
+        }
         previous_lower = c.is_lowercase() || c.is_ascii_digit();
         current.extend(c.to_lowercase());
+        whole.extend(c.to_lowercase());
+    }
+    if parts > 1 {
+        pieces.push(whole);
     }
     pieces.push(current);
     pieces
@@ -211,11 +251,69 @@ fn words<'a>(text: &'a str, stemmer: &'a Stemmer) -> impl Iterator<Item = String
         .map(|w| stemmer.stem(&w).into_owned())
 }
 
-/// Words too common in tool descriptions to tell tools apart.
+/// Words too common in tool descriptions, or in the way people ask, to
+/// tell tools apart.
 const STOP_WORDS: &[&str] = &[
-    "a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "in", "into", "is", "it", "its", "of", "on", "or",
-    "that", "the", "this", "to", "with",
+    "a", "about", "an", "and", "any", "are", "as", "at", "be", "by", "can", "could", "do", "does", "for", "from",
+    "have", "how", "i", "in", "into", "is", "it", "its", "me", "my", "of", "on", "or", "our", "please", "should", "so",
+    "some", "that", "the", "their", "them", "there", "this", "to", "us", "was", "we", "what", "when", "where", "which",
+    "who", "will", "with", "would", "you", "your",
 ];
+
+/// How much a synonym of a query word counts, against the word itself.
+const SYNONYM_WEIGHT: f32 = 0.5;
+
+/// Words that commonly stand for one another in requests and tool
+/// catalogs (a small, general thesaurus: the words of tool names and the
+/// everyday words for them), matched on the stemmed query word.
+const SYNONYMS: &[(&str, &str)] = &[
+    ("folder", "directory"),
+    ("dir", "directory"),
+    ("repo", "repository"),
+    ("pr", "pull request"),
+    ("bug", "issue"),
+    ("ticket", "issue"),
+    ("doc", "document"),
+    ("picture", "image"),
+    ("photo", "image"),
+    ("screenshot", "screen capture image"),
+    ("remove", "delete"),
+    ("erase", "delete"),
+    ("make", "create"),
+    ("new", "create"),
+    ("add", "create"),
+    ("find", "search"),
+    ("look", "search"),
+    ("show", "get read view"),
+    ("view", "get read"),
+    ("open", "read get"),
+    ("edit", "update"),
+    ("change", "update"),
+    ("modify", "update"),
+    ("rename", "move"),
+    ("mail", "email"),
+    ("rain", "weather forecast"),
+    ("temperature", "weather"),
+    ("remember", "memory"),
+    ("money", "refund payment"),
+    ("stock", "inventory"),
+    ("meeting", "event"),
+    ("schedule", "event"),
+];
+
+/// The synonyms of a (stemmed) query word, both ways.
+fn synonyms(word: &str) -> impl Iterator<Item = &'static str> + '_ {
+    let stemmer = Stemmer::create(Algorithm::English);
+    SYNONYMS.iter().filter_map(move |(a, b)| {
+        if stemmer.stem(a) == word {
+            Some(*b)
+        } else if !b.contains(' ') && stemmer.stem(b) == word {
+            Some(*a)
+        } else {
+            None
+        }
+    })
+}
 
 /// The top-level parameters of an input schema: name and description.
 fn parameters(schema: &Value) -> impl Iterator<Item = (&str, &str)> {
@@ -260,7 +358,12 @@ mod tests {
     fn identifiers_split_and_stem() {
         let stemmer = Stemmer::create(Algorithm::English);
         let got: Vec<String> = words("listDirectory read_files github__create-issue HTTPServer", &stemmer).collect();
-        assert_eq!(got, ["list", "directori", "read", "file", "github", "creat", "issu", "httpserver"]);
+        assert_eq!(
+            got,
+            ["list", "listdirectori", "directori", "read", "file", "github", "creat", "issu", "httpserver"]
+        );
+        let brand: Vec<String> = words("GitHub", &stemmer).collect();
+        assert_eq!(brand, ["git", "github", "hub"]);
     }
 
     #[test]
@@ -275,6 +378,15 @@ mod tests {
         assert!(index.search("quantum chromodynamics", 5).is_empty());
         assert!(index.search("", 5).is_empty());
         assert!(index.search("the and of", 5).is_empty(), "stop words alone find nothing");
+    }
+
+    #[test]
+    fn everyday_words_find_the_catalog_words() {
+        let index = ToolIndex::new(&catalog());
+        assert_eq!(index.search("make a folder", 1)[0].name, "listDirectory", "folder → directory");
+        assert_eq!(index.search("file a bug", 3).iter().filter(|h| h.name == "github__create_issue").count(), 1);
+        // The namespace counts as a category, not as the tool's name.
+        assert_eq!(index.search("github", 1)[0].name, "github__create_issue");
     }
 
     #[test]

@@ -87,12 +87,7 @@ impl Deferral {
             .filter(|(i, entry)| self.defers(*i, entry.declaration()))
             .map(|(_, entry)| entry.declaration().name.as_str())
             .collect();
-        tools
-            .search(query, usize::MAX)
-            .into_iter()
-            .filter(|hit| deferred.contains(hit.name.as_str()) && !loaded.contains(&hit.name))
-            .take(limit)
-            .collect()
+        tools.search_where(query, limit, |name| deferred.contains(name) && !loaded.iter().any(|l| l == name))
     }
 
     /// The tools a request offers: the always-on ones in registration
