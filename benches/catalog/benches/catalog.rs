@@ -17,10 +17,9 @@ use toolreg::provider::openai_chat::OpenAiChat;
 use toolreg::provider::{ToolRef, WireFormat};
 use toolreg::search::ToolIndex;
 use toolreg_catalog_benches as catalog;
-use toolreg_llm::agent::Deferral;
 
 /// How many tools a search loads (the default of `search_tools`).
-const LOADED: usize = 5;
+const LOADED: usize = catalog::SEARCH_LIMIT;
 
 fn main() {
     let parts: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
@@ -36,16 +35,11 @@ fn main() {
     }
 }
 
-/// The deferral the gateway's tools get: every MCP server's tools.
-fn deferral() -> Deferral {
-    Deferral::new().categories(["mcp"])
-}
-
 fn quality() {
     let specs = catalog::specs();
     let registry = catalog::registry(catalog::core_len() + specs.len());
     let queries = catalog::queries();
-    let deferral = deferral();
+    let deferral = catalog::deferral();
     let registry_ranked: Vec<Vec<String>> =
         queries.iter().map(|q| registry.search(&q.request, 5).into_iter().map(|h| h.name).collect()).collect();
     let agent_ranked: Vec<Vec<String>> = queries
@@ -141,16 +135,11 @@ fn tokens() {
          search result (once) |"
     );
     println!("|---:|---|---:|---:|---:|---:|---:|---:|");
-    let deferral = deferral();
+    let deferral = catalog::deferral();
     for n in [50, 500, 5_000] {
         let registry = catalog::registry(n);
         let all: Vec<&str> = registry.names().collect();
-        let core: Vec<&str> = registry
-            .entries()
-            .enumerate()
-            .filter(|(i, e)| !deferral.defers(*i, e.declaration()))
-            .map(|(_, e)| e.declaration().name.as_str())
-            .collect();
+        let core = catalog::always_on(&registry, &deferral);
         let found: Vec<Vec<String>> = queries
             .iter()
             .map(|q| deferral.search(&registry, &[], &q.request, LOADED).into_iter().map(|h| h.name).collect())
@@ -230,14 +219,9 @@ fn speed() {
     );
 
     let large = catalog::registry(5_000);
-    let deferral = deferral();
+    let deferral = catalog::deferral();
     large.search("warm", 1); // the index is built once per registry change, not per step
-    let core: Vec<&str> = large
-        .entries()
-        .enumerate()
-        .filter(|(i, e)| !deferral.defers(*i, e.declaration()))
-        .map(|(_, e)| e.declaration().name.as_str())
-        .collect();
+    let core = catalog::always_on(&large, &deferral);
     let deferred = time_queries(&queries, 20, |q| {
         let found = deferral.search(&large, &[], q, LOADED);
         let mut offered = core.clone();

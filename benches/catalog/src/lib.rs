@@ -10,6 +10,7 @@ use serde_json::{Map, Value, json};
 use toolreg::{FunctionRegistry, ToolDeclaration, ToolRegistration};
 use toolreg_builtins::Builtins;
 use toolreg_builtins::user::InProcessChannel;
+use toolreg_llm::agent::Deferral;
 use toolreg_llm::agent::functions::AgentTools;
 
 /// The hand-written tools, as the gateway imports them.
@@ -226,3 +227,31 @@ pub fn recall_at(queries: &[Labelled], ranked: &[Vec<String>], k: usize) -> f64 
 pub fn tool_names() -> HashSet<String> {
     specs().iter().map(|s| s.declaration(0).name).collect()
 }
+
+/// The deferral the bench measures: every MCP server's tools held back,
+/// the core always offered.
+pub fn deferral() -> Deferral {
+    Deferral::new().categories(["mcp"])
+}
+
+/// The tools a request offers before any search: those `deferral` keeps,
+/// in registration order (the agent's first request).
+pub fn always_on<'a>(registry: &'a FunctionRegistry, deferral: &Deferral) -> Vec<&'a str> {
+    registry
+        .entries()
+        .enumerate()
+        .filter(|(i, entry)| !deferral.defers(*i, entry.declaration()))
+        .map(|(_, entry)| entry.declaration().name.as_str())
+        .collect()
+}
+
+/// The tools a request offers after one `search_tools` call for `query`
+/// with the default limit (5): the always-on ones, then what it found.
+pub fn after_search(registry: &FunctionRegistry, deferral: &Deferral, query: &str) -> Vec<String> {
+    let mut offered: Vec<String> = always_on(registry, deferral).into_iter().map(str::to_owned).collect();
+    offered.extend(deferral.search(registry, &[], query, SEARCH_LIMIT).into_iter().map(|hit| hit.name));
+    offered
+}
+
+/// How many tools `search_tools` loads when the model gives no limit.
+pub const SEARCH_LIMIT: usize = 5;
