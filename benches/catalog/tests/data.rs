@@ -1,0 +1,89 @@
+//! The data the bench measures on is what the README says it is.
+
+use std::collections::HashSet;
+
+use toolreg_catalog_benches as catalog;
+
+#[test]
+fn the_catalog_has_over_500_distinct_hand_written_tools() {
+    let specs = catalog::specs();
+    assert!(specs.len() >= 500, "{} tools", specs.len());
+    let names = catalog::tool_names();
+    assert_eq!(names.len(), specs.len(), "a gateway name is given twice");
+    for spec in &specs {
+        assert!(spec.description.len() >= 12 && spec.description.ends_with('.'), "{}: a sentence", spec.name);
+        assert_eq!(spec.input_schema["type"], "object", "{}", spec.name);
+    }
+    let servers: HashSet<&str> = specs.iter().map(|s| s.server.as_str()).collect();
+    assert!(servers.len() >= 50, "{} servers", servers.len());
+}
+
+#[test]
+fn every_label_names_a_tool_of_the_catalog() {
+    let names = catalog::tool_names();
+    let queries = catalog::queries();
+    assert!(queries.len() >= 100, "{} requests", queries.len());
+    for q in &queries {
+        for answer in &q.answers {
+            assert!(names.contains(answer), "\"{}\" names `{answer}`, which is not in data/tools.txt", q.request);
+        }
+    }
+    let requests: HashSet<&str> = queries.iter().map(|q| q.request.as_str()).collect();
+    assert_eq!(requests.len(), queries.len(), "a request is given twice");
+}
+
+#[test]
+fn registries_of_any_size_have_the_core_first_then_distinct_mcp_tools() {
+    let core = catalog::core_len();
+    assert!((10..=15).contains(&core), "{core} core tools");
+    for n in [20, 50, 1_000] {
+        let registry = catalog::registry(n);
+        assert_eq!(registry.len(), n);
+        assert!(registry.get("search_tools").is_some());
+        let first_mcp = registry.names().nth(core).unwrap_or_default();
+        assert!(first_mcp.starts_with("filesystem__"), "{first_mcp}");
+    }
+    // Past the hand-written tools, the same servers again under new names.
+    let copies = catalog::mcp_declarations(catalog::specs().len() + 1);
+    let last = copies.last().map(|d| d.name.clone()).unwrap_or_default();
+    assert_eq!(last, "filesystem_2__read_text_file");
+    assert!(copies.last().is_some_and(|d| d.categories == ["mcp", "filesystem_2"]));
+}
+
+#[test]
+fn schemas_follow_the_parameter_lines() {
+    let specs = catalog::parse_tools(
+        "@server s\nsend | Send a message to someone. | to:string:Recipient ; cc?:string[]:Copies ; n?:integer:Count\n",
+    )
+    .unwrap();
+    assert_eq!(
+        specs[0].input_schema,
+        serde_json::json!({
+            "type": "object",
+            "properties": {
+                "to": {"type": "string", "description": "Recipient"},
+                "cc": {"type": "array", "items": {"type": "string"}, "description": "Copies"},
+                "n": {"type": "integer", "description": "Count"}
+            },
+            "required": ["to"]
+        })
+    );
+}
+
+#[test]
+fn bad_lines_are_reported_with_their_number() {
+    let error = catalog::parse_tools("@server s\nok | A fine tool here. |\nbroken line\n").unwrap_err();
+    assert_eq!(error.line, 3);
+    let error = catalog::parse_tools("@server s\nt | A tool. | x:float:Nope\n").unwrap_err();
+    assert!(error.reason.contains("unknown type `float`"), "{error}");
+    assert_eq!(catalog::parse_tools("t | A tool. |\n").unwrap_err().line, 1);
+    assert_eq!(catalog::parse_queries("# c\nno arrow\n").unwrap_err().line, 2);
+}
+
+#[test]
+fn recall_counts_any_answer_within_k() {
+    let queries = catalog::parse_queries("a => x, y\nb => z\n").unwrap();
+    let ranked = vec![vec!["q".to_owned(), "y".to_owned()], vec!["z".to_owned()]];
+    assert_eq!(catalog::recall_at(&queries, &ranked, 1), 0.5);
+    assert_eq!(catalog::recall_at(&queries, &ranked, 2), 1.0);
+}
