@@ -15,7 +15,8 @@
 //! `type`), toolreg reads `safety` (the least safety level of the server's
 //! tools: `safe`, `cautious` — the default — or `dangerous`; a tool's own
 //! annotations can raise it, never lower it), `timeoutMs` (per call, and the
-//! longest wait for the server to answer `initialize`) and `disabled`.
+//! longest wait for the server to answer `initialize`), `disabled`, and
+//! `tools` (which tools to import and how to show them: [`ToolFilter`]).
 //!
 //! The file is often shared with other clients, so a key toolreg does not
 //! know (another client's setting, or a typo) does not refuse the file: it is
@@ -80,12 +81,72 @@ pub struct ServerConfig {
     pub safety: SafetyLevel,
     /// Longest a call may take.
     pub call_timeout: Duration,
+    /// Which of its tools to import, and how to show them.
+    pub tools: ToolFilter,
+}
+
+/// The `tools` key of a server: which of its tools are imported and how
+/// they are offered, by their names on the server.
+///
+/// ```json
+/// "tools": {
+///   "allow": ["query", "list_tables"],
+///   "deny": ["drop_table"],
+///   "rename": {"query": "sql"},
+///   "describe": {"query": "Read-only SQL on the analytics replica."},
+///   "fixed": {"query": {"database": "analytics"}}
+/// }
+/// ```
+///
+/// `allow` (when given) lists the only tools imported, `deny` tools never
+/// imported; `rename` gives a tool another name (still under the server's
+/// `server__` prefix); `describe` replaces a description; `fixed` hides
+/// arguments and always sends them with these values (see
+/// [`toolreg::transform`]). A tool whose fixed argument it does not take is
+/// left out, with a warning.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct ToolFilter {
+    /// The only tools imported (all when absent).
+    #[serde(default)]
+    pub allow: Option<Vec<String>>,
+    /// Tools never imported.
+    #[serde(default)]
+    pub deny: Vec<String>,
+    /// New names, by the server's names.
+    #[serde(default)]
+    pub rename: BTreeMap<String, String>,
+    /// New descriptions, by the server's names.
+    #[serde(default)]
+    pub describe: BTreeMap<String, String>,
+    /// Hidden arguments and their values, by the server's names.
+    #[serde(default)]
+    pub fixed: BTreeMap<String, serde_json::Map<String, serde_json::Value>>,
+}
+
+impl ToolFilter {
+    /// Whether the server's tool `name` is imported.
+    pub fn admits(&self, name: &str) -> bool {
+        self.allow.as_ref().is_none_or(|allow| allow.iter().any(|a| a == name)) && !self.deny.iter().any(|d| d == name)
+    }
 }
 
 impl ServerConfig {
     /// A server with default trust (cautious) and timeout (60 s).
     pub fn new(transport: Transport) -> Self {
-        ServerConfig { transport, safety: SafetyLevel::Cautious, call_timeout: Duration::from_secs(60) }
+        ServerConfig {
+            transport,
+            safety: SafetyLevel::Cautious,
+            call_timeout: Duration::from_secs(60),
+            tools: ToolFilter::default(),
+        }
+    }
+
+    /// Import and show its tools as `tools` says.
+    pub fn tools(mut self, tools: ToolFilter) -> Self {
+        self.tools = tools;
+        self
     }
 
     /// Set the least safety level of its tools.
@@ -152,6 +213,8 @@ struct RawServer {
     timeout_ms: Option<u64>,
     #[serde(default)]
     disabled: bool,
+    #[serde(default)]
+    tools: ToolFilter,
     /// Keys of other clients (or typos): warned about, not refused, so a
     /// shared file still works.
     #[serde(flatten)]
@@ -223,7 +286,7 @@ impl McpConfig {
                 Some(0) => return Err(ConfigError::Invalid(format!("server `{name}`: timeoutMs must be positive"))),
                 Some(ms) => Duration::from_millis(ms),
             };
-            servers.insert(name, ServerConfig { transport, safety, call_timeout });
+            servers.insert(name, ServerConfig { transport, safety, call_timeout, tools: server.tools });
         }
         Ok(McpConfig { servers, warnings })
     }

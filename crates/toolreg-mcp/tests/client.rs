@@ -553,3 +553,33 @@ async fn a_question_with_no_mcp_client_behind_the_call_is_refused() {
     let message = answer["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("no call of it in flight came from an MCP client"), "{answer}");
 }
+
+/// The server's `tools` configuration: only the allowed tools, one renamed
+/// and described anew with an argument fixed that the model never sees.
+#[tokio::test]
+async fn a_servers_tool_configuration_filters_renames_and_fixes_arguments() {
+    let config = McpConfig::from_json(
+        r#"{"mcpServers": {"fake": {"command": "python3", "tools": {
+            "allow": ["echo", "wipe", "fail"],
+            "deny": ["wipe"],
+            "rename": {"echo": "say"},
+            "describe": {"echo": "Say the fixed text back."},
+            "fixed": {"echo": {"text": "always this"}, "fail": {"no_such_argument": 1}}
+        }}}}"#,
+    )
+    .unwrap();
+    let filter = config.servers["fake"].tools.clone();
+    let server = RemoteServer::connect("fake", fake().tools(filter)).await.unwrap();
+    let mut registry = FunctionRegistry::new();
+    assert!(server.register_into(&mut registry).is_empty());
+    // `fail` is left out: its fixed argument does not exist.
+    assert_eq!(registry.names().collect::<Vec<_>>(), ["fake__say"]);
+    let say = registry.get("fake__say").unwrap().declaration();
+    assert_eq!(say.description, "Say the fixed text back.");
+    assert!(say.input_schema["properties"].get("text").is_none());
+    let answer = call(&registry, "fake__say", json!({})).await;
+    assert_eq!(answer.value(), Some(&json!({"text": "always this"})), "the remote got the fixed value");
+
+    let bad = McpConfig::from_json(r#"{"mcpServers": {"x": {"command": "c", "tools": {"allow": "echo"}}}}"#);
+    assert!(bad.is_err(), "a malformed tools key is refused with the file");
+}

@@ -12,6 +12,7 @@ use rmcp::service::{Peer, PeerRequestOptions, RoleClient};
 use serde_json::Value;
 use toolreg::policy::ArgumentsHash;
 use toolreg::provider::NameRule;
+use toolreg::transform::{ToolTransform, Transforms};
 use toolreg::{
     CallContext, Content, ErasedTool, FunctionRegistry, ProgressReporter, RegistryError, SafetyLevel, ToolDeclaration,
     ToolError, ToolFuture, ToolOutput, ToolRegistration,
@@ -21,21 +22,74 @@ use super::{RemoteServer, SEPARATOR};
 
 impl RemoteServer {
     /// The server's tools as registrations named `server__tool` (shortened
-    /// to the providers' 64-character limit with a stable hash when needed).
+    /// to the providers' 64-character limit with a stable hash when needed),
+    /// filtered, renamed, described and with arguments fixed as the server's
+    /// `tools` configuration says ([`ToolFilter`](crate::config::ToolFilter)).
     pub fn registrations(&self) -> Vec<ToolRegistration> {
         let tools = self.tools();
+        let filter = &self.inner.config.tools;
         let left_out: HashSet<String> = self.left_out().into_iter().map(|(tool, _)| tool).collect();
         let mut taken = HashSet::new();
-        tools
+        let mut transforms = Transforms::new();
+        let registrations: Vec<ToolRegistration> = tools
             .iter()
-            .filter(|tool| !left_out.contains(tool.name.as_ref()))
+            .filter(|tool| !left_out.contains(tool.name.as_ref()) && filter.admits(&tool.name))
             .map(|tool| {
-                let name = local_name(&self.inner.name, &tool.name, &mut taken);
+                let shown = filter.rename.get(tool.name.as_ref()).map_or(tool.name.as_ref(), String::as_str);
+                let name = local_name(&self.inner.name, shown, &mut taken);
+                let mut transform = ToolTransform::new(&name);
+                if let Some(description) = filter.describe.get(tool.name.as_ref()) {
+                    transform = transform.describe(description);
+                }
+                for (argument, value) in filter.fixed.get(tool.name.as_ref()).into_iter().flatten() {
+                    transform = transform.fix(argument, value.clone());
+                }
+                if transform != ToolTransform::new(&name) {
+                    transforms = std::mem::take(&mut transforms).tool(transform);
+                }
                 let declaration = self.declaration(&name, tool);
                 let remote = RemoteTool { server: self.clone(), remote: tool.name.to_string() };
                 ToolRegistration::new(declaration, Arc::new(remote))
             })
-            .collect()
+            .collect();
+        if transforms.tools.is_empty() {
+            return registrations;
+        }
+        self.transformed(registrations, transforms)
+    }
+
+    /// The registrations with their configured descriptions and fixed
+    /// arguments; a tool whose transform cannot apply is left out, with a
+    /// warning (it was meant to be restricted, so it is not offered as is).
+    fn transformed(&self, registrations: Vec<ToolRegistration>, transforms: Transforms) -> Vec<ToolRegistration> {
+        let mut staged = FunctionRegistry::new();
+        for registration in registrations {
+            let name = registration.name().to_owned();
+            if let Err(error) = staged.register(registration) {
+                tracing::warn!(server = %self.inner.name, tool = %name, %error, "remote tool not imported");
+            }
+        }
+        let mut applied = Transforms::new();
+        for transform in transforms.tools {
+            let one = Transforms::new().tool(transform.clone());
+            match staged.transformed(&one) {
+                Ok(_) => applied = applied.tool(transform),
+                Err(error) => {
+                    tracing::warn!(server = %self.inner.name, tool = %transform.tool, %error, "remote tool left out");
+                    let _ = staged.unregister(&transform.tool);
+                }
+            }
+        }
+        match staged.transformed(&applied) {
+            Ok(done) => done
+                .entries()
+                .map(|entry| ToolRegistration::new(entry.declaration().clone(), Arc::clone(entry.tool())))
+                .collect(),
+            Err(error) => {
+                tracing::warn!(server = %self.inner.name, %error, "tool configuration not applied");
+                Vec::new()
+            }
+        }
     }
 
     /// Register every tool the registry accepts; the ones it refuses (a
