@@ -475,6 +475,11 @@ impl FunctionRegistry {
         self.tools.get(name)
     }
 
+    /// Where the tool with this name stands in registration order.
+    pub fn position(&self, name: &str) -> Option<usize> {
+        self.tools.get_index_of(name)
+    }
+
     /// Whether a tool has this name.
     pub fn contains(&self, name: &str) -> bool {
         self.tools.contains_key(name)

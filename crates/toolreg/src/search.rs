@@ -18,6 +18,7 @@
 //! registered, replaced or removed, so results always match the registry.
 
 use std::collections::HashMap;
+use std::sync::LazyLock;
 
 use regex::RegexBuilder;
 use rust_stemmers::{Algorithm, Stemmer};
@@ -74,7 +75,8 @@ pub enum SearchError {
 /// ];
 /// let index = ToolIndex::new(&tools);
 /// assert_eq!(index.search("open some files", 5)[0].name, "read_file");
-/// assert_eq!(index.search("mail somebody", 5).len(), 0); // no shared word: no guess
+/// assert_eq!(index.search("mail somebody", 5)[0].name, "send_email"); // mail → email, at half weight
+/// assert!(index.search("quantum physics", 5).is_empty()); // no word in common: no guess
 /// assert_eq!(index.search("email", 1)[0].name, "send_email");
 /// ```
 #[derive(Debug, Clone, Default)]
@@ -296,23 +298,31 @@ const SYNONYMS: &[(&str, &str)] = &[
     ("temperature", "weather"),
     ("remember", "memory"),
     ("money", "refund payment"),
+    ("patch", "diff"),
+    ("prepare", "draft"),
+    ("reschedule", "update"),
+    ("credential", "secret"),
+    ("capture", "screenshot"),
     ("stock", "inventory"),
     ("meeting", "event"),
     ("schedule", "event"),
 ];
 
-/// The synonyms of a (stemmed) query word, both ways.
+/// The synonyms of a (stemmed) query word, both ways; the table is
+/// stemmed once, on first use.
 fn synonyms(word: &str) -> impl Iterator<Item = &'static str> + '_ {
-    let stemmer = Stemmer::create(Algorithm::English);
-    SYNONYMS.iter().filter_map(move |(a, b)| {
-        if stemmer.stem(a) == word {
-            Some(*b)
-        } else if !b.contains(' ') && stemmer.stem(b) == word {
-            Some(*a)
-        } else {
-            None
+    static TABLE: LazyLock<HashMap<String, Vec<&'static str>>> = LazyLock::new(|| {
+        let stemmer = Stemmer::create(Algorithm::English);
+        let mut table: HashMap<String, Vec<&'static str>> = HashMap::new();
+        for (a, b) in SYNONYMS {
+            table.entry(stemmer.stem(a).into_owned()).or_default().push(b);
+            if !b.contains(' ') {
+                table.entry(stemmer.stem(b).into_owned()).or_default().push(a);
+            }
         }
-    })
+        table
+    });
+    TABLE.get(word).into_iter().flatten().copied()
 }
 
 /// The top-level parameters of an input schema: name and description.

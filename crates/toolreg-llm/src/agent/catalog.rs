@@ -81,13 +81,8 @@ impl Deferral {
     /// yet. The search runs on the registry's own index (built once for a
     /// run's tools), keeping only tools that could be loaded.
     pub fn search(&self, tools: &FunctionRegistry, loaded: &[String], query: &str, limit: usize) -> Vec<SearchHit> {
-        let deferred: HashSet<&str> = tools
-            .entries()
-            .enumerate()
-            .filter(|(i, entry)| self.defers(*i, entry.declaration()))
-            .map(|(_, entry)| entry.declaration().name.as_str())
-            .collect();
-        tools.search_where(query, limit, |name| deferred.contains(name) && !loaded.iter().any(|l| l == name))
+        // Checked on the tools that match, not on the whole catalog.
+        tools.search_where(query, limit, |name| self.holds(tools, name) && !loaded.iter().any(|l| l == name))
     }
 
     /// The tools a request offers: the always-on ones in registration
@@ -107,8 +102,7 @@ impl Deferral {
 
     /// Whether `name` is a tool of `tools` this deferral holds back.
     pub(super) fn holds(&self, tools: &FunctionRegistry, name: &str) -> bool {
-        let position = tools.names().position(|n| n == name);
-        matches!((position, tools.get(name)), (Some(i), Some(entry)) if self.defers(i, entry.declaration()))
+        matches!((tools.position(name), tools.get(name)), (Some(i), Some(entry)) if self.defers(i, entry.declaration()))
     }
 
     /// A refused call's answer, told to search first when the tool is a
