@@ -79,11 +79,17 @@ fn nothing_dropped(provider: Provider, results: &[ToolResult]) {
                     },
                     _ => None,
                 };
-                // Carried as base64, or (a text document) as its text.
-                let as_text = match block {
-                    Content::File(m) => std::str::from_utf8(&m.data).ok().map(|t| serde_json::to_string(t).unwrap()),
+                // Carried as base64, or (a text document: any media block
+                // whose MIME type is text) as its text.
+                let data = match block {
+                    Content::Image(m) | Content::Audio(m) | Content::File(m) => Some(&m.data),
+                    Content::Resource(r) => match &r.contents {
+                        toolreg::exec::ResourceContents::Blob(b) => Some(b),
+                        _ => None,
+                    },
                     _ => None,
                 };
+                let as_text = data.and_then(|d| std::str::from_utf8(d).ok()).map(|t| serde_json::to_string(t).unwrap());
                 let carried = bytes.as_ref().is_some_and(|b| text.contains(b.as_str()))
                     || as_text.is_some_and(|t| text.contains(t.as_str()));
                 assert!(carried || text.contains(summary), "{provider}: {} lost", result.id);
