@@ -47,6 +47,7 @@
 
 mod approval;
 mod http;
+mod input;
 mod remote;
 mod stdio;
 
@@ -65,8 +66,9 @@ use toolreg::provider::mcp::Mcp;
 use toolreg::provider::{ToolRef, WireFormat};
 use toolreg::{CallOptions, Extensions, FunctionRegistry, ProgressReporter, ToolCall, ToolEngine, ToolExecutor};
 
-pub use approval::ElicitationApprover;
+pub use approval::{APPROVAL_KEY, ElicitationApprover};
 pub use http::{HttpOptions, bearer_token_from_env};
+pub use input::{InputRound, STATE_TTL};
 pub use stdio::{SERVER_BUSY, StdioOptions};
 
 /// Why a server could not start or stopped with an error.
@@ -159,6 +161,8 @@ struct Shared {
     log_level: Mutex<Option<rmcp::model::LoggingLevel>>,
     /// Imported servers whose resources and prompts are offered too.
     remotes: RwLock<Vec<crate::client::RemoteServer>>,
+    /// Seals the `requestState` of Multi Round-Trip Requests.
+    seal: input::StateSeal,
 }
 
 /// The engine as `options` would have it served: with `allow_dangerous`,
@@ -229,6 +233,7 @@ impl McpServer {
                 log_level: Mutex::new(None),
                 listeners: Mutex::new(Vec::new()),
                 remotes: RwLock::new(Vec::new()),
+                seal: input::StateSeal::new(),
             }),
         }
     }
@@ -347,7 +352,7 @@ impl McpServer {
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, ErrorData> {
+    ) -> Result<CallToolResponse, ErrorData> {
         let served = self.served();
         let name = request.name.as_ref();
         if !served.engine.tools().contains(name) {
@@ -363,15 +368,41 @@ impl McpServer {
         extensions.insert(context.peer.clone());
         // Approvals and the audit trail are bound to the call id: a request
         // whose id cannot be written down is refused, never run under "".
-        let id = call_id(&context.id)
+        let mut id = call_id(&context.id)
             .ok_or_else(|| ErrorData::invalid_request("the request id cannot be used as a call id", None))?;
-        let call = ToolCall::new(id, name, arguments);
+        // A 2026-07-28 client is asked questions with `input_required`
+        // results; a later round runs under the first round's call id.
+        let round = if is_2026_07_28(&context) {
+            let state = match &request.request_state {
+                Some(sealed) => {
+                    let (first, state) = self.shared.seal.open(sealed, name, &arguments)?;
+                    id = first;
+                    Some(state)
+                }
+                None => None,
+            };
+            let round = Arc::new(InputRound::new(
+                request.input_responses.unwrap_or_default(),
+                state,
+                context.client_capabilities(),
+            ));
+            extensions.insert_arc(Arc::clone(&round));
+            Some(round)
+        } else {
+            None
+        };
+        let call = ToolCall::new(id.clone(), name, arguments.clone());
         let options = CallOptions::new().cancel(context.ct.clone()).extensions(extensions);
         let result = served.engine.execute_call_with(call, options).await;
         if let Some(sender) = progress {
             sender.finish().await;
         }
-        to_call_tool_result(&result)
+        if let Some(round) = round
+            && let Some(asked) = self.shared.seal.answer(&round, &id, name, &arguments)?
+        {
+            return Ok(CallToolResponse::InputRequired(asked));
+        }
+        to_call_tool_result(&result).map(CallToolResponse::from)
     }
 }
 
@@ -440,6 +471,11 @@ impl ProgressSender {
 /// hints on lists. The tools can change at any moment (`set_engine`), and a
 /// gateway's lists at a remote server's word: nothing may be cached.
 fn wants_cache_hints(context: &RequestContext<RoleServer>) -> bool {
+    is_2026_07_28(context)
+}
+
+/// Whether the request comes from a client on the 2026-07-28 revision or later.
+fn is_2026_07_28(context: &RequestContext<RoleServer>) -> bool {
     context.protocol_version().is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
 }
 
@@ -509,7 +545,7 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        self.call(request, context).await.map(CallToolResponse::from)
+        self.call(request, context).await
     }
 
     async fn list_resources(
