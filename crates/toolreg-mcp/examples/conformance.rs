@@ -371,6 +371,53 @@ fn test_input_required_result_capabilities(#[context] cx: CallContext) -> Result
     Ok(String::new())
 }
 
+/// Needs sampling: a client that did not declare it gets the protocol's
+/// missing-capability error, not a question it cannot answer.
+#[tool(safety = "safe")]
+fn test_missing_capability(#[context] cx: CallContext) -> Result<String, String> {
+    let round = round(&cx)?;
+    if let Some(text) = sampled(round.response("capital_question")) {
+        return Ok(format!("The model said: {text}"));
+    }
+    if round.client_capabilities().is_none_or(|c| c.sampling.is_none()) {
+        round.require(serde_json::from_value(json!({"sampling": {}})).map_err(|e| e.to_string())?);
+    } else {
+        round.ask(questions(ask_capital()), Value::Null);
+    }
+    Ok(String::new())
+}
+
+/// Asks the user; a 2026-07-28 client through an `input_required` result
+/// (nothing but the answer on the response stream), an earlier one through
+/// the connection.
+#[tool(safety = "safe")]
+async fn test_streaming_elicitation(#[context] cx: CallContext) -> Result<String, String> {
+    let Some(round) = cx.extensions().get::<InputRound>() else {
+        return elicit(&cx, ask_name("user_name", "What is your name?")["user_name"]["params"].take()).await;
+    };
+    match accepted(round.response("user_name"), "name") {
+        Some(name) => Ok(format!("Hello, {name}!")),
+        None => {
+            round.ask(questions(ask_name("user_name", "What is your name?")), Value::Null);
+            Ok(String::new())
+        }
+    }
+}
+
+/// Logs only at the client's request: a 2026-07-28 client asks in each
+/// request's `_meta`, an earlier one with `logging/setLevel`.
+#[tool(safety = "safe")]
+async fn test_logging_tool(#[context] cx: CallContext) -> Result<String, String> {
+    let asked = cx.extensions().get::<rmcp::model::LoggingLevel>().is_some();
+    if asked || cx.extensions().get::<InputRound>().is_none() {
+        let param: LoggingMessageNotificationParam =
+            serde_json::from_value(json!({"level": "info", "logger": "conformance", "data": "logged"}))
+                .map_err(|e| e.to_string())?;
+        peer(&cx)?.notify_logging_message(param).await.map_err(|e| e.to_string())?;
+    }
+    Ok("Logging complete".to_owned())
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let bind: SocketAddr = std::env::args().nth(1).unwrap_or_else(|| "127.0.0.1:3001".to_owned()).parse()?;
@@ -398,6 +445,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             test_input_required_result_multi_round_tool,
             test_input_required_result_tampered_state_tool,
             test_input_required_result_capabilities_tool,
+            test_missing_capability_tool,
+            test_streaming_elicitation_tool,
+            test_logging_tool_tool,
         ]
     )?;
     let server = McpServer::from_registry(&registry, ServerOptions::default().name("toolreg-conformance"));

@@ -47,6 +47,7 @@ pub struct InputRound {
     state: Option<Value>,
     capabilities: Option<ClientCapabilities>,
     asked: Mutex<Option<(InputRequests, Value)>>,
+    missing: Mutex<Option<ClientCapabilities>>,
 }
 
 impl InputRound {
@@ -55,7 +56,7 @@ impl InputRound {
         state: Option<Value>,
         capabilities: Option<ClientCapabilities>,
     ) -> Self {
-        InputRound { responses, state, capabilities, asked: Mutex::new(None) }
+        InputRound { responses, state, capabilities, asked: Mutex::new(None), missing: Mutex::new(None) }
     }
 
     /// The client's answer to the question asked under `key` in the previous
@@ -92,6 +93,15 @@ impl InputRound {
     /// Whether a question was asked in this round.
     pub fn asked(&self) -> bool {
         self.asked.lock().unwrap_or_else(PoisonError::into_inner).is_some()
+    }
+
+    /// The call cannot go on without `required`, which the client did not
+    /// declare: the server answers it with the protocol's
+    /// `MissingRequiredClientCapability` error (-32021, HTTP 400) naming
+    /// them, instead of the tool's output. Takes precedence over
+    /// [`ask`](Self::ask).
+    pub fn require(&self, required: ClientCapabilities) {
+        *self.missing.lock().unwrap_or_else(PoisonError::into_inner) = Some(required);
     }
 
     fn take(&self) -> Option<(InputRequests, Value)> {
@@ -143,7 +153,8 @@ impl StateSeal {
         StateSeal { codec: RequestStateCodec::new_unchecked(key.to_vec()), spent: Mutex::new(HashMap::new()) }
     }
 
-    /// The `input_required` result for a round that asked, or `None`.
+    /// The `input_required` result for a round that asked, or `None`; the
+    /// protocol error for one that found a capability missing.
     pub(crate) fn answer(
         &self,
         round: &InputRound,
@@ -151,6 +162,9 @@ impl StateSeal {
         tool: &str,
         arguments: &Value,
     ) -> Result<Option<InputRequiredResult>, ErrorData> {
+        if let Some(required) = round.missing.lock().unwrap_or_else(PoisonError::into_inner).take() {
+            return Err(ErrorData::missing_required_client_capability(required));
+        }
         let Some((requests, state)) = round.take() else { return Ok(None) };
         let envelope = Envelope { call: call.to_owned(), state };
         let bound = binding(tool, arguments);

@@ -29,7 +29,12 @@
 //!   `cx.extensions().get::<rmcp::service::Peer<RoleServer>>()` is the
 //!   connection the call came on (to send log messages, ask the user through
 //!   elicitation, or request sampling), and [`McpServer::log_level`] is the
-//!   level the client asked for with `logging/setLevel`.
+//!   level the client asked for with `logging/setLevel`;
+//! - a client on the 2026-07-28 revision is asked questions (approval of a
+//!   dangerous call, a tool's own) with Multi Round-Trip Requests, through
+//!   the call's [`InputRound`]; the log level such a client asks for in the
+//!   request's `_meta` is `cx.extensions().get::<rmcp::model::LoggingLevel>()`
+//!   (none: send it no log messages).
 //!
 //! ```no_run
 //! use toolreg::FunctionRegistry;
@@ -387,6 +392,9 @@ impl McpServer {
                 context.client_capabilities(),
             ));
             extensions.insert_arc(Arc::clone(&round));
+            if let Some(level) = context.meta.log_level() {
+                extensions.insert(level);
+            }
             Some(round)
         } else {
             None
@@ -517,11 +525,11 @@ impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
         let mut capabilities =
             ServerCapabilities::builder().enable_logging().enable_tools().enable_tool_list_changed().build();
-        if !self.remotes().is_empty() {
-            // The gateway: the imported servers' resources and prompts.
-            capabilities.resources = Some(rmcp::model::ResourcesCapability::default());
-            capabilities.prompts = Some(rmcp::model::PromptsCapability::default());
-        }
+        // The imported servers' resources and prompts (a gateway's): the
+        // lists are empty when nothing is imported, and answered either way,
+        // so both are declared either way.
+        capabilities.resources = Some(rmcp::model::ResourcesCapability::default());
+        capabilities.prompts = Some(rmcp::model::PromptsCapability::default());
         let options = &self.shared.options;
         let mut config = ServerConfig::new(capabilities)
             .with_server_info(Implementation::new(options.name.clone(), options.version.clone()));
