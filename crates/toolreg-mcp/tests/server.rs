@@ -12,7 +12,7 @@ use toolreg::{
     CallContext, Content, FunctionRegistry, ParamType, SafetyLevel, ToolDeclaration, ToolEngine, ToolOutput,
     ToolRegistration,
 };
-use toolreg_mcp::server::{ElicitationApprover, McpServer, ServerOptions, StdioOptions};
+use toolreg_mcp::server::{ElicitationApprover, InputRound, McpServer, ServerOptions, StdioOptions};
 
 mod common;
 use common::{HANG, Raw};
@@ -530,4 +530,77 @@ async fn a_2026_07_28_client_approves_with_a_multi_round_trip_request() {
     assert_eq!(refused["isError"], true, "{refused}");
     assert!(refused["content"][0]["text"].as_str().unwrap().contains("cannot be asked"), "{refused}");
     assert!(!seen.wiped.load(Ordering::SeqCst));
+}
+
+/// A tool that asks its client in two rounds, keeping state between them.
+fn asking_registry() -> FunctionRegistry {
+    let mut r = FunctionRegistry::new();
+    r.register(ToolRegistration::new(decl("ask", SafetyLevel::Safe), |cx: CallContext, args: Value| async move {
+        let Some(round) = cx.extensions().get::<InputRound>() else {
+            return Ok::<_, String>(json!("no rounds for this client"));
+        };
+        if args["n"] == 0 {
+            round.require(serde_json::from_value(json!({"sampling": {}})).unwrap());
+            return Ok(Value::Null);
+        }
+        let logged = cx.extensions().get::<rmcp::model::LoggingLevel>().is_some();
+        match (round.state(), round.response("color")) {
+            (Some(state), Some(answer)) => {
+                Ok(json!({"name": state["name"], "color": answer["content"]["color"], "logged": logged}))
+            }
+            _ => {
+                let question = json!({"color": {"method": "elicitation/create", "params": {"mode": "form",
+                    "message": "Which color?", "requestedSchema": {"type": "object",
+                    "properties": {"color": {"type": "string"}}}}}});
+                round.ask(serde_json::from_value(question).unwrap(), json!({"name": "Ada"}));
+                Ok(json!("asked"))
+            }
+        }
+    }))
+    .unwrap();
+    r
+}
+
+#[tokio::test]
+async fn a_tool_asks_a_2026_07_28_client_through_its_input_round() {
+    let served = McpServer::from_registry(&asking_registry(), ServerOptions::default());
+    let mut raw = Raw::start(served.clone(), StdioOptions::default());
+    let call = |id: i64, args: Value, extra: Value| {
+        let mut params = json!({"name": "ask", "arguments": args, "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}});
+        for (key, value) in extra.as_object().unwrap() {
+            params[key] = value.clone();
+        }
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
+    };
+    raw.send(call(1, json!({"n": 1}), json!({}))).await;
+    let asked = raw.answer(json!(1)).await["result"].take();
+    assert_eq!(asked["resultType"], "input_required", "{asked}");
+    assert_eq!(asked["inputRequests"]["color"]["params"]["message"], "Which color?", "{asked}");
+    // The state is sealed: the tool's `{"name": "Ada"}` is not readable in it.
+    let state = asked["requestState"].as_str().unwrap().to_owned();
+    assert!(!state.contains("Ada"), "{state}");
+    let mut retry = call(
+        2,
+        json!({"n": 1}),
+        json!({"requestState": state, "inputResponses": {"color": {"action": "accept", "content": {"color": "red"}}}}),
+    );
+    retry["params"]["_meta"]["io.modelcontextprotocol/logLevel"] = json!("info");
+    raw.send(retry).await;
+    let done = raw.answer(json!(2)).await["result"].take();
+    assert_eq!(done["structuredContent"], json!({"name": "Ada", "color": "red", "logged": true}), "{done}");
+
+    // A call that needs a capability the client did not declare: -32021, naming it.
+    raw.send(call(3, json!({"n": 0}), json!({}))).await;
+    let refused = raw.answer(json!(3)).await;
+    assert_eq!(refused["error"]["code"], -32021, "{refused}");
+    assert!(refused["error"]["data"]["requiredCapabilities"]["sampling"].is_object(), "{refused}");
+
+    // A handshake-era client has no rounds (it is asked over the connection).
+    let mut old = Raw::start(served, StdioOptions::default());
+    old.initialize(json!({"elicitation": {}})).await;
+    let answer = old.call(1, "ask", json!({"n": 1})).await;
+    assert_eq!(answer["result"]["structuredContent"], Value::Null, "{answer}");
+    assert_eq!(answer["result"]["content"][0]["text"], "no rounds for this client", "{answer}");
 }
