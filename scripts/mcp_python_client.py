@@ -141,6 +141,29 @@ async def main():
                 proc.kill()
                 proc.wait()
 
+        # Approval of a dangerous call by the client's user: a handshake-era
+        # connection is asked with elicitation/create during the call, a
+        # 2026-07-28 one with an input_required result the SDK answers and
+        # retries (Multi Round-Trip Requests); either way the answer decides.
+        for mode in ("legacy", None):
+            for approve in (True, False):
+                label = f"stdio ({mode or 'default'} connection), user {'approves' if approve else 'declines'}"
+                name = f"approved-{mode or 'default'}-{approve}.txt"
+                asked = []
+
+                async def on_approve(context, params, approve=approve, asked=asked):
+                    asked.append(params.message)
+                    if approve:
+                        return types.ElicitResult(action="accept", content={"approve": True})
+                    return types.ElicitResult(action="decline")
+
+                params = StdioServerParameters(command=BIN, args=["serve", "--root", root])
+                async with Client(params, elicitation_callback=on_approve, **({"mode": mode} if mode else {})) as client:
+                    written = await client.call_tool("write_file", {"path": name, "content": "x"})
+                check(len(asked) == 1 and name in asked[0], f"{label}: asked once, with the arguments", asked)
+                wrote = os.path.exists(os.path.join(root, name))
+                check(written.is_error != approve and wrote == approve, f"{label}: the answer decides", text_of(written))
+
         # The gateway: a remote server's tool list changes; the client hears of it.
         fake = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "crates", "toolreg-mcp", "tests",
                             "servers", "fake_server.py")
