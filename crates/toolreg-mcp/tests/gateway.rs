@@ -22,6 +22,11 @@ async fn gateway() -> (Raw, RemoteServer) {
 
 /// [`gateway`] with a client declaring these capabilities.
 async fn gateway_with(client_capabilities: Value) -> (Raw, RemoteServer) {
+    gateway_of(client_capabilities, toolreg::SafetyLevel::Cautious).await
+}
+
+/// [`gateway_with`], the remote tools at least as dangerous as `safety`.
+async fn gateway_of(client_capabilities: Value, safety: toolreg::SafetyLevel) -> (Raw, RemoteServer) {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/servers/fake_server.py");
     let transport = Transport::Command {
         command: "python3".into(),
@@ -29,7 +34,7 @@ async fn gateway_with(client_capabilities: Value) -> (Raw, RemoteServer) {
         env: BTreeMap::new(),
         cwd: None,
     };
-    let config = ServerConfig::new(transport).call_timeout(Duration::from_secs(5));
+    let config = ServerConfig::new(transport).call_timeout(Duration::from_secs(5)).safety(safety);
     let remote = RemoteServer::connect("fake", config).await.unwrap();
     let mut registry = FunctionRegistry::new();
     let refused = remote.register_into(&mut registry);
@@ -239,4 +244,81 @@ async fn a_remote_question_no_one_can_answer_is_refused_with_a_reason() {
             raw.other
         );
     }
+}
+
+/// A `tools/call` as a 2026-07-28 client sends it (no handshake).
+fn call_2026(id: i64, tool: &str, capabilities: Value, retry: Option<(&Value, Value)>) -> Value {
+    let mut params = json!({"name": tool, "arguments": {}, "_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": capabilities}});
+    if let Some((state, responses)) = retry {
+        params["requestState"] = state.clone();
+        params["inputResponses"] = responses;
+    }
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
+}
+
+#[tokio::test]
+async fn remote_questions_reach_a_2026_07_28_client_as_multi_round_trip_requests() {
+    let (mut raw, _remote) = gateway().await;
+    let key = toolreg_mcp::client::FORWARDED_KEY;
+    let both = json!({"elicitation": {}, "sampling": {}});
+    raw.send(call_2026(1, "fake__ask", both.clone(), None)).await;
+    let asked = raw.answer(json!(1)).await["result"].take();
+    assert_eq!(asked["resultType"], "input_required", "{asked}");
+    assert_eq!(asked["inputRequests"][key]["method"], "elicitation/create", "{asked}");
+    assert_eq!(asked["inputRequests"][key]["params"]["message"], "Your name?", "{asked}");
+    // Not answered: the same question again (the remote call still waits).
+    raw.send(call_2026(2, "fake__ask", both.clone(), Some((&asked["requestState"], json!({}))))).await;
+    let again = raw.answer(json!(2)).await["result"].take();
+    assert_eq!(again["inputRequests"][key]["params"]["message"], "Your name?", "{again}");
+    let answer = json!({key: {"action": "accept", "content": {"name": "Ada"}}});
+    raw.send(call_2026(3, "fake__ask", both.clone(), Some((&again["requestState"], answer)))).await;
+    let done = raw.answer(json!(3)).await["result"].take();
+    assert_eq!(done["resultType"], "complete", "{done}");
+    let got: Value = serde_json::from_str(done["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(got["result"], json!({"action": "accept", "content": {"name": "Ada"}}), "{done}");
+
+    raw.send(call_2026(4, "fake__sample", both.clone(), None)).await;
+    let asked = raw.answer(json!(4)).await["result"].take();
+    assert_eq!(asked["inputRequests"][key]["method"], "sampling/createMessage", "{asked}");
+    let answer = json!({key: {"role": "assistant", "content": {"type": "text", "text": "hi"}, "model": "test-model"}});
+    raw.send(call_2026(5, "fake__sample", both, Some((&asked["requestState"], answer)))).await;
+    let done = raw.answer(json!(5)).await["result"].take();
+    let got: Value = serde_json::from_str(done["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(got["result"]["content"]["text"], "hi", "{done}");
+    // No request was sent to the client outside the results.
+    assert!(
+        !raw.other.iter().any(|m| m.get("method").is_some_and(|m| m != "notifications/progress")),
+        "{:?}",
+        raw.other
+    );
+
+    // A client that cannot answer: the remote server is refused with the reason.
+    raw.send(call_2026(6, "fake__ask", json!({}), None)).await;
+    let done = raw.answer(json!(6)).await["result"].take();
+    let got: Value = serde_json::from_str(done["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert!(got["error"]["message"].as_str().unwrap_or_default().contains("does not support elicitation"), "{done}");
+}
+
+#[tokio::test]
+async fn an_approved_remote_call_asks_its_question_without_asking_approval_again() {
+    // Every remote tool dangerous: the client approves, then the server asks.
+    let (mut raw, _remote) = gateway_of(json!({}), toolreg::SafetyLevel::Dangerous).await;
+    let elicits = json!({"elicitation": {}});
+    raw.send(call_2026(1, "fake__ask", elicits.clone(), None)).await;
+    let asked = raw.answer(json!(1)).await["result"].take();
+    let approval = toolreg_mcp::server::APPROVAL_KEY;
+    assert!(asked["inputRequests"][approval].is_object(), "{asked}");
+    let yes = json!({approval: {"action": "accept", "content": {"approve": true}}});
+    raw.send(call_2026(2, "fake__ask", elicits.clone(), Some((&asked["requestState"], yes)))).await;
+    let asked = raw.answer(json!(2)).await["result"].take();
+    let key = toolreg_mcp::client::FORWARDED_KEY;
+    assert_eq!(asked["inputRequests"][key]["params"]["message"], "Your name?", "{asked}");
+    let answer = json!({key: {"action": "accept", "content": {"name": "Ada"}}});
+    raw.send(call_2026(3, "fake__ask", elicits, Some((&asked["requestState"], answer)))).await;
+    let done = raw.answer(json!(3)).await["result"].take();
+    assert_eq!(done["isError"], false, "{done}");
+    let got: Value = serde_json::from_str(done["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(got["result"]["content"]["name"], "Ada", "{done}");
 }

@@ -533,6 +533,8 @@ async fn a_2026_07_28_client_approves_with_a_multi_round_trip_request() {
 }
 
 /// A tool that asks its client in two rounds, keeping state between them.
+// rmcp marks MCP logging deprecated (a protocol draft drops it); 2026-07-28 has it.
+#[allow(deprecated)]
 fn asking_registry() -> FunctionRegistry {
     let mut r = FunctionRegistry::new();
     r.register(ToolRegistration::new(decl("ask", SafetyLevel::Safe), |cx: CallContext, args: Value| async move {

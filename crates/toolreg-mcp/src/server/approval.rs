@@ -105,13 +105,26 @@ fn verdict(request: &ApprovalRequest, answer: &ElicitResult) -> Decision {
 /// The state an approval question leaves for the next round: which tool it
 /// asked about (the seal binds it to the arguments and the call id).
 fn asked_state(tool: &str) -> Value {
-    json!({"toolreg_approval": tool})
+    json!({APPROVAL_STATE: tool})
 }
+
+/// The key, in a round's state, of the tool an approval question was about.
+pub(crate) const APPROVAL_STATE: &str = "toolreg_approval";
+
+/// Set beside [`APPROVAL_STATE`] by a later round of a call that was
+/// approved (the gateway's, when a remote server asks a question after the
+/// approval): the approval holds. Only the server writes a state (it is sealed).
+pub(crate) const APPROVED: &str = "toolreg_approved";
 
 /// Approval for a 2026-07-28 client: the answer to the question of the
 /// previous round if there is one, else ask (and refuse this round).
 fn decide_in_rounds(request: &ApprovalRequest, round: &super::InputRound) -> Decision {
-    let asked_before = round.state() == Some(&asked_state(request.tool()));
+    let state = round.state();
+    let about_this = state.and_then(|s| s.get(APPROVAL_STATE)).and_then(Value::as_str) == Some(request.tool());
+    if about_this && state.and_then(|s| s.get(APPROVED)) == Some(&Value::Bool(true)) {
+        return request.approve();
+    }
+    let asked_before = state == Some(&asked_state(request.tool()));
     if asked_before
         && let Some(answer) = round.response(APPROVAL_KEY)
         && let Ok(answer) = serde_json::from_value::<ElicitResult>(answer.clone())

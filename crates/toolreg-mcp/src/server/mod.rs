@@ -72,6 +72,7 @@ use toolreg::provider::{ToolRef, WireFormat};
 use toolreg::{CallOptions, Extensions, FunctionRegistry, ProgressReporter, ToolCall, ToolEngine, ToolExecutor};
 
 pub use approval::{APPROVAL_KEY, ElicitationApprover};
+pub(crate) use approval::{APPROVAL_STATE, APPROVED};
 pub use http::{HttpOptions, bearer_token_from_env};
 pub use input::{InputRound, STATE_TTL};
 pub use stdio::{SERVER_BUSY, StdioOptions};
