@@ -11,7 +11,9 @@
 #   2026-07-28 and the 2025-11-25 revisions (every scenario each requires)
 #   against the `conformance` example. Every scenario must pass except the
 #   ones listed below as not applicable; those named in REQUIRED must be
-#   among the scenarios run.
+#   among the scenarios run. And the resources and prompts scenarios,
+#   for both revisions, against the gateway (`toolreg serve --config`) in
+#   front of scripts/mcp_resources_server.py.
 # Scenarios for what a tools server does not offer are not run or not
 # counted; the list and why is in crates/toolreg-mcp/README.md ("Conformance").
 #
@@ -103,10 +105,11 @@ run "http://127.0.0.1:$port/mcp" tools-call-simple-text tools-call-error tools-c
 
 # The release line, a revision's whole requirement set at once.
 #
-# Not applicable (the README says why): completion (no prompts or
+# Not applicable here (the README says why): completion (no prompts or
 # templates of its own), resources and prompts read by fixed names (the
-# suite's own test resources and prompts), the tasks extension, and the
-# suite's pending scenarios.
+# suite's own test resources and prompts: run against the gateway below),
+# subscriptions, a prompt that asks its client, the tasks extension, and
+# the suite's pending scenarios.
 NOT_APPLICABLE="completion-complete resources-read-text resources-read-binary resources-templates-read
     resources-subscribe resources-unsubscribe prompts-get-simple prompts-get-with-args prompts-get-embedded-resource
     prompts-get-with-image input-required-result-non-tool-request json-schema-2020-12
@@ -163,6 +166,39 @@ PY
 }
 run_requirements "http://127.0.0.1:$port/mcp" 2026-07-28 $REQUIRED_2026
 run_requirements "http://127.0.0.1:$port/mcp" 2025-11-25 $REQUIRED_2025
+
+# The gateway (`toolreg serve --config`) in front of a server with the
+# resources and prompts the suite reads by their own names
+# (scripts/mcp_resources_server.py): each reaches the one server that lists it.
+cat >"$work/servers.json" <<JSON
+{"mcpServers": {"fixture": {"command": "${PYTHON:-python3}", "args": ["-u", "$PWD/scripts/mcp_resources_server.py"]}}}
+JSON
+port="$(free_port)"
+(cd "$work" && exec "$bin/toolreg" serve --no-shell --strict-servers --config "$work/servers.json" \
+    --http "127.0.0.1:$port") 2>"$work/gateway.log" &
+pids+=($!)
+wait_for "$port"
+gateway_run() { # revision scenario...
+    local revision=$1; shift
+    for scenario in "$@"; do
+        local out line
+        out="$("$node" "$release_suite" server --url "http://127.0.0.1:$port/mcp" --spec-version "$revision" \
+            --scenario "$scenario" 2>&1 || true)"
+        line="$(printf '%s\n' "$out" | grep -E "^Passed: [0-9]+/[0-9]+" | tail -1 || true)"
+        if [[ "$line" =~ ^Passed:\ ([0-9]+)/([0-9]+),\ 0\ failed ]] && [ "${BASH_REMATCH[1]}" = "${BASH_REMATCH[2]}" ] \
+            && [ "${BASH_REMATCH[1]}" -gt 0 ]; then
+            echo "ok    gateway $revision $scenario: $line"
+        else
+            echo "FAIL  gateway $revision $scenario: ${line:-no result}"
+            printf '%s\n' "$out" | grep -A8 "Failed Checks" | sed 's/^/      /'
+            failed=1
+        fi
+    done
+}
+GATEWAY_SCENARIOS="resources-list resources-read-text resources-read-binary resources-templates-read prompts-list
+    prompts-get-simple prompts-get-with-args prompts-get-embedded-resource prompts-get-with-image"
+gateway_run 2026-07-28 $GATEWAY_SCENARIOS
+gateway_run 2025-11-25 $GATEWAY_SCENARIOS
 
 if [ "$failed" -ne 0 ]; then
     echo "MCP conformance: failures above" >&2

@@ -193,10 +193,51 @@ async fn remote_prompts_are_listed_and_got_namespaced() {
         json!([{"role": "user", "content": {"type": "text", "text": "Hello, Ada"}}]),
         "{got}"
     );
-    for name in ["fake__nope", "other__greet", "greet"] {
+    for name in ["fake__nope", "other__greet", "nope"] {
         let missing = request(&mut raw, 3, "prompts/get", json!({"name": name})).await;
         assert_eq!(missing["error"]["code"], -32602, "{name}: {missing}");
     }
+}
+
+#[tokio::test]
+async fn plain_uris_and_prompt_names_reach_the_one_server_that_lists_them() {
+    let (mut raw, remote) = gateway().await;
+    // As the server itself names them: a listed URI, an expansion of its template, its prompt.
+    for uri in ["mem://notes", "mem://notes/7"] {
+        let read = request(&mut raw, 1, "resources/read", json!({"uri": uri})).await;
+        assert_eq!(
+            read["result"]["contents"],
+            json!([{"uri": uri, "mimeType": "text/plain", "text": format!("contents of {uri}")}]),
+            "{read}"
+        );
+    }
+    let got = request(&mut raw, 2, "prompts/get", json!({"name": "greet", "arguments": {"who": "Ada"}})).await;
+    assert_eq!(got["result"]["messages"][0]["content"]["text"], "Hello, Ada", "{got}");
+    // A URI no server lists (nor linked to) is still unknown.
+    let unknown = request(&mut raw, 3, "resources/read", json!({"uri": "mem://other"})).await;
+    assert_eq!(unknown["error"]["code"], -32002, "{unknown}");
+
+    // Two servers listing the same names: neither is guessed; the namespaced names still work.
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/servers/fake_server.py");
+    let transport = Transport::Command {
+        command: "python3".into(),
+        args: vec!["-u".into(), script.into()],
+        env: BTreeMap::new(),
+        cwd: None,
+    };
+    let twin = RemoteServer::connect("twin", ServerConfig::new(transport)).await.unwrap();
+    let options = ServerOptions::default();
+    let server = McpServer::new(McpServer::engine_builder(&FunctionRegistry::new(), &options).build(), options);
+    server.set_remotes(vec![remote, twin]);
+    let mut raw = Raw::start(server, StdioOptions::default());
+    raw.initialize(json!({})).await;
+    let ambiguous = request(&mut raw, 4, "resources/read", json!({"uri": "mem://notes"})).await;
+    assert_eq!(ambiguous["error"]["code"], -32602, "{ambiguous}");
+    assert!(ambiguous["error"]["message"].as_str().unwrap().contains("fake, twin"), "{ambiguous}");
+    let ambiguous = request(&mut raw, 5, "prompts/get", json!({"name": "greet", "arguments": {"who": "Ada"}})).await;
+    assert_eq!(ambiguous["error"]["code"], -32602, "{ambiguous}");
+    let named = request(&mut raw, 6, "resources/read", json!({"uri": "toolreg://twin/mem://notes"})).await;
+    assert_eq!(named["result"]["contents"][0]["text"], "contents of mem://notes", "{named}");
 }
 
 #[tokio::test]
