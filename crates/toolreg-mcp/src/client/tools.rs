@@ -244,6 +244,12 @@ impl RemoteServer {
             parked.at = Instant::now();
             lot.insert(key, parked);
         }
+        // Dropped when its time is up even if no other call parks meanwhile.
+        let server = self.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(STATE_TTL).await;
+            server.inner.parked.lock().unwrap_or_else(PoisonError::into_inner).remove(&key);
+        });
         let mut state = json!({PARKED: key});
         // An approval given in an earlier round holds for the later ones of
         // the same call (the state is sealed to it).
