@@ -3,7 +3,8 @@
 # and streamable HTTP (scripts/mcp_python_client.py), and as the gateway
 # (`toolreg serve --config`) in front of a fixture server written with the
 # same SDK (scripts/mcp_blocks_server.py): every content block type and
-# progress, passed on unchanged.
+# progress, passed on unchanged. Approval of a dangerous call is answered by
+# the SDK client's user on a handshake-era and on a 2026-07-28 connection.
 #
 # The SDK is installed into a virtualenv under target/mcp-venv (reused while
 # the pinned version is unchanged). Needs Python 3 with venv and pip, and

@@ -141,6 +141,29 @@ async def main():
                 proc.kill()
                 proc.wait()
 
+        # Approval of a dangerous call by the client's user: a handshake-era
+        # connection is asked with elicitation/create during the call, a
+        # 2026-07-28 one with an input_required result the SDK answers and
+        # retries (Multi Round-Trip Requests); either way the answer decides.
+        for mode in ("legacy", None):
+            for approve in (True, False):
+                label = f"stdio ({mode or 'default'} connection), user {'approves' if approve else 'declines'}"
+                name = f"approved-{mode or 'default'}-{approve}.txt"
+                asked = []
+
+                async def on_approve(context, params, approve=approve, asked=asked):
+                    asked.append(params.message)
+                    if approve:
+                        return types.ElicitResult(action="accept", content={"approve": True})
+                    return types.ElicitResult(action="decline")
+
+                params = StdioServerParameters(command=BIN, args=["serve", "--root", root])
+                async with Client(params, elicitation_callback=on_approve, **({"mode": mode} if mode else {})) as client:
+                    written = await client.call_tool("write_file", {"path": name, "content": "x"})
+                check(len(asked) == 1 and name in asked[0], f"{label}: asked once, with the arguments", asked)
+                wrote = os.path.exists(os.path.join(root, name))
+                check(written.is_error != approve and wrote == approve, f"{label}: the answer decides", text_of(written))
+
         # The gateway: a remote server's tool list changes; the client hears of it.
         fake = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "crates", "toolreg-mcp", "tests",
                             "servers", "fake_server.py")
@@ -217,14 +240,10 @@ async def main():
                       f"{label}: the SDK server's progress reaches the client", (text_of(done), reports))
 
                 asked = await client.call_tool("sdk__ask", {})
-                if mode == "legacy":
-                    check(not asked.is_error and text_of(asked) == "accept: Ada",
-                          f"{label}: the SDK server's elicitation reaches the client and its answer the server", text_of(asked))
-                else:
-                    # A 2026-07-28 client takes questions as input_required results
-                    # (Multi Round-Trip Requests), which the gateway does not relay yet.
-                    check(asked.is_error and "elicitation" in text_of(asked),
-                          f"{label}: an elicitation the client cannot take is refused with the reason", text_of(asked))
+                # A handshake-era client is asked during the call; a 2026-07-28 one
+                # with an input_required result the SDK answers and retries.
+                check(not asked.is_error and text_of(asked) == "accept: Ada",
+                      f"{label}: the SDK server's elicitation reaches the client and its answer the server", text_of(asked))
 
                 resources = await client.list_resources()
                 uris = [resource.uri for resource in resources.resources]

@@ -10,7 +10,9 @@
 //! connection is in the call's context (`cx.extensions()`), to send log
 //! messages, ask the user (elicitation) or ask the client's model (sampling).
 //! The content scenarios show a tool returning blocks: an image, audio, an
-//! embedded resource, or several of them in a `ToolOutput`.
+//! embedded resource, or several of them in a `ToolOutput`. The
+//! `test_input_required_result_*` tools ask their questions to clients on the
+//! 2026-07-28 revision with Multi Round-Trip Requests ([`InputRound`]).
 
 // The suite tests MCP logging and sampling, which rmcp marks deprecated
 // (a protocol draft drops them); every revision it tests has them.
@@ -19,11 +21,11 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use rmcp::model::{CreateMessageRequestParams, ElicitRequestParams, LoggingMessageNotificationParam};
+use rmcp::model::{CreateMessageRequestParams, ElicitRequestParams, InputRequests, LoggingMessageNotificationParam};
 use rmcp::service::{Peer, RoleServer};
 use serde_json::{Value, json};
 use toolreg::{CallContext, Content, FunctionRegistry, ToolOutput, tool};
-use toolreg_mcp::server::{HttpOptions, McpServer, ServerOptions};
+use toolreg_mcp::server::{HttpOptions, InputRound, McpServer, ServerOptions};
 
 fn peer(cx: &CallContext) -> Result<Peer<RoleServer>, String> {
     cx.extensions().get::<Peer<RoleServer>>().cloned().ok_or_else(|| "not called over MCP".to_owned())
@@ -193,6 +195,229 @@ async fn test_sampling(#[context] cx: CallContext, prompt: String) -> Result<Str
     Ok(format!("LLM response: {}", serde_json::to_string(&answer.message.content).unwrap_or_default()))
 }
 
+fn round(cx: &CallContext) -> Result<&InputRound, String> {
+    cx.extensions().get::<InputRound>().ok_or_else(|| "this tool needs a client on the 2026-07-28 revision".to_owned())
+}
+
+/// The questions of one round, from their JSON (`{"key": {"method", "params"}}`).
+fn questions(requests: Value) -> InputRequests {
+    serde_json::from_value(requests).unwrap_or_default()
+}
+
+fn ask_name(key: &str, message: &str) -> Value {
+    json!({key: {"method": "elicitation/create", "params": {"mode": "form", "message": message,
+        "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}}}})
+}
+
+fn ask_capital() -> Value {
+    json!({"capital_question": {"method": "sampling/createMessage", "params": {
+        "messages": [{"role": "user", "content": {"type": "text", "text": "What is the capital of France?"}}],
+        "maxTokens": 100}}})
+}
+
+fn ask_roots() -> Value {
+    json!({"client_roots": {"method": "roots/list", "params": {}}})
+}
+
+/// A string field of an accepted elicitation answer.
+fn accepted(answer: Option<&Value>, field: &str) -> Option<String> {
+    let answer = answer?;
+    (answer.get("action")? == "accept").then(|| answer.get("content")?.get(field)?.as_str().map(str::to_owned))?
+}
+
+/// The text of a sampling answer.
+fn sampled(answer: Option<&Value>) -> Option<String> {
+    answer?.get("content")?.get("text")?.as_str().map(str::to_owned)
+}
+
+/// The root URIs of a roots answer.
+fn roots(answer: Option<&Value>) -> Option<Vec<String>> {
+    let roots = answer?.get("roots")?.as_array()?;
+    roots.iter().map(|root| root.get("uri")?.as_str().map(str::to_owned)).collect()
+}
+
+/// Asks the user's name with a Multi Round-Trip Request, then greets them.
+#[tool(safety = "safe")]
+fn test_input_required_result_elicitation(#[context] cx: CallContext) -> Result<String, String> {
+    let round = round(&cx)?;
+    match accepted(round.response("user_name"), "name") {
+        Some(name) => Ok(format!("Hello, {name}!")),
+        // Missing, wrong or malformed answers are asked again.
+        None => {
+            round.ask(questions(ask_name("user_name", "What is your name?")), Value::Null);
+            Ok(String::new())
+        }
+    }
+}
+
+/// Asks the client's model with a Multi Round-Trip Request.
+#[tool(safety = "safe")]
+fn test_input_required_result_sampling(#[context] cx: CallContext) -> Result<String, String> {
+    let round = round(&cx)?;
+    match sampled(round.response("capital_question")) {
+        Some(text) => Ok(format!("The model said: {text}")),
+        None => {
+            round.ask(questions(ask_capital()), Value::Null);
+            Ok(String::new())
+        }
+    }
+}
+
+/// Asks for the client's roots with a Multi Round-Trip Request.
+#[tool(safety = "safe")]
+fn test_input_required_result_list_roots(#[context] cx: CallContext) -> Result<String, String> {
+    let round = round(&cx)?;
+    match roots(round.response("client_roots")) {
+        Some(roots) => Ok(format!("The client's roots: {}", roots.join(", "))),
+        None => {
+            round.ask(questions(ask_roots()), Value::Null);
+            Ok(String::new())
+        }
+    }
+}
+
+/// Keeps state between rounds (sealed by the server) and checks it.
+#[tool(safety = "safe")]
+fn test_input_required_result_request_state(#[context] cx: CallContext) -> Result<String, String> {
+    let round = round(&cx)?;
+    let confirmed = round.response("confirm").and_then(|a| a.get("content")?.get("ok")?.as_bool()).is_some();
+    if round.state() == Some(&json!({"asked": "confirm"})) && confirmed {
+        return Ok("state-ok: the request state came back as the server sealed it".to_owned());
+    }
+    round.ask(
+        questions(json!({"confirm": {"method": "elicitation/create", "params": {"mode": "form",
+            "message": "Please confirm", "requestedSchema": {"type": "object",
+            "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}}}})),
+        json!({"asked": "confirm"}),
+    );
+    Ok(String::new())
+}
+
+/// Asks three questions of three kinds at once.
+#[tool(safety = "safe")]
+fn test_input_required_result_multiple_inputs(#[context] cx: CallContext) -> Result<String, String> {
+    let round = round(&cx)?;
+    let name = accepted(round.response("user_name"), "name");
+    let greeting = sampled(round.response("greeting"));
+    let roots = roots(round.response("client_roots"));
+    if let (Some(name), Some(greeting), Some(roots)) = (name, greeting, roots) {
+        return Ok(format!("{greeting} {name} (roots: {})", roots.join(", ")));
+    }
+    let mut requests = ask_name("user_name", "What is your name?");
+    requests["greeting"] = json!({"method": "sampling/createMessage", "params": {
+        "messages": [{"role": "user", "content": {"type": "text", "text": "Generate a greeting"}}], "maxTokens": 50}});
+    requests["client_roots"] = ask_roots()["client_roots"].take();
+    round.ask(questions(requests), json!({"asked": "all"}));
+    Ok(String::new())
+}
+
+/// Asks in two rounds, the state telling which round it is.
+#[tool(safety = "safe")]
+fn test_input_required_result_multi_round(#[context] cx: CallContext) -> Result<String, String> {
+    let round = round(&cx)?;
+    let step = round.state().and_then(|state| state.get("step")).and_then(Value::as_u64);
+    if step == Some(2)
+        && let Some(color) = accepted(round.response("step2"), "color")
+    {
+        let name = round.state().and_then(|s| s.get("name")).and_then(Value::as_str).unwrap_or_default();
+        return Ok(format!("{name} likes {color}"));
+    }
+    if step == Some(1)
+        && let Some(name) = accepted(round.response("step1"), "name")
+    {
+        round.ask(
+            questions(json!({"step2": {"method": "elicitation/create", "params": {"mode": "form",
+                "message": "Step 2: What is your favorite color?", "requestedSchema": {"type": "object",
+                "properties": {"color": {"type": "string"}}, "required": ["color"]}}}})),
+            json!({"step": 2, "name": name}),
+        );
+        return Ok(String::new());
+    }
+    round.ask(questions(ask_name("step1", "Step 1: What is your name?")), json!({"step": 1}));
+    Ok(String::new())
+}
+
+/// Keeps sealed state: a changed state is refused by the server.
+#[tool(safety = "safe")]
+fn test_input_required_result_tampered_state(#[context] cx: CallContext) -> Result<String, String> {
+    let round = round(&cx)?;
+    if round.state().is_some()
+        && let Some(name) = accepted(round.response("user_name"), "name")
+    {
+        return Ok(format!("Hello, {name}!"));
+    }
+    round.ask(questions(ask_name("user_name", "What is your name?")), json!({"asked": "user_name"}));
+    Ok(String::new())
+}
+
+/// Asks only what the client declared it can answer.
+#[tool(safety = "safe")]
+fn test_input_required_result_capabilities(#[context] cx: CallContext) -> Result<String, String> {
+    let round = round(&cx)?;
+    if let Some(text) = sampled(round.response("capital_question")) {
+        return Ok(format!("The model said: {text}"));
+    }
+    if let Some(name) = accepted(round.response("user_name"), "name") {
+        return Ok(format!("Hello, {name}!"));
+    }
+    let capabilities = round.client_capabilities();
+    if capabilities.is_some_and(|c| c.sampling.is_some()) {
+        round.ask(questions(ask_capital()), Value::Null);
+    } else if capabilities.is_some_and(|c| c.elicitation.is_some()) {
+        round.ask(questions(ask_name("user_name", "What is your name?")), Value::Null);
+    } else {
+        return Ok("The client can answer no questions.".to_owned());
+    }
+    Ok(String::new())
+}
+
+/// Needs sampling: a client that did not declare it gets the protocol's
+/// missing-capability error, not a question it cannot answer.
+#[tool(safety = "safe")]
+fn test_missing_capability(#[context] cx: CallContext) -> Result<String, String> {
+    let round = round(&cx)?;
+    if let Some(text) = sampled(round.response("capital_question")) {
+        return Ok(format!("The model said: {text}"));
+    }
+    if round.client_capabilities().is_none_or(|c| c.sampling.is_none()) {
+        round.require(serde_json::from_value(json!({"sampling": {}})).map_err(|e| e.to_string())?);
+    } else {
+        round.ask(questions(ask_capital()), Value::Null);
+    }
+    Ok(String::new())
+}
+
+/// Asks the user; a 2026-07-28 client through an `input_required` result
+/// (nothing but the answer on the response stream), an earlier one through
+/// the connection.
+#[tool(safety = "safe")]
+async fn test_streaming_elicitation(#[context] cx: CallContext) -> Result<String, String> {
+    let Some(round) = cx.extensions().get::<InputRound>() else {
+        return elicit(&cx, ask_name("user_name", "What is your name?")["user_name"]["params"].take()).await;
+    };
+    match accepted(round.response("user_name"), "name") {
+        Some(name) => Ok(format!("Hello, {name}!")),
+        None => {
+            round.ask(questions(ask_name("user_name", "What is your name?")), Value::Null);
+            Ok(String::new())
+        }
+    }
+}
+
+/// Logs only at the client's request: a 2026-07-28 client asks in each
+/// request's `_meta`, an earlier one with `logging/setLevel`.
+#[tool(safety = "safe")]
+async fn test_logging_tool(#[context] cx: CallContext) -> Result<String, String> {
+    let asked = cx.extensions().get::<rmcp::model::LoggingLevel>().is_some();
+    if asked || cx.extensions().get::<InputRound>().is_none() {
+        let param: LoggingMessageNotificationParam =
+            serde_json::from_value(json!({"level": "info", "logger": "conformance", "data": "logged"}))
+                .map_err(|e| e.to_string())?;
+        peer(&cx)?.notify_logging_message(param).await.map_err(|e| e.to_string())?;
+    }
+    Ok("Logging complete".to_owned())
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let bind: SocketAddr = std::env::args().nth(1).unwrap_or_else(|| "127.0.0.1:3001".to_owned()).parse()?;
@@ -212,6 +437,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             test_audio_content_tool,
             test_embedded_resource_tool,
             test_multiple_content_types_tool,
+            test_input_required_result_elicitation_tool,
+            test_input_required_result_sampling_tool,
+            test_input_required_result_list_roots_tool,
+            test_input_required_result_request_state_tool,
+            test_input_required_result_multiple_inputs_tool,
+            test_input_required_result_multi_round_tool,
+            test_input_required_result_tampered_state_tool,
+            test_input_required_result_capabilities_tool,
+            test_missing_capability_tool,
+            test_streaming_elicitation_tool,
+            test_logging_tool_tool,
         ]
     )?;
     let server = McpServer::from_registry(&registry, ServerOptions::default().name("toolreg-conformance"));

@@ -22,6 +22,11 @@ async fn gateway() -> (Raw, RemoteServer) {
 
 /// [`gateway`] with a client declaring these capabilities.
 async fn gateway_with(client_capabilities: Value) -> (Raw, RemoteServer) {
+    gateway_of(client_capabilities, toolreg::SafetyLevel::Cautious).await
+}
+
+/// [`gateway_with`], the remote tools at least as dangerous as `safety`.
+async fn gateway_of(client_capabilities: Value, safety: toolreg::SafetyLevel) -> (Raw, RemoteServer) {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/servers/fake_server.py");
     let transport = Transport::Command {
         command: "python3".into(),
@@ -29,7 +34,7 @@ async fn gateway_with(client_capabilities: Value) -> (Raw, RemoteServer) {
         env: BTreeMap::new(),
         cwd: None,
     };
-    let config = ServerConfig::new(transport).call_timeout(Duration::from_secs(5));
+    let config = ServerConfig::new(transport).call_timeout(Duration::from_secs(5)).safety(safety);
     let remote = RemoteServer::connect("fake", config).await.unwrap();
     let mut registry = FunctionRegistry::new();
     let refused = remote.register_into(&mut registry);
@@ -188,10 +193,51 @@ async fn remote_prompts_are_listed_and_got_namespaced() {
         json!([{"role": "user", "content": {"type": "text", "text": "Hello, Ada"}}]),
         "{got}"
     );
-    for name in ["fake__nope", "other__greet", "greet"] {
+    for name in ["fake__nope", "other__greet", "nope"] {
         let missing = request(&mut raw, 3, "prompts/get", json!({"name": name})).await;
         assert_eq!(missing["error"]["code"], -32602, "{name}: {missing}");
     }
+}
+
+#[tokio::test]
+async fn plain_uris_and_prompt_names_reach_the_one_server_that_lists_them() {
+    let (mut raw, remote) = gateway().await;
+    // As the server itself names them: a listed URI, an expansion of its template, its prompt.
+    for uri in ["mem://notes", "mem://notes/7"] {
+        let read = request(&mut raw, 1, "resources/read", json!({"uri": uri})).await;
+        assert_eq!(
+            read["result"]["contents"],
+            json!([{"uri": uri, "mimeType": "text/plain", "text": format!("contents of {uri}")}]),
+            "{read}"
+        );
+    }
+    let got = request(&mut raw, 2, "prompts/get", json!({"name": "greet", "arguments": {"who": "Ada"}})).await;
+    assert_eq!(got["result"]["messages"][0]["content"]["text"], "Hello, Ada", "{got}");
+    // A URI no server lists (nor linked to) is still unknown.
+    let unknown = request(&mut raw, 3, "resources/read", json!({"uri": "mem://other"})).await;
+    assert_eq!(unknown["error"]["code"], -32002, "{unknown}");
+
+    // Two servers listing the same names: neither is guessed; the namespaced names still work.
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/servers/fake_server.py");
+    let transport = Transport::Command {
+        command: "python3".into(),
+        args: vec!["-u".into(), script.into()],
+        env: BTreeMap::new(),
+        cwd: None,
+    };
+    let twin = RemoteServer::connect("twin", ServerConfig::new(transport)).await.unwrap();
+    let options = ServerOptions::default();
+    let server = McpServer::new(McpServer::engine_builder(&FunctionRegistry::new(), &options).build(), options);
+    server.set_remotes(vec![remote, twin]);
+    let mut raw = Raw::start(server, StdioOptions::default());
+    raw.initialize(json!({})).await;
+    let ambiguous = request(&mut raw, 4, "resources/read", json!({"uri": "mem://notes"})).await;
+    assert_eq!(ambiguous["error"]["code"], -32602, "{ambiguous}");
+    assert!(ambiguous["error"]["message"].as_str().unwrap().contains("fake, twin"), "{ambiguous}");
+    let ambiguous = request(&mut raw, 5, "prompts/get", json!({"name": "greet", "arguments": {"who": "Ada"}})).await;
+    assert_eq!(ambiguous["error"]["code"], -32602, "{ambiguous}");
+    let named = request(&mut raw, 6, "resources/read", json!({"uri": "toolreg://twin/mem://notes"})).await;
+    assert_eq!(named["result"]["contents"][0]["text"], "contents of mem://notes", "{named}");
 }
 
 #[tokio::test]
@@ -239,4 +285,81 @@ async fn a_remote_question_no_one_can_answer_is_refused_with_a_reason() {
             raw.other
         );
     }
+}
+
+/// A `tools/call` as a 2026-07-28 client sends it (no handshake).
+fn call_2026(id: i64, tool: &str, capabilities: Value, retry: Option<(&Value, Value)>) -> Value {
+    let mut params = json!({"name": tool, "arguments": {}, "_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": capabilities}});
+    if let Some((state, responses)) = retry {
+        params["requestState"] = state.clone();
+        params["inputResponses"] = responses;
+    }
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
+}
+
+#[tokio::test]
+async fn remote_questions_reach_a_2026_07_28_client_as_multi_round_trip_requests() {
+    let (mut raw, _remote) = gateway().await;
+    let key = toolreg_mcp::client::FORWARDED_KEY;
+    let both = json!({"elicitation": {}, "sampling": {}});
+    raw.send(call_2026(1, "fake__ask", both.clone(), None)).await;
+    let asked = raw.answer(json!(1)).await["result"].take();
+    assert_eq!(asked["resultType"], "input_required", "{asked}");
+    assert_eq!(asked["inputRequests"][key]["method"], "elicitation/create", "{asked}");
+    assert_eq!(asked["inputRequests"][key]["params"]["message"], "Your name?", "{asked}");
+    // Not answered: the same question again (the remote call still waits).
+    raw.send(call_2026(2, "fake__ask", both.clone(), Some((&asked["requestState"], json!({}))))).await;
+    let again = raw.answer(json!(2)).await["result"].take();
+    assert_eq!(again["inputRequests"][key]["params"]["message"], "Your name?", "{again}");
+    let answer = json!({key: {"action": "accept", "content": {"name": "Ada"}}});
+    raw.send(call_2026(3, "fake__ask", both.clone(), Some((&again["requestState"], answer)))).await;
+    let done = raw.answer(json!(3)).await["result"].take();
+    assert_eq!(done["resultType"], "complete", "{done}");
+    let got: Value = serde_json::from_str(done["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(got["result"], json!({"action": "accept", "content": {"name": "Ada"}}), "{done}");
+
+    raw.send(call_2026(4, "fake__sample", both.clone(), None)).await;
+    let asked = raw.answer(json!(4)).await["result"].take();
+    assert_eq!(asked["inputRequests"][key]["method"], "sampling/createMessage", "{asked}");
+    let answer = json!({key: {"role": "assistant", "content": {"type": "text", "text": "hi"}, "model": "test-model"}});
+    raw.send(call_2026(5, "fake__sample", both, Some((&asked["requestState"], answer)))).await;
+    let done = raw.answer(json!(5)).await["result"].take();
+    let got: Value = serde_json::from_str(done["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(got["result"]["content"]["text"], "hi", "{done}");
+    // No request was sent to the client outside the results.
+    assert!(
+        !raw.other.iter().any(|m| m.get("method").is_some_and(|m| m != "notifications/progress")),
+        "{:?}",
+        raw.other
+    );
+
+    // A client that cannot answer: the remote server is refused with the reason.
+    raw.send(call_2026(6, "fake__ask", json!({}), None)).await;
+    let done = raw.answer(json!(6)).await["result"].take();
+    let got: Value = serde_json::from_str(done["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert!(got["error"]["message"].as_str().unwrap_or_default().contains("does not support elicitation"), "{done}");
+}
+
+#[tokio::test]
+async fn an_approved_remote_call_asks_its_question_without_asking_approval_again() {
+    // Every remote tool dangerous: the client approves, then the server asks.
+    let (mut raw, _remote) = gateway_of(json!({}), toolreg::SafetyLevel::Dangerous).await;
+    let elicits = json!({"elicitation": {}});
+    raw.send(call_2026(1, "fake__ask", elicits.clone(), None)).await;
+    let asked = raw.answer(json!(1)).await["result"].take();
+    let approval = toolreg_mcp::server::APPROVAL_KEY;
+    assert!(asked["inputRequests"][approval].is_object(), "{asked}");
+    let yes = json!({approval: {"action": "accept", "content": {"approve": true}}});
+    raw.send(call_2026(2, "fake__ask", elicits.clone(), Some((&asked["requestState"], yes)))).await;
+    let asked = raw.answer(json!(2)).await["result"].take();
+    let key = toolreg_mcp::client::FORWARDED_KEY;
+    assert_eq!(asked["inputRequests"][key]["params"]["message"], "Your name?", "{asked}");
+    let answer = json!({key: {"action": "accept", "content": {"name": "Ada"}}});
+    raw.send(call_2026(3, "fake__ask", elicits, Some((&asked["requestState"], answer)))).await;
+    let done = raw.answer(json!(3)).await["result"].take();
+    assert_eq!(done["isError"], false, "{done}");
+    let got: Value = serde_json::from_str(done["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(got["result"]["content"]["name"], "Ada", "{done}");
 }

@@ -12,7 +12,7 @@ use toolreg::{
     CallContext, Content, FunctionRegistry, ParamType, SafetyLevel, ToolDeclaration, ToolEngine, ToolOutput,
     ToolRegistration,
 };
-use toolreg_mcp::server::{ElicitationApprover, McpServer, ServerOptions, StdioOptions};
+use toolreg_mcp::server::{ElicitationApprover, InputRound, McpServer, ServerOptions, StdioOptions};
 
 mod common;
 use common::{HANG, Raw};
@@ -450,4 +450,159 @@ async fn progress_comes_in_order_and_before_the_answer() {
             .collect();
         assert_eq!(steps, (1..=20).map(f64::from).collect::<Vec<_>>());
     }
+}
+
+/// A `tools/call` as a 2026-07-28 client sends it: no handshake, the
+/// revision and the client's capabilities in `_meta`.
+fn call_2026(id: i64, arguments: Value, capabilities: Value, retry: Option<(&str, Value)>) -> Value {
+    let mut params = json!({"name": "wipe", "arguments": arguments, "_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": capabilities}});
+    if let Some((state, responses)) = retry {
+        params["requestState"] = json!(state);
+        params["inputResponses"] = responses;
+    }
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
+}
+
+#[tokio::test]
+async fn a_2026_07_28_client_approves_with_a_multi_round_trip_request() {
+    let seen = seen();
+    let mut raw = Raw::start(server(&seen, ServerOptions::default()), StdioOptions::default());
+    let elicits = json!({"elicitation": {}});
+    raw.send(call_2026(1, json!({"n": 7}), elicits.clone(), None)).await;
+    let asked = raw.answer(json!(1)).await["result"].take();
+    // The question comes back as the call's result; nothing has run.
+    assert_eq!(asked["resultType"], "input_required", "{asked}");
+    let question = &asked["inputRequests"][toolreg_mcp::server::APPROVAL_KEY];
+    assert_eq!(question["method"], "elicitation/create", "{asked}");
+    assert!(question["params"]["message"].as_str().unwrap().contains("\"n\": 7"), "{asked}");
+    let state = asked["requestState"].as_str().unwrap().to_owned();
+    assert!(!seen.wiped.load(Ordering::SeqCst));
+
+    let yes = json!({toolreg_mcp::server::APPROVAL_KEY: {"action": "accept", "content": {"approve": true}}});
+    // The sealed state does not carry the approval to other arguments...
+    raw.send(call_2026(2, json!({"n": 8}), elicits.clone(), Some((&state, yes.clone())))).await;
+    let moved = raw.answer(json!(2)).await;
+    assert_eq!(moved["error"]["code"], -32602, "{moved}");
+    // ...nor can it be changed...
+    let mut forged = state.clone().into_bytes();
+    let middle = forged.len() / 2;
+    forged[middle] = if forged[middle] == b'x' { b'y' } else { b'x' };
+    let forged = String::from_utf8(forged).unwrap();
+    raw.send(call_2026(3, json!({"n": 7}), elicits.clone(), Some((&forged, yes.clone())))).await;
+    assert_eq!(raw.answer(json!(3)).await["error"]["code"], -32602);
+    // ...and an answer without the server's state is a new question, not an approval.
+    let mut unasked = call_2026(4, json!({"n": 7}), elicits.clone(), None);
+    unasked["params"]["inputResponses"] = yes.clone();
+    raw.send(unasked).await;
+    assert_eq!(raw.answer(json!(4)).await["result"]["resultType"], "input_required");
+    assert!(!seen.wiped.load(Ordering::SeqCst));
+
+    // Declined: refused.
+    let no = json!({toolreg_mcp::server::APPROVAL_KEY: {"action": "decline"}});
+    raw.send(call_2026(5, json!({"n": 7}), elicits.clone(), Some((&state, no)))).await;
+    let declined = raw.answer(json!(5)).await["result"].take();
+    assert_eq!((&declined["resultType"], &declined["isError"]), (&json!("complete"), &json!(true)), "{declined}");
+    assert!(!seen.wiped.load(Ordering::SeqCst));
+
+    // The state was spent by that answer; a new question, then approved: the call runs.
+    raw.send(call_2026(6, json!({"n": 7}), elicits.clone(), Some((&state, yes.clone())))).await;
+    assert_eq!(raw.answer(json!(6)).await["error"]["code"], -32602);
+    raw.send(call_2026(7, json!({"n": 7}), elicits.clone(), None)).await;
+    let asked = raw.answer(json!(7)).await["result"].take();
+    let state = asked["requestState"].as_str().unwrap().to_owned();
+    raw.send(call_2026(8, json!({"n": 7}), elicits.clone(), Some((&state, yes.clone())))).await;
+    let done = raw.answer(json!(8)).await["result"].take();
+    assert_eq!((&done["resultType"], &done["isError"]), (&json!("complete"), &json!(false)), "{done}");
+    assert!(seen.wiped.load(Ordering::SeqCst));
+    // The approval cannot be replayed to run the call again.
+    seen.wiped.store(false, Ordering::SeqCst);
+    raw.send(call_2026(9, json!({"n": 7}), elicits, Some((&state, yes)))).await;
+    assert_eq!(raw.answer(json!(9)).await["error"]["code"], -32602);
+    assert!(!seen.wiped.load(Ordering::SeqCst));
+
+    // A client that cannot answer an elicitation is refused with the reason.
+    let seen = self::seen();
+    let mut raw = Raw::start(server(&seen, ServerOptions::default()), StdioOptions::default());
+    raw.send(call_2026(1, json!({}), json!({}), None)).await;
+    let refused = raw.answer(json!(1)).await["result"].take();
+    assert_eq!(refused["isError"], true, "{refused}");
+    assert!(refused["content"][0]["text"].as_str().unwrap().contains("cannot be asked"), "{refused}");
+    assert!(!seen.wiped.load(Ordering::SeqCst));
+}
+
+/// A tool that asks its client in two rounds, keeping state between them.
+// rmcp marks MCP logging deprecated (a protocol draft drops it); 2026-07-28 has it.
+#[allow(deprecated)]
+fn asking_registry() -> FunctionRegistry {
+    let mut r = FunctionRegistry::new();
+    r.register(ToolRegistration::new(decl("ask", SafetyLevel::Safe), |cx: CallContext, args: Value| async move {
+        let Some(round) = cx.extensions().get::<InputRound>() else {
+            return Ok::<_, String>(json!("no rounds for this client"));
+        };
+        if args["n"] == 0 {
+            round.require(serde_json::from_value(json!({"sampling": {}})).unwrap());
+            return Ok(Value::Null);
+        }
+        let logged = cx.extensions().get::<rmcp::model::LoggingLevel>().is_some();
+        match (round.state(), round.response("color")) {
+            (Some(state), Some(answer)) => {
+                Ok(json!({"name": state["name"], "color": answer["content"]["color"], "logged": logged}))
+            }
+            _ => {
+                let question = json!({"color": {"method": "elicitation/create", "params": {"mode": "form",
+                    "message": "Which color?", "requestedSchema": {"type": "object",
+                    "properties": {"color": {"type": "string"}}}}}});
+                round.ask(serde_json::from_value(question).unwrap(), json!({"name": "Ada"}));
+                Ok(json!("asked"))
+            }
+        }
+    }))
+    .unwrap();
+    r
+}
+
+#[tokio::test]
+async fn a_tool_asks_a_2026_07_28_client_through_its_input_round() {
+    let served = McpServer::from_registry(&asking_registry(), ServerOptions::default());
+    let mut raw = Raw::start(served.clone(), StdioOptions::default());
+    let call = |id: i64, args: Value, extra: Value| {
+        let mut params = json!({"name": "ask", "arguments": args, "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}});
+        for (key, value) in extra.as_object().unwrap() {
+            params[key] = value.clone();
+        }
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
+    };
+    raw.send(call(1, json!({"n": 1}), json!({}))).await;
+    let asked = raw.answer(json!(1)).await["result"].take();
+    assert_eq!(asked["resultType"], "input_required", "{asked}");
+    assert_eq!(asked["inputRequests"]["color"]["params"]["message"], "Which color?", "{asked}");
+    // The state is sealed: the tool's `{"name": "Ada"}` is not readable in it.
+    let state = asked["requestState"].as_str().unwrap().to_owned();
+    assert!(!state.contains("Ada"), "{state}");
+    let mut retry = call(
+        2,
+        json!({"n": 1}),
+        json!({"requestState": state, "inputResponses": {"color": {"action": "accept", "content": {"color": "red"}}}}),
+    );
+    retry["params"]["_meta"]["io.modelcontextprotocol/logLevel"] = json!("info");
+    raw.send(retry).await;
+    let done = raw.answer(json!(2)).await["result"].take();
+    assert_eq!(done["structuredContent"], json!({"name": "Ada", "color": "red", "logged": true}), "{done}");
+
+    // A call that needs a capability the client did not declare: -32021, naming it.
+    raw.send(call(3, json!({"n": 0}), json!({}))).await;
+    let refused = raw.answer(json!(3)).await;
+    assert_eq!(refused["error"]["code"], -32021, "{refused}");
+    assert!(refused["error"]["data"]["requiredCapabilities"]["sampling"].is_object(), "{refused}");
+
+    // A handshake-era client has no rounds (it is asked over the connection).
+    let mut old = Raw::start(served, StdioOptions::default());
+    old.initialize(json!({"elicitation": {}})).await;
+    let answer = old.call(1, "ask", json!({"n": 1})).await;
+    assert_eq!(answer["result"]["structuredContent"], Value::Null, "{answer}");
+    assert_eq!(answer["result"]["content"][0]["text"], "no rounds for this client", "{answer}");
 }

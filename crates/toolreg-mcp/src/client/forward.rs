@@ -7,6 +7,14 @@
 //! context holds that connection); the answer goes back unchanged. Where no
 //! one can answer — no call in flight came over MCP, or that client does
 //! not support the request — the server gets an error saying so.
+//!
+//! A client on the 2026-07-28 revision takes questions only as
+//! `input_required` results (Multi Round-Trip Requests). Its call then runs
+//! the remote call on a task of its own and waits for the answer or a
+//! question: a question parks the remote call (see `Parked`) and is put to
+//! the client through the call's [`InputRound`]; the client's next round
+//! takes the parked call up again, gives the server the answer and waits
+//! again.
 
 // rmcp marks sampling deprecated (a protocol draft drops it); the revisions
 // the servers speak have it.
@@ -15,11 +23,32 @@
 use std::sync::PoisonError;
 use std::sync::atomic::Ordering;
 
-use rmcp::model::{CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult, ErrorData};
+use rmcp::model::{
+    ClientCapabilities, CreateMessageRequest, CreateMessageRequestParams, CreateMessageResult, ElicitRequest,
+    ElicitRequestParams, ElicitResult, ErrorData, InputRequest,
+};
 use rmcp::service::{Peer, RoleServer};
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
 use toolreg::CallContext;
 
 use super::{Inner, RemoteServer};
+use crate::server::InputRound;
+
+/// Who a question of the server goes to.
+#[derive(Clone)]
+pub(super) enum Caller {
+    /// A handshake-era client, asked over its connection.
+    Peer(Peer<RoleServer>),
+    /// A 2026-07-28 client, asked in its next round (through its call).
+    Rounds { questions: mpsc::Sender<Question>, capabilities: Option<ClientCapabilities> },
+}
+
+/// A question of the server for a 2026-07-28 client, and where its answer goes.
+pub(super) struct Question {
+    pub(super) request: InputRequest,
+    pub(super) answer: oneshot::Sender<Value>,
+}
 
 /// A call in flight whose caller can be asked, registered while it runs.
 pub(super) struct Asker {
@@ -31,9 +60,20 @@ impl Asker {
     /// Register the call if it came over MCP (its context holds the connection).
     pub(super) fn open(server: &RemoteServer, cx: &CallContext) -> Option<Asker> {
         let peer = cx.extensions().get::<Peer<RoleServer>>()?.clone();
+        Some(Self::register(server, Caller::Peer(peer)))
+    }
+
+    /// Register a call of a 2026-07-28 client: its questions come out of the receiver.
+    pub(super) fn open_rounds(server: &RemoteServer, round: &InputRound) -> (Asker, mpsc::Receiver<Question>) {
+        let (questions, receiver) = mpsc::channel(1);
+        let caller = Caller::Rounds { questions, capabilities: round.client_capabilities().cloned() };
+        (Self::register(server, caller), receiver)
+    }
+
+    fn register(server: &RemoteServer, caller: Caller) -> Asker {
         let key = server.inner.next_asker.fetch_add(1, Ordering::Relaxed);
-        server.inner.askers.lock().unwrap_or_else(PoisonError::into_inner).insert(key, peer);
-        Some(Asker { server: server.clone(), key })
+        server.inner.askers.lock().unwrap_or_else(PoisonError::into_inner).insert(key, caller);
+        Asker { server: server.clone(), key }
     }
 }
 
@@ -44,7 +84,7 @@ impl Drop for Asker {
 }
 
 /// The client to ask: that of the most recent call in flight that came over MCP.
-fn asker(inner: &Inner) -> Result<Peer<RoleServer>, ErrorData> {
+fn asker(inner: &Inner) -> Result<Caller, ErrorData> {
     let askers = inner.askers.lock().unwrap_or_else(PoisonError::into_inner);
     askers.iter().max_by_key(|(key, _)| **key).map(|(_, peer)| peer.clone()).ok_or_else(|| {
         ErrorData::invalid_request(
@@ -62,21 +102,56 @@ fn refused(what: &str, error: impl std::fmt::Display) -> ErrorData {
     ErrorData::invalid_request(format!("the client behind toolreg could not answer the {what} request: {error}"), None)
 }
 
+/// Put `request` to a 2026-07-28 client through its call, and wait for the answer.
+async fn ask_in_rounds(
+    questions: &mpsc::Sender<Question>,
+    what: &str,
+    request: InputRequest,
+) -> Result<Value, ErrorData> {
+    let (answer, answered) = oneshot::channel();
+    questions.send(Question { request, answer }).await.map_err(|_| refused(what, "the call ended"))?;
+    answered.await.map_err(|_| refused(what, "it did not answer in time, or the call ended"))
+}
+
 pub(super) async fn elicit(inner: &Inner, request: ElicitRequestParams) -> Result<ElicitResult, ErrorData> {
-    let peer = asker(inner)?;
-    if peer.peer_info().is_some_and(|info| info.capabilities.elicitation.is_none()) {
-        return Err(refused("elicitation", "it does not support elicitation"));
+    match asker(inner)? {
+        Caller::Peer(peer) => {
+            if peer.peer_info().is_some_and(|info| info.capabilities.elicitation.is_none()) {
+                return Err(refused("elicitation", "it does not support elicitation"));
+            }
+            peer.create_elicitation(request).await.map_err(|error| refused("elicitation", error))
+        }
+        Caller::Rounds { questions, capabilities } => {
+            if capabilities.is_none_or(|c| c.elicitation.is_none()) {
+                return Err(refused("elicitation", "it does not support elicitation"));
+            }
+            let answer =
+                ask_in_rounds(&questions, "elicitation", InputRequest::Elicitation(ElicitRequest::new(request)))
+                    .await?;
+            serde_json::from_value(answer).map_err(|error| refused("elicitation", error))
+        }
     }
-    peer.create_elicitation(request).await.map_err(|error| refused("elicitation", error))
 }
 
 pub(super) async fn sample(
     inner: &Inner,
     request: CreateMessageRequestParams,
 ) -> Result<CreateMessageResult, ErrorData> {
-    let peer = asker(inner)?;
-    if peer.peer_info().is_some_and(|info| info.capabilities.sampling.is_none()) {
-        return Err(refused("sampling", "it does not support sampling"));
+    match asker(inner)? {
+        Caller::Peer(peer) => {
+            if peer.peer_info().is_some_and(|info| info.capabilities.sampling.is_none()) {
+                return Err(refused("sampling", "it does not support sampling"));
+            }
+            peer.create_message(request).await.map_err(|error| refused("sampling", error))
+        }
+        Caller::Rounds { questions, capabilities } => {
+            if capabilities.is_none_or(|c| c.sampling.is_none()) {
+                return Err(refused("sampling", "it does not support sampling"));
+            }
+            let answer =
+                ask_in_rounds(&questions, "sampling", InputRequest::CreateMessage(CreateMessageRequest::new(request)))
+                    .await?;
+            serde_json::from_value(answer).map_err(|error| refused("sampling", error))
+        }
     }
-    peer.create_message(request).await.map_err(|error| refused("sampling", error))
 }

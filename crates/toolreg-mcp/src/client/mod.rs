@@ -99,7 +99,7 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
 use rmcp::model::{PaginatedRequestParams, ProgressNotificationParam, ProgressToken, Tool};
-use rmcp::service::{NotificationContext, Peer, RoleClient, RoleServer, RunningService};
+use rmcp::service::{NotificationContext, Peer, RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientHandler, ServiceExt};
@@ -118,7 +118,7 @@ pub use error::ClientError;
 use error::{cut, init_cause, io_cause};
 pub(crate) use resources::gather;
 pub use resources::{MAX_LINKS, URI_PREFIX};
-pub use tools::local_name;
+pub use tools::{FORWARDED_KEY, local_name};
 
 /// Most `tools/list` pages read from one server (a server whose cursor never
 /// ends is cut off here rather than read until memory runs out).
@@ -186,8 +186,12 @@ struct Inner {
     links: Mutex<VecDeque<String>>,
     /// The MCP clients of its calls in flight that came over MCP, by the
     /// order the calls started: who a question of the server goes to.
-    askers: Mutex<HashMap<u64, Peer<RoleServer>>>,
+    askers: Mutex<HashMap<u64, forward::Caller>>,
     next_asker: AtomicU64,
+    /// Calls of 2026-07-28 clients waiting for their client's next round
+    /// (a question of this server's was put to it), by the id in the
+    /// round's sealed state.
+    parked: Mutex<HashMap<u64, tools::Parked>>,
 }
 
 impl std::fmt::Debug for RemoteServer {
@@ -316,6 +320,7 @@ impl RemoteServer {
             links: Mutex::default(),
             askers: Mutex::default(),
             next_asker: AtomicU64::new(0),
+            parked: Mutex::default(),
         });
         Ok(RemoteServer { inner })
     }

@@ -10,6 +10,11 @@
 //!   server remembers the last [`MAX_LINKS`] links its tools returned.
 //! - A prompt's name becomes `server__prompt`, spelled as tool names are
 //!   ([`local_name`]).
+//! - A URI as the server lists it (or one of its templates matches it), and
+//!   a prompt by the name the server gives it, are the server's too when no
+//!   other imported server claims them (see [`claims_uri`](RemoteServer::claims_uri)):
+//!   a client that knows a server's own names (a URI in a tool's text, the
+//!   conformance suite's fixed names) reaches it through the gateway.
 //!
 //! Lists are read when asked for (rmcp caches them as the server allows),
 //! page by page within the bounds tool lists have ([`MAX_LIST_PAGES`]
@@ -80,11 +85,7 @@ impl RemoteServer {
 
     /// The server's resources, namespaced (see the module docs).
     pub async fn list_resources(&self) -> Result<Vec<Resource>, ClientError> {
-        let listed = self
-            .all_pages("resources", |peer, params| async move {
-                peer.list_resources(params).await.map(|page| (page.resources, page.next_cursor))
-            })
-            .await?;
+        let listed = self.remote_resources().await?;
         let mut taken = HashSet::new();
         Ok(listed
             .into_iter()
@@ -98,11 +99,7 @@ impl RemoteServer {
 
     /// The server's resource templates, namespaced (see the module docs).
     pub async fn list_resource_templates(&self) -> Result<Vec<ResourceTemplate>, ClientError> {
-        let listed = self
-            .all_pages("resource templates", |peer, params| async move {
-                peer.list_resource_templates(params).await.map(|page| (page.resource_templates, page.next_cursor))
-            })
-            .await?;
+        let listed = self.remote_templates().await?;
         let mut taken = HashSet::new();
         Ok(listed
             .into_iter()
@@ -114,14 +111,32 @@ impl RemoteServer {
             .collect())
     }
 
+    /// Whether the server lists `uri` itself (not namespaced) or one of its
+    /// resource templates matches it (a server that cannot be listed now
+    /// claims nothing).
+    pub async fn claims_uri(&self, uri: &str) -> bool {
+        if self.remote_resources().await.is_ok_and(|listed| listed.iter().any(|resource| resource.uri == uri)) {
+            return true;
+        }
+        self.remote_templates()
+            .await
+            .is_ok_and(|listed| listed.iter().any(|template| template_matches(&template.uri_template, uri)))
+    }
+
+    /// Whether the server lists a prompt by this name (its own, not namespaced).
+    pub async fn claims_prompt(&self, name: &str) -> bool {
+        self.remote_prompts().await.is_ok_and(|prompts| prompts.iter().any(|prompt| prompt.name == name))
+    }
+
     /// Read a resource: `uri` is a [gateway URI](Self::gateway_uri) of this
-    /// server or a URI one of its tools linked to. The contents come back
-    /// under the URI asked for.
+    /// server, a URI one of its tools linked to, or one it
+    /// [claims](Self::claims_uri). The contents come back under the URI
+    /// asked for.
     pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, ClientError> {
         let namespaced = self.remote_uri(uri);
         let remote = match namespaced {
             Some(remote) => remote,
-            None if self.linked(uri) => uri,
+            None if self.linked(uri) || self.claims_uri(uri).await => uri,
             None => return Err(self.protocol_error(format!("`{uri}` is not one of its resources"))),
         };
         let params = ReadResourceRequestParams::new(remote.to_owned());
@@ -161,6 +176,31 @@ impl RemoteServer {
         let mut params = GetPromptRequestParams::new(remote.name);
         params.arguments = arguments;
         self.request(|peer| async move { peer.get_prompt(params).await }).await
+    }
+
+    /// Get a prompt by the name the server itself gives it.
+    pub async fn get_prompt_as_listed(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+    ) -> Result<GetPromptResult, ClientError> {
+        let mut params = GetPromptRequestParams::new(name);
+        params.arguments = arguments;
+        self.request(|peer| async move { peer.get_prompt(params).await }).await
+    }
+
+    async fn remote_resources(&self) -> Result<Vec<Resource>, ClientError> {
+        self.all_pages("resources", |peer, params| async move {
+            peer.list_resources(params).await.map(|page| (page.resources, page.next_cursor))
+        })
+        .await
+    }
+
+    async fn remote_templates(&self) -> Result<Vec<ResourceTemplate>, ClientError> {
+        self.all_pages("resource templates", |peer, params| async move {
+            peer.list_resource_templates(params).await.map(|page| (page.resource_templates, page.next_cursor))
+        })
+        .await
     }
 
     async fn remote_prompts(&self) -> Result<Vec<Prompt>, ClientError> {
@@ -238,4 +278,56 @@ where
         }
     }
     all
+}
+
+/// Whether `uri` is an expansion of a URI template's simple expressions:
+/// `{name}` stands for a non-empty value without `/`, `{+name}` and
+/// `{#name}` for any non-empty value. (Enough to route a URI to the server
+/// whose template made it; a template this cannot read matches nothing.)
+fn template_matches(template: &str, uri: &str) -> bool {
+    let (mut template, mut uri) = (template, uri);
+    loop {
+        let Some(open) = template.find('{') else { return uri == template };
+        let Some(after) = uri.strip_prefix(&template[..open]) else { return false };
+        let Some(close) = template[open..].find('}').map(|close| open + close) else { return false };
+        let any = template[open + 1..close].starts_with(['+', '#']);
+        template = &template[close + 1..];
+        // The value runs to the next literal piece (or to the end).
+        let literal = &template[..template.find('{').unwrap_or(template.len())];
+        let end = if literal.is_empty() {
+            if !template.is_empty() {
+                return false; // two expressions side by side: ambiguous
+            }
+            after.len()
+        } else {
+            match after.find(literal) {
+                Some(end) => end,
+                None => return false,
+            }
+        };
+        let value = &after[..end];
+        if value.is_empty() || (!any && value.contains('/')) {
+            return false;
+        }
+        uri = &after[end..];
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::template_matches;
+
+    #[test]
+    fn uris_match_the_templates_that_make_them() {
+        assert!(template_matches("test://template/{id}/data", "test://template/123/data"));
+        assert!(!template_matches("test://template/{id}/data", "test://template//data"));
+        assert!(!template_matches("test://template/{id}/data", "test://template/1/2/data"));
+        assert!(!template_matches("test://template/{id}/data", "test://template/123/other"));
+        assert!(template_matches("file:///{+path}", "file:///a/b.txt"));
+        assert!(template_matches("mem://notes/{id}", "mem://notes/7"));
+        assert!(!template_matches("mem://notes/{id}", "mem://notes/"));
+        assert!(template_matches("plain://x", "plain://x"));
+        assert!(!template_matches("a://{x}{y}", "a://12"));
+        assert!(!template_matches("a://{x", "a://1"));
+    }
 }

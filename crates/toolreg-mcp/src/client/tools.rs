@@ -2,14 +2,17 @@
 //! the listing, and called with `tools/call` over the server's connection.
 
 use std::collections::HashSet;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError};
+use std::time::Instant;
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam, ClientRequest, CustomResult,
-    ProgressToken, ServerResult, Tool,
+    InputRequests, ProgressToken, RequestId, ServerResult, Tool,
 };
 use rmcp::service::{Peer, PeerRequestOptions, RoleClient};
-use serde_json::Value;
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, oneshot};
 use toolreg::policy::ArgumentsHash;
 use toolreg::provider::NameRule;
 use toolreg::transform::{ToolTransform, Transforms};
@@ -18,7 +21,9 @@ use toolreg::{
     ToolError, ToolFuture, ToolOutput, ToolRegistration,
 };
 
+use super::forward::Question;
 use super::{RemoteServer, SEPARATOR};
+use crate::server::{InputRound, STATE_TTL};
 
 impl RemoteServer {
     /// The server's tools as registrations named `server__tool` (shortened
@@ -137,6 +142,22 @@ impl RemoteServer {
 
     /// Call one tool by its remote name.
     async fn call(&self, remote: &str, cx: &CallContext, arguments: Value) -> Result<ToolOutput, ToolError> {
+        let round = cx.extensions().get::<InputRound>();
+        // A later round of a 2026-07-28 client's call that was waiting for
+        // its answer to a question of the server: take it up again.
+        if let Some(round) = round
+            && let Some(id) = round.state().and_then(|state| state.get(PARKED)).and_then(Value::as_u64)
+        {
+            let parked = self.inner.parked.lock().unwrap_or_else(PoisonError::into_inner).remove(&id);
+            let parked = parked.ok_or_else(|| {
+                ToolError::failed(format!(
+                    "the call to MCP server `{}` that waited for this answer is gone (it ended or waited too long); \
+                     call the tool again",
+                    self.inner.name
+                ))
+            })?;
+            return self.resume(remote, cx, round, parked).await;
+        }
         let connection = self.connection().ok_or_else(|| ToolError::failed(self.reconnecting_error().to_string()))?;
         if connection.is_closed() {
             self.lost();
@@ -166,8 +187,26 @@ impl RemoteServer {
         // ends. (A report the server sends before this line has run is lost;
         // progress is best effort, and a report must first cross the
         // transport and rmcp's reader.)
-        let _progress =
+        let progress =
             cx.extensions().get::<ProgressReporter>().map(|_| ProgressRoute::open(self, &handle.progress_token, cx));
+        if let Some(round) = round {
+            // A 2026-07-28 client: the remote call may outlive this round
+            // (when the server asks a question), so it runs on its own task.
+            let (asker, questions) = super::forward::Asker::open_rounds(self, round);
+            let progress_token = progress.as_ref().map(|route| route.token.clone());
+            let (done, answer) = oneshot::channel();
+            tokio::spawn(async move {
+                let answer = handle.await_response().await;
+                if progress.is_some() {
+                    // As below: the last reports before the answer.
+                    tokio::time::sleep(PROGRESS_SETTLE).await;
+                }
+                drop((asker, progress));
+                let _ = done.send(answer);
+            });
+            let parked = Parked { at: Instant::now(), id, progress_token, answer, questions, pending: None };
+            return self.resume(remote, cx, round, parked).await;
+        }
         // A question the server asks meanwhile can go to this call's client.
         let _asker = super::forward::Asker::open(self, cx);
         let answer = tokio::select! {
@@ -178,13 +217,112 @@ impl RemoteServer {
                 return Err(ToolError::Cancelled);
             }
         };
-        if _progress.is_some() {
+        if progress.is_some() {
             // rmcp hands each notification to its handler on a task of its
             // own and the answer straight to us, so the last reports the
             // server sent before answering may not have been handled yet:
             // give them a moment before the route closes.
             tokio::time::sleep(PROGRESS_SETTLE).await;
         }
+        self.read_answer(remote, answer)
+    }
+
+    /// Wait for a 2026-07-28 client's call: its answer, or a question of
+    /// the server (which parks the call and is put to the client).
+    async fn resume(
+        &self,
+        remote: &str,
+        cx: &CallContext,
+        round: &InputRound,
+        mut parked: Parked,
+    ) -> Result<ToolOutput, ToolError> {
+        // Progress the server reports from now on goes to this round's client.
+        if let Some(token) = &parked.progress_token
+            && cx.extensions().get::<ProgressReporter>().is_some()
+        {
+            let mut routes = self.inner.progress.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(route) = routes.get_mut(token) {
+                *route = cx.clone();
+            }
+        }
+        if let Some(question) = parked.pending.take() {
+            match round.response(FORWARDED_KEY) {
+                Some(answer) => {
+                    // The server may have stopped waiting: then it is moot.
+                    let _ = question.answer.send(answer.clone());
+                }
+                // Not answered: asked again.
+                None => {
+                    parked.pending = Some(question);
+                    return self.park(round, parked);
+                }
+            }
+        }
+        let answer = tokio::select! {
+            answer = &mut parked.answer => answer.map_err(|_| {
+                ToolError::failed(format!("the call to MCP server `{}` ended without an answer", self.inner.name))
+            })?,
+            Some(question) = parked.questions.recv() => {
+                parked.pending = Some(question);
+                return self.park(round, parked);
+            }
+            () = cx.cancelled() => {
+                if let Some(connection) = self.connection() {
+                    let param = CancelledNotificationParam::new(Some(parked.id), Some("cancelled by the caller".to_owned()));
+                    let _ = connection.peer().notify_cancelled(param).await;
+                }
+                return Err(ToolError::Cancelled);
+            }
+        };
+        self.read_answer(remote, answer)
+    }
+
+    /// Keep the call for the client's next round and put the server's
+    /// question to the client (the call's output is then not sent).
+    fn park(&self, round: &InputRound, mut parked: Parked) -> Result<ToolOutput, ToolError> {
+        let Some(question) = parked.pending.as_ref().map(|question| question.request.clone()) else {
+            return Err(ToolError::failed("nothing to ask"));
+        };
+        let key = self.inner.next_asker.fetch_add(1, Ordering::Relaxed);
+        {
+            let mut lot = self.inner.parked.lock().unwrap_or_else(PoisonError::into_inner);
+            // A call whose client never came back is dropped after the
+            // state's lifetime: the server's question is then refused.
+            lot.retain(|_, waiting| waiting.at.elapsed() < STATE_TTL);
+            if lot.len() >= MAX_PARKED {
+                return Err(ToolError::failed(format!(
+                    "MCP server `{}` asked a question, but {MAX_PARKED} calls already wait for their client's answer",
+                    self.inner.name
+                )));
+            }
+            parked.at = Instant::now();
+            lot.insert(key, parked);
+        }
+        // Dropped when its time is up even if no other call parks meanwhile.
+        let server = self.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(STATE_TTL).await;
+            server.inner.parked.lock().unwrap_or_else(PoisonError::into_inner).remove(&key);
+        });
+        let mut state = json!({PARKED: key});
+        // An approval given in an earlier round holds for the later ones of
+        // the same call (the state is sealed to it).
+        if let Some(tool) = round.state().and_then(|state| state.get(crate::server::APPROVAL_STATE)) {
+            state[crate::server::APPROVAL_STATE] = tool.clone();
+            state[crate::server::APPROVED] = Value::Bool(true);
+        }
+        let mut requests = InputRequests::new();
+        requests.insert(FORWARDED_KEY.to_owned(), question);
+        round.ask(requests, state);
+        Ok(ToolOutput::new(Value::Null))
+    }
+
+    /// The remote server's answer to `tools/call`, as the caller gets it.
+    fn read_answer(
+        &self,
+        remote: &str,
+        answer: Result<ServerResult, rmcp::ServiceError>,
+    ) -> Result<ToolOutput, ToolError> {
         match answer {
             Ok(ServerResult::CallToolResult(result)) => {
                 if result.is_error == Some(true) {
@@ -229,13 +367,39 @@ impl RemoteServer {
                 Err(ToolError::failed(format!("MCP server `{}`: {}", self.inner.name, error.message)))
             }
             Err(error) => {
-                if connection.is_closed() {
+                if self.connection().is_some_and(|connection| connection.is_closed()) {
                     self.lost();
                 }
                 Err(ToolError::failed(format!("MCP server `{}`: {error}", self.inner.name)))
             }
         }
     }
+}
+
+/// The key of a remote server's question in an `input_required` result's
+/// `inputRequests` (and of the answer in `inputResponses`).
+pub const FORWARDED_KEY: &str = "toolreg_forwarded";
+
+/// The key of a parked call's id in the round's state.
+const PARKED: &str = "toolreg_parked";
+
+/// Calls parked at most per remote server.
+const MAX_PARKED: usize = 1024;
+
+/// A call of a 2026-07-28 client parked between rounds: the remote call
+/// runs on (its task sends the answer), its server's question waits for
+/// the client's next round.
+pub(super) struct Parked {
+    /// When it was parked.
+    at: Instant,
+    /// The remote request's id, to cancel it.
+    id: RequestId,
+    /// The remote request's progress token, when its progress is routed.
+    progress_token: Option<ProgressToken>,
+    answer: oneshot::Receiver<Result<ServerResult, rmcp::ServiceError>>,
+    questions: mpsc::Receiver<Question>,
+    /// The question put to the client, waiting for its answer.
+    pending: Option<Question>,
 }
 
 /// A remote tool's result as the caller gets it: one plain text block as

@@ -29,7 +29,12 @@
 //!   `cx.extensions().get::<rmcp::service::Peer<RoleServer>>()` is the
 //!   connection the call came on (to send log messages, ask the user through
 //!   elicitation, or request sampling), and [`McpServer::log_level`] is the
-//!   level the client asked for with `logging/setLevel`.
+//!   level the client asked for with `logging/setLevel`;
+//! - a client on the 2026-07-28 revision is asked questions (approval of a
+//!   dangerous call, a tool's own) with Multi Round-Trip Requests, through
+//!   the call's [`InputRound`]; the log level such a client asks for in the
+//!   request's `_meta` is `cx.extensions().get::<rmcp::model::LoggingLevel>()`
+//!   (none: send it no log messages).
 //!
 //! ```no_run
 //! use toolreg::FunctionRegistry;
@@ -47,6 +52,7 @@
 
 mod approval;
 mod http;
+mod input;
 mod remote;
 mod stdio;
 
@@ -65,8 +71,10 @@ use toolreg::provider::mcp::Mcp;
 use toolreg::provider::{ToolRef, WireFormat};
 use toolreg::{CallOptions, Extensions, FunctionRegistry, ProgressReporter, ToolCall, ToolEngine, ToolExecutor};
 
-pub use approval::ElicitationApprover;
+pub use approval::{APPROVAL_KEY, ElicitationApprover};
+pub(crate) use approval::{APPROVAL_STATE, APPROVED};
 pub use http::{HttpOptions, bearer_token_from_env};
+pub use input::{InputRound, STATE_TTL};
 pub use stdio::{SERVER_BUSY, StdioOptions};
 
 /// Why a server could not start or stopped with an error.
@@ -159,6 +167,8 @@ struct Shared {
     log_level: Mutex<Option<rmcp::model::LoggingLevel>>,
     /// Imported servers whose resources and prompts are offered too.
     remotes: RwLock<Vec<crate::client::RemoteServer>>,
+    /// Seals the `requestState` of Multi Round-Trip Requests.
+    seal: input::StateSeal,
 }
 
 /// The engine as `options` would have it served: with `allow_dangerous`,
@@ -229,6 +239,7 @@ impl McpServer {
                 log_level: Mutex::new(None),
                 listeners: Mutex::new(Vec::new()),
                 remotes: RwLock::new(Vec::new()),
+                seal: input::StateSeal::new(),
             }),
         }
     }
@@ -347,7 +358,7 @@ impl McpServer {
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, ErrorData> {
+    ) -> Result<CallToolResponse, ErrorData> {
         let served = self.served();
         let name = request.name.as_ref();
         if !served.engine.tools().contains(name) {
@@ -363,15 +374,44 @@ impl McpServer {
         extensions.insert(context.peer.clone());
         // Approvals and the audit trail are bound to the call id: a request
         // whose id cannot be written down is refused, never run under "".
-        let id = call_id(&context.id)
+        let mut id = call_id(&context.id)
             .ok_or_else(|| ErrorData::invalid_request("the request id cannot be used as a call id", None))?;
-        let call = ToolCall::new(id, name, arguments);
+        // A 2026-07-28 client is asked questions with `input_required`
+        // results; a later round runs under the first round's call id.
+        let round = if is_2026_07_28(&context) {
+            let state = match &request.request_state {
+                Some(sealed) => {
+                    let (first, state) = self.shared.seal.open(sealed, name, &arguments)?;
+                    id = first;
+                    Some(state)
+                }
+                None => None,
+            };
+            let round = Arc::new(InputRound::new(
+                request.input_responses.unwrap_or_default(),
+                state,
+                context.client_capabilities(),
+            ));
+            extensions.insert_arc(Arc::clone(&round));
+            if let Some(level) = context.meta.log_level() {
+                extensions.insert(level);
+            }
+            Some(round)
+        } else {
+            None
+        };
+        let call = ToolCall::new(id.clone(), name, arguments.clone());
         let options = CallOptions::new().cancel(context.ct.clone()).extensions(extensions);
         let result = served.engine.execute_call_with(call, options).await;
         if let Some(sender) = progress {
             sender.finish().await;
         }
-        to_call_tool_result(&result)
+        if let Some(round) = round
+            && let Some(asked) = self.shared.seal.answer(&round, &id, name, &arguments)?
+        {
+            return Ok(CallToolResponse::InputRequired(asked));
+        }
+        to_call_tool_result(&result).map(CallToolResponse::from)
     }
 }
 
@@ -440,6 +480,11 @@ impl ProgressSender {
 /// hints on lists. The tools can change at any moment (`set_engine`), and a
 /// gateway's lists at a remote server's word: nothing may be cached.
 fn wants_cache_hints(context: &RequestContext<RoleServer>) -> bool {
+    is_2026_07_28(context)
+}
+
+/// Whether the request comes from a client on the 2026-07-28 revision or later.
+fn is_2026_07_28(context: &RequestContext<RoleServer>) -> bool {
     context.protocol_version().is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
 }
 
@@ -481,11 +526,11 @@ impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
         let mut capabilities =
             ServerCapabilities::builder().enable_logging().enable_tools().enable_tool_list_changed().build();
-        if !self.remotes().is_empty() {
-            // The gateway: the imported servers' resources and prompts.
-            capabilities.resources = Some(rmcp::model::ResourcesCapability::default());
-            capabilities.prompts = Some(rmcp::model::PromptsCapability::default());
-        }
+        // The imported servers' resources and prompts (a gateway's): the
+        // lists are empty when nothing is imported, and answered either way,
+        // so both are declared either way.
+        capabilities.resources = Some(rmcp::model::ResourcesCapability::default());
+        capabilities.prompts = Some(rmcp::model::PromptsCapability::default());
         let options = &self.shared.options;
         let mut config = ServerConfig::new(capabilities)
             .with_server_info(Implementation::new(options.name.clone(), options.version.clone()));
@@ -509,7 +554,7 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        self.call(request, context).await.map(CallToolResponse::from)
+        self.call(request, context).await
     }
 
     async fn list_resources(

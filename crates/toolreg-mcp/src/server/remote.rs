@@ -16,9 +16,9 @@ use crate::client::{ClientError, RemoteServer, SEPARATOR, URI_PREFIX, gather};
 impl McpServer {
     /// Offer the resources (list, templates, read) and prompts (list, get)
     /// of these imported servers beside the tools, namespaced as their
-    /// tools are: the gateway (`toolreg serve --config` sets them). Set them
-    /// before serving: whether the server has resources and prompts is said
-    /// at `initialize`.
+    /// tools are: the gateway (`toolreg serve --config` sets them). A URI
+    /// or prompt name as a server itself gives it reaches that server too
+    /// when no other imported server claims it.
     pub fn set_remotes(&self, remotes: Vec<RemoteServer>) {
         *self.shared.remotes.write().unwrap_or_else(PoisonError::into_inner) = remotes;
     }
@@ -55,8 +55,27 @@ impl McpServer {
         let remotes = self.remotes();
         let owner = if uri.starts_with(URI_PREFIX) {
             remotes.iter().find(|remote| remote.remote_uri(uri).is_some())
+        } else if let Some(linked) = remotes.iter().find(|remote| remote.linked(uri)) {
+            Some(linked)
         } else {
-            remotes.iter().find(|remote| remote.linked(uri))
+            // A URI as a server lists it: the one server that claims it.
+            let mut claimants = Vec::new();
+            for remote in remotes.iter().filter(|remote| remote.offers_resources()) {
+                if remote.claims_uri(uri).await {
+                    claimants.push(remote);
+                }
+            }
+            if claimants.len() > 1 {
+                let names: Vec<&str> = claimants.iter().map(|remote| remote.name()).collect();
+                return Err(ErrorData::invalid_params(
+                    format!(
+                        "`{uri}` is offered by several servers ({}): read it as {URI_PREFIX}<server>/{uri}",
+                        names.join(", ")
+                    ),
+                    None,
+                ));
+            }
+            claimants.pop()
         };
         let Some(owner) = owner else {
             return Err(ErrorData::resource_not_found(format!("no resource `{uri}`"), None));
@@ -79,6 +98,9 @@ impl McpServer {
             .filter(|remote| name.strip_prefix(remote.name()).is_some_and(|rest| rest.starts_with(SEPARATOR)))
             .collect();
         owners.sort_by_key(|remote| std::cmp::Reverse(remote.name().len()));
+        if owners.is_empty() {
+            return self.plain_prompt(request).await;
+        }
         let mut last = None;
         for owner in owners {
             match owner.get_prompt(name, request.arguments.clone()).await {
@@ -90,6 +112,37 @@ impl McpServer {
             }
         }
         Err(last.map_or_else(|| ErrorData::invalid_params(format!("no prompt `{name}`"), None), remote_error))
+    }
+}
+
+impl McpServer {
+    /// Get a prompt by the name its server gives it: from the one server
+    /// that lists that name.
+    async fn plain_prompt(&self, request: GetPromptRequestParams) -> Result<GetPromptResult, ErrorData> {
+        let name = request.name.as_str();
+        let mut claimants = Vec::new();
+        for remote in self.remotes().into_iter().filter(RemoteServer::offers_prompts) {
+            if remote.claims_prompt(name).await {
+                claimants.push(remote);
+            }
+        }
+        let owner = match claimants.as_slice() {
+            [] => return Err(ErrorData::invalid_params(format!("no prompt `{name}`"), None)),
+            [owner] => owner,
+            several => {
+                let names: Vec<&str> = several.iter().map(RemoteServer::name).collect();
+                return Err(ErrorData::invalid_params(
+                    format!(
+                        "the prompt `{name}` is offered by several servers ({}): get it as <server>__{name}",
+                        names.join(", ")
+                    ),
+                    None,
+                ));
+            }
+        };
+        let mut prompt = owner.get_prompt_as_listed(name, request.arguments).await.map_err(remote_error)?;
+        prompt.result_type = Some(ResultType::COMPLETE);
+        Ok(prompt)
     }
 }
 
