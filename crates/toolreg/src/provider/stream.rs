@@ -20,7 +20,9 @@ use super::{CallMapping, Provider, ProviderError, ReadCalls, WireFormat, invalid
 /// assembler allocate without bound).
 pub const MAX_STREAMED_CALLS: usize = 1024;
 
-/// Collects a streamed answer's tool calls; see the [module docs](self).
+/// Collects a streamed answer's tool calls from the provider's stream events
+/// and hands the format the answer they amount to, so a streamed answer is
+/// read with the same rules as a whole one.
 ///
 /// ```
 /// use serde_json::json;
