@@ -25,6 +25,7 @@ use rust_stemmers::{Algorithm, Stemmer};
 use serde_json::Value;
 
 use crate::declaration::ToolDeclaration;
+use crate::validate::truncate;
 
 /// How much a word in each part of a declaration counts (BM25F-style term
 /// frequency weights): a tool's name says what it is more than its prose.
@@ -330,17 +331,6 @@ fn parameters(schema: &Value) -> impl Iterator<Item = (&str, &str)> {
     schema.get("properties").and_then(Value::as_object).into_iter().flatten().map(|(name, property)| {
         (name.as_str(), property.get("description").and_then(Value::as_str).unwrap_or_default())
     })
-}
-
-fn truncate(text: &str, max: usize) -> &str {
-    if text.len() <= max {
-        return text;
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
 }
 
 #[cfg(test)]

@@ -53,6 +53,9 @@
 mod approval;
 mod http;
 mod input;
+mod progress;
+
+use progress::ProgressSender;
 mod remote;
 mod stdio;
 
@@ -61,7 +64,7 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use rmcp::ServerHandler;
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ErrorData, Implementation, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer};
 use serde_json::Value;
@@ -69,7 +72,7 @@ use toolreg::engine::EngineBuilder;
 use toolreg::policy::ApproveAll;
 use toolreg::provider::mcp::Mcp;
 use toolreg::provider::{ToolRef, WireFormat};
-use toolreg::{CallOptions, Extensions, FunctionRegistry, ProgressReporter, ToolCall, ToolEngine, ToolExecutor};
+use toolreg::{CallOptions, Extensions, FunctionRegistry, ToolCall, ToolEngine, ToolExecutor};
 
 pub use approval::{APPROVAL_KEY, ElicitationApprover};
 pub(crate) use approval::{APPROVAL_STATE, APPROVED};
@@ -412,67 +415,6 @@ impl McpServer {
             return Ok(CallToolResponse::InputRequired(asked));
         }
         to_call_tool_result(&result).map(CallToolResponse::from)
-    }
-}
-
-/// Sends a call's progress to the client in order, each report before the
-/// call's answer and none after it (the specification ends progress with
-/// the request). Reports queue for one task that sends them; a tool that
-/// reports faster than the client reads loses the reports past the queue's
-/// bound (progress is best effort, memory is bounded).
-struct ProgressSender {
-    queue: tokio::sync::mpsc::Sender<ProgressMessage>,
-    token: rmcp::model::ProgressToken,
-}
-
-enum ProgressMessage {
-    Report(ProgressNotificationParam),
-    /// Everything before this was sent: say so and stop.
-    Finish(tokio::sync::oneshot::Sender<()>),
-}
-
-/// Reports queued per call before further ones are dropped.
-const PROGRESS_QUEUE: usize = 64;
-
-impl ProgressSender {
-    fn start(token: rmcp::model::ProgressToken, peer: Peer<RoleServer>) -> ProgressSender {
-        let (queue, mut reports) = tokio::sync::mpsc::channel(PROGRESS_QUEUE);
-        tokio::spawn(async move {
-            while let Some(message) = reports.recv().await {
-                match message {
-                    // A client that went away misses it.
-                    ProgressMessage::Report(param) => {
-                        let _ = peer.notify_progress(param).await;
-                    }
-                    ProgressMessage::Finish(done) => {
-                        let _ = done.send(());
-                        return;
-                    }
-                }
-            }
-        });
-        ProgressSender { queue, token }
-    }
-
-    /// The reporter the tool's context gets.
-    fn reporter(&self) -> ProgressReporter {
-        let queue = self.queue.clone();
-        let token = self.token.clone();
-        ProgressReporter::new(move |progress| {
-            let mut param = ProgressNotificationParam::new(token.clone(), progress.progress);
-            param.total = progress.total;
-            param.message = progress.message;
-            // Full: dropped (see above); closed: the call has answered.
-            let _ = queue.try_send(ProgressMessage::Report(param));
-        })
-    }
-
-    /// Wait until every report made so far was sent; later ones are dropped.
-    async fn finish(self) {
-        let (done, sent) = tokio::sync::oneshot::channel();
-        if self.queue.send(ProgressMessage::Finish(done)).await.is_ok() {
-            let _ = sent.await;
-        }
     }
 }
 

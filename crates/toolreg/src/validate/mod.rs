@@ -308,7 +308,9 @@ fn write_value(out: &mut String, value: &Value) {
     }
 }
 
-fn truncate(s: &str, max: usize) -> &str {
+/// At most `max` bytes of `s`, cut on a character boundary (also used by
+/// tool search to bound a query).
+pub(crate) fn truncate(s: &str, max: usize) -> &str {
     let mut end = max.min(s.len());
     while !s.is_char_boundary(end) {
         end -= 1;
