@@ -2,6 +2,7 @@
 //!
 //! Run `toolreg --help` for the subcommands and examples.
 
+mod answer;
 mod blocks;
 mod cli;
 mod run;

@@ -8,12 +8,13 @@ use toolreg::ToolEngine;
 use toolreg::engine::{ToolLayer, hook_fn};
 use toolreg::exec::Content;
 use toolreg::policy::{ApproveAll, TerminalApprover};
-use toolreg_builtins::user::{TerminalChannel, UserTools};
+use toolreg_builtins::user::{TerminalChannel, UserChannel, UserTools};
 use toolreg_llm::agent::functions::AgentTools;
 use toolreg_llm::agent::{Agent, AgentEvent, Limits, Outcome, SuspendForApproval};
 use toolreg_llm::client::{ProviderKind, UnknownProviderKind};
 use toolreg_llm::{LlmClient, LlmError};
 
+use crate::answer::HostAnswerer;
 use crate::cli::RunArgs;
 use crate::{CliError, Tools};
 
@@ -47,7 +48,20 @@ fn client(args: &RunArgs) -> Result<(Arc<dyn LlmClient>, String), CliError> {
 pub async fn run(tools: Tools, args: RunArgs) -> Result<(), CliError> {
     let (client, model) = client(&args)?;
     let mut registry = tools.registry.clone();
-    let user = UserTools::new(TerminalChannel::stdio());
+    // One terminal channel for every question put to the person (the
+    // `ask_user` tool and the imported servers' forms): one reader of stdin.
+    let terminal: Arc<dyn UserChannel> = Arc::new(TerminalChannel::stdio());
+    let on_terminal = std::io::stdin().is_terminal();
+    let answerer = Arc::new(HostAnswerer {
+        user: on_terminal.then(|| Arc::clone(&terminal)),
+        client: Arc::clone(&client),
+        model: model.clone(),
+        allow_sampling: args.yes,
+    });
+    for remote in &tools.remotes {
+        remote.answer_with(answerer.clone());
+    }
+    let user = UserTools::new(terminal);
     let mut registrations = user.registrations();
     registrations.extend(AgentTools::new().registrations());
     registry.register_all(registrations).map_err(|e| CliError::new(e.to_string()))?;
@@ -58,7 +72,7 @@ pub async fn run(tools: Tools, args: RunArgs) -> Result<(), CliError> {
     let mut engine = ToolEngine::builder(&registry);
     engine = if args.yes {
         engine.approver(ApproveAll::new("--yes"))
-    } else if std::io::stdin().is_terminal() {
+    } else if on_terminal {
         engine.approver(TerminalApprover::stdio())
     } else {
         engine.approver(SuspendForApproval)

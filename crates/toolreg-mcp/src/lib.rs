@@ -31,6 +31,10 @@ pub mod server;
 
 pub use server::{McpServer, ServeError, ServerOptions};
 
+/// The rmcp this crate speaks MCP with, for the protocol types its API
+/// takes (such as those of [`client::Answerer`]).
+pub use rmcp;
+
 /// The workspace README's Rust examples, compiled and run as doctests so they
 /// stay true (here, where both the core and the MCP server are in reach).
 #[cfg(doctest)]

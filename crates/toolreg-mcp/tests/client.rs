@@ -583,3 +583,51 @@ async fn a_servers_tool_configuration_filters_renames_and_fixes_arguments() {
     let bad = McpConfig::from_json(r#"{"mcpServers": {"x": {"command": "c", "tools": {"allow": "echo"}}}}"#);
     assert!(bad.is_err(), "a malformed tools key is refused with the file");
 }
+
+/// Answers as a host would: a form with a name, a fixed model reply.
+struct Host;
+
+#[allow(deprecated)]
+impl toolreg_mcp::client::Answerer for Host {
+    fn elicit<'a>(
+        &'a self,
+        server: &'a str,
+        request: rmcp::model::ElicitRequestParams,
+    ) -> futures_util::future::BoxFuture<'a, Result<rmcp::model::ElicitResult, String>> {
+        Box::pin(async move {
+            let rmcp::model::ElicitRequestParams::FormElicitationParams { message, .. } = request else {
+                return Err("only forms".to_owned());
+            };
+            Ok(rmcp::model::ElicitResult::new(rmcp::model::ElicitationAction::Accept)
+                .with_content(json!({"name": format!("{server}: {message}")})))
+        })
+    }
+
+    fn sample<'a>(
+        &'a self,
+        _server: &'a str,
+        _request: rmcp::model::CreateMessageRequestParams,
+    ) -> futures_util::future::BoxFuture<'a, Result<rmcp::model::CreateMessageResult, String>> {
+        Box::pin(async { Err("this host has no model".to_owned()) })
+    }
+}
+
+/// With no MCP client behind a call, the server's questions go to the
+/// host's answerer; its refusal reaches the server with its reason; with
+/// no answerer the server is told no one can answer.
+#[tokio::test]
+async fn the_hosts_answerer_answers_questions_no_mcp_client_can() {
+    let server = RemoteServer::connect("fake", fake()).await.unwrap();
+    let registry = import(&server).await;
+    let unanswered = call(&registry, "fake__ask", json!({})).await;
+    let got: Value = serde_json::from_str(unanswered.value().unwrap().as_str().unwrap()).unwrap();
+    assert!(got["error"]["message"].as_str().unwrap().contains("the host answers no questions"), "{got}");
+
+    server.answer_with(std::sync::Arc::new(Host));
+    let asked = call(&registry, "fake__ask", json!({})).await;
+    let got: Value = serde_json::from_str(asked.value().unwrap().as_str().unwrap()).unwrap();
+    assert_eq!(got["result"], json!({"action": "accept", "content": {"name": "fake: Your name?"}}), "{got}");
+    let sampled = call(&registry, "fake__sample", json!({})).await;
+    let got: Value = serde_json::from_str(sampled.value().unwrap().as_str().unwrap()).unwrap();
+    assert!(got["error"]["message"].as_str().unwrap().ends_with("this host has no model"), "{got}");
+}

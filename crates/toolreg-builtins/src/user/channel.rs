@@ -78,6 +78,13 @@ pub struct Notice {
     pub level: NoticeLevel,
 }
 
+impl Notice {
+    /// A notice at `level`.
+    pub fn new(message: impl Into<String>, level: NoticeLevel) -> Self {
+        Notice { message: message.into(), level }
+    }
+}
+
 /// Where the user is: how questions, notices and the final answer reach them.
 ///
 /// Implement it for a chat UI, a web socket, a ticket queue. Timeouts and

@@ -1,12 +1,15 @@
 //! A remote server's elicitation and sampling requests, forwarded to the
-//! MCP client whose call is running on it.
+//! MCP client whose call is running on it, or answered by the host.
 //!
 //! The client declares both capabilities to every server. When a server
 //! asks, the question goes to the MCP client of the most recent of its
 //! calls in flight that came over MCP (the gateway's client: the call's
-//! context holds that connection); the answer goes back unchanged. Where no
-//! one can answer — no call in flight came over MCP, or that client does
-//! not support the request — the server gets an error saying so.
+//! context holds that connection); the answer goes back unchanged. With no
+//! such call in flight, the host's [`Answerer`] answers, when the host set
+//! one ([`RemoteServer::answer_with`]: `toolreg run` asks its terminal and
+//! its model). Where no one can answer — no call in flight came over MCP
+//! and no answerer is set, or the one asked does not support the request
+//! or refuses it — the server gets an error saying so.
 //!
 //! A client on the 2026-07-28 revision takes questions only as
 //! `input_required` results (Multi Round-Trip Requests). Its call then runs
@@ -20,9 +23,10 @@
 // the servers speak have it.
 #![allow(deprecated)]
 
-use std::sync::PoisonError;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, PoisonError};
 
+use futures_util::future::BoxFuture;
 use rmcp::model::{
     ClientCapabilities, CreateMessageRequest, CreateMessageRequestParams, CreateMessageResult, ElicitRequest,
     ElicitRequestParams, ElicitResult, ErrorData, InputRequest,
@@ -35,6 +39,30 @@ use toolreg::CallContext;
 use super::{Inner, RemoteServer};
 use crate::server::InputRound;
 
+/// The host's answers to a remote server's elicitation and sampling
+/// requests, for calls that did not come over MCP (a host's own agent
+/// calling an imported tool). Set with [`RemoteServer::answer_with`].
+///
+/// An `Err` is a refusal: its text goes to the server that asked, after
+/// "the client behind toolreg could not answer the … request: ". A person
+/// who declines or cancels a form is an `Ok` [`ElicitResult`] with that
+/// action, not an error.
+pub trait Answerer: Send + Sync {
+    /// Answer server `server`'s elicitation request (a form, or a URL to visit).
+    fn elicit<'a>(
+        &'a self,
+        server: &'a str,
+        request: ElicitRequestParams,
+    ) -> BoxFuture<'a, Result<ElicitResult, String>>;
+
+    /// Answer server `server`'s sampling request (a model's answer to its messages).
+    fn sample<'a>(
+        &'a self,
+        server: &'a str,
+        request: CreateMessageRequestParams,
+    ) -> BoxFuture<'a, Result<CreateMessageResult, String>>;
+}
+
 /// Who a question of the server goes to.
 #[derive(Clone)]
 pub(super) enum Caller {
@@ -42,6 +70,8 @@ pub(super) enum Caller {
     Peer(Peer<RoleServer>),
     /// A 2026-07-28 client, asked in its next round (through its call).
     Rounds { questions: mpsc::Sender<Question>, capabilities: Option<ClientCapabilities> },
+    /// The host (no call in flight came over MCP).
+    Host(Arc<dyn Answerer>),
 }
 
 /// A question of the server for a 2026-07-28 client, and where its answer goes.
@@ -83,13 +113,19 @@ impl Drop for Asker {
     }
 }
 
-/// The client to ask: that of the most recent call in flight that came over MCP.
+/// Who to ask: the client of the most recent call in flight that came over
+/// MCP, else the host's answerer.
 fn asker(inner: &Inner) -> Result<Caller, ErrorData> {
     let askers = inner.askers.lock().unwrap_or_else(PoisonError::into_inner);
-    askers.iter().max_by_key(|(key, _)| **key).map(|(_, peer)| peer.clone()).ok_or_else(|| {
+    if let Some((_, caller)) = askers.iter().max_by_key(|(key, _)| **key) {
+        return Ok(caller.clone());
+    }
+    let answerer = inner.answerer.lock().unwrap_or_else(PoisonError::into_inner).clone();
+    answerer.map(Caller::Host).ok_or_else(|| {
         ErrorData::invalid_request(
             format!(
-                "toolreg has no one to ask for MCP server `{}`: no call of it in flight came from an MCP client",
+                "toolreg has no one to ask for MCP server `{}`: no call of it in flight came from an MCP client, \
+                 and the host answers no questions",
                 inner.name
             ),
             None,
@@ -130,6 +166,9 @@ pub(super) async fn elicit(inner: &Inner, request: ElicitRequestParams) -> Resul
                     .await?;
             serde_json::from_value(answer).map_err(|error| refused("elicitation", error))
         }
+        Caller::Host(answerer) => {
+            answerer.elicit(&inner.name, request).await.map_err(|error| refused("elicitation", error))
+        }
     }
 }
 
@@ -152,6 +191,9 @@ pub(super) async fn sample(
                 ask_in_rounds(&questions, "sampling", InputRequest::CreateMessage(CreateMessageRequest::new(request)))
                     .await?;
             serde_json::from_value(answer).map_err(|error| refused("sampling", error))
+        }
+        Caller::Host(answerer) => {
+            answerer.sample(&inner.name, request).await.map_err(|error| refused("sampling", error))
         }
     }
 }

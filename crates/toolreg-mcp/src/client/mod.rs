@@ -45,8 +45,9 @@
 //! from then on it is left out (and [`RemoteServer::changes`] announces it).
 //!
 //! Its elicitation and sampling requests go to the MCP client whose call is
-//! running on it (behind the gateway, the gateway's client), or are refused
-//! with a reason where no one can answer.
+//! running on it (behind the gateway, the gateway's client), else to the
+//! host's [`Answerer`] ([`RemoteServer::answer_with`]), or are refused with
+//! a reason where no one can answer.
 //!
 //! Its resources and prompts are offered too, namespaced like its tools
 //! ([`RemoteServer::list_resources`], [`RemoteServer::read_resource`],
@@ -116,6 +117,7 @@ mod tools;
 use child::{ChildOut, inherited_env};
 pub use error::ClientError;
 use error::{cut, init_cause, io_cause};
+pub use forward::Answerer;
 pub(crate) use resources::gather;
 pub use resources::{MAX_LINKS, URI_PREFIX};
 pub use tools::{FORWARDED_KEY, local_name};
@@ -188,6 +190,8 @@ struct Inner {
     /// order the calls started: who a question of the server goes to.
     askers: Mutex<HashMap<u64, forward::Caller>>,
     next_asker: AtomicU64,
+    /// Who answers its questions when no call in flight came over MCP.
+    answerer: Mutex<Option<Arc<dyn forward::Answerer>>>,
     /// Calls of 2026-07-28 clients waiting for their client's next round
     /// (a question of this server's was put to it), by the id in the
     /// round's sealed state.
@@ -320,9 +324,18 @@ impl RemoteServer {
             links: Mutex::default(),
             askers: Mutex::default(),
             next_asker: AtomicU64::new(0),
+            answerer: Mutex::new(None),
             parked: Mutex::default(),
         });
         Ok(RemoteServer { inner })
+    }
+
+    /// Let `answerer` answer the server's elicitation and sampling requests
+    /// that no MCP client can: those made while none of the server's calls
+    /// in flight came over MCP (a host's own agent calling its tools). It
+    /// holds for this connection and every later one.
+    pub fn answer_with(&self, answerer: Arc<dyn Answerer>) {
+        *self.inner.answerer.lock().unwrap_or_else(PoisonError::into_inner) = Some(answerer);
     }
 
     /// Whether the server is connected now.
