@@ -106,9 +106,9 @@ run "http://127.0.0.1:$port/mcp" tools-call-simple-text tools-call-error tools-c
 # The release line, a revision's whole requirement set at once.
 #
 # Not applicable here (the README says why): completion (no prompts or
-# templates of its own), resources and prompts read by fixed names (the
-# suite's own test resources and prompts: run against the gateway below),
-# subscriptions, a prompt that asks its client, the tasks extension, and
+# templates of its own), resources and prompts read by fixed names, and
+# subscriptions to them (the suite's own test resources and prompts: run
+# against the gateway below), a prompt that asks its client, the tasks extension, and
 # the suite's pending scenarios.
 NOT_APPLICABLE="completion-complete resources-read-text resources-read-binary resources-templates-read
     resources-subscribe resources-unsubscribe prompts-get-simple prompts-get-with-args prompts-get-embedded-resource
@@ -195,8 +195,8 @@ gateway_run() { # revision scenario...
         fi
     done
 }
-GATEWAY_SCENARIOS="resources-list resources-read-text resources-read-binary resources-templates-read prompts-list
-    prompts-get-simple prompts-get-with-args prompts-get-embedded-resource prompts-get-with-image"
+GATEWAY_SCENARIOS="resources-list resources-read-text resources-read-binary resources-templates-read
+    resources-subscribe resources-unsubscribe prompts-list prompts-get-simple prompts-get-with-args prompts-get-embedded-resource prompts-get-with-image"
 gateway_run 2026-07-28 $GATEWAY_SCENARIOS
 gateway_run 2025-11-25 $GATEWAY_SCENARIOS
 

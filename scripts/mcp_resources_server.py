@@ -81,7 +81,7 @@ for line in sys.stdin:
         continue
     if method == "initialize":
         answer = {"protocolVersion": params.get("protocolVersion", "2025-11-25"),
-                  "capabilities": {"resources": {}, "prompts": {}},
+                  "capabilities": {"resources": {"subscribe": True}, "prompts": {}},
                   "serverInfo": {"name": "conformance-resources", "version": "1"}}
     elif method == "ping":
         answer = {}
@@ -91,6 +91,8 @@ for line in sys.stdin:
         answer = {"resources": RESOURCES}
     elif method == "resources/templates/list":
         answer = {"resourceTemplates": TEMPLATES}
+    elif method in ("resources/subscribe", "resources/unsubscribe"):
+        answer = {}
     elif method == "resources/read":
         contents = read(params.get("uri", ""))
         if contents is None:

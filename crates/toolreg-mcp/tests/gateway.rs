@@ -46,6 +46,7 @@ async fn gateway_of(client_capabilities: Value, safety: toolreg::SafetyLevel) ->
     let init = raw.initialize(client_capabilities).await;
     let capabilities = &init["result"]["capabilities"];
     assert!(capabilities["resources"].is_object() && capabilities["prompts"].is_object(), "{init}");
+    assert_eq!(capabilities["resources"]["subscribe"], true, "{init}");
     (raw, remote)
 }
 
@@ -362,4 +363,74 @@ async fn an_approved_remote_call_asks_its_question_without_asking_approval_again
     assert_eq!(done["isError"], false, "{done}");
     let got: Value = serde_json::from_str(done["content"][0]["text"].as_str().unwrap()).unwrap();
     assert_eq!(got["result"]["content"]["name"], "Ada", "{done}");
+}
+
+/// The next `notifications/resources/updated`, kept or read.
+async fn updated(raw: &mut Raw) -> Value {
+    if let Some(at) = raw.other.iter().position(|m| m["method"] == "notifications/resources/updated") {
+        return raw.other.remove(at);
+    }
+    loop {
+        let message = raw.next().await;
+        if message["method"] == "notifications/resources/updated" {
+            return message;
+        }
+        raw.other.push(message);
+    }
+}
+
+/// What the fake server is subscribed to now, read through the gateway.
+async fn subscribed_upstream(raw: &mut Raw, id: i64) -> String {
+    let read = request(raw, id, "resources/read", json!({"uri": "toolreg://fake/mem://subscriptions"})).await;
+    read["result"]["contents"][0]["text"].as_str().unwrap().to_owned()
+}
+
+/// A client subscribes through the gateway by the URI it reads by; the
+/// server's update reaches it under that URI; unsubscribing stops it on
+/// the server. A URI no server has is refused.
+#[tokio::test]
+async fn resource_subscriptions_pass_through_the_gateway() {
+    let (mut raw, _remote) = gateway().await;
+    let ok = request(&mut raw, 2, "resources/subscribe", json!({"uri": "toolreg://fake/mem://notes"})).await;
+    assert_eq!(ok["result"], json!({}), "{ok}");
+    let update = updated(&mut raw).await;
+    assert_eq!(update["params"]["uri"], "toolreg://fake/mem://notes", "{update}");
+    assert_eq!(subscribed_upstream(&mut raw, 3).await, "mem://notes");
+
+    // A URI as the server lists it works too, and is reported as written.
+    request(&mut raw, 4, "resources/subscribe", json!({"uri": "mem://notes/7"})).await;
+    assert_eq!(updated(&mut raw).await["params"]["uri"], "mem://notes/7");
+
+    request(&mut raw, 5, "resources/unsubscribe", json!({"uri": "toolreg://fake/mem://notes"})).await;
+    request(&mut raw, 6, "resources/unsubscribe", json!({"uri": "mem://notes/7"})).await;
+    assert_eq!(subscribed_upstream(&mut raw, 7).await, "");
+
+    let unknown = request(&mut raw, 8, "resources/subscribe", json!({"uri": "mem://other"})).await;
+    assert_eq!(unknown["error"]["code"], -32002, "{unknown}");
+}
+
+/// A 2026-07-28 client names the URIs in its `subscriptions/listen`
+/// filter: the server's updates come on that stream for as long as it is
+/// open, and closing it unsubscribes on the server.
+#[tokio::test]
+async fn a_listen_streams_resource_updates_through_the_gateway() {
+    let (mut raw, _remote) = gateway().await;
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}});
+    raw.send(json!({"jsonrpc": "2.0", "id": "listen-1", "method": "subscriptions/listen", "params": {
+        "_meta": meta, "notifications": {"resourceSubscriptions": ["toolreg://fake/mem://notes"]}}}))
+        .await;
+    let update = updated(&mut raw).await;
+    assert_eq!(update["params"]["uri"], "toolreg://fake/mem://notes", "{update}");
+    assert_eq!(subscribed_upstream(&mut raw, 2).await, "mem://notes");
+    raw.send(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "listen-1"}})).await;
+    let mut upstream = String::from("?");
+    for id in 3..50 {
+        upstream = subscribed_upstream(&mut raw, id).await;
+        if upstream.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(upstream, "", "{:?}", raw.other);
 }

@@ -104,7 +104,7 @@ use rmcp::service::{NotificationContext, Peer, RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientHandler, ServiceExt};
-use tokio::sync::watch;
+use tokio::sync::{broadcast, watch};
 use toolreg::CallContext;
 
 use crate::config::{ServerConfig, Transport};
@@ -184,6 +184,8 @@ struct Inner {
     /// The calls in flight whose caller takes progress, by the progress
     /// token sent to the server for them (an entry lives as long as its call).
     progress: Mutex<HashMap<ProgressToken, CallContext>>,
+    /// Its `notifications/resources/updated`, by the server's own URI.
+    updates: broadcast::Sender<String>,
     /// The URIs of the resource links its tools returned lately, oldest first.
     links: Mutex<VecDeque<String>>,
     /// The MCP clients of its calls in flight that came over MCP, by the
@@ -255,6 +257,18 @@ impl ClientHandler for Handler {
         }
     }
 
+    /// An update of a resource someone subscribed to through this server.
+    async fn on_resource_updated(
+        &self,
+        params: rmcp::model::ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        if let Some(inner) = self.server.upgrade() {
+            // No one listening is no error.
+            let _ = inner.updates.send(params.uri);
+        }
+    }
+
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         if let Some(inner) = self.server.upgrade() {
             // Read the list on another task: this one delivers the answer.
@@ -321,6 +335,7 @@ impl RemoteServer {
             changes: watch::channel(0).0,
             child: Mutex::new(None),
             progress: Mutex::default(),
+            updates: broadcast::channel(64).0,
             links: Mutex::default(),
             askers: Mutex::default(),
             next_asker: AtomicU64::new(0),

@@ -27,8 +27,9 @@ use std::sync::PoisonError;
 use rmcp::ServiceError;
 use rmcp::model::{
     GetPromptRequestParams, GetPromptResult, JsonObject, PaginatedRequestParams, Prompt, ReadResourceRequestParams,
-    ReadResourceResult, Resource, ResourceContents, ResourceTemplate,
+    ReadResourceResult, Resource, ResourceContents, ResourceTemplate, SubscribeRequestParams, UnsubscribeRequestParams,
 };
+use tokio::sync::broadcast;
 
 use super::{ClientError, MAX_LIST_PAGES, MAX_TOOLS, RemoteServer, local_name};
 
@@ -134,11 +135,7 @@ impl RemoteServer {
     /// asked for.
     pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, ClientError> {
         let namespaced = self.remote_uri(uri);
-        let remote = match namespaced {
-            Some(remote) => remote,
-            None if self.linked(uri) || self.claims_uri(uri).await => uri,
-            None => return Err(self.protocol_error(format!("`{uri}` is not one of its resources"))),
-        };
+        let remote = self.own_uri(uri).await?;
         let params = ReadResourceRequestParams::new(remote.to_owned());
         let mut result = self.request(|peer| async move { peer.read_resource(params).await }).await?;
         if namespaced.is_some() {
@@ -151,6 +148,49 @@ impl RemoteServer {
             }
         }
         Ok(result)
+    }
+
+    /// The server's own URI for `uri`, taken as [`read_resource`](Self::read_resource) takes it.
+    async fn own_uri<'a>(&self, uri: &'a str) -> Result<&'a str, ClientError> {
+        match self.remote_uri(uri) {
+            Some(remote) => Ok(remote),
+            None if self.linked(uri) || self.claims_uri(uri).await => Ok(uri),
+            None => Err(self.protocol_error(format!("`{uri}` is not one of its resources"))),
+        }
+    }
+
+    /// Whether the server said at `initialize` that clients may subscribe
+    /// to updates of its resources.
+    pub fn offers_subscriptions(&self) -> bool {
+        self.capabilities().and_then(|c| c.resources).is_some_and(|r| r.subscribe == Some(true))
+    }
+
+    /// Ask the server for `notifications/resources/updated` on `uri` (taken
+    /// as [`read_resource`](Self::read_resource) takes it). Returns the
+    /// server's own URI, the one [`resource_updates`](Self::resource_updates)
+    /// will report.
+    // rmcp marks `resources/subscribe` legacy (2026-07-28 clients listen
+    // instead); the client connects with a handshake, whose revisions have it.
+    #[allow(deprecated)]
+    pub async fn subscribe(&self, uri: &str) -> Result<String, ClientError> {
+        let own = self.own_uri(uri).await?.to_owned();
+        let params = SubscribeRequestParams::new(own.clone());
+        self.request(|peer| async move { peer.subscribe(params).await }).await?;
+        Ok(own)
+    }
+
+    /// Stop the updates of the server's own URI `own` (as
+    /// [`subscribe`](Self::subscribe) returned it).
+    #[allow(deprecated)]
+    pub async fn unsubscribe(&self, own: &str) -> Result<(), ClientError> {
+        let params = UnsubscribeRequestParams::new(own.to_owned());
+        self.request(|peer| async move { peer.unsubscribe(params).await }).await
+    }
+
+    /// The server's own URIs of the resources it says were updated, as it
+    /// says so (a receiver that falls more than 64 behind skips the oldest).
+    pub fn resource_updates(&self) -> broadcast::Receiver<String> {
+        self.inner.updates.subscribe()
     }
 
     /// The server's prompts, named `server__prompt`.

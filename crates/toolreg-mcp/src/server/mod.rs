@@ -58,6 +58,7 @@ mod progress;
 use progress::ProgressSender;
 mod remote;
 mod stdio;
+mod subscribe;
 
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
@@ -172,6 +173,8 @@ struct Shared {
     remotes: RwLock<Vec<crate::client::RemoteServer>>,
     /// Seals the `requestState` of Multi Round-Trip Requests.
     seal: input::StateSeal,
+    /// Clients' subscriptions to the imported servers' resources.
+    subscriptions: subscribe::Subscriptions,
 }
 
 /// The engine as `options` would have it served: with `allow_dangerous`,
@@ -243,6 +246,7 @@ impl McpServer {
                 listeners: Mutex::new(Vec::new()),
                 remotes: RwLock::new(Vec::new()),
                 seal: input::StateSeal::new(),
+                subscriptions: subscribe::Subscriptions::default(),
             }),
         }
     }
@@ -471,7 +475,10 @@ impl ServerHandler for McpServer {
         // The imported servers' resources and prompts (a gateway's): the
         // lists are empty when nothing is imported, and answered either way,
         // so both are declared either way.
-        capabilities.resources = Some(rmcp::model::ResourcesCapability::default());
+        let mut resources = rmcp::model::ResourcesCapability::default();
+        // Refused with the reason when the resource's server has none.
+        resources.subscribe = Some(true);
+        capabilities.resources = Some(resources);
         capabilities.prompts = Some(rmcp::model::PromptsCapability::default());
         let options = &self.shared.options;
         let mut config = ServerConfig::new(capabilities)
@@ -525,6 +532,28 @@ impl ServerHandler for McpServer {
         self.gateway_read(request).await.map(Into::into)
     }
 
+    async fn subscribe(
+        &self,
+        request: rmcp::model::SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let listener = subscribe::Listener::client(&context.peer).ok_or_else(|| {
+            ErrorData::invalid_request("resources/subscribe needs a connection that completed `initialize`", None)
+        })?;
+        self.gateway_subscribe(&request.uri, listener).await
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: rmcp::model::UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        if let Some(listener) = subscribe::Listener::client(&context.peer) {
+            self.gateway_unsubscribe(&request.uri, &listener).await;
+        }
+        Ok(())
+    }
+
     async fn list_prompts(
         &self,
         _request: Option<PaginatedRequestParams>,
@@ -563,7 +592,8 @@ impl ServerHandler for McpServer {
     async fn listen(&self, context: rmcp::service::SubscriptionContext) -> Result<(), ErrorData> {
         let sink = context.sink().clone();
         self.shared.listeners.lock().unwrap_or_else(PoisonError::into_inner).push(sink.clone());
-        context.cancelled().await;
+        let uris = context.accepted().resource_subscriptions.clone().unwrap_or_default();
+        self.listen_to_resources(&sink, &uris, context.cancelled()).await;
         let mut listeners = self.shared.listeners.lock().unwrap_or_else(PoisonError::into_inner);
         listeners.retain(|other| other.id() != sink.id());
         Ok(())

@@ -3,7 +3,7 @@
 //! ([`crate::client`]'s resources: `toolreg://<server>/<uri>`,
 //! `server__name`).
 
-use std::sync::PoisonError;
+use std::sync::{Arc, PoisonError};
 
 use rmcp::model::{
     ErrorData, GetPromptRequestParams, GetPromptResult, ListPromptsResult, ListResourceTemplatesResult,
@@ -14,12 +14,13 @@ use super::McpServer;
 use crate::client::{ClientError, RemoteServer, SEPARATOR, URI_PREFIX, gather};
 
 impl McpServer {
-    /// Offer the resources (list, templates, read) and prompts (list, get)
+    /// Offer the resources (list, templates, read, subscribe) and prompts (list, get)
     /// of these imported servers beside the tools, namespaced as their
     /// tools are: the gateway (`toolreg serve --config` sets them). A URI
     /// or prompt name as a server itself gives it reaches that server too
     /// when no other imported server claims it.
     pub fn set_remotes(&self, remotes: Vec<RemoteServer>) {
+        self.shared.subscriptions.watch(Arc::downgrade(&self.shared), &remotes);
         *self.shared.remotes.write().unwrap_or_else(PoisonError::into_inner) = remotes;
     }
 
@@ -52,6 +53,18 @@ impl McpServer {
         request: ReadResourceRequestParams,
     ) -> Result<ReadResourceResult, ErrorData> {
         let uri = request.uri.as_str();
+        let owner = self.owner_of(uri).await?;
+        let mut read = owner.read_resource(uri).await.map_err(remote_error)?;
+        // Complete here whatever revision the remote server spoke (rmcp
+        // leaves the field out for clients older than 2026-07-28).
+        read.result_type = Some(ResultType::COMPLETE);
+        Ok(read)
+    }
+
+    /// The imported server a resource URI belongs to: the one a gateway URI
+    /// names, the one whose tool linked to it, or the one server that lists
+    /// it (several is an error naming them).
+    pub(super) async fn owner_of(&self, uri: &str) -> Result<RemoteServer, ErrorData> {
         let remotes = self.remotes();
         let owner = if uri.starts_with(URI_PREFIX) {
             remotes.iter().find(|remote| remote.remote_uri(uri).is_some())
@@ -77,14 +90,7 @@ impl McpServer {
             }
             claimants.pop()
         };
-        let Some(owner) = owner else {
-            return Err(ErrorData::resource_not_found(format!("no resource `{uri}`"), None));
-        };
-        let mut read = owner.read_resource(uri).await.map_err(remote_error)?;
-        // Complete here whatever revision the remote server spoke (rmcp
-        // leaves the field out for clients older than 2026-07-28).
-        read.result_type = Some(ResultType::COMPLETE);
-        Ok(read)
+        owner.cloned().ok_or_else(|| ErrorData::resource_not_found(format!("no resource `{uri}`"), None))
     }
 
     /// Get a prompt named `server__prompt` from its server.
@@ -147,7 +153,7 @@ impl McpServer {
 }
 
 /// A remote server's failure as the gateway's client sees it.
-fn remote_error(error: ClientError) -> ErrorData {
+pub(super) fn remote_error(error: ClientError) -> ErrorData {
     match error {
         // The remote server's own code (say -32002, no such resource) stands.
         ClientError::Refused { code, .. } => ErrorData::new(rmcp::model::ErrorCode(code), error.to_string(), None),

@@ -13,7 +13,9 @@ ask (sends elicitation/create to the client and answers with the client's answer
 `result` or `error`), sample (the same with sampling/createMessage).
 
 Resources: mem://notes (text), file:///data.csv (the link `blocks` returns), the template
-mem://notes/{id}; prompts: greet (argument `who`).
+mem://notes/{id}; prompts: greet (argument `who`). resources/subscribe is answered and followed at
+once by notifications/resources/updated for that URI; mem://subscriptions (not listed) reads the
+URIs subscribed to now, one per line.
 
 Flags: --mute (never answers initialize), --slow-start SECONDS (sleeps before
 reading anything), --fail-first FILE (exits at once unless FILE exists, creating
@@ -107,6 +109,7 @@ def ask_client(method, params):
     return {"error": "stdin closed"}
 
 
+subscribed = set()
 for line in sys.stdin:
     line = line.strip()
     if not line:
@@ -119,7 +122,7 @@ for line in sys.stdin:
         continue
     if method == "initialize":
         result(id, {"protocolVersion": params.get("protocolVersion", "2025-06-18"),
-                    "capabilities": {"tools": {"listChanged": True}, "resources": {}, "prompts": {}},
+                    "capabilities": {"tools": {"listChanged": True}, "resources": {"subscribe": True}, "prompts": {}},
                     "serverInfo": {"name": "fake", "version": "1"}})
     elif method == "notifications/cancelled":
         cancelled.append(params.get("requestId"))
@@ -133,6 +136,16 @@ for line in sys.stdin:
         result(id, {"resources": [{"uri": "mem://notes", "name": "notes", "mimeType": "text/plain"}]})
     elif method == "resources/templates/list":
         result(id, {"resourceTemplates": [{"uriTemplate": "mem://notes/{id}", "name": "note"}]})
+    elif method == "resources/subscribe":
+        subscribed.add(params.get("uri"))
+        result(id, {})
+        send({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": params.get("uri")}})
+    elif method == "resources/unsubscribe":
+        subscribed.discard(params.get("uri"))
+        result(id, {})
+    elif method == "resources/read" and params.get("uri") == "mem://subscriptions":
+        text_contents = "\n".join(sorted(subscribed))
+        result(id, {"contents": [{"uri": "mem://subscriptions", "mimeType": "text/plain", "text": text_contents}]})
     elif method == "resources/read":
         uri = params.get("uri")
         if uri in ("mem://notes", "file:///data.csv") or uri.startswith("mem://notes/"):
