@@ -140,6 +140,24 @@ async fn dangerous_calls_fail_closed_without_an_approver() {
     assert_eq!(decisions, [AuditDecision::NoApprover, AuditDecision::NotRequired, AuditDecision::Recorded]);
 }
 
+/// A decision asked for and not given yet: the call does not run, fails
+/// as a denial with the reason, and the audit says pending, not denied.
+#[tokio::test]
+async fn a_pending_decision_is_audited_as_pending() {
+    let runs = runs();
+    let audit = Arc::new(MemorySink::new());
+    let engine = ToolEngine::builder(&registry(&runs))
+        .approver(approver_fn("later", |request: ApprovalRequest| async move { request.pending("asked the user") }))
+        .audit(audit.clone())
+        .build();
+    let result = engine.execute_call(ToolCall::new("c1", "delete_file", r#"{"path": "/x"}"#)).await;
+    assert!(matches!(&result.outcome, Err(ToolError::Denied { reason, .. }) if reason == "asked the user"));
+    assert!(runs.lock().unwrap().is_empty());
+    let decisions: Vec<AuditDecision> = audit.events().iter().map(|e| e.decision).collect();
+    assert_eq!(decisions, [AuditDecision::Pending]);
+    assert_eq!(AuditDecision::Pending.as_str(), "pending");
+}
+
 #[tokio::test]
 async fn denial_reason_reaches_the_model() {
     let runs = runs();

@@ -351,7 +351,7 @@ impl Deferred {
                     arguments_hash: request.arguments_hash().to_string(),
                 };
                 self.pending.lock().unwrap_or_else(PoisonError::into_inner).push(pending);
-                request.deny("waiting for an approval from outside the run")
+                request.pending("waiting for an approval from outside the run")
             }
         }
     }

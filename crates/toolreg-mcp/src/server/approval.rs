@@ -143,8 +143,8 @@ fn decide_in_rounds(request: &ApprovalRequest, round: &super::InputRound) -> Dec
     requests.insert(APPROVAL_KEY.to_owned(), InputRequest::Elicitation(ElicitRequest::new(params)));
     round.ask(requests, asked_state(request.tool()));
     // The client sees the question, not this refusal; the audit trail
-    // records that the call waited for an answer.
-    request.deny("waiting for the user's approval (asked the client with an input_required result)")
+    // records the call as pending, not denied.
+    request.pending("waiting for the user's approval (asked the client with an input_required result)")
 }
 
 fn refusal(tool: &str) -> String {

@@ -334,6 +334,10 @@ async fn approve(
             trail.decision = AuditDecision::Denied;
             return Err(ToolError::Denied { reason, approver: approver_name });
         }
+        Decision::Pending { reason } => {
+            trail.decision = AuditDecision::Pending;
+            return Err(ToolError::Denied { reason, approver: approver_name });
+        }
         Decision::Approve(approval) => approval,
     };
     if !approval.is_for(&request) {

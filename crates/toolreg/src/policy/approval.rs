@@ -120,6 +120,12 @@ impl ApprovalRequest {
         Decision::Deny { reason: reason.into() }
     }
 
+    /// Do not run this call now: the decision has been asked for and comes
+    /// later (see [`Decision::Pending`]).
+    pub fn pending(&self, reason: impl Into<String>) -> Decision {
+        Decision::Pending { reason: reason.into() }
+    }
+
     fn mint(&self, edited: Option<Value>) -> Approval {
         Approval { tool: Arc::from(self.tool()), call_id: self.call_id.clone(), request_hash: self.hash, edited }
     }
@@ -175,6 +181,15 @@ pub enum Decision {
     /// Do not run it; the reason reaches the model.
     Deny {
         /// Why, for the model.
+        reason: String,
+    },
+    /// Not decided yet: the question has gone out (to a client's next
+    /// round, to the host of a suspended run) and this call does not run
+    /// now. It fails as a denial does, with this reason; the audit trail
+    /// records it as [`AuditDecision::Pending`](crate::policy::AuditDecision::Pending),
+    /// not as a denial.
+    Pending {
+        /// What the call waits for.
         reason: String,
     },
 }

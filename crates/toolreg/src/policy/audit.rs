@@ -30,6 +30,9 @@ pub enum AuditDecision {
     ApprovedEdited,
     /// An approver denied the call.
     Denied,
+    /// The approver asked for a decision that comes later (a client's next
+    /// round, a suspended run's host): the call did not run this time.
+    Pending,
     /// The call needed approval and there was no approver (fail closed).
     NoApprover,
     /// The approver returned an approval for another call.
@@ -49,6 +52,7 @@ impl AuditDecision {
             AuditDecision::Approved => "approved",
             AuditDecision::ApprovedEdited => "approved_edited",
             AuditDecision::Denied => "denied",
+            AuditDecision::Pending => "pending",
             AuditDecision::NoApprover => "no_approver",
             AuditDecision::Mismatch => "mismatch",
             AuditDecision::ApprovalFailed => "approval_failed",
