@@ -16,6 +16,7 @@ RED_PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwA
 RESOURCES = [
     {"uri": "test://static-text", "name": "static_text", "mimeType": "text/plain"},
     {"uri": "test://static-binary", "name": "static_binary", "mimeType": "image/png"},
+    {"uri": "test://watched-resource", "name": "watched_resource", "mimeType": "text/plain"},
 ]
 TEMPLATES = [{"uriTemplate": "test://template/{id}/data", "name": "template_data", "mimeType": "application/json"}]
 PROMPTS = [
@@ -45,6 +46,8 @@ def text(words):
 def read(uri):
     if uri == "test://static-text":
         return [{"uri": uri, "mimeType": "text/plain", "text": "This is the content of the static text resource."}]
+    if uri == "test://watched-resource":
+        return [{"uri": uri, "mimeType": "text/plain", "text": "A resource to subscribe to."}]
     if uri == "test://static-binary":
         return [{"uri": uri, "mimeType": "image/png", "blob": RED_PIXEL}]
     parts = uri.split("/")

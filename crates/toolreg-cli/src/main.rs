@@ -190,7 +190,17 @@ fn serving_engine(registry: &toolreg::FunctionRegistry, tools: &setup::Tools, op
     builder.build()
 }
 
-async fn serve(tools: setup::Tools, args: ServeArgs) -> Result<(), CliError> {
+/// What `toolreg serve` serves: the tools, and the person behind the MCP
+/// client as a function (`ask_user`, asked through elicitation).
+fn with_ask_user(mut registry: toolreg::FunctionRegistry) -> toolreg::FunctionRegistry {
+    if let Err(error) = registry.register(toolreg_mcp::server::ask_user()) {
+        eprintln!("toolreg: warning: ask_user is not served: {error}");
+    }
+    registry
+}
+
+async fn serve(mut tools: setup::Tools, args: ServeArgs) -> Result<(), CliError> {
+    tools.registry = with_ask_user(std::mem::take(&mut tools.registry));
     let options = ServerOptions::default().allow_dangerous(args.allow_dangerous);
     let server = McpServer::new(serving_engine(&tools.registry, &tools, &options), options.clone());
     // The gateway also offers the imported servers' resources and prompts.
@@ -207,7 +217,7 @@ async fn serve(tools: setup::Tools, args: ServeArgs) -> Result<(), CliError> {
         tokio::spawn(async move {
             while changes.changed().await.is_ok() {
                 report_left_out(&remote);
-                let registry = tools.rebuild();
+                let registry = with_ask_user(tools.rebuild());
                 server.set_engine(serving_engine(&registry, &tools, &options)).await;
             }
         });

@@ -606,3 +606,65 @@ async fn a_tool_asks_a_2026_07_28_client_through_its_input_round() {
     assert_eq!(answer["result"]["structuredContent"], Value::Null, "{answer}");
     assert_eq!(answer["result"]["content"][0]["text"], "no rounds for this client", "{answer}");
 }
+
+/// A server whose only tool is `ask_user`.
+fn ask_user_server() -> McpServer {
+    let mut r = FunctionRegistry::new();
+    r.register(toolreg_mcp::server::ask_user()).unwrap();
+    let options = ServerOptions::default();
+    McpServer::new(McpServer::engine_builder(&r, &options).build(), options)
+}
+
+/// `ask_user` puts the question to the client's user as a form: over the
+/// connection for a handshake-era client, as an `input_required` round for
+/// a 2026-07-28 one; a declined form is a tool error; a client that cannot
+/// be asked is told so.
+#[tokio::test]
+async fn ask_user_asks_the_clients_user() {
+    let mut raw = Raw::start(ask_user_server(), StdioOptions::default());
+    raw.initialize(json!({"elicitation": {}})).await;
+    raw.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "ask_user",
+        "arguments": {"question": "Which plan?", "choices": ["free", "pro"]}}}))
+        .await;
+    let ask = raw.next().await;
+    assert_eq!(ask["method"], "elicitation/create", "{ask}");
+    assert_eq!(ask["params"]["message"], "Which plan?");
+    assert_eq!(ask["params"]["requestedSchema"]["properties"]["answer"]["enum"], json!(["free", "pro"]));
+    raw.send(json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "accept", "content": {"answer": "pro"}}}))
+        .await;
+    let answer = raw.answer(json!(1)).await;
+    assert_eq!(answer["result"]["structuredContent"], json!({"answer": "pro"}), "{answer}");
+    raw.send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "ask_user",
+        "arguments": {"question": "Name?"}}}))
+        .await;
+    let ask = raw.next().await;
+    raw.send(json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "decline"}})).await;
+    let declined = raw.answer(json!(2)).await;
+    assert_eq!(declined["result"]["isError"], true, "{declined}");
+    assert!(declined["result"]["content"][0]["text"].as_str().unwrap().contains("declined"), "{declined}");
+
+    // A 2026-07-28 client: the question as the call's result, the answer in the next round.
+    let mut raw = Raw::start(ask_user_server(), StdioOptions::default());
+    let call = |id: i64, capabilities: Value, retry: Option<(&Value, Value)>| {
+        let mut params = json!({"name": "ask_user", "arguments": {"question": "Name?"}, "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": capabilities}});
+        if let Some((state, responses)) = retry {
+            params["requestState"] = state.clone();
+            params["inputResponses"] = responses;
+        }
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
+    };
+    raw.send(call(3, json!({"elicitation": {}}), None)).await;
+    let asked = raw.answer(json!(3)).await["result"].take();
+    let key = toolreg_mcp::server::ASK_KEY;
+    assert_eq!(asked["inputRequests"][key]["method"], "elicitation/create", "{asked}");
+    assert_eq!(asked["inputRequests"][key]["params"]["message"], "Name?");
+    let answer = json!({key: {"action": "accept", "content": {"answer": "Ada"}}});
+    raw.send(call(4, json!({"elicitation": {}}), Some((&asked["requestState"], answer)))).await;
+    let done = raw.answer(json!(4)).await;
+    assert_eq!(done["result"]["structuredContent"], json!({"answer": "Ada"}), "{done}");
+    raw.send(call(5, json!({}), None)).await;
+    let missing = raw.answer(json!(5)).await;
+    assert_eq!(missing["error"]["code"], -32021, "{missing}");
+}

@@ -51,6 +51,7 @@
 #![allow(deprecated)]
 
 mod approval;
+mod ask;
 mod http;
 mod input;
 mod progress;
@@ -77,6 +78,7 @@ use toolreg::{CallOptions, Extensions, FunctionRegistry, ToolCall, ToolEngine, T
 
 pub use approval::{APPROVAL_KEY, ElicitationApprover};
 pub(crate) use approval::{APPROVAL_STATE, APPROVED};
+pub use ask::{ASK_KEY, ask_user};
 pub use http::{HttpOptions, bearer_token_from_env};
 pub use input::{InputRound, STATE_TTL};
 pub use stdio::{SERVER_BUSY, StdioOptions};
