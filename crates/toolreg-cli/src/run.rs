@@ -62,9 +62,14 @@ pub async fn run(tools: Tools, args: RunArgs) -> Result<(), CliError> {
         remote.answer_with(answerer.clone());
     }
     let user = UserTools::new(terminal);
-    let mut registrations = user.registrations();
-    registrations.extend(AgentTools::new().registrations());
-    registry.register_all(registrations).map_err(|e| CliError::new(e.to_string()))?;
+    // The built-ins and imported tools, the user tools and the agent functions.
+    let with_agent_tools = move |mut registry: toolreg::FunctionRegistry| {
+        let mut registrations = user.registrations();
+        registrations.extend(AgentTools::new().registrations());
+        registry.register_all(registrations).map_err(|e| CliError::new(e.to_string()))?;
+        Ok::<_, CliError>(registry)
+    };
+    registry = with_agent_tools(registry)?;
 
     // The agent's calls go through an engine configured as `toolreg call`
     // configures its own; with nobody to ask, a dangerous call suspends the
@@ -90,6 +95,22 @@ pub async fn run(tools: Tools, args: RunArgs) -> Result<(), CliError> {
         .limits(Limits::default().max_steps(args.max_steps))
         .on_event(move |event| progress(event, &blocks));
     let agent = builder.build();
+    // An imported server's tools changed: offer the new set from the next step on.
+    let tools = Arc::new(tools);
+    let with_agent_tools = Arc::new(with_agent_tools);
+    for remote in &tools.remotes {
+        let mut changes = remote.changes();
+        changes.borrow_and_update();
+        let (agent, tools, with_agent_tools) = (agent.clone(), Arc::clone(&tools), Arc::clone(&with_agent_tools));
+        tokio::spawn(async move {
+            while changes.changed().await.is_ok() {
+                match with_agent_tools(tools.rebuild()) {
+                    Ok(registry) => agent.set_tools(&registry),
+                    Err(error) => eprintln!("toolreg: the changed tools cannot be offered: {error}"),
+                }
+            }
+        });
+    }
     let cancel = tokio_util::sync::CancellationToken::new();
     let stop = cancel.clone();
     tokio::spawn(async move {

@@ -269,3 +269,50 @@ async fn run_answers_a_remote_servers_sampling_with_its_model() {
     assert!(answer.contains("hi from the model"), "{answer}");
     assert!(answer.contains("not on a terminal, so no one can fill in the form"), "{answer}");
 }
+
+/// `toolreg run` follows an imported server's `list_changed`: the tool the
+/// server added mid-run is offered to the model from a later step on.
+#[tokio::test(flavor = "multi_thread")]
+async fn run_offers_tools_an_imported_server_adds_mid_run() {
+    use wiremock::matchers::path;
+    use wiremock::{Mock, MockServer, Request, ResponseTemplate};
+
+    let model = MockServer::start().await;
+    Mock::given(path("/chat/completions"))
+        .respond_with(|request: &Request| {
+            let body: Value = serde_json::from_slice(&request.body).unwrap();
+            let offered: Vec<&str> =
+                body["tools"].as_array().unwrap().iter().filter_map(|t| t["function"]["name"].as_str()).collect();
+            let steps = body["messages"].as_array().unwrap().iter().filter(|m| m["role"] == "tool").count();
+            let call = |name: &str| {
+                json!({"tool_calls": [{"index": 0, "id": format!("c{steps}"), "type": "function",
+                    "function": {"name": name, "arguments": "{}"}}]})
+            };
+            let reply = if steps == 0 {
+                call("fake__change")
+            } else if offered.contains(&"fake__added") {
+                json!({"content": format!("fake__added is offered after {steps} steps")})
+            } else {
+                // The new list is read on another task: look again.
+                call("fake__echo")
+            };
+            let chunk = json!({"choices": [{"index": 0, "delta": reply, "finish_reason": "stop"}]});
+            ResponseTemplate::new(200)
+                .insert_header("content-type", "text/event-stream")
+                .set_body_string(format!("data: {chunk}\n\ndata: [DONE]\n\n"))
+        })
+        .mount(&model)
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), json!({"fake": fake(&[])}));
+    let mut cmd = toolreg(dir.path());
+    cmd.args(["run", "Go", "--model", "local", "--no-shell", "--yes", "--max-steps", "30", "--base-url", &model.uri()])
+        .arg("--config")
+        .arg(&config)
+        .env_remove("OPENAI_API_KEY")
+        .write_stdin("");
+    let out = tokio::task::spawn_blocking(move || cmd.output().unwrap()).await.unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("fake__added is offered"), "{stderr}");
+}

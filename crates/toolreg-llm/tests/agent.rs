@@ -924,3 +924,56 @@ async fn without_deferral_search_tools_is_not_offered() {
     finished(agent.run("hi").await.unwrap());
     assert!(model.requests()[0].tools.iter().all(|t| t.name != "search_tools"));
 }
+
+/// The host's tools change mid-run (an imported MCP server's
+/// `list_changed`): the next request offers the new set, a removed tool
+/// no longer runs, an added one does, and a deferred one added is found by
+/// `search_tools`.
+#[tokio::test(flavor = "multi_thread")]
+async fn tools_added_and_removed_mid_run_are_offered_from_the_next_step() {
+    use std::sync::{Arc, OnceLock};
+    let agent_cell: Arc<OnceLock<Agent>> = Arc::new(OnceLock::new());
+    let with = |extra: toolreg::ToolRegistration| {
+        let mut r = registry();
+        r.register(extra).unwrap();
+        r
+    };
+    let refresh = {
+        let cell = Arc::clone(&agent_cell);
+        let after = with(convert_currency_tool::registration());
+        toolreg::ToolRegistration::new(
+            toolreg::ToolDeclaration::builder("refresh")
+                .description("Reload the tools.")
+                .safety(toolreg::SafetyLevel::Safe)
+                .build(),
+            move |_: serde_json::Value| {
+                cell.get().unwrap().set_tools(&after);
+                async { Ok::<_, String>("reloaded") }
+            },
+        )
+    };
+    let before = with(refresh);
+    let model = ScriptedClient::new()
+        .then_call("c1", "refresh", json!({}))
+        .then_call("c2", "refresh", json!({}))
+        .then_call("c3", "search_tools", json!({"query": "convert currency"}))
+        .then_call("c4", "convert_currency", json!({"amount": 2, "from": "EUR", "to": "USD"}))
+        .then_text("done");
+    let agent =
+        Agent::builder(model.clone(), "m", engine(&before)).defer(Deferral::new().tools(["convert_currency"])).build();
+    agent_cell.set(agent.clone()).ok().unwrap();
+    let done = finished(agent.run("Reload, then convert 2 EUR.").await.unwrap());
+    let requests = model.requests();
+    let names = |i: usize| requests[i].tools.iter().map(|t| t.name.clone()).collect::<Vec<_>>();
+    assert!(names(0).contains(&"refresh".to_owned()));
+    // Removed: no longer offered, and a call to it does not run.
+    assert!(!names(1).contains(&"refresh".to_owned()), "{:?}", names(1));
+    let results = tool_results(&done.transcript);
+    assert_eq!(results[0], ("c1".into(), "reloaded".into(), false));
+    assert!(results[1].2, "{:?}", results[1]);
+    // Added and deferred: found by the search, then loaded and run.
+    assert!(!names(1).contains(&"convert_currency".to_owned()));
+    assert!(results[2].1.contains("convert_currency"), "{:?}", results[2]);
+    assert_eq!(names(3).last().map(String::as_str), Some("convert_currency"));
+    assert_eq!(results[3], ("c4".into(), "2 EUR is 4 USD".into(), false));
+}

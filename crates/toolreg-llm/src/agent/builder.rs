@@ -2,7 +2,7 @@
 //! through — the model, the prompt, its limits and how it suspends.
 
 use std::collections::HashSet;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use toolreg::engine::EngineBuilder;
 use toolreg_builtins::store::Namespace;
@@ -138,8 +138,7 @@ impl AgentBuilder {
             inner: Arc::new(Inner {
                 client: self.client,
                 model: self.model,
-                engine,
-                sub_engine: OnceLock::new(),
+                engines: RwLock::new(Arc::new(super::Engines::new(engine, 0))),
                 system: self.system,
                 limits: self.limits,
                 external: self.external,

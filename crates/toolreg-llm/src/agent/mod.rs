@@ -110,7 +110,7 @@ pub use post::{POST_PROCESS_ARGUMENT, PostProcessError};
 pub use suspend::{PendingApproval, Resolution, SuspendForApproval, Suspended};
 
 use std::collections::HashSet;
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -335,10 +335,9 @@ pub struct Agent {
 struct Inner {
     client: Arc<dyn LlmClient>,
     model: String,
-    /// Every tool call of the agent goes through it.
-    engine: ToolEngine,
-    /// Its sub-agents' engine when they are given no tool list: built once.
-    sub_engine: OnceLock<ToolEngine>,
+    /// Every tool call of the agent goes through the current engine
+    /// (replaced by [`Agent::set_tools`]).
+    engines: RwLock<Arc<Engines>>,
     system: Option<String>,
     /// Functions the result goes through before it is returned.
     post_process: Vec<String>,
@@ -426,10 +425,29 @@ impl Agent {
         self.inner.depth
     }
 
-    /// The engine every tool call of this agent goes through: the one its
-    /// builder was given, built once.
-    pub fn engine(&self) -> &ToolEngine {
-        &self.inner.engine
+    /// The engine every tool call of this agent goes through now: the one
+    /// its builder was given, built once, or the last
+    /// [`set_tools`](Self::set_tools) made.
+    pub fn engine(&self) -> ToolEngine {
+        self.current().engine.clone()
+    }
+
+    /// Offer `registry`'s tools from the next model request on, in runs
+    /// under way too, with the same engine set-up (approver, layers, audit,
+    /// selection, limits): what a host does when an imported MCP server's
+    /// tools change. It must hold the agent functions the builder's did
+    /// ([`AgentTools`](functions::AgentTools)). Tools a run loaded that are
+    /// gone are no longer offered; calls in flight finish on the engine they
+    /// started on.
+    pub fn set_tools(&self, registry: &toolreg::FunctionRegistry) {
+        let mut engines = self.inner.engines.write().unwrap_or_else(PoisonError::into_inner);
+        let engine = engines.engine.to_builder().registry(registry).build();
+        *engines = Arc::new(Engines::new(engine, engines.generation + 1));
+    }
+
+    /// The engines now.
+    pub(super) fn current(&self) -> Arc<Engines> {
+        Arc::clone(&self.inner.engines.read().unwrap_or_else(PoisonError::into_inner))
     }
 
     /// The tools this agent loads only when its model searches for them.
@@ -447,9 +465,10 @@ impl Agent {
         if depth > inner.limits.max_depth {
             return Err(AgentError::DepthLimit { limit: inner.limits.max_depth });
         }
+        let current = self.current();
         let engine = match tools {
-            None => inner.sub_engine.get_or_init(|| sub_engine(&inner.engine, None)).clone(),
-            Some(tools) => sub_engine(&inner.engine, Some(tools)),
+            None => current.sub.get_or_init(|| sub_engine(&current.engine, None)).clone(),
+            Some(tools) => sub_engine(&current.engine, Some(tools)),
         };
         let now = Instant::now();
         let limits = Limits {
@@ -462,8 +481,7 @@ impl Agent {
             inner: Arc::new(Inner {
                 client: Arc::clone(&inner.client),
                 model: inner.model.clone(),
-                engine,
-                sub_engine: OnceLock::new(),
+                engines: RwLock::new(Arc::new(Engines::new(engine, 0))),
                 system: Some(
                     "You are a sub-agent working on one task for another agent. When you have the result, call \
                      `return_result` with it."
@@ -482,6 +500,21 @@ impl Agent {
                 deferral: inner.deferral.clone(),
             }),
         })
+    }
+}
+
+/// An agent's engine, and its sub-agents' engine (offered no tool list)
+/// built from it on first use.
+pub(super) struct Engines {
+    pub(super) engine: ToolEngine,
+    sub: OnceLock<ToolEngine>,
+    /// Counts the replacements, so a run under way sees one.
+    pub(super) generation: u64,
+}
+
+impl Engines {
+    pub(super) fn new(engine: ToolEngine, generation: u64) -> Self {
+        Engines { engine, sub: OnceLock::new(), generation }
     }
 }
 

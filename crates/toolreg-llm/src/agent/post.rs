@@ -30,7 +30,8 @@ impl Agent {
     /// Refuse to start when a post-processing function is not offered:
     /// the model could not fix that, only the host can.
     pub(super) fn check_post_process(&self) -> Result<(), AgentError> {
-        let offered = self.inner.engine.tools();
+        let current = self.current();
+        let offered = current.engine.tools();
         match self.inner.post_process.iter().find(|f| !offered.contains(f)) {
             Some(function) => Err(AgentError::PostProcessNotOffered { function: function.clone() }),
             None => Ok(()),
@@ -52,7 +53,7 @@ impl Agent {
     }
 
     async fn post_process(&self, mut value: Value, run: &RunState, step: usize) -> Result<Value, PostProcessError> {
-        let engine = &self.inner.engine;
+        let engine = self.engine();
         for (i, function) in self.inner.post_process.iter().enumerate() {
             let call =
                 ToolCall::new(format!("post-{step}-{i}"), function.clone(), json!({ POST_PROCESS_ARGUMENT: value }));

@@ -61,10 +61,9 @@ impl Agent {
     pub(super) async fn drive(&self, mut state: LoopState, cancel: CancellationToken) -> Result<Outcome, AgentError> {
         let inner = &self.inner;
         let limits = inner.limits;
-        let engine = &inner.engine;
-        let offered = engine.tools();
+        let mut current = self.current();
         let mut request = ModelRequest::new(inner.model.clone(), std::mem::take(&mut state.messages))
-            .tools(inner.deferral.offered(offered, &state.loaded));
+            .tools(inner.deferral.offered(current.engine.tools(), &state.loaded));
         request.system = inner.system.clone();
         request.max_tokens = inner.max_tokens_per_request;
         let on_stream = |event: StreamEvent| match event {
@@ -73,6 +72,14 @@ impl Agent {
             _ => {}
         };
         loop {
+            // The host replaced the tools (`Agent::set_tools`): offer the new set.
+            let now = self.current();
+            if now.generation != current.generation {
+                current = now;
+                request.tools = inner.deferral.offered(current.engine.tools(), &state.loaded);
+            }
+            let engine = &current.engine;
+            let offered = engine.tools();
             state.messages = std::mem::take(&mut request.messages);
             if cancel.is_cancelled() {
                 return Err(AgentError::Cancelled { transcript: state.messages });

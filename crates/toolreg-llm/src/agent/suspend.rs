@@ -196,7 +196,7 @@ impl Agent {
         };
         let run = self.run_state(&cancel, &state);
         if !approved_calls.is_empty() {
-            let engine = &self.inner.engine;
+            let engine = self.engine();
             let extensions = extensions(&run, Some(&Arc::new(deferred)));
             let options = CallOptions::new().cancel(cancel.child_token()).extensions(extensions);
             let results = engine.execute_batch_with(approved_calls, options).await;

@@ -214,6 +214,15 @@ impl fmt::Debug for EngineBuilder {
 }
 
 impl EngineBuilder {
+    /// Build over a snapshot of `registry` instead (everything else kept):
+    /// a host whose tools changed (an MCP server's `list_changed`) builds
+    /// the same engine again over the new set with
+    /// `engine.to_builder().registry(&new)`.
+    pub fn registry(mut self, registry: &FunctionRegistry) -> Self {
+        self.registry = registry.clone();
+        self
+    }
+
     /// Offer only the tools this selection admits (default: all).
     pub fn selection(mut self, selection: Selection) -> Self {
         self.selection = selection;

@@ -162,7 +162,8 @@ impl AgentTools {
     #[tool(safety = "safe", category = "agent", scope = "agent")]
     async fn search_tools(&self, #[context] cx: &CallContext, #[args] args: SearchToolsArgs) -> Result<Value, String> {
         let run = run_state(cx)?;
-        let tools = run.agent.engine().tools();
+        let engine = run.agent.engine();
+        let tools = engine.tools();
         let limit = args.limit.unwrap_or(5).clamp(1, 20);
         let mut loaded = run.loaded.lock().unwrap_or_else(PoisonError::into_inner);
         let hits = run.agent.deferral().search(tools, &loaded, &args.query, limit);

@@ -150,7 +150,8 @@ pub(super) async fn spawn_many(
         }
         Merge::FirstSuccess => first_success(&cx, &run, args.tasks, store).await.map_err(|e| e.to_string()),
         Merge::Function(function) => {
-            let offered = run.agent.engine().tools();
+            let engine = run.agent.engine();
+            let offered = engine.tools();
             if !offered.contains(&function) {
                 let available = offered.names().take(8).map(str::to_owned).collect();
                 return Err(MergeError::NotOffered { function, available }.to_string());
