@@ -401,3 +401,37 @@ async fn past_n_defers_by_position_and_everything_stays_callable() {
     assert_eq!(found(&search), ["mail__send"]);
     c.client.cancel().await.unwrap();
 }
+
+#[tokio::test]
+async fn call_tool_reports_progress_and_is_audited_as_the_tool_it_ran() {
+    let mut r = FunctionRegistry::new();
+    let steps = ToolDeclaration::builder("jobs__run")
+        .description("Run a job in two steps.")
+        .safety(SafetyLevel::Safe)
+        .build()
+        .with_category("mcp");
+    r.register(toolreg::ToolRegistration::new(steps, |cx: toolreg::CallContext, _: Value| async move {
+        cx.report_progress(1.0, Some(2.0), Some("step 1"));
+        cx.report_progress(2.0, Some(2.0), Some("step 2"));
+        Ok::<_, String>("done")
+    }))
+    .unwrap();
+    let audit = Arc::new(toolreg::policy::MemorySink::new());
+    let engine = McpServer::engine_builder(&r, &options()).audit(Arc::clone(&audit)).build();
+    let mut raw = Raw::start(McpServer::new(engine, options()), StdioOptions::default());
+    raw.initialize(json!({})).await;
+    raw.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "call_tool",
+        "arguments": {"name": "jobs__run", "arguments": {}}, "_meta": {"progressToken": "p-1"}}}))
+        .await;
+    let answer = raw.answer(json!(1)).await;
+    assert_eq!(answer["result"]["content"][0]["text"], "done", "{answer}");
+    let progress: Vec<&Value> = raw.other.iter().filter(|m| m["method"] == "notifications/progress").collect();
+    assert_eq!(progress.len(), 2, "{:?}", raw.other);
+    assert_eq!(
+        progress[1]["params"],
+        json!({"progressToken": "p-1", "progress": 2.0, "total": 2.0, "message": "step 2"})
+    );
+    let events = audit.events();
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!((events[0].tool.as_str(), events[0].call_id.as_str()), ("jobs__run", "1"));
+}
