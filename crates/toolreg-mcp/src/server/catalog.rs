@@ -1,32 +1,5 @@
 //! Deferred loading for MCP clients: a short `tools/list` in front of a
-//! large catalog (`toolreg serve --deferred`, [`ServerOptions::deferred`]).
-//!
-//! With a [`Deferral`], the tools it names are not listed up front. A client
-//! is offered the always-on tools and two meta-tools:
-//!
-//! - [`SEARCH_TOOLS`] (`{"query": "...", "limit": 5}`) ranks the deferred
-//!   tools with the registry's own BM25 index
-//!   ([`FunctionRegistry::search`](toolreg::FunctionRegistry::search)) and
-//!   answers with each found tool's name, description and input schema, at
-//!   most [`MAX_SEARCH_RESULTS`] of them;
-//! - [`CALL_TOOL`] (`{"name": "...", "arguments": {...}}`) runs any tool of
-//!   the server through the same path as a direct `tools/call`: selection,
-//!   validation, approval (elicitation, or an `input_required` round for a
-//!   2026-07-28 client), audit and progress all apply to the tool it names.
-//!   An unknown name is a failed result (`isError: true`) that says so.
-//!
-//! On a session — a stdio connection, or an HTTP session of a client on a
-//! revision before 2026-07-28 — the tools a search finds also join that
-//! session's `tools/list`, after the tools already listed, and the server
-//! sends `notifications/tools/list_changed` (on a 2026-07-28 connection, on
-//! its `subscriptions/listen` streams): a client that lists again calls them
-//! by name. They stay for the session, as long as the server still has them.
-//! A stateless HTTP server, or a 2026-07-28 request over HTTP, has no
-//! session: there `search_tools` and `call_tool` are the way. A direct call
-//! of a deferred tool the session has not loaded never runs: the answer
-//! says to search first.
-//!
-//! [`ServerOptions::deferred`]: super::ServerOptions::deferred
+//! large catalog (`toolreg serve --deferred`); see [`Deferral`].
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
@@ -58,6 +31,38 @@ const DEFAULT_SEARCH_RESULTS: usize = 5;
 /// Which tools an MCP server lists only once a client searches for them,
 /// in the agent's vocabulary (`toolreg_llm::agent::Deferral`): by name, by
 /// category, or every tool past the first N.
+///
+/// Served with [`ServerOptions::deferred`], the tools a deferral names are
+/// not listed up front. A client is offered the always-on tools (in the
+/// registry's order) and two meta-tools:
+///
+/// - [`SEARCH_TOOLS`] (`{"query": "...", "limit": 5}`) ranks the deferred
+///   tools with the registry's own BM25 index
+///   ([`FunctionRegistry::search`](toolreg::FunctionRegistry::search)) and
+///   answers with each found tool's name, description and input schema, at
+///   most [`MAX_SEARCH_RESULTS`] of them;
+/// - [`CALL_TOOL`] (`{"name": "...", "arguments": {...}}`) runs any tool of
+///   the server through the same path as a direct `tools/call`: selection,
+///   validation, approval (elicitation, or an `input_required` round for a
+///   2026-07-28 client), audit and progress all apply to the tool it names.
+///   An unknown name is a failed result (`isError: true`) that says so.
+///
+/// On a session — a stdio connection, or an HTTP session of a client on a
+/// revision before 2026-07-28 — the tools a search finds also join that
+/// session's `tools/list`, after the tools already listed, and the server
+/// sends `notifications/tools/list_changed` (on a 2026-07-28 connection, on
+/// its `subscriptions/listen` streams): a client that lists again calls them
+/// by name. They stay for the session, as long as the server still has them.
+/// A stateless HTTP server, or a 2026-07-28 request over HTTP, has no
+/// session: there `search_tools` and `call_tool` are the way. A direct call
+/// of a deferred tool the session has not loaded never runs: the answer
+/// says to search first. When the server's tools change
+/// ([`McpServer::set_engine`], as the gateway does on a remote server's
+/// `list_changed`), loaded tools that are gone leave the sessions' lists and
+/// new deferred tools can be searched for at once.
+///
+/// A tool of the registry named `search_tools` or `call_tool` is not served
+/// in deferred mode (the meta-tool has its name; a warning says so).
 ///
 /// ```
 /// use toolreg_mcp::server::{Deferral, ServerOptions};
