@@ -5,6 +5,8 @@
 # same SDK (scripts/mcp_blocks_server.py): every content block type and
 # progress, passed on unchanged. Approval of a dangerous call is answered by
 # the SDK client's user on a handshake-era and on a 2026-07-28 connection.
+# The gateway in deferred mode (`--deferred`) is listed, searched, told of
+# what a search loads, and called through `call_tool`.
 #
 # The SDK is installed into a virtualenv under target/mcp-venv (reused while
 # the pinned version is unchanged). Needs Python 3 with venv and pip, and

@@ -204,6 +204,81 @@ async def main():
             check(events and "ToolsListChanged" in type(events[0]).__name__,
                   f"gateway ({client.protocol_version}): tools list change on subscriptions/listen", events)
 
+        # Deferred mode (--deferred): the imported server's tools are left out of
+        # the list and found with search_tools; on a session the tools found join
+        # the list (announced with list_changed), and call_tool runs any tool.
+        deferred_args = ["serve", "--no-shell", "--root", root, "--config", config, "--deferred"]
+        deferred = StdioServerParameters(command=BIN, args=deferred_args)
+
+        def short(names, label):
+            check({"search_tools", "call_tool", "read_file"} <= names and not any(n.startswith("fake__") for n in names),
+                  f"{label}: the short list (built-ins, search_tools, call_tool)", sorted(names))
+
+        heard.clear()
+        async with Client(deferred, message_handler=on_message, mode="legacy") as client:
+            short({tool.name for tool in (await client.list_tools()).tools}, "deferred (legacy)")
+            early = await client.call_tool("fake__echo", {"text": "hi"})
+            check(early.is_error and "search_tools" in text_of(early), "deferred (legacy): a tool not searched for is refused",
+                  text_of(early))
+            found = await client.call_tool("search_tools", {"query": "echo the arguments"})
+            hits = (found.structured_content or {}).get("tools", [])
+            check(not found.is_error and hits and hits[0]["name"] == "fake__echo" and "inputSchema" in hits[0],
+                  "deferred (legacy): search_tools finds the tool, with its schema", found.structured_content)
+            deadline = time.monotonic() + 10
+            while not heard and time.monotonic() < deadline:
+                await anyio.sleep(0.05)
+            check(heard, "deferred (legacy): list_changed after the search")
+            names = {tool.name for tool in (await client.list_tools()).tools}
+            check("fake__echo" in names and "fake__wipe" not in names, "deferred (legacy): the found tool is listed", sorted(names))
+            direct = await client.call_tool("fake__echo", {"text": "hi"})
+            check(not direct.is_error and direct.structured_content == {"text": "hi"}, "deferred (legacy): called by name",
+                  text_of(direct))
+            via = await client.call_tool("call_tool", {"name": "fake__echo", "arguments": {"text": "via"}})
+            check(not via.is_error and via.structured_content == {"text": "via"}, "deferred (legacy): call_tool runs it",
+                  text_of(via))
+            unknown = await client.call_tool("call_tool", {"name": "fake__nope", "arguments": {}})
+            check(unknown.is_error and "unknown tool" in text_of(unknown), "deferred (legacy): call_tool of an unknown tool",
+                  text_of(unknown))
+            # The imported server's list changes: its new tool is searchable.
+            await client.call_tool("call_tool", {"name": "fake__change", "arguments": {}})
+            added = await client.call_tool("search_tools", {"query": "added at run time"})
+            check([t["name"] for t in (added.structured_content or {}).get("tools", [])][:1] == ["fake__added"],
+                  "deferred (legacy): a tool the remote server added is found", added.structured_content)
+
+        # A 2026-07-28 connection hears of its loaded tools on subscriptions/listen.
+        async with Client(deferred) as client:
+            short({tool.name for tool in (await client.list_tools()).tools}, f"deferred ({client.protocol_version})")
+            events = []
+            with anyio.move_on_after(10):
+                async with client.listen(tools_list_changed=True) as subscription:
+                    await client.call_tool("search_tools", {"query": "echo the arguments"})
+                    async for event in subscription:
+                        events.append(event)
+                        break
+            check(events and "ToolsListChanged" in type(events[0]).__name__,
+                  f"deferred ({client.protocol_version}): list change on subscriptions/listen after a search", events)
+            names = {tool.name for tool in (await client.list_tools()).tools}
+            check("fake__echo" in names, f"deferred ({client.protocol_version}): the found tool is listed", sorted(names))
+            direct = await client.call_tool("fake__echo", {"text": "hi"})
+            check(not direct.is_error, f"deferred ({client.protocol_version}): called by name", text_of(direct))
+
+        # Stateless HTTP has no session: search_tools, then call_tool.
+        proc, url = start_http(root, "--stateless", "--no-shell", "--config", config, "--deferred")
+        try:
+            async with Client(url) as client:
+                short({tool.name for tool in (await client.list_tools()).tools}, "deferred (http --stateless)")
+                found = await client.call_tool("search_tools", {"query": "echo the arguments"})
+                hits = (found.structured_content or {}).get("tools", [])
+                check(hits and hits[0]["name"] == "fake__echo", "deferred (http --stateless): search_tools",
+                      found.structured_content)
+                short({tool.name for tool in (await client.list_tools()).tools}, "deferred (http --stateless) after search")
+                via = await client.call_tool("call_tool", {"name": "fake__echo", "arguments": {"text": "via"}})
+                check(not via.is_error and via.structured_content == {"text": "via"},
+                      "deferred (http --stateless): call_tool runs it", text_of(via))
+        finally:
+            proc.kill()
+            proc.wait()
+
         # The gateway in front of a server written with the official SDK: what its
         # client receives is what that server sent, block for block, and the
         # server's progress reaches the client.

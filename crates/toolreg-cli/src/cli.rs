@@ -81,7 +81,7 @@ pub enum Command {
     Run(RunArgs),
     /// Serve the tools over MCP (stdio by default).
     #[command(
-        after_help = "Examples:\n  toolreg serve\n  toolreg serve --http 127.0.0.1:8080 --audit audit.jsonl\n  TOOLREG_MCP_TOKEN=secret toolreg serve --http 0.0.0.0:8080 --allow-host example.com\n  toolreg serve --config ~/.config/claude/claude_desktop_config.json"
+        after_help = "Examples:\n  toolreg serve\n  toolreg serve --http 127.0.0.1:8080 --audit audit.jsonl\n  TOOLREG_MCP_TOKEN=secret toolreg serve --http 0.0.0.0:8080 --allow-host example.com\n  toolreg serve --config ~/.config/claude/claude_desktop_config.json\n  toolreg serve --config servers.json --deferred"
     )]
     Serve(ServeArgs),
 }
@@ -128,6 +128,18 @@ pub struct ServeArgs {
     /// Run dangerous tools without approval.
     #[arg(long)]
     pub allow_dangerous: bool,
+    /// Serve a large catalog as a short list: the --config servers' tools
+    /// are left out of tools/list (the built-ins stay) and offered through
+    /// two tools, `search_tools` (find tools by what they do) and
+    /// `call_tool` (run one by name). On stdio or an HTTP session, the
+    /// tools a search finds join that client's list
+    /// (notifications/tools/list_changed); with --stateless, `call_tool`
+    /// runs them.
+    #[arg(long)]
+    pub deferred: bool,
+    /// Also defer every tool past the first N, built-ins included (implies --deferred).
+    #[arg(long, value_name = "N")]
+    pub deferred_past: Option<usize>,
 }
 
 /// `toolreg run`.

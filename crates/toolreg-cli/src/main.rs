@@ -18,7 +18,7 @@ use serde_json::Value;
 use toolreg::policy::{ApproveAll, Approver, TerminalApprover};
 use toolreg::provider::{Provider, ToolRef};
 use toolreg::{SafetyLevel, ToolCall, ToolEngine, ToolExecutor};
-use toolreg_mcp::server::{HttpOptions, McpServer, ServerOptions, bearer_token_from_env};
+use toolreg_mcp::server::{Deferral, HttpOptions, McpServer, ServerOptions, bearer_token_from_env};
 
 use cli::{Cli, Command, ServeArgs};
 
@@ -201,7 +201,15 @@ fn with_ask_user(mut registry: toolreg::FunctionRegistry) -> toolreg::FunctionRe
 
 async fn serve(mut tools: setup::Tools, args: ServeArgs) -> Result<(), CliError> {
     tools.registry = with_ask_user(std::mem::take(&mut tools.registry));
-    let options = ServerOptions::default().allow_dangerous(args.allow_dangerous);
+    let mut options = ServerOptions::default().allow_dangerous(args.allow_dangerous);
+    if args.deferred || args.deferred_past.is_some() {
+        // The imported servers' tools are searched for; the built-ins stay listed.
+        let mut deferral = Deferral::imported();
+        if let Some(n) = args.deferred_past {
+            deferral = deferral.past(n);
+        }
+        options = options.deferred(deferral);
+    }
     let server = McpServer::new(serving_engine(&tools.registry, &tools, &options), options.clone());
     // The gateway also offers the imported servers' resources and prompts.
     server.set_remotes(tools.remotes.clone());

@@ -19,6 +19,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
+use super::catalog::Transport;
 use super::{McpServer, ServeError};
 
 /// Where and how the HTTP endpoint listens.
@@ -132,8 +133,13 @@ impl McpServer {
         config.max_request_body_bytes = options.max_body_bytes;
         config.cancellation_token = options.shutdown.child_token();
         let server = self.clone();
-        let service =
-            StreamableHttpService::new(move || Ok(server.clone()), Arc::new(LocalSessionManager::default()), config);
+        // Each session (each request, stateless) gets its own deferred-loading state.
+        let transport = if options.stateless { Transport::Stateless } else { Transport::HttpSession };
+        let service = StreamableHttpService::new(
+            move || Ok(server.connection(transport)),
+            Arc::new(LocalSessionManager::default()),
+            config,
+        );
         let router = Router::new().route_service(&options.path, service);
         match &options.bearer_token {
             None => router,

@@ -34,7 +34,9 @@
 //!   dangerous call, a tool's own) with Multi Round-Trip Requests, through
 //!   the call's [`InputRound`]; the log level such a client asks for in the
 //!   request's `_meta` is `cx.extensions().get::<rmcp::model::LoggingLevel>()`
-//!   (none: send it no log messages).
+//!   (none: send it no log messages);
+//! - with [`ServerOptions::deferred`], a large catalog is served as a short
+//!   list plus `search_tools` and `call_tool` (see [`Deferral`]).
 //!
 //! ```no_run
 //! use toolreg::FunctionRegistry;
@@ -52,10 +54,12 @@
 
 mod approval;
 mod ask;
+mod catalog;
 mod http;
 mod input;
 mod progress;
 
+use catalog::Served;
 use progress::ProgressSender;
 mod remote;
 mod stdio;
@@ -66,19 +70,18 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use rmcp::ServerHandler;
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ErrorData, Implementation, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer};
 use serde_json::Value;
 use toolreg::engine::EngineBuilder;
 use toolreg::policy::ApproveAll;
-use toolreg::provider::mcp::Mcp;
-use toolreg::provider::{ToolRef, WireFormat};
 use toolreg::{CallOptions, Extensions, FunctionRegistry, ToolCall, ToolEngine, ToolExecutor};
 
 pub use approval::{APPROVAL_KEY, ElicitationApprover};
 pub(crate) use approval::{APPROVAL_STATE, APPROVED};
 pub use ask::{ASK_KEY, ask_user};
+pub use catalog::{CALL_TOOL, Deferral, MAX_SEARCH_RESULTS, SEARCH_TOOLS};
 pub use http::{HttpOptions, bearer_token_from_env};
 pub use input::{InputRound, STATE_TTL};
 pub use stdio::{SERVER_BUSY, StdioOptions};
@@ -114,6 +117,10 @@ pub struct ServerOptions {
     /// (with [`McpServer::engine_builder`]'s, they are approved through
     /// elicitation, or refused when the client cannot be asked).
     pub allow_dangerous: bool,
+    /// Deferred mode (`None`: every tool listed): the tools the [`Deferral`]
+    /// names are found with `search_tools` and run with `call_tool` (or by
+    /// name once a session has found them); see [`Deferral`].
+    pub deferred: Option<Deferral>,
 }
 
 impl Default for ServerOptions {
@@ -124,6 +131,7 @@ impl Default for ServerOptions {
             instructions: None,
             page_size: 100,
             allow_dangerous: false,
+            deferred: None,
         }
     }
 }
@@ -152,6 +160,12 @@ impl ServerOptions {
         self.allow_dangerous = allow;
         self
     }
+
+    /// Serve in deferred mode, holding back what `deferral` names.
+    pub fn deferred(mut self, deferral: Deferral) -> Self {
+        self.deferred = Some(deferral);
+        self
+    }
 }
 
 /// An MCP server over a [`ToolEngine`]. Cloning shares it: every clone
@@ -160,6 +174,8 @@ impl ServerOptions {
 #[derive(Clone)]
 pub struct McpServer {
     shared: Arc<Shared>,
+    /// This connection's tools found by search (deferred mode).
+    session: Arc<catalog::Session>,
 }
 
 struct Shared {
@@ -190,36 +206,6 @@ fn policed(engine: ToolEngine, options: &ServerOptions) -> ToolEngine {
     }
 }
 
-/// The engine and its `tools/list` answer, computed once per engine.
-struct Served {
-    engine: ToolEngine,
-    listed: Vec<Tool>,
-}
-
-impl Served {
-    fn new(engine: ToolEngine) -> Self {
-        let refs: Vec<ToolRef<'_>> = engine.tools().entries().map(ToolRef::from).collect();
-        let declared = Mcp::new().declare_partial(&refs);
-        for (tool, reason) in declared.refused() {
-            tracing::warn!(tool, %reason, "tool not served over MCP");
-        }
-        let listed = match declared.tools {
-            Value::Array(tools) => tools
-                .into_iter()
-                .filter_map(|tool| match serde_json::from_value::<Tool>(tool) {
-                    Ok(tool) => Some(tool),
-                    Err(error) => {
-                        tracing::warn!(%error, "tool not served over MCP: unreadable declaration");
-                        None
-                    }
-                })
-                .collect(),
-            _ => Vec::new(),
-        };
-        Served { engine, listed }
-    }
-}
-
 impl std::fmt::Debug for McpServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("McpServer")
@@ -238,8 +224,9 @@ impl McpServer {
     /// [`ElicitationApprover`] to ask the MCP client
     /// ([`engine_builder`](Self::engine_builder) does).
     pub fn new(engine: ToolEngine, options: ServerOptions) -> Self {
-        let served = Served::new(policed(engine, &options));
+        let served = Served::new(engine, &options);
         McpServer {
+            session: Arc::new(catalog::Session::new(catalog::Transport::Stream)),
             shared: Arc::new(Shared {
                 options,
                 tools: RwLock::new(Arc::new(served)),
@@ -287,7 +274,7 @@ impl McpServer {
     /// [`new`](Self::new)) and tell every connected client with
     /// `notifications/tools/list_changed`.
     pub async fn set_engine(&self, engine: ToolEngine) {
-        let served = Arc::new(Served::new(policed(engine, &self.shared.options)));
+        let served = Arc::new(Served::new(engine, &self.shared.options));
         *self.shared.tools.write().unwrap_or_else(PoisonError::into_inner) = served;
         let peers: Vec<Peer<RoleServer>> = self.shared.peers.lock().unwrap_or_else(PoisonError::into_inner).clone();
         let mut any_closed = false;
@@ -325,7 +312,7 @@ impl McpServer {
         W: tokio::io::AsyncWrite + Send + Unpin + 'static,
     {
         let transport = stdio::LineTransport::new(read, write, options);
-        let running = match rmcp::serve_server(self.clone(), transport).await {
+        let running = match rmcp::serve_server(self.connection(catalog::Transport::Stream), transport).await {
             Ok(running) => running,
             // The client left before saying anything: nothing to serve, no error.
             Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
@@ -345,21 +332,31 @@ impl McpServer {
         Arc::clone(&self.shared.tools.read().unwrap_or_else(PoisonError::into_inner))
     }
 
+    /// This server for one connection: the same tools, its own session.
+    fn connection(&self, transport: catalog::Transport) -> McpServer {
+        McpServer { shared: Arc::clone(&self.shared), session: Arc::new(catalog::Session::new(transport)) }
+    }
+
     /// The `tools/list` page starting at `cursor` (an offset this server
     /// handed out).
-    fn list_page(&self, cursor: Option<&str>) -> Result<ListToolsResult, ErrorData> {
+    fn list_page(
+        &self,
+        cursor: Option<&str>,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
         let served = self.served();
+        let listed = self.offered(&served, context);
         let start = match cursor {
             None => 0,
             Some(text) => text
                 .parse::<usize>()
                 .ok()
-                .filter(|&n| n <= served.listed.len())
+                .filter(|&n| n <= listed.len())
                 .ok_or_else(|| ErrorData::invalid_params(format!("invalid cursor `{text}`"), None))?,
         };
-        let end = start.saturating_add(self.shared.options.page_size).min(served.listed.len());
-        let mut page = ListToolsResult::with_all_items(served.listed[start..end].to_vec());
-        page.next_cursor = (end < served.listed.len()).then(|| end.to_string());
+        let end = start.saturating_add(self.shared.options.page_size).min(listed.len());
+        let mut page = ListToolsResult::with_all_items(listed[start..end].to_vec());
+        page.next_cursor = (end < listed.len()).then(|| end.to_string());
         Ok(page)
     }
 
@@ -369,11 +366,12 @@ impl McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let served = self.served();
-        let name = request.name.as_ref();
-        if !served.engine.tools().contains(name) {
-            return Err(ErrorData::invalid_params(format!("unknown tool `{name}`"), None));
-        }
-        let arguments = Value::Object(request.arguments.unwrap_or_default());
+        // Deferred mode's meta-tools and refusals are answered here.
+        let (name, arguments) = match self.route(&served, &request.name, request.arguments, &context).await? {
+            catalog::Route::Run { name, arguments } => (name, arguments),
+            catalog::Route::Answered(result) => return Ok(result.into()),
+        };
+        let name = name.as_str();
         let mut extensions = Extensions::default();
         let progress =
             context.meta.get_progress_token().map(|token| ProgressSender::start(token, context.peer.clone()));
@@ -496,7 +494,7 @@ impl ServerHandler for McpServer {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let page = self.list_page(request.as_ref().and_then(|r| r.cursor.as_deref()))?;
+        let page = self.list_page(request.as_ref().and_then(|r| r.cursor.as_deref()), &context)?;
         Ok(if wants_cache_hints(&context) { page.with_ttl_ms(0).with_cache_scope(CacheScope::Private) } else { page })
     }
 
@@ -594,6 +592,7 @@ impl ServerHandler for McpServer {
     async fn listen(&self, context: rmcp::service::SubscriptionContext) -> Result<(), ErrorData> {
         let sink = context.sink().clone();
         self.shared.listeners.lock().unwrap_or_else(PoisonError::into_inner).push(sink.clone());
+        let _listening = self.session.listening(sink.clone());
         let uris = context.accepted().resource_subscriptions.clone().unwrap_or_default();
         self.listen_to_resources(&sink, &uris, context.cancelled()).await;
         let mut listeners = self.shared.listeners.lock().unwrap_or_else(PoisonError::into_inner);
