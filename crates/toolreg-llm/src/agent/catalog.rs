@@ -8,113 +8,36 @@
 //! for the rest of the run, suspensions included. A call to a deferred tool
 //! not loaded yet never runs: the model is told to search first.
 
-use std::collections::HashSet;
-
-use toolreg::search::SearchHit;
-use toolreg::{FunctionRegistry, ToolDeclaration, ToolError, ToolResult};
+use toolreg::{FunctionRegistry, ToolError, ToolResult};
 
 use crate::model::OfferedTool;
 
-/// The agent function that loads deferred tools.
-pub const SEARCH_TOOLS: &str = "search_tools";
+pub use toolreg::search::{Deferral, SEARCH_TOOLS};
 
-/// Which tools a run loads only when the model searches for them.
-///
-/// ```
-/// use toolreg_llm::agent::Deferral;
-///
-/// // Every tool of the MCP servers, and anything past the first 20 tools.
-/// let deferral = Deferral::new().categories(["mcp"]).past(20);
-/// # let _ = deferral;
-/// ```
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Deferral {
-    /// Tools deferred by name.
-    pub tools: HashSet<String>,
-    /// Tools deferred by category (an imported MCP server's tools carry the
-    /// categories `mcp` and the server's name).
-    pub categories: HashSet<String>,
-    /// Every tool past this many, in registration order.
-    pub past: Option<usize>,
+/// The tools a request offers: the always-on ones in registration order,
+/// then the loaded ones in the order they were loaded.
+pub(super) fn offered(deferral: &Deferral, tools: &FunctionRegistry, loaded: &[String]) -> Vec<OfferedTool> {
+    let mut offered: Vec<OfferedTool> = tools
+        .entries()
+        .enumerate()
+        // Nothing deferred, nothing to search for.
+        .filter(|(_, entry)| !(deferral.is_empty() && entry.declaration().name == SEARCH_TOOLS))
+        .filter(|(i, entry)| !deferral.defers(*i, entry.declaration()))
+        .map(|(_, entry)| OfferedTool::from(entry))
+        .collect();
+    offered.extend(loaded.iter().filter_map(|name| tools.get(name)).map(OfferedTool::from));
+    offered
 }
 
-impl Deferral {
-    /// Nothing deferred.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Defer these tools.
-    pub fn tools<S: Into<String>>(mut self, names: impl IntoIterator<Item = S>) -> Self {
-        self.tools.extend(names.into_iter().map(Into::into));
-        self
-    }
-
-    /// Defer the tools of these categories.
-    pub fn categories<S: Into<String>>(mut self, categories: impl IntoIterator<Item = S>) -> Self {
-        self.categories.extend(categories.into_iter().map(Into::into));
-        self
-    }
-
-    /// Defer every tool past the first `n`.
-    pub fn past(mut self, n: usize) -> Self {
-        self.past = Some(n);
-        self
-    }
-
-    /// Whether anything is deferred at all.
-    pub fn is_empty(&self) -> bool {
-        self.tools.is_empty() && self.categories.is_empty() && self.past.is_none()
-    }
-
-    /// Whether the tool at `position` (registration order) is deferred.
-    /// `search_tools` itself never is.
-    pub fn defers(&self, position: usize, tool: &ToolDeclaration) -> bool {
-        tool.name != SEARCH_TOOLS
-            && (self.tools.contains(&tool.name)
-                || tool.categories.iter().any(|c| self.categories.contains(c))
-                || self.past.is_some_and(|n| position >= n))
-    }
-
-    /// The best `limit` deferred tools for `query` that are not loaded
-    /// yet. The search runs on the registry's own index (built once for a
-    /// run's tools), keeping only tools that could be loaded.
-    pub fn search(&self, tools: &FunctionRegistry, loaded: &[String], query: &str, limit: usize) -> Vec<SearchHit> {
-        // Checked on the tools that match, not on the whole catalog.
-        tools.search_where(query, limit, |name| self.holds(tools, name) && !loaded.iter().any(|l| l == name))
-    }
-
-    /// The tools a request offers: the always-on ones in registration
-    /// order, then the loaded ones in the order they were loaded.
-    pub(super) fn offered(&self, tools: &FunctionRegistry, loaded: &[String]) -> Vec<OfferedTool> {
-        let mut offered: Vec<OfferedTool> = tools
-            .entries()
-            .enumerate()
-            // Nothing deferred, nothing to search for.
-            .filter(|(_, entry)| !(self.is_empty() && entry.declaration().name == SEARCH_TOOLS))
-            .filter(|(i, entry)| !self.defers(*i, entry.declaration()))
-            .map(|(_, entry)| OfferedTool::from(entry))
-            .collect();
-        offered.extend(loaded.iter().filter_map(|name| tools.get(name)).map(OfferedTool::from));
-        offered
-    }
-
-    /// Whether `name` is a tool of `tools` this deferral holds back.
-    pub(super) fn holds(&self, tools: &FunctionRegistry, name: &str) -> bool {
-        matches!((tools.position(name), tools.get(name)), (Some(i), Some(entry)) if self.defers(i, entry.declaration()))
-    }
-
-    /// A refused call's answer, told to search first when the tool is a
-    /// deferred one the model has not loaded.
-    pub(super) fn explain(&self, tools: &FunctionRegistry, mut refused: ToolResult) -> ToolResult {
-        if self.holds(tools, &refused.name) {
-            refused.outcome = Err(ToolError::failed(format!(
-                "Error: `{}` is not loaded yet, so it did not run. Call `{SEARCH_TOOLS}` with what you need \
+/// A refused call's answer, told to search first when the tool is a
+/// deferred one the model has not loaded.
+pub(super) fn explain(deferral: &Deferral, tools: &FunctionRegistry, mut refused: ToolResult) -> ToolResult {
+    if deferral.holds(tools, &refused.name) {
+        refused.outcome = Err(ToolError::failed(format!(
+            "Error: `{}` is not loaded yet, so it did not run. Call `{SEARCH_TOOLS}` with what you need \
                  (for example its name) to load it, then call it again.",
-                refused.name
-            )));
-        }
-        refused
+            refused.name
+        )));
     }
+    refused
 }

@@ -12,6 +12,7 @@ use toolreg::exec::value_text;
 use toolreg::{CallOptions, Extensions, Finish, ToolCall, ToolError, ToolResult};
 use tracing::Instrument;
 
+use super::catalog;
 use super::suspend::{Deferred, suspension_id};
 use super::{Agent, AgentError, AgentEvent, Budget, Finished, Outcome, PendingApproval, RunState, Suspended};
 use crate::model::{Message, ModelRequest, ModelResponse, StreamEvent, ToolResultMessage, Usage};
@@ -63,7 +64,7 @@ impl Agent {
         let limits = inner.limits;
         let mut current = self.current();
         let mut request = ModelRequest::new(inner.model.clone(), std::mem::take(&mut state.messages))
-            .tools(inner.deferral.offered(current.engine.tools(), &state.loaded));
+            .tools(catalog::offered(&inner.deferral, current.engine.tools(), &state.loaded));
         request.system = inner.system.clone();
         request.max_tokens = inner.max_tokens_per_request;
         let on_stream = |event: StreamEvent| match event {
@@ -76,7 +77,7 @@ impl Agent {
             let now = self.current();
             if now.generation != current.generation {
                 current = now;
-                request.tools = inner.deferral.offered(current.engine.tools(), &state.loaded);
+                request.tools = catalog::offered(&inner.deferral, current.engine.tools(), &state.loaded);
             }
             let engine = &current.engine;
             let offered = engine.tools();
@@ -146,7 +147,7 @@ impl Agent {
             // model reads why, and which tools it has.
             let mut done = Vec::with_capacity(response.sent_calls.len().max(response.tool_calls.len()));
             for result in &response.refused {
-                let message = ToolResultMessage::from(&inner.deferral.explain(offered, result.clone()));
+                let message = ToolResultMessage::from(&catalog::explain(&inner.deferral, offered, result.clone()));
                 self.emit(&AgentEvent::ToolResult(message.clone()));
                 done.push(message);
             }
@@ -162,7 +163,7 @@ impl Agent {
                 let available = offered_names.iter().take(8).map(|n| (*n).to_owned()).collect();
                 let refused =
                     ToolResult { id: call.id, name: call.name, outcome: Err(ToolError::NotOffered { available }) };
-                let message = ToolResultMessage::from(&inner.deferral.explain(offered, refused));
+                let message = ToolResultMessage::from(&catalog::explain(&inner.deferral, offered, refused));
                 self.emit(&AgentEvent::ToolResult(message.clone()));
                 done.push(message);
             }
@@ -184,7 +185,7 @@ impl Agent {
             let loaded = run.loaded.lock().unwrap_or_else(PoisonError::into_inner).clone();
             if loaded != state.loaded {
                 state.loaded = loaded;
-                request.tools = inner.deferral.offered(offered, &state.loaded);
+                request.tools = catalog::offered(&inner.deferral, offered, &state.loaded);
             }
             let waiting: Vec<PendingApproval> = deferred.take_pending();
             for result in &results {

@@ -2,7 +2,7 @@
 //! large catalog (`toolreg serve --deferred`); see [`Deferral`].
 
 use std::borrow::Cow;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 
 use rmcp::model::{CallToolResult, ErrorData, JsonObject, Tool, ToolAnnotations};
@@ -12,12 +12,13 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use toolreg::provider::mcp::Mcp;
 use toolreg::provider::{ToolRef, WireFormat};
-use toolreg::{ToolDeclaration, ToolEngine, ToolError, ToolOutput, ToolResult};
+use toolreg::{ToolEngine, ToolError, ToolOutput, ToolResult};
 
-use super::{McpServer, ServerOptions, is_2026_07_28, policed, to_call_tool_result};
+use super::call::to_call_tool_result;
+use super::{McpServer, ServerOptions, is_2026_07_28, policed};
 
 /// The meta-tool that finds deferred tools (and loads them on a session).
-pub const SEARCH_TOOLS: &str = "search_tools";
+pub use toolreg::search::SEARCH_TOOLS;
 
 /// The meta-tool that runs a tool by name.
 pub const CALL_TOOL: &str = "call_tool";
@@ -28,9 +29,8 @@ pub const MAX_SEARCH_RESULTS: usize = 20;
 
 const DEFAULT_SEARCH_RESULTS: usize = 5;
 
-/// Which tools an MCP server lists only once a client searches for them,
-/// in the agent's vocabulary (`toolreg_llm::agent::Deferral`): by name, by
-/// category, or every tool past the first N.
+/// In an MCP server: which tools it lists only once a client searches for
+/// them.
 ///
 /// Served with [`ServerOptions::deferred`], the tools a deferral names are
 /// not listed up front. A client is offered the always-on tools (in the
@@ -74,55 +74,7 @@ const DEFAULT_SEARCH_RESULTS: usize = 5;
 /// let options = ServerOptions::default().deferred(Deferral::imported().past(20));
 /// # let _ = options;
 /// ```
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Deferral {
-    /// Tools deferred by name.
-    pub tools: HashSet<String>,
-    /// Tools deferred by category (an imported MCP server's tools carry the
-    /// categories `mcp` and the server's name).
-    pub categories: HashSet<String>,
-    /// Every tool past this many, in the registry's order.
-    pub past: Option<usize>,
-}
-
-impl Deferral {
-    /// Nothing deferred: every tool is listed, beside the two meta-tools.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// The imported MCP servers' tools (category `mcp`) deferred, every
-    /// other tool listed: what `toolreg serve --deferred` serves.
-    pub fn imported() -> Self {
-        Self::new().categories(["mcp"])
-    }
-
-    /// Defer these tools.
-    pub fn tools<S: Into<String>>(mut self, names: impl IntoIterator<Item = S>) -> Self {
-        self.tools.extend(names.into_iter().map(Into::into));
-        self
-    }
-
-    /// Defer the tools of these categories.
-    pub fn categories<S: Into<String>>(mut self, categories: impl IntoIterator<Item = S>) -> Self {
-        self.categories.extend(categories.into_iter().map(Into::into));
-        self
-    }
-
-    /// Defer every tool past the first `n`.
-    pub fn past(mut self, n: usize) -> Self {
-        self.past = Some(n);
-        self
-    }
-
-    /// Whether the tool at `position` (the registry's order) is deferred.
-    pub fn defers(&self, position: usize, tool: &ToolDeclaration) -> bool {
-        self.tools.contains(&tool.name)
-            || tool.categories.iter().any(|c| self.categories.contains(c))
-            || self.past.is_some_and(|n| position >= n)
-    }
-}
+pub use toolreg::search::Deferral;
 
 /// The engine and its `tools/list` answer, computed once per engine.
 pub(super) struct Served {
@@ -478,22 +430,4 @@ fn failed(tool: &str, message: String) -> Result<Route, ErrorData> {
 fn answer(tool: &str, outcome: Result<ToolOutput, ToolError>) -> Result<Route, ErrorData> {
     let result = ToolResult { id: String::new(), name: tool.to_owned(), outcome };
     to_call_tool_result(&result).map(Route::Answered)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Deferral;
-    use toolreg::ToolDeclaration;
-
-    #[test]
-    fn deferral_decides_by_name_category_and_position() {
-        let mcp = ToolDeclaration::builder("fs__read").description("Read.").build().with_category("mcp");
-        let plain = ToolDeclaration::builder("echo").description("Echo.").build();
-        assert!(Deferral::imported().defers(0, &mcp));
-        assert!(!Deferral::imported().defers(0, &plain));
-        assert!(Deferral::new().tools(["echo"]).defers(0, &plain));
-        assert!(!Deferral::new().past(2).defers(1, &plain));
-        assert!(Deferral::new().past(2).defers(2, &plain));
-        assert!(!Deferral::new().defers(100, &mcp));
-    }
 }

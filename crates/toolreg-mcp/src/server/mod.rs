@@ -54,13 +54,13 @@
 
 mod approval;
 mod ask;
+mod call;
 mod catalog;
 mod http;
 mod input;
 mod progress;
 
 use catalog::Served;
-use progress::ProgressSender;
 mod remote;
 mod stdio;
 mod subscribe;
@@ -69,14 +69,13 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use rmcp::ServerHandler;
 use rmcp::model::{
-    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ErrorData, Implementation, ListToolsResult,
+    CacheScope, CallToolRequestParams, CallToolResponse, ErrorData, Implementation, ListToolsResult,
     PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer};
-use serde_json::Value;
 use toolreg::engine::EngineBuilder;
 use toolreg::policy::ApproveAll;
-use toolreg::{CallOptions, Extensions, FunctionRegistry, ToolCall, ToolEngine, ToolExecutor};
+use toolreg::{FunctionRegistry, ToolEngine};
 
 pub use approval::{APPROVAL_KEY, ElicitationApprover};
 pub(crate) use approval::{APPROVAL_STATE, APPROVED};
@@ -359,67 +358,6 @@ impl McpServer {
         page.next_cursor = (end < listed.len()).then(|| end.to_string());
         Ok(page)
     }
-
-    async fn call(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let served = self.served();
-        // Deferred mode's meta-tools and refusals are answered here.
-        let (name, arguments) = match self.route(&served, &request.name, request.arguments, &context).await? {
-            catalog::Route::Run { name, arguments } => (name, arguments),
-            catalog::Route::Answered(result) => return Ok(result.into()),
-        };
-        let name = name.as_str();
-        let mut extensions = Extensions::default();
-        let progress =
-            context.meta.get_progress_token().map(|token| ProgressSender::start(token, context.peer.clone()));
-        if let Some(sender) = &progress {
-            extensions.insert(sender.reporter());
-        }
-        extensions.insert(context.peer.clone());
-        // Approvals and the audit trail are bound to the call id: a request
-        // whose id cannot be written down is refused, never run under "".
-        let mut id = call_id(&context.id)
-            .ok_or_else(|| ErrorData::invalid_request("the request id cannot be used as a call id", None))?;
-        // A 2026-07-28 client is asked questions with `input_required`
-        // results; a later round runs under the first round's call id.
-        let round = if is_2026_07_28(&context) {
-            let state = match &request.request_state {
-                Some(sealed) => {
-                    let (first, state) = self.shared.seal.open(sealed, name, &arguments)?;
-                    id = first;
-                    Some(state)
-                }
-                None => None,
-            };
-            let round = Arc::new(InputRound::new(
-                request.input_responses.unwrap_or_default(),
-                state,
-                context.client_capabilities(),
-            ));
-            extensions.insert_arc(Arc::clone(&round));
-            if let Some(level) = context.meta.log_level() {
-                extensions.insert(level);
-            }
-            Some(round)
-        } else {
-            None
-        };
-        let call = ToolCall::new(id.clone(), name, arguments.clone());
-        let options = CallOptions::new().cancel(context.ct.clone()).extensions(extensions);
-        let result = served.engine.execute_call_with(call, options).await;
-        if let Some(sender) = progress {
-            sender.finish().await;
-        }
-        if let Some(round) = round
-            && let Some(asked) = self.shared.seal.answer(&round, &id, name, &arguments)?
-        {
-            return Ok(CallToolResponse::InputRequired(asked));
-        }
-        to_call_tool_result(&result).map(CallToolResponse::from)
-    }
 }
 
 /// Whether the client is on 2026-07-28 or later, which requires cache
@@ -432,40 +370,6 @@ fn wants_cache_hints(context: &RequestContext<RoleServer>) -> bool {
 /// Whether the request comes from a client on the 2026-07-28 revision or later.
 fn is_2026_07_28(context: &RequestContext<RoleServer>) -> bool {
     context.protocol_version().is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
-}
-
-/// The JSON-RPC id as text, the call id the engine and the audit trail see;
-/// `None` for an id that cannot be rendered or renders empty.
-fn call_id(id: &impl serde::Serialize) -> Option<String> {
-    let text = match serde_json::to_value(id).ok()? {
-        Value::String(s) => s,
-        other => other.to_string(),
-    };
-    (!text.is_empty()).then_some(text)
-}
-
-/// rmcp's `CallToolResult` for an engine result: the core's MCP rendering
-/// ([`toolreg::provider::mcp::CallToolResult`]: every block, annotations,
-/// `structuredContent`, `isError`), carried in rmcp's type unchanged.
-/// rmcp reads every block that rendering writes; should it ever refuse
-/// one, the client gets an internal error saying why, not a result with
-/// blocks missing.
-fn to_call_tool_result(result: &toolreg::ToolResult) -> Result<CallToolResult, ErrorData> {
-    let rendered = toolreg::provider::mcp::CallToolResult::new(result);
-    // Block by block, moving each one's JSON (no copy of an image's base64).
-    let content = rendered
-        .content
-        .into_iter()
-        .map(serde_json::from_value::<rmcp::model::ContentBlock>)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|error| {
-            ErrorData::internal_error(format!("the result of `{}` cannot be sent: {error}", result.name), None)
-        })?;
-    let mut out = if rendered.is_error { CallToolResult::error(content) } else { CallToolResult::success(content) };
-    // `success` and `error` set `resultType` as rmcp's constructors do; rmcp
-    // leaves it out for clients older than 2026-07-28.
-    out.structured_content = rendered.structured_content;
-    Ok(out)
 }
 
 impl ServerHandler for McpServer {
@@ -604,28 +508,5 @@ impl ServerHandler for McpServer {
         let mut peers = self.shared.peers.lock().unwrap_or_else(PoisonError::into_inner);
         peers.retain(|peer| !peer.is_transport_closed());
         peers.push(context.peer);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::call_id;
-    use rmcp::model::RequestId;
-
-    /// An id whose rendering fails, as a future id type's might.
-    struct Unrenderable;
-
-    impl serde::Serialize for Unrenderable {
-        fn serialize<S: serde::Serializer>(&self, _: S) -> Result<S::Ok, S::Error> {
-            Err(serde::ser::Error::custom("no"))
-        }
-    }
-
-    #[test]
-    fn an_id_that_cannot_be_a_call_id_is_refused() {
-        assert_eq!(call_id(&RequestId::Number(7)).as_deref(), Some("7"));
-        assert_eq!(call_id(&RequestId::String("call-7".into())).as_deref(), Some("call-7"));
-        assert_eq!(call_id(&RequestId::String("".into())), None);
-        assert_eq!(call_id(&Unrenderable), None);
     }
 }
