@@ -183,16 +183,27 @@ impl ToolIndex {
                 *scores.entry(id).or_default() += score;
             }
         }
-        let mut ranked: Vec<(u32, f32)> =
-            scores.into_iter().filter(|(id, _)| keep(&self.names[*id as usize])).collect();
-        // Best first, ties in registry order; only the first `limit` sorted.
+        let mut ranked: Vec<(u32, f32)> = scores.into_iter().collect();
+        // Best first, ties in registry order. `keep` is asked only about the
+        // best few (a window four times `limit`, widened while it keeps too
+        // few), not about every tool that shares a word with the query.
         let order = |a: &(u32, f32), b: &(u32, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
-        if limit < ranked.len() {
-            ranked.select_nth_unstable_by(limit, order);
-            ranked.truncate(limit);
-        }
-        ranked.sort_by(order);
-        ranked.into_iter().map(|(id, score)| SearchHit { name: self.names[id as usize].clone(), score }).collect()
+        let mut window = limit.saturating_mul(4).max(16);
+        let kept = loop {
+            if window < ranked.len() {
+                ranked.select_nth_unstable_by(window, order);
+            }
+            let end = window.min(ranked.len());
+            let best = &mut ranked[..end];
+            best.sort_by(order);
+            let kept: Vec<(u32, f32)> =
+                best.iter().filter(|(id, _)| keep(&self.names[*id as usize])).take(limit).copied().collect();
+            if kept.len() == limit || window >= ranked.len() {
+                break kept;
+            }
+            window = window.saturating_mul(4);
+        };
+        kept.into_iter().map(|(id, score)| SearchHit { name: self.names[id as usize].clone(), score }).collect()
     }
 
     /// The tools whose name, title or description match `pattern` (a
@@ -412,7 +423,12 @@ impl Deferral {
 
     /// Whether `name` is a tool of `tools` this deferral holds back.
     pub fn holds(&self, tools: &FunctionRegistry, name: &str) -> bool {
-        matches!((tools.position(name), tools.get(name)), (Some(i), Some(entry)) if self.defers(i, entry.declaration()))
+        let Some(tool) = tools.get(name).map(|entry| entry.declaration()) else { return false };
+        // The position is looked up only when it decides.
+        tool.name != SEARCH_TOOLS
+            && (self.tools.contains(&tool.name)
+                || tool.categories.iter().any(|c| self.categories.contains(c))
+                || self.past.is_some_and(|n| tools.position(name).is_some_and(|i| i >= n)))
     }
 
     /// The best `limit` deferred tools of `tools` for `query` that are not
@@ -425,6 +441,27 @@ impl Deferral {
 
 #[cfg(test)]
 mod tests {
+
+    /// `keep` asked only about the best few gives what filtering every
+    /// match would, however few it keeps.
+    #[test]
+    fn a_narrow_keep_finds_what_a_full_filter_finds() {
+        use super::ToolIndex;
+        let tools: Vec<ToolDeclaration> = (0..300)
+            .map(|i| {
+                let extra = "file ".repeat(i % 7);
+                ToolDeclaration::builder(format!("tool_{i}")).description(format!("Read a {extra}record {i}")).build()
+            })
+            .collect();
+        let index = ToolIndex::new(&tools);
+        for (rare, limit) in [("7", 5), ("99", 3), ("nothing", 4), ("", 20)] {
+            let keep = |name: &str| name.ends_with(rare);
+            let all = index.search("read file", 1000);
+            let expected: Vec<String> = all.into_iter().map(|h| h.name).filter(|n| keep(n)).take(limit).collect();
+            let got: Vec<String> = index.search_where("read file", limit, keep).into_iter().map(|h| h.name).collect();
+            assert_eq!(got, expected, "{rare}");
+        }
+    }
 
     #[test]
     fn deferral_decides_by_name_category_and_position_never_search_tools() {
