@@ -1,7 +1,11 @@
 //! Anthropic Messages.
 //!
-//! - Declarations: `{"name","description","input_schema","strict"?}`; strict
+//! - Declarations: `{"name","description","input_schema","strict"?,"input_examples"?}`; strict
 //!   tools get Anthropic's strict subset ([`lower::anthropic_strict`](super::lower::anthropic_strict)).
+//!   `input_examples` are the declaration's
+//!   [examples](crate::ToolDeclaration::input_examples), checked against its
+//!   schema (a tool whose example does not fit is refused with
+//!   [`ProviderError::InvalidExample`]).
 //! - Calls in: `tool_use` content blocks, whose `input` is an object.
 //! - Results out: one user turn of `tool_result` blocks with `is_error`.
 //!   Their `content` is the result's text, or, for a result with blocks
@@ -51,6 +55,9 @@ pub(crate) struct AnthropicTool<'a> {
     /// Present (and `true`) for strict tools.
     #[serde(skip_serializing_if = "Option::is_none")]
     strict: Option<bool>,
+    /// The declaration's example arguments, when it has some.
+    #[serde(skip_serializing_if = "<[Value]>::is_empty")]
+    input_examples: &'a [Value],
 }
 
 /// A tool result as a `tool_result` content block.
@@ -78,6 +85,7 @@ pub(crate) fn entry<'b>(p: &'b Prepared<'_>) -> AnthropicTool<'b> {
         description: super::description(p.tool.declaration()),
         input_schema: &p.schema,
         strict: p.strict.then_some(true),
+        input_examples: &p.tool.declaration().input_examples,
     }
 }
 
@@ -98,6 +106,24 @@ impl WireFormat for Anthropic {
     fn declare_view<'a>(&self, tools: &[ToolRef<'a>]) -> Declarations<DeclaredTools<'a>> {
         let mode = SchemaMode::Strict(Dialect::AnthropicStrict, Strictness::Off);
         let mut prepared = prepare(Provider::Anthropic, mode, &self.options, tools);
+        // Examples of a registered tool were checked when it was registered;
+        // a bare declaration's are checked here, and a tool with one that
+        // does not fit is refused rather than sent.
+        let mut i = 0;
+        while i < prepared.tools.len() {
+            let tool = prepared.tools[i].tool;
+            match tool.is_registered() {
+                true => i += 1,
+                false => match crate::validate::check_declared_examples(tool.declaration()) {
+                    Ok(()) => i += 1,
+                    Err((index, reason)) => {
+                        let name = tool.declaration().name.clone();
+                        let provider = Provider::Anthropic;
+                        prepared.refuse(i, ProviderError::InvalidExample { provider, tool: name, index, reason });
+                    }
+                },
+            }
+        }
         // Per-request budgets of strict mode: a tool that would go over is
         // sent plain when strictness was "if compatible", refused when required.
         let mut used = [0usize; 3];

@@ -78,6 +78,11 @@ impl<'a> ToolRef<'a> {
         }
     }
 
+    /// Whether the tool was registered, so its examples were checked then.
+    pub(crate) fn is_registered(&self) -> bool {
+        self.cache.is_some()
+    }
+
     /// Whether strict mode makes some optional argument nullable, so that
     /// `null` must be read back as "absent".
     pub(crate) fn strict_nulls(&self) -> bool {

@@ -67,6 +67,21 @@ pub enum ProviderError {
         /// The provider's limit.
         limit: usize,
     },
+    /// One of the tool's example arguments
+    /// ([`input_examples`](crate::ToolDeclaration::input_examples)) does not
+    /// fit its input schema. Checked when a declaration that was never
+    /// registered is rendered (registering checks it once, up front).
+    #[error("{provider}: example {index} of `{tool}` does not fit its input schema: {reason}")]
+    InvalidExample {
+        /// The provider.
+        provider: Provider,
+        /// The tool.
+        tool: String,
+        /// The example's position, from 0.
+        index: usize,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// The provider has no way to say this [`ToolChoice`].
     #[error("{reason}")]
     UnsupportedChoice {
