@@ -119,6 +119,7 @@ fn export(dir: &Path) {
         ToolChoice::Auto,
         ToolChoice::Required,
         ToolChoice::None,
+        ToolChoice::Validated,
         ToolChoice::Tool("files.read".into()),
         ToolChoice::Allowed { tools: vec!["ping".into(), "files.read".into()], required: true },
         ToolChoice::Allowed { tools: vec!["ping".into()], required: false },

@@ -52,7 +52,14 @@ pub(crate) fn choice(format: &dyn WireFormat, request: &ModelRequest, mapping: &
     if request.tools.is_empty() || request.tool_choice == ToolChoice::Auto {
         return None;
     }
-    format.tool_choice(&request.tool_choice, mapping).ok()
+    match format.tool_choice(&request.tool_choice, mapping) {
+        Ok(choice) => Some(choice),
+        // The provider's default (the model decides) is sent instead: say so.
+        Err(reason) => {
+            tracing::warn!(%reason, "tool choice not sent");
+            None
+        }
+    }
 }
 
 fn messages(format: &dyn WireFormat, request: &ModelRequest, mapping: &CallMapping) -> Vec<Value> {
