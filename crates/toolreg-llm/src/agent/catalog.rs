@@ -7,6 +7,16 @@
 //! prompt's prefix stays the same for providers' prompt caching) and stays
 //! for the rest of the run, suspensions included. A call to a deferred tool
 //! not loaded yet never runs: the model is told to search first.
+//!
+//! With a client whose provider searches natively
+//! ([`LlmClient::native_tool_search`](crate::LlmClient::native_tool_search):
+//! Anthropic), every tool is in every request, the deferred ones declared
+//! with the provider's deferred loading, and `search_tools`' answer goes to
+//! the model as the provider's references to the tools it found
+//! ([`tool_references`](toolreg::provider::tool_references)): the provider
+//! shows them then, and the request's tools never change. The search is
+//! the same local one either way; so is the refusal of a deferred tool
+//! called before a search found it.
 
 use std::collections::HashSet;
 
@@ -98,6 +108,28 @@ impl Deferral {
             .collect();
         offered.extend(loaded.iter().filter_map(|name| tools.get(name)).map(OfferedTool::from));
         offered
+    }
+
+    /// The tools a request offers when the provider searches natively
+    /// ([`LlmClient::native_tool_search`](crate::LlmClient::native_tool_search)):
+    /// every tool, in registration order, from the first request to the
+    /// last, and the names of the deferred ones, which the client declares
+    /// with the provider's deferred loading. The request's tools never
+    /// change; what a search finds reaches the model as the provider's
+    /// references to it, in the search's result.
+    pub(super) fn offered_native(&self, tools: &FunctionRegistry) -> (Vec<OfferedTool>, HashSet<String>) {
+        let mut deferred = HashSet::new();
+        let offered = tools
+            .entries()
+            .enumerate()
+            .inspect(|(i, entry)| {
+                if self.defers(*i, entry.declaration()) {
+                    deferred.insert(entry.declaration().name.clone());
+                }
+            })
+            .map(|(_, entry)| OfferedTool::from(entry))
+            .collect();
+        (offered, deferred)
     }
 
     /// Whether `name` is a tool of `tools` this deferral holds back.

@@ -63,8 +63,15 @@ impl Agent {
         let limits = inner.limits;
         let engine = &inner.engine;
         let offered = engine.tools();
-        let mut request = ModelRequest::new(inner.model.clone(), std::mem::take(&mut state.messages))
-            .tools(inner.deferral.offered(offered, &state.loaded));
+        // With the provider's own search, every tool goes in every request
+        // (the deferred ones deferred); otherwise found tools are added.
+        let native = !inner.deferral.is_empty() && inner.client.native_tool_search();
+        let mut request = ModelRequest::new(inner.model.clone(), std::mem::take(&mut state.messages));
+        if native {
+            (request.tools, request.deferred_tools) = inner.deferral.offered_native(offered);
+        } else {
+            request.tools = inner.deferral.offered(offered, &state.loaded);
+        }
         request.system = inner.system.clone();
         request.max_tokens = inner.max_tokens_per_request;
         let on_stream = |event: StreamEvent| match event {
@@ -145,7 +152,14 @@ impl Agent {
             }
             // A deferred tool not loaded yet never runs, whatever the client
             // let through (any other call the engine answers and audits).
-            let offered_names: HashSet<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
+            // (Sent deferred to a provider that searches natively counts as
+            // offered only once a search found it.)
+            let offered_names: HashSet<&str> = request
+                .tools
+                .iter()
+                .map(|t| t.name.as_str())
+                .filter(|n| !request.deferred_tools.contains(*n) || state.loaded.iter().any(|l| l == n))
+                .collect();
             let (unoffered, calls): (Vec<ToolCall>, Vec<ToolCall>) = response
                 .tool_calls
                 .iter()
@@ -177,7 +191,9 @@ impl Agent {
             let loaded = run.loaded.lock().unwrap_or_else(PoisonError::into_inner).clone();
             if loaded != state.loaded {
                 state.loaded = loaded;
-                request.tools = inner.deferral.offered(offered, &state.loaded);
+                if !native {
+                    request.tools = inner.deferral.offered(offered, &state.loaded);
+                }
             }
             let waiting: Vec<PendingApproval> = deferred.take_pending();
             for result in &results {

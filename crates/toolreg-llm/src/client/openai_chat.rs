@@ -39,7 +39,8 @@ impl std::fmt::Debug for Http {
 /// The tools in a provider's format, with the name mapping to read calls
 /// back; the tools are written straight into the request's text ([`Body`]).
 pub(crate) fn declare<'a>(format: &dyn WireFormat, request: &'a ModelRequest) -> Declarations<DeclaredTools<'a>> {
-    let refs: Vec<ToolRef<'a>> = request.tools.iter().map(ToolRef::from).collect();
+    let deferred = |name: &str| request.deferred_tools.contains(name);
+    let refs: Vec<ToolRef<'a>> = request.tools.iter().map(|t| ToolRef::from(t).deferred(deferred(&t.name))).collect();
     let declared = format.declare_view(&refs);
     for (tool, reason) in declared.refused() {
         tracing::warn!(tool, %reason, "tool not offered to the model");
@@ -177,4 +178,4 @@ impl OpenAiChatClient {
     }
 }
 
-super::llm_client!(OpenAiChatClient, "openai-chat");
+super::llm_client!(OpenAiChatClient, "openai-chat", OpenAiChat::new());

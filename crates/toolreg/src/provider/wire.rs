@@ -375,6 +375,17 @@ pub trait WireFormat: sealed::Format + fmt::Debug + Send + Sync {
     /// format but MCP: the providers have no place for them.
     fn render_results(&self, results: &[ToolResult], mapping: &CallMapping) -> RenderedResults;
 
+    /// Whether this format has the provider's own tool search: tools
+    /// declared [deferred](ToolRef::deferred) are sent with deferred
+    /// loading, and a tool search's answer
+    /// ([`with_tool_references`](super::with_tool_references)) is sent as
+    /// references the provider expands into those tools' declarations.
+    /// Anthropic only; for every other format a caller offers a deferred
+    /// tool once a search has found it (toolreg-llm's agent does).
+    fn native_search(&self) -> bool {
+        false
+    }
+
     /// This provider's spelling of a [`ToolChoice`] (see [`ToolChoice::render`]).
     fn tool_choice(&self, choice: &ToolChoice, mapping: &CallMapping) -> Result<Value, ProviderError> {
         choice.render(self.provider(), mapping)
