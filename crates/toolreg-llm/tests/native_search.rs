@@ -37,8 +37,11 @@ impl Respond for Sequence {
     }
 }
 
+/// A model turn's call (id, tool, input), if it makes one.
+type Call = Option<(&'static str, &'static str, Value)>;
+
 /// The model's three turns: search, call the tool found, answer.
-fn turns() -> [(Option<(&'static str, &'static str, Value)>, &'static str); 3] {
+fn turns() -> [(Call, &'static str); 3] {
     [
         (Some(("toolu_1", "search_tools", json!({"query": "exchange money between currencies"}))), "tool_use"),
         (Some(("toolu_2", "convert_currency", json!({"amount": 1, "from": "EUR", "to": "USD"}))), "tool_use"),
@@ -46,7 +49,7 @@ fn turns() -> [(Option<(&'static str, &'static str, Value)>, &'static str); 3] {
     ]
 }
 
-fn message(call: &Option<(&str, &str, Value)>, stop: &str) -> ResponseTemplate {
+fn message(call: &Call, stop: &str) -> ResponseTemplate {
     let content = match call {
         Some((id, name, input)) => json!([{"type": "tool_use", "id": id, "name": name, "input": input}]),
         None => json!([{"type": "text", "text": "1 EUR is 2 USD."}]),
@@ -57,7 +60,7 @@ fn message(call: &Option<(&str, &str, Value)>, stop: &str) -> ResponseTemplate {
     }))
 }
 
-fn streamed(call: &Option<(&str, &str, Value)>, stop: &str) -> ResponseTemplate {
+fn streamed(call: &Call, stop: &str) -> ResponseTemplate {
     let start = json!({"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant",
         "model": "claude-x", "content": [], "usage": {"input_tokens": 10, "output_tokens": 0}}});
     let mut events = vec![("message_start", start)];
