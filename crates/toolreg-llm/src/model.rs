@@ -556,6 +556,18 @@ mod tests {
     }
 
     #[test]
+    fn a_tool_search_answer_keeps_what_it_found_through_serde() {
+        let found = with_tool_references(ToolOutput::new(json!({"found": 1})), ["convert_currency"]);
+        let result = ToolResult { id: "c1".into(), name: "search_tools".into(), outcome: Ok(found) };
+        let message = Message::tool_results(&[result]);
+        let back: Message = serde_json::from_value(serde_json::to_value(&message).unwrap()).unwrap();
+        let Message::Tool { results } = back else { panic!("not a tool message") };
+        assert_eq!(results[0].tool_references, ["convert_currency"]);
+        let again = results[0].to_result();
+        assert_eq!(tool_references(again.outcome.as_ref().unwrap()), ["convert_currency"]);
+    }
+
+    #[test]
     fn bad_blocks_in_a_stored_conversation_are_refused() {
         let stored = json!({"role": "tool", "results": [{"call_id": "c", "name": "t", "content": "x",
             "blocks": [{"type": "image", "data": "%%%", "mimeType": "image/png"}]}]});
