@@ -91,7 +91,7 @@ pub struct ToolResultMessage {
     #[serde(default, skip_serializing_if = "Vec::is_empty", with = "blocks")]
     pub blocks: Vec<Content>,
     /// For a tool search's answer, the tools it found
-    /// ([`tool_references`](toolreg::provider::tool_references)): a format
+    /// ([`tool_references`]): a format
     /// with native search sends references to them in every later request.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_references: Vec<String>,
