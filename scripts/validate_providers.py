@@ -164,6 +164,11 @@ def validate(dir: Path) -> None:
                     if again != t["input_schema"]:
                         raise ValueError(f"not a fixpoint of transform_schema:\n{json.dumps(again)}\n!=\n{json.dumps(t['input_schema'])}")
                 check(f"{file} strict schema {tool['name']}", fixpoint)
+    native = load(dir, "anthropic.native_search.json")
+    for tool in native["tools"]:
+        check(f"anthropic native search tool {tool['name']}", lambda t=tool: strict(ToolParam, t))
+    for r in native["results"]["content"]:
+        check(f"anthropic native search result {r['tool_use_id']}", lambda r=r: strict(ToolResultBlockParam, r))
     ex = load(dir, "anthropic.exchange.json")
     check("anthropic response", lambda: Message.model_validate(ex["response"]))
     for r in ex["results"]["content"]:

@@ -15,7 +15,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use toolreg::provider::{CallMapping, ReadCalls, ToolChoice, ToolRef};
+use std::collections::HashSet;
+
+use toolreg::provider::{CallMapping, ReadCalls, ToolChoice, ToolRef, tool_references, with_tool_references};
 use toolreg::{BoxFuture, Content, ToolCall, ToolDeclaration, ToolEntry, ToolError, ToolOutput, ToolResult};
 
 /// One entry of a conversation, in no provider's format.
@@ -88,6 +90,11 @@ pub struct ToolResultMessage {
     /// The output's content blocks, in order (none for a plain value).
     #[serde(default, skip_serializing_if = "Vec::is_empty", with = "blocks")]
     pub blocks: Vec<Content>,
+    /// For a tool search's answer, the tools it found
+    /// ([`tool_references`]): a format
+    /// with native search sends references to them in every later request.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_references: Vec<String>,
 }
 
 impl From<&ToolResult> for ToolResultMessage {
@@ -100,6 +107,9 @@ impl From<&ToolResult> for ToolResultMessage {
             is_error: result.is_error(),
             value: output.map(|o| o.value.clone()),
             blocks: output.map(|o| o.content.clone()).unwrap_or_default(),
+            tool_references: output
+                .map(|o| tool_references(o).into_iter().map(str::to_owned).collect())
+                .unwrap_or_default(),
         }
     }
 }
@@ -114,6 +124,9 @@ impl ToolResultMessage {
             let value = self.value.clone().unwrap_or_else(|| Value::String(self.content.clone()));
             let mut output = ToolOutput::new(value);
             output.content.clone_from(&self.blocks);
+            if !self.tool_references.is_empty() {
+                output = with_tool_references(output, self.tool_references.iter().cloned());
+            }
             Ok(output)
         };
         ToolResult { id: self.call_id.clone(), name: self.name.clone(), outcome }
@@ -155,6 +168,12 @@ pub struct ModelRequest {
     pub tools: Vec<OfferedTool>,
     /// Which tools the model may or must call.
     pub tool_choice: ToolChoice,
+    /// The tools among `tools` (real names) to declare with the provider's
+    /// deferred loading: in the request, seen by the model only once a tool
+    /// search returned them. Honoured by a client with native tool search
+    /// ([`LlmClient::native_tool_search`]); any other client sends them as
+    /// the rest, so leave it empty for those (the agent does).
+    pub deferred_tools: HashSet<String>,
     /// A cap on the answer's tokens.
     pub max_tokens: Option<u32>,
     /// Sampling temperature.
@@ -455,6 +474,17 @@ pub trait LlmClient: Send + Sync {
 
     /// A short name for events and logs (`openai-chat`, `anthropic`, …).
     fn name(&self) -> &str;
+
+    /// Whether this client's wire format has the provider's own tool
+    /// search ([`WireFormat::native_search`](toolreg::provider::WireFormat::native_search)):
+    /// it then declares [`ModelRequest::deferred_tools`] with deferred
+    /// loading, and a tool search's answer as the provider's references to
+    /// them. The agent then offers every tool from the first request on,
+    /// the deferred ones deferred, instead of adding tools as they are
+    /// found. `false` unless a client says otherwise.
+    fn native_tool_search(&self) -> bool {
+        false
+    }
 }
 
 impl<C: LlmClient + ?Sized> LlmClient for Arc<C> {
@@ -468,6 +498,10 @@ impl<C: LlmClient + ?Sized> LlmClient for Arc<C> {
 
     fn name(&self) -> &str {
         (**self).name()
+    }
+
+    fn native_tool_search(&self) -> bool {
+        (**self).native_tool_search()
     }
 }
 
@@ -519,6 +553,18 @@ mod tests {
         let Message::Tool { results } = back else { panic!("not a tool message") };
         assert_eq!(results[0].to_result(), result);
         assert_eq!(results[1].to_result().outcome, Err(ToolError::failed("no data")));
+    }
+
+    #[test]
+    fn a_tool_search_answer_keeps_what_it_found_through_serde() {
+        let found = with_tool_references(ToolOutput::new(json!({"found": 1})), ["convert_currency"]);
+        let result = ToolResult { id: "c1".into(), name: "search_tools".into(), outcome: Ok(found) };
+        let message = Message::tool_results(&[result]);
+        let back: Message = serde_json::from_value(serde_json::to_value(&message).unwrap()).unwrap();
+        let Message::Tool { results } = back else { panic!("not a tool message") };
+        assert_eq!(results[0].tool_references, ["convert_currency"]);
+        let again = results[0].to_result();
+        assert_eq!(tool_references(again.outcome.as_ref().unwrap()), ["convert_currency"]);
     }
 
     #[test]

@@ -36,6 +36,8 @@ pub struct ScriptedClient {
     requests: Arc<Mutex<Vec<ModelRequest>>>,
     /// Keep the requests (on by default; off for benchmarks).
     record: bool,
+    /// Answer [`LlmClient::native_tool_search`] with this.
+    native_search: bool,
 }
 
 impl std::fmt::Debug for ScriptedClient {
@@ -62,6 +64,15 @@ impl ScriptedClient {
     /// Stop recording requests (for benchmarks, where copies would be measured).
     pub fn unrecorded(mut self) -> Self {
         self.record = false;
+        self
+    }
+
+    /// Claim a provider's native tool search
+    /// ([`LlmClient::native_tool_search`]), as the Anthropic client does: an
+    /// agent then sends every tool, the deferred ones in
+    /// [`ModelRequest::deferred_tools`].
+    pub fn native_search(mut self, yes: bool) -> Self {
+        self.native_search = yes;
         self
     }
 
@@ -141,5 +152,9 @@ impl LlmClient for ScriptedClient {
 
     fn name(&self) -> &str {
         "scripted"
+    }
+
+    fn native_tool_search(&self) -> bool {
+        self.native_search
     }
 }

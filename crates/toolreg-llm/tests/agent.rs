@@ -917,6 +917,59 @@ async fn deferred_tools_are_found_loaded_appended_and_kept_through_a_suspension(
     assert!(model.requests()[0].tools.iter().any(|t| t.name == "convert_currency"));
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn with_native_search_every_request_holds_every_tool_and_the_search_answers_with_references() {
+    let mut registry = registry();
+    toolreg::register_tools!(registry, [convert_currency_tool]).unwrap();
+    let model = ScriptedClient::new()
+        .native_search(true)
+        // Sent deferred, not yet found: answered, never run.
+        .then_call("c1", "convert_currency", json!({"amount": 1, "from": "EUR", "to": "USD"}))
+        .then_call("c2", "search_tools", json!({"query": "exchange money between currencies"}))
+        .then_call("c3", "convert_currency", json!({"amount": 1, "from": "EUR", "to": "USD"}))
+        .then_text("1 EUR is 2 USD.");
+    let agent = Agent::builder(model.clone(), "m", engine(&registry))
+        .defer(Deferral::new().tools(["convert_currency"]))
+        .build();
+    let done = finished(agent.run("Convert 1 EUR to USD.").await.unwrap());
+    assert_eq!(done.answer, "1 EUR is 2 USD.");
+
+    let requests = model.requests();
+    assert_eq!(requests.len(), 4);
+    let names = |i: usize| requests[i].tools.iter().map(|t| t.name.clone()).collect::<Vec<_>>();
+    // Every tool in registration order, in every request: the prefix never changes.
+    let all: Vec<String> = registry.entries().map(|e| e.declaration().name.clone()).collect();
+    for (i, request) in requests.iter().enumerate() {
+        assert_eq!(names(i), all, "request {i}");
+        assert_eq!(request.deferred_tools, ["convert_currency".to_owned()].into(), "request {i}");
+    }
+    let results = tool_results(&done.transcript);
+    assert!(results[0].2 && results[0].1.contains("not loaded yet"), "{:?}", results[0]);
+    assert_eq!(results[2], ("c3".into(), "1 EUR is 2 USD".into(), false));
+    // The search's answer names what it found, for the format to send as references.
+    let search = done
+        .transcript
+        .iter()
+        .find_map(|m| match m {
+            Message::Tool { results } => results.iter().find(|r| r.call_id == "c2").cloned(),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(search.tool_references, ["convert_currency"]);
+    // Without native search the same run adds the tool when found.
+    let local = ScriptedClient::new()
+        .then_call("c2", "search_tools", json!({"query": "exchange money between currencies"}))
+        .then_text("done");
+    let agent = Agent::builder(local.clone(), "m", engine(&registry))
+        .defer(Deferral::new().tools(["convert_currency"]))
+        .build();
+    finished(agent.run("Convert.").await.unwrap());
+    let requests = local.requests();
+    assert!(requests.iter().all(|r| r.deferred_tools.is_empty()));
+    assert!(!requests[0].tools.iter().any(|t| t.name == "convert_currency"));
+    assert_eq!(requests[1].tools.last().map(|t| t.name.as_str()), Some("convert_currency"));
+}
+
 #[tokio::test]
 async fn without_deferral_search_tools_is_not_offered() {
     let model = ScriptedClient::new().then_text("done");

@@ -342,6 +342,39 @@ async fn gemini_plain_and_streamed() {
     assert_eq!(answer.usage.output_tokens, 4);
 }
 
+#[tokio::test]
+async fn gemini_function_calling_modes_reach_the_request() {
+    use toolreg::provider::ToolChoice;
+
+    let server = MockServer::start().await;
+    Mock::given(path("/v1beta/models/model-x:generateContent"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "candidates": [{"content": {"role": "model", "parts": [{"text": "ok"}]}, "finishReason": "STOP"}]
+        })))
+        .mount(&server)
+        .await;
+    let client = GeminiClient::new(config(&server)).unwrap();
+    let cases = [
+        (ToolChoice::Auto, None),
+        (ToolChoice::Required, Some(json!({"mode": "ANY"}))),
+        (ToolChoice::None, Some(json!({"mode": "NONE"}))),
+        (ToolChoice::Validated, Some(json!({"mode": "VALIDATED"}))),
+        (ToolChoice::Tool("get_weather".into()), Some(json!({"mode": "ANY", "allowedFunctionNames": ["get_weather"]}))),
+        (
+            ToolChoice::Allowed { tools: vec!["get_weather".into()], required: false },
+            Some(json!({"mode": "VALIDATED", "allowedFunctionNames": ["get_weather"]})),
+        ),
+    ];
+    for (choice, config) in cases {
+        let answer = client.complete(&request().tool_choice(choice.clone()), &|_| {}).await.unwrap();
+        assert_eq!(answer.text, "ok");
+        let body = last_body(&server).await;
+        // AUTO is Gemini's default: nothing is sent for it.
+        let expected = config.map(|c| json!({"functionCallingConfig": c}));
+        assert_eq!(body.get("toolConfig").cloned(), expected, "{choice:?}");
+    }
+}
+
 // ---- OpenAI Responses ----------------------------------------------------------
 
 #[tokio::test]

@@ -220,6 +220,22 @@ pub struct ToolDeclaration {
     /// (MCP's `openWorldHint`), when declared.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub open_world: Option<bool>,
+    /// Example arguments that show the model how to call the tool (each a
+    /// JSON object valid against `input_schema`): Anthropic's
+    /// `input_examples`. Checked against the schema when the tool is
+    /// registered ([`RegistryError::InvalidExample`](crate::RegistryError::InvalidExample)),
+    /// or, for a declaration rendered without being registered, when it is
+    /// rendered ([`ProviderError::InvalidExample`](crate::provider::ProviderError::InvalidExample)):
+    /// an example that does not fit is never sent. Set with
+    /// [`with_example`](ToolDeclaration::with_example),
+    /// [`DeclarationBuilder::example`] or `#[tool(example = r#"{..}"#)]`.
+    ///
+    /// Only Anthropic's format sends them. The other providers have no
+    /// field for examples, and they are not copied into the description:
+    /// the description stays what the tool's author wrote, and what every
+    /// request pays for does not grow behind the author's back.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub input_examples: Vec<Value>,
 }
 
 /// MCP-style behaviour hints derived from a [`SafetyLevel`]
@@ -252,6 +268,7 @@ impl ToolDeclaration {
             title: None,
             idempotent: None,
             open_world: None,
+            input_examples: Vec::new(),
         }
     }
 
@@ -278,6 +295,7 @@ impl ToolDeclaration {
             categories: Vec::new(),
             scope: Scope::default(),
             exclusive_key: None,
+            examples: Vec::new(),
         }
     }
 
@@ -337,6 +355,32 @@ impl ToolDeclaration {
     /// Declare whether the tool reaches outside systems (the web, other services).
     pub fn with_open_world(mut self, open_world: bool) -> Self {
         self.open_world = Some(open_world);
+        self
+    }
+
+    /// Add an example of the tool's arguments (see
+    /// [`input_examples`](ToolDeclaration::input_examples)).
+    ///
+    /// ```
+    /// use toolreg::{FunctionRegistry, ParamType, RegistryError, ToolDeclaration};
+    /// use serde_json::{Value, json};
+    ///
+    /// let decl = ToolDeclaration::builder("get_weather")
+    ///     .param("city", ParamType::String, "City name")
+    ///     .build()
+    ///     .with_example(json!({"city": "Paris"}));
+    /// let mut registry = FunctionRegistry::new();
+    /// registry.register_sync_tool("get_weather", |_: Value| Ok::<_, String>("sunny"), decl.clone())?;
+    ///
+    /// // An example the schema refuses is refused with the tool.
+    /// let bad = decl.with_example(json!({"town": "Paris"}));
+    /// let mut other = FunctionRegistry::new();
+    /// let error = other.register_sync_tool("get_weather", |_: Value| Ok::<_, String>("sunny"), bad).unwrap_err();
+    /// assert!(matches!(error, RegistryError::InvalidExample { index: 1, .. }), "{error}");
+    /// # Ok::<(), RegistryError>(())
+    /// ```
+    pub fn with_example(mut self, arguments: Value) -> Self {
+        self.input_examples.push(arguments);
         self
     }
 
@@ -434,6 +478,7 @@ pub struct DeclarationBuilder {
     categories: Vec<String>,
     scope: Scope,
     exclusive_key: Option<String>,
+    examples: Vec<Value>,
 }
 
 impl DeclarationBuilder {
@@ -500,6 +545,33 @@ impl DeclarationBuilder {
         self
     }
 
+    /// Add an example of the tool's arguments: a JSON object the finished
+    /// schema accepts (checked when the tool is registered; see
+    /// [`ToolDeclaration::input_examples`]).
+    ///
+    /// ```
+    /// use toolreg::{ToolDeclaration, ParamType};
+    /// use toolreg::provider::{ToolRef, WireFormat, anthropic::Anthropic, openai_chat::OpenAiChat};
+    /// use serde_json::json;
+    ///
+    /// let decl = ToolDeclaration::builder("get_weather")
+    ///     .param("city", ParamType::String, "City name")
+    ///     .optional_param("unit", ParamType::String, "celsius or fahrenheit")
+    ///     .example(json!({"city": "Paris"}))
+    ///     .example(json!({"city": "Boston", "unit": "fahrenheit"}))
+    ///     .build();
+    /// let anthropic = Anthropic::new().declare(&[ToolRef::from(&decl)])?;
+    /// assert_eq!(anthropic.tools[0]["input_examples"][1], json!({"city": "Boston", "unit": "fahrenheit"}));
+    /// // Other providers have no field for them.
+    /// let openai = OpenAiChat::new().declare(&[ToolRef::from(&decl)])?;
+    /// assert!(!openai.tools.to_string().contains("Boston"));
+    /// # Ok::<(), toolreg::provider::ProviderError>(())
+    /// ```
+    pub fn example(mut self, arguments: Value) -> Self {
+        self.examples.push(arguments);
+        self
+    }
+
     fn push(mut self, name: String, schema: Value, required: bool) -> Self {
         self.required.retain(|r| r != &name);
         if required {
@@ -527,6 +599,7 @@ impl DeclarationBuilder {
             decl = decl.with_output_schema(output);
         }
         decl.exclusive_key = self.exclusive_key;
+        decl.input_examples = self.examples;
         decl
     }
 }

@@ -133,6 +133,13 @@ pub mod __private {
         }
     }
 
+    /// `#[tool(example = "..")]`: the macro has checked that the text is a
+    /// JSON object, so this parses. Were it not, the `null` it gives would
+    /// be refused when the tool is registered, never sent.
+    pub fn example(text: &str) -> serde_json::Value {
+        serde_json::from_str(text).unwrap_or(serde_json::Value::Null)
+    }
+
     /// A parameter without an attribute is one JSON argument; `#[tool]`
     /// names each one's type through this trait, spanned on the parameter.
     #[diagnostic::on_unimplemented(

@@ -57,6 +57,18 @@ pub enum RegistryError {
         /// What is wrong with the schema.
         reason: String,
     },
+    /// One of the declaration's example arguments
+    /// ([`input_examples`](ToolDeclaration::input_examples)) does not fit
+    /// its input schema.
+    #[error("tool `{name}`: example {index} does not fit the input schema: {reason}")]
+    InvalidExample {
+        /// The tool.
+        name: String,
+        /// The example's position, from 0.
+        index: usize,
+        /// What is wrong with it.
+        reason: String,
+    },
 }
 
 pub use crate::name_rule::MAX_NAME_LEN;
@@ -343,7 +355,7 @@ impl FunctionRegistry {
     /// Register a prepared tool, such as `my_fn_tool::registration()`.
     ///
     /// Checked in this order: name matches declaration, name rule, not a
-    /// duplicate, usable input schema.
+    /// duplicate, usable input schema, examples that fit it.
     pub fn register(&mut self, registration: ToolRegistration) -> Result<(), RegistryError> {
         let (key, entry) = self.prepare(registration, false)?;
         self.tools_mut().insert(key, entry);
@@ -406,6 +418,10 @@ impl FunctionRegistry {
             None => ArgumentValidator::compile(&declaration.input_schema).map(Arc::new),
         }
         .map_err(invalid)?;
+        // Examples are shown to the model as calls to copy: one the schema
+        // refuses is refused now, with the tool, never sent.
+        crate::validate::check_examples(&validator, &declaration.input_examples)
+            .map_err(|(index, reason)| RegistryError::InvalidExample { name: name.clone(), index, reason })?;
         let entry = ToolEntry {
             declaration: Arc::new(declaration),
             tool,

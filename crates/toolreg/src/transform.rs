@@ -222,6 +222,13 @@ fn hide_and_default(declaration: &mut ToolDeclaration, transform: &ToolTransform
             required.retain(|r| r.as_str() != Some(argument));
         }
     }
+    // Examples show the model calls to copy: never with an argument it no
+    // longer has.
+    for example in &mut declaration.input_examples {
+        if let Value::Object(example) = example {
+            example.retain(|argument, _| !transform.fixed.contains_key(argument));
+        }
+    }
     Ok(())
 }
 
@@ -281,6 +288,25 @@ mod tests {
         let other = ToolDeclaration::builder("ping").description("Check the connection").build();
         registry.register(ToolRegistration::new(other, |_: Value| Ok::<_, String>("pong"))).unwrap();
         registry
+    }
+
+    #[test]
+    fn a_fixed_argument_leaves_the_examples_too() {
+        let mut registry = FunctionRegistry::new();
+        let decl = ToolDeclaration::builder("query")
+            .param("sql", ParamType::String, "The SQL")
+            .param("database", ParamType::String, "Which database")
+            .example(json!({"sql": "select 1", "database": "main"}))
+            .build();
+        let mut schema = decl.input_schema.clone();
+        schema["additionalProperties"] = json!(false);
+        let decl = ToolDeclaration { input_schema: schema, ..decl };
+        registry.register(ToolRegistration::new(decl, |args: Value| Ok::<_, String>(args))).unwrap();
+        let fixed = Transforms::new().tool(ToolTransform::new("query").fix("database", json!("analytics")));
+        // The example would not fit the closed schema with `database` left in.
+        let transformed = registry.transformed(&fixed).unwrap();
+        let decl = transformed.get("query").unwrap().declaration();
+        assert_eq!(decl.input_examples, [json!({"sql": "select 1"})]);
     }
 
     #[tokio::test]

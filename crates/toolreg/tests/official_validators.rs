@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 use serde_json::{Value, json};
+use toolreg::exec::ToolOutput;
 use toolreg::provider::anthropic::Anthropic;
 use toolreg::provider::bedrock::Bedrock;
 use toolreg::provider::gemini::Gemini;
@@ -21,7 +22,9 @@ use toolreg::provider::mistral::{self, Mistral};
 use toolreg::provider::ollama::Ollama;
 use toolreg::provider::openai_chat::OpenAiChat;
 use toolreg::provider::openai_responses::OpenAiResponses;
-use toolreg::provider::{NameStyle, Provider, Strictness, ToolChoice, ToolRef, ToolStatus, WireFormat};
+use toolreg::provider::{
+    NameStyle, Provider, Strictness, ToolChoice, ToolRef, ToolStatus, WireFormat, with_tool_references,
+};
 use toolreg::{ToolCall, ToolDeclaration, ToolExecutor, ToolResult};
 
 fn write(dir: &Path, name: &str, value: &impl Serialize) {
@@ -119,6 +122,7 @@ fn export(dir: &Path) {
         ToolChoice::Auto,
         ToolChoice::Required,
         ToolChoice::None,
+        ToolChoice::Validated,
         ToolChoice::Tool("files.read".into()),
         ToolChoice::Allowed { tools: vec!["ping".into(), "files.read".into()], required: true },
         ToolChoice::Allowed { tools: vec!["ping".into()], required: false },
@@ -138,6 +142,21 @@ fn export(dir: &Path) {
     write(dir, "tool_choices.json", &all);
 
     rich_results(dir);
+    native_search(dir);
+}
+
+/// Anthropic's native tool search (`anthropic.native_search.json`): tools
+/// with a deferred one, and the search's answer as `tool_reference` blocks.
+fn native_search(dir: &Path) {
+    let decls = declarations();
+    let tools: Vec<ToolRef<'_>> = decls.iter().enumerate().map(|(i, d)| ToolRef::from(d).deferred(i > 0)).collect();
+    let anthropic = Anthropic::new().name_style(NameStyle::Respell);
+    let declared = anthropic.declare(&tools).unwrap();
+    let found = with_tool_references(ToolOutput::new(json!({"found": 2})), ["files.read", "ping"]);
+    let result = ToolResult { id: "toolu_search".into(), name: decls[0].name.clone(), outcome: Ok(found) };
+    let rendered = anthropic.render_results(&[result], &declared.mapping).messages;
+    assert_eq!(rendered[0]["content"][0]["content"][0]["type"], "tool_reference");
+    write(dir, "anthropic.native_search.json", &json!({"tools": declared.tools, "results": rendered[0]}));
 }
 
 /// Results holding every content block type, as each format renders them
@@ -194,6 +213,7 @@ fn every_provider_format_exports() {
         "anthropic.tools.json",
         "anthropic_strict.tools.json",
         "anthropic.exchange.json",
+        "anthropic.native_search.json",
         "gemini.tools.json",
         "gemini_json_schema.tools.json",
         "gemini.exchange.json",

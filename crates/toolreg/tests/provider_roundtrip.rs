@@ -332,6 +332,26 @@ fn tool_choice_per_provider() {
     );
     assert_eq!(ToolChoice::Required.render(Provider::Anthropic, &none).unwrap(), json!({"type": "any"}));
     assert_eq!(ToolChoice::Required.render(Provider::Mistral, &none).unwrap(), json!("any"));
+    // Gemini: every choice is one of its four modes, names only with ANY or VALIDATED.
+    let gemini = [
+        (ToolChoice::Auto, json!({"mode": "AUTO"})),
+        (ToolChoice::Required, json!({"mode": "ANY"})),
+        (ToolChoice::None, json!({"mode": "NONE"})),
+        (ToolChoice::Validated, json!({"mode": "VALIDATED"})),
+        (ToolChoice::Tool("a".into()), json!({"mode": "ANY", "allowedFunctionNames": ["a"]})),
+        (
+            ToolChoice::Allowed { tools: vec!["a".into(), "b".into()], required: true },
+            json!({"mode": "ANY", "allowedFunctionNames": ["a", "b"]}),
+        ),
+    ];
+    for (choice, config) in gemini {
+        assert_eq!(choice.render(Provider::Gemini, &none).unwrap(), json!({"functionCallingConfig": config}));
+    }
+    // Validated is Gemini's alone; the others say so.
+    for provider in Provider::ALL.into_iter().filter(|p| *p != Provider::Gemini) {
+        let err = ToolChoice::Validated.render(provider, &none).unwrap_err();
+        assert!(matches!(err, ProviderError::UnsupportedChoice { provider: p, .. } if p == provider), "{err:?}");
+    }
     for (choice, provider) in
         [(&allowed, Provider::Anthropic), (&ToolChoice::None, Provider::Bedrock), (&allowed, Provider::Mistral)]
     {

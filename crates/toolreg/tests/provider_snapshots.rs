@@ -58,3 +58,34 @@ fn every_tool_for_every_provider() {
         }
     }
 }
+
+/// Native tool search as each format renders it: Anthropic declares the
+/// deferred tool with `defer_loading` and answers the search with
+/// `tool_reference` blocks; a format without native search sends both as
+/// it always does.
+#[test]
+fn native_search_renderings() {
+    use toolreg::exec::ToolOutput;
+    use toolreg::provider::with_tool_references;
+    use toolreg::{ParamType, ToolResult};
+
+    let search = ToolDeclaration::builder("search_tools")
+        .description("Find tools.")
+        .param("query", ParamType::String, "What you need")
+        .build();
+    let convert = ToolDeclaration::builder("convert_currency")
+        .description("Convert money.")
+        .param("amount", ParamType::Number, "Amount")
+        .build();
+    let tools = [ToolRef::from(&search), ToolRef::from(&convert).deferred(true)];
+    let found = with_tool_references(ToolOutput::new(json!({"found": ["convert_currency"]})), ["convert_currency"]);
+    let result = ToolResult { id: "call_1".into(), name: "search_tools".into(), outcome: Ok(found) };
+    for (name, format) in
+        [("anthropic", Box::new(Anthropic::new()) as Box<dyn WireFormat>), ("openai_chat", Box::new(OpenAiChat::new()))]
+    {
+        let declared = format.declare(&tools).unwrap();
+        let results = format.render_results(std::slice::from_ref(&result), &declared.mapping).messages;
+        let rendered = json!({"native_search": format.native_search(), "tools": declared.tools, "results": results});
+        insta::assert_json_snapshot!(format!("native_search__{name}"), rendered);
+    }
+}

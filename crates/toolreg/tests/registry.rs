@@ -442,3 +442,52 @@ fn search_follows_every_change_to_the_registry() {
     registry.clear();
     assert!(registry.search("news", 5).is_empty());
 }
+
+#[test]
+fn examples_that_do_not_fit_the_schema_are_refused_with_the_tool() {
+    use toolreg::provider::{Provider, ProviderError, ToolRef, WireFormat, anthropic::Anthropic};
+
+    let good = add_decl().with_example(json!({"a": 1, "b": 2}));
+    let cases = [
+        (good.clone().with_example(json!({"a": 1})), 1, "b"),
+        (good.clone().with_example(json!({"a": "one", "b": 2})), 1, "/a"),
+        (add_decl().with_example(json!([1, 2])), 0, "not a JSON array"),
+    ];
+    for (decl, index, said) in cases {
+        let mut registry = registry();
+        let before = registry.len();
+        registry.unregister("add").unwrap();
+        match registry.register(ToolRegistration::new(decl.clone(), add)) {
+            Err(RegistryError::InvalidExample { name, index: i, reason }) => {
+                assert_eq!((name.as_str(), i), ("add", index));
+                assert!(reason.contains(said), "{reason}");
+            }
+            other => panic!("{other:?}"),
+        }
+        // Nothing was registered; the registry is as it was.
+        assert_eq!(registry.len(), before - 1);
+        // A bare declaration is checked when rendered for Anthropic: refused, the others sent.
+        let other = ToolDeclaration::builder("other").build();
+        let format = Anthropic::new();
+        let declared = format.declare_partial(&[ToolRef::from(&decl), ToolRef::from(&other)]);
+        assert_eq!(declared.tools.as_array().unwrap().len(), 1);
+        let (tool, reason) = declared.refused().next().unwrap();
+        assert_eq!(tool, "add");
+        assert!(
+            matches!(reason, ProviderError::InvalidExample { provider: Provider::Anthropic, index: i, .. } if *i == index),
+            "{reason}"
+        );
+    }
+    // Examples that fit go to Anthropic, as sent, and to no other provider.
+    let mut registry = FunctionRegistry::new();
+    registry.register(ToolRegistration::new(good, add)).unwrap();
+    let tools = ToolRef::list(registry.entries());
+    for provider in Provider::ALL {
+        let declared = provider.wire_format().declare(&tools).unwrap();
+        let has = declared.tools.to_string().contains("input_examples");
+        assert_eq!(has, provider == Provider::Anthropic, "{provider}");
+        if provider == Provider::Anthropic {
+            assert_eq!(declared.tools[0]["input_examples"], json!([{"a": 1, "b": 2}]));
+        }
+    }
+}

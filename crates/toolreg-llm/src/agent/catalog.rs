@@ -7,10 +7,22 @@
 //! prompt's prefix stays the same for providers' prompt caching) and stays
 //! for the rest of the run, suspensions included. A call to a deferred tool
 //! not loaded yet never runs: the model is told to search first.
+//!
+//! With a client whose provider searches natively
+//! ([`LlmClient::native_tool_search`](crate::LlmClient::native_tool_search):
+//! Anthropic), every tool is in every request, the deferred ones declared
+//! with the provider's deferred loading, and `search_tools`' answer goes to
+//! the model as the provider's references to the tools it found
+//! ([`tool_references`](toolreg::provider::tool_references)): the provider
+//! shows them then, and the request's tools never change. The search is
+//! the same local one either way; so is the refusal of a deferred tool
+//! called before a search found it.
+
+use std::collections::HashSet;
 
 use toolreg::{FunctionRegistry, ToolError, ToolResult};
 
-use crate::model::OfferedTool;
+use crate::model::{ModelRequest, OfferedTool};
 
 pub use toolreg::search::{Deferral, SEARCH_TOOLS};
 
@@ -27,6 +39,44 @@ pub(super) fn offered(deferral: &Deferral, tools: &FunctionRegistry, loaded: &[S
         .collect();
     offered.extend(loaded.iter().filter_map(|name| tools.get(name)).map(OfferedTool::from));
     offered
+}
+
+/// The tools a request offers when the provider searches natively
+/// ([`LlmClient::native_tool_search`](crate::LlmClient::native_tool_search)):
+/// every tool, in registration order, from the first request to the last,
+/// and the names of the deferred ones, which the client declares with the
+/// provider's deferred loading. The request's tools never change; what a
+/// search finds reaches the model as the provider's references to it, in
+/// the search's result.
+pub(super) fn offered_native(deferral: &Deferral, tools: &FunctionRegistry) -> (Vec<OfferedTool>, HashSet<String>) {
+    let mut deferred = HashSet::new();
+    let offered = tools
+        .entries()
+        .enumerate()
+        .inspect(|(i, entry)| {
+            if deferral.defers(*i, entry.declaration()) {
+                deferred.insert(entry.declaration().name.clone());
+            }
+        })
+        .map(|(_, entry)| OfferedTool::from(entry))
+        .collect();
+    (offered, deferred)
+}
+
+/// Set the tools `request` offers: with native search, every tool (the
+/// deferred ones marked); otherwise the always-on ones and those loaded.
+pub(super) fn offer(
+    request: &mut ModelRequest,
+    deferral: &Deferral,
+    tools: &FunctionRegistry,
+    loaded: &[String],
+    native: bool,
+) {
+    if native {
+        (request.tools, request.deferred_tools) = offered_native(deferral, tools);
+    } else {
+        request.tools = offered(deferral, tools, loaded);
+    }
 }
 
 /// A refused call's answer, told to search first when the tool is a

@@ -63,8 +63,11 @@ impl Agent {
         let inner = &self.inner;
         let limits = inner.limits;
         let mut current = self.current();
-        let mut request = ModelRequest::new(inner.model.clone(), std::mem::take(&mut state.messages))
-            .tools(catalog::offered(&inner.deferral, current.engine.tools(), &state.loaded));
+        // With the provider's own search, every tool goes in every request
+        // (the deferred ones deferred); otherwise found tools are added.
+        let native = !inner.deferral.is_empty() && inner.client.native_tool_search();
+        let mut request = ModelRequest::new(inner.model.clone(), std::mem::take(&mut state.messages));
+        catalog::offer(&mut request, &inner.deferral, current.engine.tools(), &state.loaded, native);
         request.system = inner.system.clone();
         request.max_tokens = inner.max_tokens_per_request;
         let on_stream = |event: StreamEvent| match event {
@@ -77,7 +80,7 @@ impl Agent {
             let now = self.current();
             if now.generation != current.generation {
                 current = now;
-                request.tools = catalog::offered(&inner.deferral, current.engine.tools(), &state.loaded);
+                catalog::offer(&mut request, &inner.deferral, current.engine.tools(), &state.loaded, native);
             }
             let engine = &current.engine;
             let offered = engine.tools();
@@ -153,7 +156,14 @@ impl Agent {
             }
             // A deferred tool not loaded yet never runs, whatever the client
             // let through (any other call the engine answers and audits).
-            let offered_names: HashSet<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
+            // (Sent deferred to a provider that searches natively counts as
+            // offered only once a search found it.)
+            let offered_names: HashSet<&str> = request
+                .tools
+                .iter()
+                .map(|t| t.name.as_str())
+                .filter(|n| !request.deferred_tools.contains(*n) || state.loaded.iter().any(|l| l == n))
+                .collect();
             let (unoffered, calls): (Vec<ToolCall>, Vec<ToolCall>) = response
                 .tool_calls
                 .iter()
@@ -185,7 +195,9 @@ impl Agent {
             let loaded = run.loaded.lock().unwrap_or_else(PoisonError::into_inner).clone();
             if loaded != state.loaded {
                 state.loaded = loaded;
-                request.tools = catalog::offered(&inner.deferral, offered, &state.loaded);
+                if !native {
+                    request.tools = catalog::offered(&inner.deferral, offered, &state.loaded);
+                }
             }
             let waiting: Vec<PendingApproval> = deferred.take_pending();
             for result in &results {

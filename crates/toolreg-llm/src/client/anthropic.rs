@@ -132,4 +132,4 @@ impl AnthropicClient {
     }
 }
 
-super::llm_client!(AnthropicClient, "anthropic");
+super::llm_client!(AnthropicClient, "anthropic", Anthropic::new());

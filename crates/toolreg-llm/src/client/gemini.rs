@@ -142,4 +142,4 @@ impl GeminiClient {
     }
 }
 
-super::llm_client!(GeminiClient, "gemini");
+super::llm_client!(GeminiClient, "gemini", Gemini::new());

@@ -518,7 +518,7 @@ pub(crate) fn scrub_error(error: LlmError, key: Option<&str>) -> LlmError {
 /// `impl LlmClient` for a client with an `http` field and a
 /// `complete_inner`: errors leave with the key scrubbed out.
 macro_rules! llm_client {
-    ($client:ty, $name:literal) => {
+    ($client:ty, $name:literal, $format:expr) => {
         impl $crate::model::LlmClient for $client {
             fn complete<'a>(
                 &'a self,
@@ -532,6 +532,10 @@ macro_rules! llm_client {
 
             fn name(&self) -> &str {
                 $name
+            }
+
+            fn native_tool_search(&self) -> bool {
+                toolreg::provider::WireFormat::native_search(&$format)
             }
         }
     };

@@ -39,7 +39,8 @@ impl std::fmt::Debug for Http {
 /// The tools in a provider's format, with the name mapping to read calls
 /// back; the tools are written straight into the request's text ([`Body`]).
 pub(crate) fn declare<'a>(format: &dyn WireFormat, request: &'a ModelRequest) -> Declarations<DeclaredTools<'a>> {
-    let refs: Vec<ToolRef<'a>> = request.tools.iter().map(ToolRef::from).collect();
+    let deferred = |name: &str| request.deferred_tools.contains(name);
+    let refs: Vec<ToolRef<'a>> = request.tools.iter().map(|t| ToolRef::from(t).deferred(deferred(&t.name))).collect();
     let declared = format.declare_view(&refs);
     for (tool, reason) in declared.refused() {
         tracing::warn!(tool, %reason, "tool not offered to the model");
@@ -52,7 +53,14 @@ pub(crate) fn choice(format: &dyn WireFormat, request: &ModelRequest, mapping: &
     if request.tools.is_empty() || request.tool_choice == ToolChoice::Auto {
         return None;
     }
-    format.tool_choice(&request.tool_choice, mapping).ok()
+    match format.tool_choice(&request.tool_choice, mapping) {
+        Ok(choice) => Some(choice),
+        // The provider's default (the model decides) is sent instead: say so.
+        Err(reason) => {
+            tracing::warn!(%reason, "tool choice not sent");
+            None
+        }
+    }
 }
 
 fn messages(format: &dyn WireFormat, request: &ModelRequest, mapping: &CallMapping) -> Vec<Value> {
@@ -170,4 +178,4 @@ impl OpenAiChatClient {
     }
 }
 
-super::llm_client!(OpenAiChatClient, "openai-chat");
+super::llm_client!(OpenAiChatClient, "openai-chat", OpenAiChat::new());

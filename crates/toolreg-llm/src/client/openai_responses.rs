@@ -130,4 +130,4 @@ impl OpenAiResponsesClient {
     }
 }
 
-super::llm_client!(OpenAiResponsesClient, "openai-responses");
+super::llm_client!(OpenAiResponsesClient, "openai-responses", OpenAiResponses::new());

@@ -81,7 +81,7 @@ pub(crate) fn module_items(tool: &Tool, vis: &Vis, source: &str) -> TokenStream 
             }
         },
     };
-    let declaration = tool.options.classify(declared);
+    let declaration = tool.options.classify(krate, declared);
     let whole_object = tool.params.lone().map(|_| {
         quote! {
             /// Whether the lone parameter is the whole argument object:

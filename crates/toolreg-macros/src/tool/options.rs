@@ -19,6 +19,8 @@ pub(crate) struct Options {
     pub(crate) title: Option<LitStr>,
     pub(crate) idempotent: Option<LitBool>,
     pub(crate) open_world: Option<LitBool>,
+    /// `example = r#"{..}"#`, each checked to be a JSON object here.
+    pub(crate) examples: Vec<LitStr>,
     pub(crate) krate: Option<Path>,
 }
 
@@ -36,10 +38,20 @@ impl Options {
             "title" => self.title = Some(meta.value()?.parse()?),
             "idempotent" => self.idempotent = Some(meta.value()?.parse()?),
             "open_world" => self.open_world = Some(meta.value()?.parse()?),
+            "example" => {
+                let lit: LitStr = meta.value()?.parse()?;
+                // Whether it fits the schema is checked when the tool is
+                // registered; that it is a JSON object can be checked now.
+                match serde_json::from_str::<serde_json::Value>(&lit.value()) {
+                    Ok(serde_json::Value::Object(_)) => self.examples.push(lit),
+                    Ok(_) => return Err(syn::Error::new(lit.span(), "an example is a JSON object of arguments")),
+                    Err(e) => return Err(syn::Error::new(lit.span(), format!("an example must be JSON: {e}"))),
+                }
+            }
             "crate" => self.krate = Some(meta.value()?.parse()?),
             _ => {
                 return Err(meta.error(
-                    "unknown #[tool] option; expected one of: name, description, safety, category, scope, exclusive, title, idempotent, open_world, crate",
+                    "unknown #[tool] option; expected one of: name, description, safety, category, scope, exclusive, title, idempotent, open_world, example, crate",
                 ));
             }
         }
@@ -78,12 +90,13 @@ impl Options {
     /// The declaration's classification, appended to `declared`: safety and
     /// scope go through the constants `SAFETY` and `SCOPE` the generated
     /// code defines (see [`Options::checked_constants`]).
-    pub(crate) fn classify(&self, declared: TokenStream) -> TokenStream {
+    pub(crate) fn classify(&self, krate: &Path, declared: TokenStream) -> TokenStream {
         let categories = &self.categories;
         let exclusive = self.exclusive.iter();
         let title = self.title.iter();
         let idempotent = self.idempotent.iter();
         let open_world = self.open_world.iter();
+        let examples = &self.examples;
         quote! {
             (#declared)
                 .with_safety(SAFETY)
@@ -93,6 +106,7 @@ impl Options {
                 #( .with_title(#title) )*
                 #( .with_idempotent(#idempotent) )*
                 #( .with_open_world(#open_world) )*
+                #( .with_example(#krate::__private::example(#examples)) )*
         }
     }
 

@@ -1,7 +1,19 @@
 //! Anthropic Messages.
 //!
-//! - Declarations: `{"name","description","input_schema","strict"?}`; strict
+//! - Declarations: `{"name","description","input_schema","strict"?,"input_examples"?}`; strict
 //!   tools get Anthropic's strict subset ([`lower::anthropic_strict`](super::lower::anthropic_strict)).
+//!   `input_examples` are the declaration's
+//!   [examples](crate::ToolDeclaration::input_examples), checked against its
+//!   schema (a tool whose example does not fit is refused with
+//!   [`ProviderError::InvalidExample`]). A tool marked
+//!   [`ToolRef::deferred`] gets `"defer_loading": true` (Anthropic refuses
+//!   a request whose tools are all deferred: keep the search tool not deferred).
+//! - Native tool search (see [`WireFormat::native_search`]): the
+//!   `tool_result` of a tool search's answer
+//!   ([`with_tool_references`](super::with_tool_references)) is one
+//!   `{"type":"tool_reference","tool_name"}` block per tool found that the
+//!   request declared deferred, as Anthropic documents for a custom tool
+//!   search tool.
 //! - Calls in: `tool_use` content blocks, whose `input` is an object.
 //! - Results out: one user turn of `tool_result` blocks with `is_error`.
 //!   Their `content` is the result's text, or, for a result with blocks
@@ -51,6 +63,12 @@ pub(crate) struct AnthropicTool<'a> {
     /// Present (and `true`) for strict tools.
     #[serde(skip_serializing_if = "Option::is_none")]
     strict: Option<bool>,
+    /// The declaration's example arguments, when it has some.
+    #[serde(skip_serializing_if = "<[Value]>::is_empty")]
+    input_examples: &'a [Value],
+    /// Present (and `true`) for deferred tools.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    defer_loading: Option<bool>,
 }
 
 /// A tool result as a `tool_result` content block.
@@ -78,6 +96,8 @@ pub(crate) fn entry<'b>(p: &'b Prepared<'_>) -> AnthropicTool<'b> {
         description: super::description(p.tool.declaration()),
         input_schema: &p.schema,
         strict: p.strict.then_some(true),
+        input_examples: &p.tool.declaration().input_examples,
+        defer_loading: p.tool.is_deferred().then_some(true),
     }
 }
 
@@ -98,6 +118,24 @@ impl WireFormat for Anthropic {
     fn declare_view<'a>(&self, tools: &[ToolRef<'a>]) -> Declarations<DeclaredTools<'a>> {
         let mode = SchemaMode::Strict(Dialect::AnthropicStrict, Strictness::Off);
         let mut prepared = prepare(Provider::Anthropic, mode, &self.options, tools);
+        // Examples of a registered tool were checked when it was registered;
+        // a bare declaration's are checked here, and a tool with one that
+        // does not fit is refused rather than sent.
+        let mut i = 0;
+        while i < prepared.tools.len() {
+            let tool = prepared.tools[i].tool;
+            match tool.is_registered() {
+                true => i += 1,
+                false => match crate::validate::check_declared_examples(tool.declaration()) {
+                    Ok(()) => i += 1,
+                    Err((index, reason)) => {
+                        let name = tool.declaration().name.clone();
+                        let provider = Provider::Anthropic;
+                        prepared.refuse(i, ProviderError::InvalidExample { provider, tool: name, index, reason });
+                    }
+                },
+            }
+        }
         // Per-request budgets of strict mode: a tool that would go over is
         // sent plain when strictness was "if compatible", refused when required.
         let mut used = [0usize; 3];
@@ -138,7 +176,11 @@ impl WireFormat for Anthropic {
         prepared.finish(Shape::Anthropic)
     }
 
-    fn render_results(&self, results: &[ToolResult], _mapping: &CallMapping) -> RenderedResults {
+    fn native_search(&self) -> bool {
+        true
+    }
+
+    fn render_results(&self, results: &[ToolResult], mapping: &CallMapping) -> RenderedResults {
         if results.is_empty() {
             return RenderedResults::default();
         }
@@ -148,9 +190,10 @@ impl WireFormat for Anthropic {
             .map(|r| ToolResultBlock {
                 kind: "tool_result",
                 tool_use_id: &r.id,
-                content: match blocks::rich(r) {
-                    None => ResultContent::Text(result_text(r)),
-                    Some(output) => ResultContent::Blocks(blocks::inline(
+                content: match (references(r, mapping), blocks::rich(r)) {
+                    (Some(references), _) => ResultContent::Blocks(references),
+                    (None, None) => ResultContent::Text(result_text(r)),
+                    (None, Some(output)) => ResultContent::Blocks(blocks::inline(
                         &r.id,
                         output,
                         &mut fallbacks,
@@ -163,6 +206,21 @@ impl WireFormat for Anthropic {
             .collect();
         RenderedResults { messages: vec![json!({"role": "user", "content": blocks})], fallbacks }
     }
+}
+
+/// A tool search's answer as `tool_reference` blocks, one per tool found
+/// that this request declared deferred: Anthropic expands each into the
+/// tool's declaration (a reference to any other tool is an error on its
+/// side, so those are left out). `None` for any other result, or when no
+/// reference is left: the result then goes as it is.
+fn references(result: &ToolResult, mapping: &CallMapping) -> Option<Vec<Value>> {
+    let output = result.outcome.as_ref().ok()?;
+    let blocks: Vec<Value> = super::tool_references(output)
+        .into_iter()
+        .filter(|name| mapping.is_deferred(name))
+        .map(|name| json!({"type": "tool_reference", "tool_name": mapping.provider_name(name)}))
+        .collect();
+    (!blocks.is_empty()).then_some(blocks)
 }
 
 /// A block as Anthropic's `tool_result` content takes it, if it can.

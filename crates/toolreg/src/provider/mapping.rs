@@ -29,6 +29,9 @@ pub struct CallMapping {
     /// The names (as the provider spells them) a declaration sent; `None`
     /// for a mapping not made by one, which accepts any name.
     pub(super) declared: Option<HashSet<String>>,
+    /// The real names of the tools a declaration sent deferred
+    /// ([`ToolRef::deferred`]).
+    pub(super) deferred: HashSet<String>,
 }
 
 impl CallMapping {
@@ -40,6 +43,12 @@ impl CallMapping {
     /// The provider's spelling of a real tool name.
     pub fn provider_name<'a>(&'a self, real: &'a str) -> &'a str {
         self.spelled.get(real).map_or(real, String::as_str)
+    }
+
+    /// Whether the declaration sent this tool (real name) with deferred
+    /// loading: a tool search result may then refer to it.
+    pub fn is_deferred(&self, real: &str) -> bool {
+        self.deferred.contains(real)
     }
 
     /// Whether any name is spelled differently for the provider.

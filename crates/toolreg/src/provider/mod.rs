@@ -26,6 +26,12 @@
 //! [`ToolChoice`] says which tools the model may or must call, in each
 //! provider's spelling.
 //!
+//! A format with native tool search ([`WireFormat::native_search`]:
+//! Anthropic) declares tools marked [`ToolRef::deferred`] with the
+//! provider's deferred loading and answers a tool search's result
+//! ([`with_tool_references`]) with references the provider expands: see
+//! [`native_search`].
+//!
 //! Every tool has one canonical JSON Schema. What a provider accepts is
 //! derived from it by the [`lower`] transforms: OpenAI's strict mode,
 //! Anthropic's strict subset, Gemini's OpenAPI subset. For a tool taken from
@@ -115,6 +121,7 @@ pub mod lower;
 pub mod mcp;
 pub mod mistral;
 pub mod names;
+pub mod native_search;
 pub mod ollama;
 pub mod openai_chat;
 pub mod openai_responses;
@@ -123,6 +130,7 @@ pub use choice::ToolChoice;
 pub(crate) use lower::Dialect;
 pub use lower::LoweringError;
 pub use names::{NameRule, NameStyle};
+pub use native_search::{TOOL_REFERENCES, tool_references, with_tool_references};
 pub use stream::{CallAssembler, MAX_STREAMED_CALLS};
 
 // What every format shares, one job per file: `wire` (the trait, its error

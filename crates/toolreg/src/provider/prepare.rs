@@ -41,6 +41,7 @@ pub struct ToolRef<'a> {
     declaration: &'a ToolDeclaration,
     pub(super) shared: Option<&'a Arc<ToolDeclaration>>,
     cache: Option<&'a LoweredSchemas>,
+    deferred: bool,
 }
 
 impl<'a> ToolRef<'a> {
@@ -57,6 +58,20 @@ impl<'a> ToolRef<'a> {
     /// The declaration.
     pub fn declaration(&self) -> &'a ToolDeclaration {
         self.declaration
+    }
+
+    /// Declare the tool with the provider's deferred loading, for a format
+    /// with native tool search ([`WireFormat::native_search`](super::WireFormat::native_search)):
+    /// it is in the request, but the model sees it only once a tool search
+    /// has returned it. A format without native search ignores this.
+    pub fn deferred(mut self, yes: bool) -> Self {
+        self.deferred = yes;
+        self
+    }
+
+    /// Whether the tool is declared deferred ([`deferred`](ToolRef::deferred)).
+    pub fn is_deferred(&self) -> bool {
+        self.deferred
     }
 
     pub(crate) fn lowered(&self, dialect: Dialect) -> Result<Cow<'a, Value>, LoweringError> {
@@ -76,6 +91,11 @@ impl<'a> ToolRef<'a> {
             }
             None => run().map(Cow::Owned),
         }
+    }
+
+    /// Whether the tool was registered, so its examples were checked then.
+    pub(crate) fn is_registered(&self) -> bool {
+        self.cache.is_some()
     }
 
     /// Whether strict mode makes some optional argument nullable, so that
@@ -108,19 +128,20 @@ impl<'a> From<&'a ToolEntry> for ToolRef<'a> {
             declaration: entry.declaration(),
             shared: Some(entry.declaration_arc()),
             cache: Some(entry.lowered()),
+            deferred: false,
         }
     }
 }
 
 impl<'a> From<&'a ToolDeclaration> for ToolRef<'a> {
     fn from(declaration: &'a ToolDeclaration) -> Self {
-        ToolRef { declaration, shared: None, cache: None }
+        ToolRef { declaration, shared: None, cache: None, deferred: false }
     }
 }
 
 impl<'a> From<&'a Arc<ToolDeclaration>> for ToolRef<'a> {
     fn from(declaration: &'a Arc<ToolDeclaration>) -> Self {
-        ToolRef { declaration, shared: Some(declaration), cache: None }
+        ToolRef { declaration, shared: Some(declaration), cache: None, deferred: false }
     }
 }
 
@@ -182,6 +203,8 @@ impl<'a> Preparation<'a> {
     pub(crate) fn finish(self, shape: Shape) -> Declarations<DeclaredTools<'a>> {
         let mut mapping = self.mapping;
         mapping.declared = Some(self.tools.iter().map(|p| p.name.clone().into_owned()).collect());
+        mapping.deferred =
+            self.tools.iter().filter(|p| p.tool.is_deferred()).map(|p| p.tool.declaration().name.clone()).collect();
         Declarations { tools: DeclaredTools::new(shape, self.tools), mapping, report: self.report }
     }
 }

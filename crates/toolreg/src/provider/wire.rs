@@ -67,6 +67,21 @@ pub enum ProviderError {
         /// The provider's limit.
         limit: usize,
     },
+    /// One of the tool's example arguments
+    /// ([`input_examples`](crate::ToolDeclaration::input_examples)) does not
+    /// fit its input schema. Checked when a declaration that was never
+    /// registered is rendered (registering checks it once, up front).
+    #[error("{provider}: example {index} of `{tool}` does not fit its input schema: {reason}")]
+    InvalidExample {
+        /// The provider.
+        provider: Provider,
+        /// The tool.
+        tool: String,
+        /// The example's position, from 0.
+        index: usize,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// The provider has no way to say this [`ToolChoice`].
     #[error("{reason}")]
     UnsupportedChoice {
@@ -359,6 +374,17 @@ pub trait WireFormat: sealed::Format + fmt::Debug + Send + Sync {
     /// [`RenderedResults::fallbacks`]. Annotations are left out by every
     /// format but MCP: the providers have no place for them.
     fn render_results(&self, results: &[ToolResult], mapping: &CallMapping) -> RenderedResults;
+
+    /// Whether this format has the provider's own tool search: tools
+    /// declared [deferred](ToolRef::deferred) are sent with deferred
+    /// loading, and a tool search's answer
+    /// ([`with_tool_references`](super::with_tool_references)) is sent as
+    /// references the provider expands into those tools' declarations.
+    /// Anthropic only; for every other format a caller offers a deferred
+    /// tool once a search has found it (toolreg-llm's agent does).
+    fn native_search(&self) -> bool {
+        false
+    }
 
     /// This provider's spelling of a [`ToolChoice`] (see [`ToolChoice::render`]).
     fn tool_choice(&self, choice: &ToolChoice, mapping: &CallMapping) -> Result<Value, ProviderError> {

@@ -447,6 +447,31 @@ pub(crate) fn serde_error(path: &serde_path_to_error::Path, inner: &serde_json::
     ArgumentError { path: pointer, message: inner.to_string() }
 }
 
+/// Check a tool's example arguments against its compiled schema, as sent:
+/// each must be an object the schema accepts without defaults filled in
+/// (the provider checks it as it is). The first one refused, with why.
+pub(crate) fn check_examples(validator: &ArgumentValidator, examples: &[Value]) -> Result<(), (usize, String)> {
+    for (i, example) in examples.iter().enumerate() {
+        if !example.is_object() {
+            return Err((i, format!("an example is a JSON object of arguments, not a JSON {}", type_of(example))));
+        }
+        if !validator.is_valid(example) {
+            return Err((i, render_errors(&validator.errors(example)).replace('\n', "; ")));
+        }
+    }
+    Ok(())
+}
+
+/// [`check_examples`] for a declaration not registered: its schema
+/// compiled on the spot (only when it has examples).
+pub(crate) fn check_declared_examples(decl: &crate::ToolDeclaration) -> Result<(), (usize, String)> {
+    if decl.input_examples.is_empty() {
+        return Ok(());
+    }
+    let validator = ArgumentValidator::compile(&decl.input_schema).map_err(|reason| (0, reason))?;
+    check_examples(&validator, &decl.input_examples)
+}
+
 /// Render a list of argument errors as one block of model-readable text.
 pub(crate) fn render_errors(errors: &[ArgumentError]) -> String {
     let mut out = String::new();

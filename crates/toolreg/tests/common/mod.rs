@@ -198,7 +198,9 @@ pub fn corpus() -> Vec<(ToolDeclaration, Value)> {
             }),
         ),
         (
-            decl::<SearchIssues>("search_issues", "Search the issue tracker."),
+            decl::<SearchIssues>("search_issues", "Search the issue tracker.")
+                .with_example(json!({"query": "crash on start"}))
+                .with_example(json!({"query": "login", "label": "bug", "limit": 10, "priority": "high"})),
             json!({"query": "crash", "limit": 5, "near": {"lat": 1.0, "lon": 2.0}, "priority": "high"}),
         ),
         (

@@ -41,7 +41,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use serde_json::{Value, json};
-use toolreg::{CallContext, FunctionRegistry, RegistryError, ToolArgs, ToolRegistration, tools};
+use toolreg::provider::with_tool_references;
+use toolreg::{CallContext, FunctionRegistry, RegistryError, ToolArgs, ToolOutput, ToolRegistration, tools};
 use toolreg_builtins::store::{Namespace, StoreRef};
 
 use super::RunState;
@@ -160,7 +161,11 @@ impl AgentTools {
     /// naming them); the tools found are added to yours for the rest of the
     /// task, so call them directly next.
     #[tool(safety = "safe", category = "agent", scope = "agent")]
-    async fn search_tools(&self, #[context] cx: &CallContext, #[args] args: SearchToolsArgs) -> Result<Value, String> {
+    async fn search_tools(
+        &self,
+        #[context] cx: &CallContext,
+        #[args] args: SearchToolsArgs,
+    ) -> Result<ToolOutput, String> {
         let run = run_state(cx)?;
         let engine = run.agent.engine();
         let tools = engine.tools();
@@ -172,13 +177,16 @@ impl AgentTools {
             .filter_map(|hit| tools.get(&hit.name))
             .map(|entry| json!({"name": entry.declaration().name, "description": entry.declaration().description}))
             .collect();
-        loaded.extend(hits.into_iter().map(|hit| hit.name));
+        let names: Vec<String> = hits.into_iter().map(|hit| hit.name).collect();
+        loaded.extend(names.iter().cloned());
         let note = if found.is_empty() {
             "No tool you do not have yet matches; try other words."
         } else {
             "These tools are now available to you: call them directly."
         };
-        Ok(json!({"found": found, "note": note}))
+        // A provider with native search is sent references to the tools
+        // found instead of this value (see `Deferral`).
+        Ok(with_tool_references(ToolOutput::new(json!({"found": found, "note": note})), names))
     }
 
     /// End your task with its result. Call it once, when you are done.
