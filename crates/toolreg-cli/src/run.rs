@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 use toolreg::ToolEngine;
 use toolreg::engine::{ToolLayer, hook_fn};
 use toolreg::exec::Content;
-use toolreg::policy::{ApproveAll, TerminalApprover};
-use toolreg_builtins::user::{TerminalChannel, UserChannel, UserTools};
+use toolreg::policy::ApproveAll;
+use toolreg_builtins::user::{TerminalChannel, UserApprover, UserChannel, UserTools};
 use toolreg_llm::agent::functions::AgentTools;
 use toolreg_llm::agent::{Agent, AgentEvent, Limits, Outcome, SuspendForApproval};
 use toolreg_llm::client::{ProviderKind, UnknownProviderKind};
@@ -49,7 +49,8 @@ pub async fn run(tools: Tools, args: RunArgs) -> Result<(), CliError> {
     let (client, model) = client(&args)?;
     let mut registry = tools.registry.clone();
     // One terminal channel for every question put to the person (the
-    // `ask_user` tool and the imported servers' forms): one reader of stdin.
+    // `ask_user` tool, approvals, the imported servers' forms): one reader
+    // of stdin.
     let terminal: Arc<dyn UserChannel> = Arc::new(TerminalChannel::stdio());
     let on_terminal = std::io::stdin().is_terminal();
     let answerer = Arc::new(HostAnswerer {
@@ -61,7 +62,7 @@ pub async fn run(tools: Tools, args: RunArgs) -> Result<(), CliError> {
     for remote in &tools.remotes {
         remote.answer_with(answerer.clone());
     }
-    let user = UserTools::new(terminal);
+    let user = UserTools::new(Arc::clone(&terminal));
     // The built-ins and imported tools, the user tools and the agent functions.
     let with_agent_tools = move |mut registry: toolreg::FunctionRegistry| {
         let mut registrations = user.registrations();
@@ -78,7 +79,8 @@ pub async fn run(tools: Tools, args: RunArgs) -> Result<(), CliError> {
     engine = if args.yes {
         engine.approver(ApproveAll::new("--yes"))
     } else if on_terminal {
-        engine.approver(TerminalApprover::stdio())
+        // Asked through the terminal channel the user tools use: one reader of stdin.
+        engine.approver(UserApprover::new(Arc::clone(&terminal)))
     } else {
         engine.approver(SuspendForApproval)
     };

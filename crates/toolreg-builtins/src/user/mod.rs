@@ -52,10 +52,12 @@
 //! # }
 //! ```
 
+mod approver;
 mod channel;
 mod in_process;
 mod terminal;
 
+pub use approver::UserApprover;
 pub use channel::{Notice, NoticeLevel, Question, UserChannel};
 pub use in_process::{InProcessChannel, PendingQuestion, UserInbox, UserRequest};
 pub use terminal::TerminalChannel;
