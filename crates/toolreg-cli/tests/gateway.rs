@@ -222,50 +222,66 @@ fn serve_announces_a_server_that_comes_up_later() {
     assert!(log.contains("`research` from MCP server `late` left out"), "{log}");
 }
 
-/// `toolreg run` answers an imported server's sampling request with the
-/// agent's own model (`--yes` allows it without a terminal) and refuses its
-/// elicitation with the reason (no terminal to fill the form in).
-#[tokio::test(flavor = "multi_thread")]
-async fn run_answers_a_remote_servers_sampling_with_its_model() {
+/// A local model speaking OpenAI's Chat protocol, streamed: `reply` turns
+/// each request's body into the delta it answers with.
+async fn chat_model(reply: fn(&Value) -> Value) -> wiremock::MockServer {
     use wiremock::matchers::path;
     use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
     let model = MockServer::start().await;
     Mock::given(path("/chat/completions"))
-        .respond_with(|request: &Request| {
+        .respond_with(move |request: &Request| {
             let body: Value = serde_json::from_slice(&request.body).unwrap();
-            let messages = body["messages"].as_array().unwrap();
-            let said = |text: &str| messages.iter().any(|m| m["content"].as_str().is_some_and(|c| c.contains(text)));
-            let results: Vec<&Value> = messages.iter().filter(|m| m["role"] == "tool").collect();
-            let reply = if said("Say hi") {
-                // The server's sampling request, as the agent's model gets it.
-                json!({"content": "hi from the model"})
-            } else if results.len() == 2 {
-                let both: Vec<&str> = results.iter().map(|m| m["content"].as_str().unwrap()).collect();
-                json!({"content": format!("done: {}", both.join(" | "))})
-            } else {
-                json!({"tool_calls": [
-                    {"index": 0, "id": "c1", "type": "function", "function": {"name": "fake__sample", "arguments": "{}"}},
-                    {"index": 1, "id": "c2", "type": "function", "function": {"name": "fake__ask", "arguments": "{}"}}]})
-            };
-            let chunk = json!({"choices": [{"index": 0, "delta": reply, "finish_reason": "stop"}]});
+            let chunk = json!({"choices": [{"index": 0, "delta": reply(&body), "finish_reason": "stop"}]});
             ResponseTemplate::new(200)
                 .insert_header("content-type", "text/event-stream")
                 .set_body_string(format!("data: {chunk}\n\ndata: [DONE]\n\n"))
         })
         .mount(&model)
         .await;
+    model
+}
+
+/// `toolreg run --yes` with the fake server imported, against `model`:
+/// its exit status checked, its answer returned.
+async fn run_with_fake(model: &wiremock::MockServer, extra: &[&str]) -> String {
     let dir = tempfile::tempdir().unwrap();
     let config = write_config(dir.path(), json!({"fake": fake(&[])}));
     let mut cmd = toolreg(dir.path());
-    cmd.args(["run", "Go", "--model", "local", "--no-shell", "--yes", "--base-url", &model.uri(), "--config"])
+    cmd.args(["run", "Go", "--model", "local", "--no-shell", "--yes", "--base-url", &model.uri()])
+        .args(extra)
+        .arg("--config")
         .arg(&config)
         .env_remove("OPENAI_API_KEY")
         .write_stdin("");
     let out = tokio::task::spawn_blocking(move || cmd.output().unwrap()).await.unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
-    let answer = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// `toolreg run` answers an imported server's sampling request with the
+/// agent's own model (`--yes` allows it without a terminal) and refuses its
+/// elicitation with the reason (no terminal to fill the form in).
+#[tokio::test(flavor = "multi_thread")]
+async fn run_answers_a_remote_servers_sampling_with_its_model() {
+    let model = chat_model(|body| {
+        let messages = body["messages"].as_array().unwrap();
+        let said = |text: &str| messages.iter().any(|m| m["content"].as_str().is_some_and(|c| c.contains(text)));
+        let results: Vec<&Value> = messages.iter().filter(|m| m["role"] == "tool").collect();
+        if said("Say hi") {
+            // The server's sampling request, as the agent's model gets it.
+            json!({"content": "hi from the model"})
+        } else if results.len() == 2 {
+            let both: Vec<&str> = results.iter().map(|m| m["content"].as_str().unwrap()).collect();
+            json!({"content": format!("done: {}", both.join(" | "))})
+        } else {
+            json!({"tool_calls": [
+                {"index": 0, "id": "c1", "type": "function", "function": {"name": "fake__sample", "arguments": "{}"}},
+                {"index": 1, "id": "c2", "type": "function", "function": {"name": "fake__ask", "arguments": "{}"}}]})
+        }
+    })
+    .await;
+    let answer = run_with_fake(&model, &[]).await;
     assert!(answer.contains("hi from the model"), "{answer}");
     assert!(answer.contains("not on a terminal, so no one can fill in the form"), "{answer}");
 }
@@ -274,45 +290,24 @@ async fn run_answers_a_remote_servers_sampling_with_its_model() {
 /// server added mid-run is offered to the model from a later step on.
 #[tokio::test(flavor = "multi_thread")]
 async fn run_offers_tools_an_imported_server_adds_mid_run() {
-    use wiremock::matchers::path;
-    use wiremock::{Mock, MockServer, Request, ResponseTemplate};
-
-    let model = MockServer::start().await;
-    Mock::given(path("/chat/completions"))
-        .respond_with(|request: &Request| {
-            let body: Value = serde_json::from_slice(&request.body).unwrap();
-            let offered: Vec<&str> =
-                body["tools"].as_array().unwrap().iter().filter_map(|t| t["function"]["name"].as_str()).collect();
-            let steps = body["messages"].as_array().unwrap().iter().filter(|m| m["role"] == "tool").count();
-            let call = |name: &str| {
-                json!({"tool_calls": [{"index": 0, "id": format!("c{steps}"), "type": "function",
-                    "function": {"name": name, "arguments": "{}"}}]})
-            };
-            let reply = if steps == 0 {
-                call("fake__change")
-            } else if offered.contains(&"fake__added") {
-                json!({"content": format!("fake__added is offered after {steps} steps")})
-            } else {
-                // The new list is read on another task: look again.
-                call("fake__echo")
-            };
-            let chunk = json!({"choices": [{"index": 0, "delta": reply, "finish_reason": "stop"}]});
-            ResponseTemplate::new(200)
-                .insert_header("content-type", "text/event-stream")
-                .set_body_string(format!("data: {chunk}\n\ndata: [DONE]\n\n"))
-        })
-        .mount(&model)
-        .await;
-    let dir = tempfile::tempdir().unwrap();
-    let config = write_config(dir.path(), json!({"fake": fake(&[])}));
-    let mut cmd = toolreg(dir.path());
-    cmd.args(["run", "Go", "--model", "local", "--no-shell", "--yes", "--max-steps", "30", "--base-url", &model.uri()])
-        .arg("--config")
-        .arg(&config)
-        .env_remove("OPENAI_API_KEY")
-        .write_stdin("");
-    let out = tokio::task::spawn_blocking(move || cmd.output().unwrap()).await.unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
-    assert!(String::from_utf8_lossy(&out.stdout).contains("fake__added is offered"), "{stderr}");
+    let model = chat_model(|body| {
+        let offered: Vec<&str> =
+            body["tools"].as_array().unwrap().iter().filter_map(|t| t["function"]["name"].as_str()).collect();
+        let steps = body["messages"].as_array().unwrap().iter().filter(|m| m["role"] == "tool").count();
+        let call = |name: &str| {
+            json!({"tool_calls": [{"index": 0, "id": format!("c{steps}"), "type": "function",
+                "function": {"name": name, "arguments": "{}"}}]})
+        };
+        if steps == 0 {
+            call("fake__change")
+        } else if offered.contains(&"fake__added") {
+            json!({"content": format!("fake__added is offered after {steps} steps")})
+        } else {
+            // The new list is read on another task: look again.
+            call("fake__echo")
+        }
+    })
+    .await;
+    let answer = run_with_fake(&model, &["--max-steps", "30"]).await;
+    assert!(answer.contains("fake__added is offered"), "{answer}");
 }
