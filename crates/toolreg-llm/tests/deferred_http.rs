@@ -84,10 +84,29 @@ impl Respond for Model {
                 None,
                 json!({"choices": [{"index": 0, "delta": {"content": "done"}, "finish_reason": "stop"}]}),
             )]),
+            // The Responses API's own (client-executed) tool search: the
+            // model searches with a `tool_search_call` item.
+            (Provider::Responses, false, Some(("search_tools", args))) => {
+                json_response(json!({"id": "resp", "object": "response", "status": "completed",
+                "output": [{"type": "tool_search_call", "id": format!("tsc_{n}"), "call_id": id,
+                "execution": "client", "status": "completed", "arguments": args}]}))
+            }
             (Provider::Responses, false, Some((name, args))) => {
                 json_response(json!({"id": "resp", "object": "response",
                 "status": "completed", "output": [{"type": "function_call", "id": format!("fc_{n}"), "call_id": id,
                 "name": name, "arguments": args.to_string()}]}))
+            }
+            (Provider::Responses, true, Some(("search_tools", args))) => {
+                let item = json!({"type": "tool_search_call", "id": format!("tsc_{n}"), "call_id": id,
+                    "execution": "client", "status": "completed", "arguments": args});
+                sse(vec![
+                    (None, json!({"type": "response.output_item.added", "output_index": 0, "item": item})),
+                    (None, json!({"type": "response.output_item.done", "output_index": 0, "item": item})),
+                    (
+                        None,
+                        json!({"type": "response.completed", "response": {"status": "completed", "output": [item]}}),
+                    ),
+                ])
             }
             (Provider::Responses, false, None) => json_response(json!({"id": "resp", "object": "response",
                 "status": "completed", "output": [{"type": "message", "role": "assistant",
@@ -207,7 +226,12 @@ fn offered(provider: Provider, body: &Value) -> Vec<String> {
         .into_iter()
         .flatten()
         .filter(|tool| tool["defer_loading"] != true)
-        .filter_map(|tool| tool["name"].as_str().or(tool["function"]["name"].as_str()).map(str::to_owned))
+        // OpenAI Responses' own search tool is `search_tools`, declared as `tool_search`.
+        .filter_map(|tool| match tool["type"] == "tool_search" {
+            true => Some("search_tools"),
+            false => tool["name"].as_str().or(tool["function"]["name"].as_str()),
+        })
+        .map(str::to_owned)
         .collect()
 }
 
@@ -226,10 +250,11 @@ async fn deferred_tools_are_searched_loaded_and_called_through_every_client() {
                 .respond_with(SharedModel(std::sync::Arc::clone(&model)))
                 .mount(&server)
                 .await;
-            let agent =
-                Agent::builder_shared(client(provider, &server, stream).into(), "m", ToolEngine::builder(&registry))
-                    .defer(Deferral::new().tools(["convert_currency"]))
-                    .build();
+            let client = client(provider, &server, stream);
+            let native = client.native_tool_search();
+            let agent = Agent::builder_shared(client.into(), "m", ToolEngine::builder(&registry))
+                .defer(Deferral::new().tools(["convert_currency"]))
+                .build();
             let outcome = agent.run("Convert 3 EUR to USD.").await.unwrap_or_else(|e| panic!("{what}: {e}"));
             let Outcome::Finished(done) = outcome else { panic!("{what}: suspended") };
             assert_eq!(done.answer, "done", "{what}");
@@ -241,10 +266,17 @@ async fn deferred_tools_are_searched_loaded_and_called_through_every_client() {
                 "{what}: {first:?}"
             );
             assert!(!first.contains(&"convert_currency".to_owned()), "{what}: deferred, yet offered: {first:?}");
-            // Found by the search, it is offered from the next request on, after the others.
             let second = offered(provider, &bodies[1]);
-            assert!(second.contains(&"convert_currency".to_owned()), "{what}: {second:?}");
-            assert_eq!(second[..first.len()], first[..], "{what}: the prefix changed");
+            if native {
+                // The provider searches natively: the same tools in every
+                // request, the found one loaded by the search's answer.
+                assert_eq!(bodies[1]["tools"], bodies[0]["tools"], "{what}: the tools changed");
+                assert!(bodies[1].to_string().contains("convert_currency"), "{what}: {}", bodies[1]);
+            } else {
+                // Found by the search, it is offered from the next request on, after the others.
+                assert!(second.contains(&"convert_currency".to_owned()), "{what}: {second:?}");
+                assert_eq!(second[..first.len()], first[..], "{what}: the prefix changed");
+            }
             // It ran: its result is in the last request.
             assert!(bodies[2].to_string().contains("3 EUR is 6 USD"), "{what}: {}", bodies[2]);
         }
