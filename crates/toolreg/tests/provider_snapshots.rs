@@ -118,6 +118,20 @@ fn native_search_openai_responses() {
     let read = format.read_calls(&response, &declared.mapping).unwrap();
     assert_eq!(read.calls[0].name, "search_tools");
     assert_eq!(read.calls[0].id, "call_1");
+    // Stricter readings: a client search call without `call_id` cannot be
+    // answered, so the response is refused; a server-executed one is not
+    // toolreg's to answer, so it is skipped; without a declared
+    // `tool_search` tool a search call is refused.
+    let no_id = json!([{"type": "tool_search_call", "execution": "client", "arguments": {"query": "x"}}]);
+    assert!(matches!(
+        format.read_calls(&no_id, &declared.mapping),
+        Err(toolreg::provider::ProviderError::InvalidResponse { .. })
+    ));
+    let server = json!([{"type": "tool_search_call", "call_id": "c", "execution": "server", "arguments": {}}]);
+    assert!(format.read_calls(&server, &declared.mapping).unwrap().calls.is_empty());
+    let plain = format.declare(&[ToolRef::from(&search), ToolRef::from(&convert)]).unwrap();
+    assert!(format.read_calls(&response, &plain.mapping).is_err());
+    assert_eq!(plain.tools[0]["type"], "function");
     let calls = format.render_calls("", &read.sent, &declared.mapping);
     // Found: the deferred tool and an always-on one (already loaded: not sent again).
     let found = with_tool_references(ToolOutput::new(json!({"found": 2})), ["convert_currency", "add"]);

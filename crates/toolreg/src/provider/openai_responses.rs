@@ -22,7 +22,10 @@
 //!     call of that tool, its `arguments` object as the call's arguments and
 //!     its `call_id` as the call's id (one without `call_id` is refused: its
 //!     output could not answer it). Server-executed search items are not
-//!     toolreg's and are skipped;
+//!     toolreg's and are skipped. (A `function_call` that names the search
+//!     tool, which the request did not declare as a function, is read as
+//!     its call too, and goes back as a `tool_search_call`: calls keep one
+//!     name, not the item type they came in);
 //!   - the call goes back into the history as the `tool_search_call` item
 //!     (`call_id`, `execution`, `arguments` as sent, `status`), without its
 //!     item `id`, as function calls go back without theirs: requests are
