@@ -151,6 +151,27 @@ def validate(dir: Path) -> None:
             check("openai_responses call", lambda i=item: responses.ResponseFunctionToolCall.model_validate(i))
     for r in ex["results"]:
         check(f"openai_responses result {r['call_id']}", lambda r=r: strict(FunctionCallOutput, r))
+    # Native (client-executed) tool search: the `tool_search` tool and the
+    # deferred functions, the model's `tool_search_call` as it reads in a
+    # response and as it goes back in `input`, and the `tool_search_output`.
+    from openai.types.responses.response_input_item_param import ToolSearchCall
+    native = load(dir, "openai_responses.native_search.json")
+    for tool in native["tools"]:
+        if tool["type"] == "tool_search":
+            check("openai_responses native search tool_search", lambda t=tool: strict(responses.ToolSearchToolParam, t))
+        else:
+            check(f"openai_responses native search tool {tool['name']}", lambda t=tool: strict(responses.FunctionToolParam, t))
+    check("openai_responses native search response", lambda: responses.Response.model_validate(native["response"]))
+    for item in native["response"]["output"]:
+        check("openai_responses tool_search_call", lambda i=item: responses.ResponseToolSearchCall.model_validate(i))
+    for item in native["calls"]:
+        check("openai_responses tool_search_call input", lambda i=item: strict(ToolSearchCall, i))
+    for item in native["results"]:
+        check("openai_responses tool_search_output",
+              lambda i=item: strict(responses.ResponseToolSearchOutputItemParamParam, i))
+        for tool in item["tools"]:
+            check(f"openai_responses tool_search_output tool {tool['name']}",
+                  lambda t=tool: strict(responses.FunctionToolParam, t))
 
     # Anthropic.
     import anthropic

@@ -174,6 +174,16 @@ pub struct ModelRequest {
     /// ([`LlmClient::native_tool_search`]); any other client sends them as
     /// the rest, so leave it empty for those (the agent does).
     pub deferred_tools: HashSet<String>,
+    /// The tool among `tools` (real name) that searches the deferred ones,
+    /// for a client whose provider has a tool search entry point the client
+    /// executes (OpenAI Responses' `tool_search`): declared as that entry
+    /// point, its calls come back as calls of this tool and its answer
+    /// loads the deferred tools it found
+    /// ([`ToolRef::search_tool`](toolreg::provider::ToolRef::search_tool)).
+    /// Any other client sends it as an ordinary tool. The agent sets it to
+    /// its `search_tools` when it defers tools and the client searches
+    /// natively.
+    pub search_tool: Option<String>,
     /// A cap on the answer's tokens.
     pub max_tokens: Option<u32>,
     /// Sampling temperature.
@@ -479,7 +489,9 @@ pub trait LlmClient: Send + Sync {
     /// search ([`WireFormat::native_search`](toolreg::provider::WireFormat::native_search)):
     /// it then declares [`ModelRequest::deferred_tools`] with deferred
     /// loading, and a tool search's answer as the provider's references to
-    /// them. The agent then offers every tool from the first request on,
+    /// them (Anthropic's `tool_reference` blocks; OpenAI Responses'
+    /// `tool_search_output` with their definitions, the search tool being
+    /// [`ModelRequest::search_tool`]). The agent then offers every tool from the first request on,
     /// the deferred ones deferred, instead of adding tools as they are
     /// found. `false` unless a client says otherwise.
     fn native_tool_search(&self) -> bool {

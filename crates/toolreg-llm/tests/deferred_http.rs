@@ -84,10 +84,29 @@ impl Respond for Model {
                 None,
                 json!({"choices": [{"index": 0, "delta": {"content": "done"}, "finish_reason": "stop"}]}),
             )]),
+            // The Responses API's own (client-executed) tool search: the
+            // model searches with a `tool_search_call` item.
+            (Provider::Responses, false, Some(("search_tools", args))) => {
+                json_response(json!({"id": "resp", "object": "response", "status": "completed",
+                "output": [{"type": "tool_search_call", "id": format!("tsc_{n}"), "call_id": id,
+                "execution": "client", "status": "completed", "arguments": args}]}))
+            }
             (Provider::Responses, false, Some((name, args))) => {
                 json_response(json!({"id": "resp", "object": "response",
                 "status": "completed", "output": [{"type": "function_call", "id": format!("fc_{n}"), "call_id": id,
                 "name": name, "arguments": args.to_string()}]}))
+            }
+            (Provider::Responses, true, Some(("search_tools", args))) => {
+                let item = json!({"type": "tool_search_call", "id": format!("tsc_{n}"), "call_id": id,
+                    "execution": "client", "status": "completed", "arguments": args});
+                sse(vec![
+                    (None, json!({"type": "response.output_item.added", "output_index": 0, "item": item})),
+                    (None, json!({"type": "response.output_item.done", "output_index": 0, "item": item})),
+                    (
+                        None,
+                        json!({"type": "response.completed", "response": {"status": "completed", "output": [item]}}),
+                    ),
+                ])
             }
             (Provider::Responses, false, None) => json_response(json!({"id": "resp", "object": "response",
                 "status": "completed", "output": [{"type": "message", "role": "assistant",
@@ -207,7 +226,12 @@ fn offered(provider: Provider, body: &Value) -> Vec<String> {
         .into_iter()
         .flatten()
         .filter(|tool| tool["defer_loading"] != true)
-        .filter_map(|tool| tool["name"].as_str().or(tool["function"]["name"].as_str()).map(str::to_owned))
+        // OpenAI Responses' own search tool is `search_tools`, declared as `tool_search`.
+        .filter_map(|tool| match tool["type"] == "tool_search" {
+            true => Some("search_tools"),
+            false => tool["name"].as_str().or(tool["function"]["name"].as_str()),
+        })
+        .map(str::to_owned)
         .collect()
 }
 
@@ -242,14 +266,15 @@ async fn deferred_tools_are_searched_loaded_and_called_through_every_client() {
                 "{what}: {first:?}"
             );
             assert!(!first.contains(&"convert_currency".to_owned()), "{what}: deferred, yet offered: {first:?}");
+            let second = offered(provider, &bodies[1]);
             if native {
-                // The provider's own search: the same tools in every request,
-                // what was found named in the search's result.
-                assert_eq!(bodies[1]["tools"], bodies[0]["tools"], "{what}");
-                assert!(bodies[1].to_string().contains("tool_reference"), "{what}: {}", bodies[1]);
+                // The provider searches natively: the same tools in every
+                // request, the found one loaded by the search's answer.
+                assert_eq!(bodies[1]["tools"], bodies[0]["tools"], "{what}: the tools changed");
+                let answer = if provider == Provider::Anthropic { "tool_reference" } else { "tool_search_output" };
+                assert!(bodies[1].to_string().contains(answer), "{what}: {}", bodies[1]);
             } else {
                 // Found by the search, it is offered from the next request on, after the others.
-                let second = offered(provider, &bodies[1]);
                 assert!(second.contains(&"convert_currency".to_owned()), "{what}: {second:?}");
                 assert_eq!(second[..first.len()], first[..], "{what}: the prefix changed");
             }

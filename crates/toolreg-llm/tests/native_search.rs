@@ -1,7 +1,8 @@
 //! Provider-native tool search, end to end: an agent over the Anthropic
 //! client against a local server that answers as the Messages API does,
-//! plain and streamed. The model searches, the deferred tool it found is
-//! called, and every request holds the same tools.
+//! and over the OpenAI Responses client against one that answers as the
+//! Responses API does, plain and streamed. The model searches, the deferred
+//! tool it found is called, and every request holds the same tools.
 
 use std::sync::Mutex;
 use std::time::Duration;
@@ -11,7 +12,7 @@ use toolreg::engine::ToolEngine;
 use toolreg::{FunctionRegistry, tool};
 use toolreg_llm::agent::functions::AgentTools;
 use toolreg_llm::agent::{Agent, Deferral, Outcome};
-use toolreg_llm::client::{AnthropicClient, ClientConfig};
+use toolreg_llm::client::{AnthropicClient, ClientConfig, OpenAiResponsesClient};
 use wiremock::matchers::path;
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
@@ -150,5 +151,111 @@ async fn anthropic_native_search_finds_loads_and_calls_a_deferred_tool_plain_and
         let last = bodies[2]["messages"].as_array().unwrap().last().unwrap().clone();
         assert_eq!(last["content"][0]["tool_use_id"], "toolu_2");
         assert_eq!(last["content"][0]["content"], "1 EUR is 2 USD");
+    }
+}
+
+/// One Responses answer's output item: the model's `tool_search_call`, its
+/// call of the tool it found, or its closing message.
+fn responses_item(turn: usize) -> Value {
+    match turn {
+        0 => json!({"type": "tool_search_call", "id": "tsc_1", "call_id": "call_search", "execution": "client",
+            "status": "completed", "arguments": {"query": "exchange money between currencies"}}),
+        1 => json!({"type": "function_call", "id": "fc_1", "call_id": "call_convert", "name": "convert_currency",
+            "arguments": "{\"amount\":1,\"from\":\"EUR\",\"to\":\"USD\"}", "status": "completed"}),
+        _ => json!({"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+            "content": [{"type": "output_text", "text": "1 EUR is 2 USD.", "annotations": []}]}),
+    }
+}
+
+fn responses_answer(turn: usize, stream: bool) -> ResponseTemplate {
+    let item = responses_item(turn);
+    let response = |output: Value| {
+        json!({"id": "resp_1", "object": "response", "status": "completed", "model": "gpt-x", "output": output,
+            "usage": {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}})
+    };
+    if !stream {
+        return ResponseTemplate::new(200).set_body_json(response(json!([item])));
+    }
+    // Streamed: the item arrives in `response.output_item.*` events, and
+    // the final event leaves `output` empty, so the item is read from them.
+    let mut events = vec![json!({"type": "response.created", "response": response(json!([]))})];
+    events.push(json!({"type": "response.output_item.added", "output_index": 0, "item": item}));
+    if turn == 2 {
+        events.push(json!({"type": "response.output_text.delta", "output_index": 0, "content_index": 0,
+            "delta": "1 EUR is 2 USD."}));
+    }
+    events.push(json!({"type": "response.output_item.done", "output_index": 0, "item": item}));
+    events.push(json!({"type": "response.completed", "response": response(json!([]))}));
+    let body: String =
+        events.iter().map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap())).collect();
+    ResponseTemplate::new(200).insert_header("content-type", "text/event-stream").set_body_string(body)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn openai_responses_native_search_finds_loads_and_calls_a_deferred_tool_plain_and_streamed() {
+    let mut registry = FunctionRegistry::new();
+    toolreg::register_tools!(registry, [add_tool, convert_currency_tool]).unwrap();
+    AgentTools::new().register(&mut registry).unwrap();
+    for stream in [false, true] {
+        let server = MockServer::start().await;
+        let answers = (0..3).map(|turn| responses_answer(turn, stream)).collect();
+        Mock::given(path("/v1/responses")).respond_with(Sequence(Mutex::new(answers))).mount(&server).await;
+        let config =
+            ClientConfig::new(format!("{}/v1", server.uri())).stream(stream).request_timeout(Duration::from_secs(5));
+        let client = OpenAiResponsesClient::new(config).unwrap();
+        assert!(toolreg_llm::LlmClient::native_tool_search(&client));
+        let agent = Agent::builder(client, "gpt-x", ToolEngine::builder(&registry))
+            .defer(Deferral::new().tools(["convert_currency"]))
+            .build();
+        let Outcome::Finished(done) = agent.run("Convert 1 EUR to USD.").await.unwrap() else {
+            panic!("the run should finish");
+        };
+        assert_eq!(done.answer, "1 EUR is 2 USD.", "stream: {stream}");
+
+        let bodies: Vec<Value> = server
+            .received_requests()
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| serde_json::from_slice(&r.body).unwrap())
+            .collect();
+        assert_eq!(bodies.len(), 3);
+        // The same tools in every request: `search_tools` as the
+        // client-executed `tool_search`, the deferred tool marked so.
+        for body in &bodies {
+            assert_eq!(body["tools"], bodies[0]["tools"]);
+        }
+        let tools = bodies[0]["tools"].as_array().unwrap();
+        let search: Vec<&Value> = tools.iter().filter(|t| t["type"] == "tool_search").collect();
+        assert_eq!(search.len(), 1);
+        assert_eq!(search[0]["execution"], "client");
+        assert_eq!(search[0]["parameters"]["properties"]["query"]["type"], "string");
+        assert!(tools.iter().all(|t| t["name"] != "search_tools"));
+        let deferred: Vec<&Value> = tools.iter().filter(|t| t["defer_loading"] == true).collect();
+        assert_eq!(deferred.len(), 1);
+        assert_eq!(deferred[0]["name"], "convert_currency");
+        // The search call goes back as it came (less its item id), answered
+        // by a `tool_search_output` with the found tool's definition.
+        for body in &bodies[1..] {
+            let input = body["input"].as_array().unwrap();
+            assert_eq!(
+                input[1],
+                json!({"type": "tool_search_call", "call_id": "call_search", "execution": "client",
+                    "status": "completed", "arguments": {"query": "exchange money between currencies"}})
+            );
+            assert_eq!(
+                input[2],
+                json!({"type": "tool_search_output", "call_id": "call_search", "execution": "client",
+                    "status": "completed", "tools": [deferred[0]]})
+            );
+        }
+        // The deferred tool ran once found.
+        let input = bodies[2]["input"].as_array().unwrap();
+        assert_eq!(input[3]["type"], "function_call");
+        assert_eq!(input[3]["name"], "convert_currency");
+        assert_eq!(
+            input[4],
+            json!({"type": "function_call_output", "call_id": "call_convert", "output": "1 EUR is 2 USD"})
+        );
     }
 }

@@ -157,6 +157,31 @@ fn native_search(dir: &Path) {
     let rendered = anthropic.render_results(&[result], &declared.mapping).messages;
     assert_eq!(rendered[0]["content"][0]["content"][0]["type"], "tool_reference");
     write(dir, "anthropic.native_search.json", &json!({"tools": declared.tools, "results": rendered[0]}));
+
+    // OpenAI Responses (`openai_responses.native_search.json`): the first
+    // tool as the client-executed `tool_search`, the others deferred; the
+    // model's `tool_search_call`, echoed back, and the search's answer as
+    // a `tool_search_output` with the found tools' definitions.
+    let tools: Vec<ToolRef<'_>> =
+        decls.iter().enumerate().map(|(i, d)| ToolRef::from(d).deferred(i > 0).search_tool(i == 0)).collect();
+    let responses = OpenAiResponses::new().name_style(NameStyle::Respell);
+    let declared = responses.declare(&tools).unwrap();
+    let response = json!({"id": "resp_1", "object": "response", "created_at": 0, "model": "gpt-x",
+        "status": "completed", "parallel_tool_calls": true, "tool_choice": "auto", "tools": [],
+        "output": [{"type": "tool_search_call", "id": "tsc_1", "call_id": "call_search", "execution": "client",
+            "status": "completed", "arguments": {"query": "read a file"}}]});
+    let read = responses.read_calls(&response, &declared.mapping).unwrap();
+    assert_eq!(read.calls[0].name, decls[0].name);
+    let calls = responses.render_calls("", &read.sent, &declared.mapping);
+    let found = with_tool_references(ToolOutput::new(json!({"found": 2})), ["files.read", "ping"]);
+    let result = ToolResult { id: "call_search".into(), name: decls[0].name.clone(), outcome: Ok(found) };
+    let results = responses.render_results(&[result], &declared.mapping).messages;
+    assert_eq!(results[0]["tools"].as_array().map(Vec::len), Some(2));
+    write(
+        dir,
+        "openai_responses.native_search.json",
+        &json!({"tools": declared.tools, "response": response, "calls": calls, "results": results}),
+    );
 }
 
 /// Results holding every content block type, as each format renders them
@@ -214,6 +239,7 @@ fn every_provider_format_exports() {
         "anthropic_strict.tools.json",
         "anthropic.exchange.json",
         "anthropic.native_search.json",
+        "openai_responses.native_search.json",
         "gemini.tools.json",
         "gemini_json_schema.tools.json",
         "gemini.exchange.json",

@@ -89,3 +89,61 @@ fn native_search_renderings() {
         insta::assert_json_snapshot!(format!("native_search__{name}"), rendered);
     }
 }
+
+/// OpenAI Responses' client-executed tool search: the search tool declared
+/// as `tool_search`, the deferred tool with `defer_loading`, the model's
+/// `tool_search_call` read as a call of the search tool and echoed back as
+/// it came, and the search's answer a `tool_search_output` holding the
+/// found tool's definition as declared.
+#[test]
+fn native_search_openai_responses() {
+    use toolreg::exec::ToolOutput;
+    use toolreg::provider::with_tool_references;
+    use toolreg::{ParamType, ToolResult};
+
+    let search = ToolDeclaration::builder("search_tools")
+        .description("Find tools.")
+        .param("query", ParamType::String, "What you need")
+        .build();
+    let convert = ToolDeclaration::builder("convert_currency")
+        .description("Convert money.")
+        .param("amount", ParamType::Number, "Amount")
+        .build();
+    let add = ToolDeclaration::builder("add").description("Add.").param("a", ParamType::Number, "A").build();
+    let tools = [ToolRef::from(&search).search_tool(true), ToolRef::from(&add), ToolRef::from(&convert).deferred(true)];
+    let format = OpenAiResponses::new();
+    let declared = format.declare(&tools).unwrap();
+    let response = json!({"output": [{"type": "tool_search_call", "id": "tsc_1", "call_id": "call_1",
+        "execution": "client", "status": "completed", "arguments": {"query": "exchange money"}}]});
+    let read = format.read_calls(&response, &declared.mapping).unwrap();
+    assert_eq!(read.calls[0].name, "search_tools");
+    assert_eq!(read.calls[0].id, "call_1");
+    // Stricter readings: a client search call without `call_id` cannot be
+    // answered, so the response is refused; a server-executed one is not
+    // toolreg's to answer, so it is skipped; without a declared
+    // `tool_search` tool a search call is refused.
+    let no_id = json!([{"type": "tool_search_call", "execution": "client", "arguments": {"query": "x"}}]);
+    assert!(matches!(
+        format.read_calls(&no_id, &declared.mapping),
+        Err(toolreg::provider::ProviderError::InvalidResponse { .. })
+    ));
+    let server = json!([{"type": "tool_search_call", "call_id": "c", "execution": "server", "arguments": {}}]);
+    assert!(format.read_calls(&server, &declared.mapping).unwrap().calls.is_empty());
+    let plain = format.declare(&[ToolRef::from(&search), ToolRef::from(&convert)]).unwrap();
+    assert!(format.read_calls(&response, &plain.mapping).is_err());
+    assert_eq!(plain.tools[0]["type"], "function");
+    let calls = format.render_calls("", &read.sent, &declared.mapping);
+    // Found: the deferred tool and an always-on one (already loaded: not sent again).
+    let found = with_tool_references(ToolOutput::new(json!({"found": 2})), ["convert_currency", "add"]);
+    let result = ToolResult { id: "call_1".into(), name: "search_tools".into(), outcome: Ok(found) };
+    let results = format.render_results(&[result], &declared.mapping).messages;
+    let failed = ToolResult {
+        id: "call_2".into(),
+        name: "search_tools".into(),
+        outcome: Err(toolreg::ToolError::failed("index gone")),
+    };
+    let failed = format.render_results(&[failed], &declared.mapping).messages;
+    let rendered = json!({"native_search": format.native_search(), "tools": declared.tools, "calls": calls,
+        "results": results, "failed": failed});
+    insta::assert_json_snapshot!("native_search__openai_responses", rendered);
+}

@@ -10,11 +10,15 @@
 //!
 //! With a client whose provider searches natively
 //! ([`LlmClient::native_tool_search`](crate::LlmClient::native_tool_search):
-//! Anthropic), every tool is in every request, the deferred ones declared
-//! with the provider's deferred loading, and `search_tools`' answer goes to
-//! the model as the provider's references to the tools it found
-//! ([`tool_references`](toolreg::provider::tool_references)): the provider
-//! shows them then, and the request's tools never change. The search is
+//! Anthropic, OpenAI Responses), every tool is in every request, the
+//! deferred ones declared with the provider's deferred loading, and
+//! `search_tools`' answer goes to the model as the provider's references to
+//! the tools it found ([`tool_references`](toolreg::provider::tool_references)):
+//! the provider shows them then, and the request's tools never change. For
+//! OpenAI Responses `search_tools` is declared as the client-executed
+//! `tool_search` tool ([`ModelRequest::search_tool`]): the model's
+//! `tool_search_call` is a call of `search_tools` (same arguments), and its
+//! answer a `tool_search_output` with the found tools' definitions. The search is
 //! the same local one either way; so is the refusal of a deferred tool
 //! called before a search found it.
 
@@ -74,6 +78,9 @@ pub(super) fn offer(
 ) {
     if native {
         (request.tools, request.deferred_tools) = offered_native(deferral, tools);
+        // `search_tools` is the provider's search entry point where it has
+        // one the client executes (OpenAI Responses' `tool_search`).
+        request.search_tool = request.tools.iter().any(|t| t.name == SEARCH_TOOLS).then(|| SEARCH_TOOLS.to_owned());
     } else {
         request.tools = offered(deferral, tools, loaded);
     }

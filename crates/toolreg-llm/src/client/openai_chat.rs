@@ -40,7 +40,12 @@ impl std::fmt::Debug for Http {
 /// back; the tools are written straight into the request's text ([`Body`]).
 pub(crate) fn declare<'a>(format: &dyn WireFormat, request: &'a ModelRequest) -> Declarations<DeclaredTools<'a>> {
     let deferred = |name: &str| request.deferred_tools.contains(name);
-    let refs: Vec<ToolRef<'a>> = request.tools.iter().map(|t| ToolRef::from(t).deferred(deferred(&t.name))).collect();
+    let search = |name: &str| request.search_tool.as_deref() == Some(name);
+    let refs: Vec<ToolRef<'a>> = request
+        .tools
+        .iter()
+        .map(|t| ToolRef::from(t).deferred(deferred(&t.name)).search_tool(search(&t.name)))
+        .collect();
     let declared = format.declare_view(&refs);
     for (tool, reason) in declared.refused() {
         tracing::warn!(tool, %reason, "tool not offered to the model");

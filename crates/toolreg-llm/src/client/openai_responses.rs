@@ -8,8 +8,21 @@ use super::openai_chat::{choice, declare};
 use super::{Body, ClientConfig, Http, sse};
 use crate::model::{FinishReason, LlmError, Message, ModelRequest, ModelResponse, OnEvent, StreamEvent, Usage};
 
+/// At most this many output items are kept from one streamed answer.
+const MAX_STREAMED_ITEMS: usize = toolreg::provider::MAX_STREAMED_CALLS;
+
 /// The Responses API (`POST {base}/responses`), stateless: the whole
 /// conversation is sent each time (`store: false`).
+///
+/// It has the provider's own tool search
+/// ([`LlmClient::native_tool_search`](crate::LlmClient::native_tool_search)):
+/// [`ModelRequest::deferred_tools`] go with `"defer_loading": true`, and
+/// [`ModelRequest::search_tool`] as the client-executed `tool_search` tool,
+/// whose `tool_search_call` items (in the answer's `output`, or streamed as
+/// `response.output_item.done` events) are calls of that tool, kept in the
+/// conversation and sent back as they came, and whose answer goes as a
+/// `tool_search_output` item with the found tools' definitions (see
+/// [`toolreg::provider::openai_responses`]).
 #[derive(Debug, Clone)]
 pub struct OpenAiResponsesClient {
     http: Http,
@@ -94,6 +107,9 @@ impl OpenAiResponsesClient {
         }
         body["stream"] = true.into();
         let mut completed: Option<Value> = None;
+        // The output items as streamed (`response.output_item.done`): the
+        // answer's `output` when the final event leaves it out.
+        let mut items: Vec<Value> = Vec::new();
         let mut on_sse = |event: sse::Event| -> Result<bool, LlmError> {
             if event.data.trim().is_empty() {
                 return Ok(false);
@@ -104,6 +120,14 @@ impl OpenAiResponsesClient {
                 "response.output_text.delta" => {
                     if let Some(delta) = data.get("delta").and_then(Value::as_str) {
                         on_event(StreamEvent::TextDelta(delta.to_owned()));
+                    }
+                }
+                "response.output_item.done" => {
+                    if let Some(item) = data.get("item") {
+                        if items.len() >= MAX_STREAMED_ITEMS {
+                            return Err(LlmError::Protocol(format!("more than {MAX_STREAMED_ITEMS} output items")));
+                        }
+                        items.push(item.clone());
                     }
                 }
                 "response.completed" | "response.incomplete" => {
@@ -123,7 +147,12 @@ impl OpenAiResponsesClient {
             Ok(false)
         };
         self.http.post(&url, &headers, &Body::new(&body, request, &declared), on_event, Some(&mut on_sse)).await?;
-        let answer = completed.ok_or_else(|| LlmError::Protocol("truncated stream: no response.completed".into()))?;
+        let mut answer =
+            completed.ok_or_else(|| LlmError::Protocol("truncated stream: no response.completed".into()))?;
+        let no_output = answer.get("output").and_then(Value::as_array).is_none_or(Vec::is_empty);
+        if no_output && !items.is_empty() && answer.is_object() {
+            answer["output"] = Value::Array(items);
+        }
         let response = read(&answer, &format, &declared.mapping)?;
         super::announce(&response.tool_calls, on_event);
         Ok(response)

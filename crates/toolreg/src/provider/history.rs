@@ -44,8 +44,13 @@ pub(crate) fn render_calls(provider: Provider, text: &str, calls: &[ToolCall], m
             if !text.is_empty() {
                 items.push(json!({"role": "assistant", "content": text}));
             }
-            items.extend(calls.iter().map(|c| {
-                json!({"type": "function_call", "call_id": c.id, "name": name(c), "arguments": c.arguments.to_string()})
+            items.extend(calls.iter().map(|c| match mapping.search_tool() == Some(c.name.as_str()) {
+                // A call of the `tool_search` tool was a `tool_search_call`
+                // item, and goes back as one (see `openai_responses`).
+                true => json!({"type": "tool_search_call", "call_id": c.id, "execution": "client",
+                    "arguments": as_object(&c.arguments), "status": "completed"}),
+                false => json!({"type": "function_call", "call_id": c.id, "name": name(c),
+                    "arguments": c.arguments.to_string()}),
             }));
             items
         }

@@ -32,6 +32,13 @@ pub struct CallMapping {
     /// The real names of the tools a declaration sent deferred
     /// ([`ToolRef::deferred`]).
     pub(super) deferred: HashSet<String>,
+    /// The real name of the tool a declaration sent as the provider's tool
+    /// search entry point ([`ToolRef::search_tool`]).
+    pub(super) search: Option<String>,
+    /// What a tool search's answer sends for each deferred tool (real
+    /// name), for a format that sends found tools' definitions (OpenAI
+    /// Responses' `tool_search_output`): the tool's entry as declared.
+    pub(super) loadable: HashMap<String, Value>,
 }
 
 impl CallMapping {
@@ -49,6 +56,12 @@ impl CallMapping {
     /// loading: a tool search result may then refer to it.
     pub fn is_deferred(&self, real: &str) -> bool {
         self.deferred.contains(real)
+    }
+
+    /// The real name of the tool the declaration sent as the provider's
+    /// tool search entry point ([`ToolRef::search_tool`]), if one.
+    pub fn search_tool(&self) -> Option<&str> {
+        self.search.as_deref()
     }
 
     /// Whether any name is spelled differently for the provider.

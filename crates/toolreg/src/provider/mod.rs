@@ -27,7 +27,7 @@
 //! provider's spelling.
 //!
 //! A format with native tool search ([`WireFormat::native_search`]:
-//! Anthropic) declares tools marked [`ToolRef::deferred`] with the
+//! Anthropic, OpenAI Responses) declares tools marked [`ToolRef::deferred`] with the
 //! provider's deferred loading and answers a tool search's result
 //! ([`with_tool_references`]) with references the provider expands: see
 //! [`native_search`].

@@ -15,6 +15,7 @@
 //! | format | deferred tool | search result |
 //! |---|---|---|
 //! | [`anthropic`](super::anthropic) | `"defer_loading": true` | `tool_result` content of `{"type":"tool_reference","tool_name"}` blocks |
+//! | [`openai_responses`](super::openai_responses) | `"defer_loading": true` | a `tool_search_output` item whose `tools` are the found tools' definitions; the search tool ([`ToolRef::search_tool`](super::ToolRef::search_tool)) is declared as `{"type":"tool_search","execution":"client"}` and called with `tool_search_call` items |
 //! | every other | sent as any tool (use the local fallback: offer it once found) | the result as it is |
 //!
 //! Anthropic documents both a server-side search tool
@@ -26,6 +27,12 @@
 //! an application hides stay hidden), the search works offline and in
 //! tests, and the assistant turn holds only the `tool_use` blocks the
 //! history already repeats verbatim.
+//!
+//! OpenAI Responses likewise has a server-executed `tool_search` (OpenAI
+//! searches) and a client-executed one (`"execution": "client"`: the model
+//! emits a `tool_search_call`, the client answers with a
+//! `tool_search_output` holding the definitions of the tools to load).
+//! toolreg uses the client-executed one, for the same reasons.
 //!
 //! ```
 //! use toolreg::exec::ToolOutput;

@@ -10,6 +10,44 @@
 //!   a data URL). Audio, other image types, links and embedded text
 //!   resources are their summary text
 //!   ([`Fallback::Summary`](super::Fallback::Summary)). Annotations are left out.
+//! - Native tool search ([`WireFormat::native_search`]), client-executed as
+//!   OpenAI documents it (the `tool_search` tool's `"execution": "client"`):
+//!   - a tool marked [`ToolRef::deferred`] is declared with
+//!     `"defer_loading": true`;
+//!   - the tool marked [`ToolRef::search_tool`] is declared as
+//!     `{"type":"tool_search","execution":"client","description","parameters"}`
+//!     (its own description and parameters; at most one such tool, a second
+//!     is refused with [`ProviderError::TooMany`]);
+//!   - a `tool_search_call` item with `"execution": "client"` is read as a
+//!     call of that tool, its `arguments` object as the call's arguments and
+//!     its `call_id` as the call's id (one without `call_id` is refused: its
+//!     output could not answer it). Server-executed search items are not
+//!     toolreg's and are skipped. (A `function_call` that names the search
+//!     tool, which the request did not declare as a function, is read as
+//!     its call too, and goes back as a `tool_search_call`: calls keep one
+//!     name, not the item type they came in);
+//!   - the call goes back into the history as the `tool_search_call` item
+//!     (`call_id`, `execution`, `arguments` as sent, `status`), without its
+//!     item `id`, as function calls go back without theirs: requests are
+//!     sent with `store: false`, where item ids refer to nothing;
+//!   - the tool's result is one `tool_search_output` item
+//!     (`call_id`, `"execution": "client"`, `status`, `tools`) whose `tools`
+//!     are the definitions, as declared, of the deferred tools the search
+//!     found ([`with_tool_references`](super::with_tool_references)).
+//!     `tool_search_output` has no place for text, so a search that failed
+//!     is sent with no tools and `"status": "incomplete"`, and a search that
+//!     found nothing new with no tools and `"status": "completed"`.
+//!
+//!   Deferred tools are declared one by one, not grouped into `namespace`
+//!   entries. A namespaced tool is called as `{"namespace", "name"}` with
+//!   the bare name, and the function call and its output then have to carry
+//!   the namespace in every later request; toolreg's names are already
+//!   unique across servers (an imported MCP tool's name carries its server),
+//!   and a call is one name end to end (history, approvals, audit). The
+//!   documented per-function `defer_loading` is the stricter, smaller
+//!   surface; namespaces would save the deferred tools' names and
+//!   descriptions from the first request, which the registry's own index
+//!   already covers for the local fallback.
 
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -29,27 +67,52 @@ pub struct OpenAiResponses {
     options: FormatOptions,
 }
 
-/// One entry of the Responses API's `tools`.
+/// One entry of the Responses API's `tools`: a function, or the
+/// client-executed `tool_search` tool.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct ResponsesTool<'a> {
     #[serde(rename = "type")]
     kind: &'static str,
-    name: &'a str,
+    /// Absent for `tool_search`, whose name is its type.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<&'a str>,
+    /// `"client"` for `tool_search`: toolreg runs the search.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    execution: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     description: Option<&'a str>,
     parameters: &'a Value,
-    /// Sent explicitly: `false` opts out of the API's "strict if compatible".
-    strict: bool,
+    /// Sent explicitly for functions: `false` opts out of the API's
+    /// "strict if compatible". `tool_search` has no such field.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    strict: Option<bool>,
+    /// Present (and `true`) for deferred functions.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    defer_loading: Option<bool>,
 }
 
 /// A prepared tool as an entry of `tools`.
 pub(crate) fn entry<'b>(p: &'b Prepared<'_>) -> ResponsesTool<'b> {
+    let description = super::description(p.tool.declaration());
+    if p.tool.is_search_tool() {
+        return ResponsesTool {
+            kind: "tool_search",
+            name: None,
+            execution: Some("client"),
+            description,
+            parameters: &p.schema,
+            strict: None,
+            defer_loading: None,
+        };
+    }
     ResponsesTool {
         kind: "function",
-        name: &p.name,
-        description: super::description(p.tool.declaration()),
+        name: Some(&p.name),
+        execution: None,
+        description,
         parameters: &p.schema,
-        strict: p.strict,
+        strict: Some(p.strict),
+        defer_loading: p.tool.is_deferred().then_some(true),
     }
 }
 
@@ -70,15 +133,38 @@ impl WireFormat for OpenAiResponses {
     fn declare_view<'a>(&self, tools: &[ToolRef<'a>]) -> Declarations<DeclaredTools<'a>> {
         let mode = SchemaMode::Strict(Dialect::OpenAiStrict, Strictness::IfCompatible);
         let mut prepared = prepare(Provider::OpenAiResponses, mode, &self.options, tools);
+        // One `tool_search` tool per request: a second marked one is refused.
+        let searches: Vec<usize> =
+            prepared.tools.iter().enumerate().filter(|(_, p)| p.tool.is_search_tool()).map(|(i, _)| i).collect();
+        for &i in searches.iter().skip(1).rev() {
+            let count = searches.len();
+            let what = "tool search tools";
+            prepared.refuse(i, ProviderError::TooMany { provider: Provider::OpenAiResponses, what, count, limit: 1 });
+        }
         prepared.limit(MAX_TOOLS);
+        // A search's answer sends the found tools' definitions as declared.
+        let loadable = prepared
+            .tools
+            .iter()
+            .filter(|p| p.tool.is_deferred() && !p.tool.is_search_tool())
+            .filter_map(|p| Some((p.tool.declaration().name.clone(), serde_json::to_value(entry(p)).ok()?)))
+            .collect();
+        prepared.mapping.loadable = loadable;
         prepared.finish(Shape::OpenAiResponses)
     }
 
-    fn render_results(&self, results: &[ToolResult], _mapping: &CallMapping) -> RenderedResults {
+    fn native_search(&self) -> bool {
+        true
+    }
+
+    fn render_results(&self, results: &[ToolResult], mapping: &CallMapping) -> RenderedResults {
         let mut fallbacks = Vec::new();
         let messages = results
             .iter()
             .map(|r| {
+                if mapping.search_tool() == Some(r.name.as_str()) {
+                    return search_output(r, mapping);
+                }
                 let output = match blocks::rich(r) {
                     None => Value::String(result_text(r)),
                     Some(output) => Value::Array(blocks::inline(
@@ -96,6 +182,20 @@ impl WireFormat for OpenAiResponses {
     }
 }
 
+/// The answer to a `tool_search_call`: the definitions of the deferred
+/// tools the search found, in its order (tools it found that were not
+/// deferred are already loaded, and a tool search output may only load).
+fn search_output(result: &ToolResult, mapping: &CallMapping) -> Value {
+    let (status, tools): (&str, Vec<Value>) = match &result.outcome {
+        Ok(output) => (
+            "completed",
+            super::tool_references(output).into_iter().filter_map(|name| mapping.loadable.get(name).cloned()).collect(),
+        ),
+        Err(_) => ("incomplete", Vec::new()),
+    };
+    json!({"type": "tool_search_output", "call_id": result.id, "execution": "client", "status": status, "tools": tools})
+}
+
 /// A block as an item of `function_call_output.output`, if it can be one.
 fn output_item(block: &Content) -> Option<Value> {
     let media = blocks::media(block)?;
@@ -111,12 +211,19 @@ fn output_item(block: &Content) -> Option<Value> {
 
 impl sealed::Format for OpenAiResponses {
     /// The `function_call` items of a response (its `output`), of an item
-    /// list, or a single item. The call's id is its `call_id`.
+    /// list, or a single item. The call's id is its `call_id`. A
+    /// client-executed `tool_search_call` is a call of the tool declared as
+    /// the search tool ([`ToolRef::search_tool`]).
     fn calls_in(&self, body: &Value, mapping: &CallMapping) -> Result<Vec<ToolCall>, ProviderError> {
         let p = Provider::OpenAiResponses;
+        let is_call = |item: &Value| {
+            item.get("type").is_some_and(|t| t == "function_call")
+                || (item.get("type").is_some_and(|t| t == "tool_search_call")
+                    && item.get("execution").is_some_and(|e| e == "client"))
+        };
         let items: Vec<&Value> = match body {
             Value::Array(items) => items.iter().collect(),
-            Value::Object(_) if body.get("type").is_some_and(|t| t == "function_call") => vec![body],
+            Value::Object(_) if is_call(body) => vec![body],
             Value::Object(_) => match find(body, &["/output"]) {
                 Some(Value::Array(items)) => items.iter().collect(),
                 _ => return Err(invalid(p, "expected a response with `output`, an item list or an item")),
@@ -125,9 +232,12 @@ impl sealed::Format for OpenAiResponses {
         };
         items
             .into_iter()
-            .filter(|item| item.get("type").is_some_and(|t| t == "function_call"))
+            .filter(|item| is_call(item))
             .enumerate()
             .map(|(i, item)| {
+                if item["type"] == "tool_search_call" {
+                    return search_call(item, mapping);
+                }
                 let name = str_field(p, item, "name", "a function_call item")?;
                 let arguments = match item.get("arguments") {
                     Some(Value::String(text)) => ToolArguments::Raw(text.clone()),
@@ -141,4 +251,20 @@ impl sealed::Format for OpenAiResponses {
             })
             .collect()
     }
+}
+
+/// A client-executed `tool_search_call` as a call of the search tool, with
+/// the tool's name as the request spelled it (mapped back like any other).
+fn search_call(item: &Value, mapping: &CallMapping) -> Result<ToolCall, ProviderError> {
+    let p = Provider::OpenAiResponses;
+    let Some(search) = mapping.search_tool() else {
+        return Err(invalid(p, "a tool_search_call, but the request declared no tool_search tool"));
+    };
+    // Its output is matched to it by `call_id`: without one it cannot be answered.
+    let id = str_field(p, item, "call_id", "a client tool_search_call item")?;
+    let arguments = match item.get("arguments") {
+        Some(Value::Object(_)) | None | Some(Value::Null) => super::object_arguments(item.get("arguments")),
+        Some(_) => return Err(invalid(p, "a tool_search_call's `arguments` is not an object")),
+    };
+    Ok(ToolCall { id: id.to_owned(), name: mapping.provider_name(search).to_owned(), arguments })
 }

@@ -42,6 +42,7 @@ pub struct ToolRef<'a> {
     pub(super) shared: Option<&'a Arc<ToolDeclaration>>,
     cache: Option<&'a LoweredSchemas>,
     deferred: bool,
+    search: bool,
 }
 
 impl<'a> ToolRef<'a> {
@@ -72,6 +73,25 @@ impl<'a> ToolRef<'a> {
     /// Whether the tool is declared deferred ([`deferred`](ToolRef::deferred)).
     pub fn is_deferred(&self) -> bool {
         self.deferred
+    }
+
+    /// Declare the tool as the provider's own tool search entry point, for
+    /// a format whose provider has one the client executes (OpenAI
+    /// Responses: `{"type":"tool_search","execution":"client"}` with this
+    /// tool's description and parameters; its calls come back as
+    /// `tool_search_call` items, read as calls of this tool, and its answer
+    /// goes back as a `tool_search_output` item holding the definitions of
+    /// the deferred tools it found). A format whose search tool is an
+    /// ordinary tool (Anthropic) or that has none ignores this. Mark at most
+    /// one tool (a later one is then declared as an ordinary tool).
+    pub fn search_tool(mut self, yes: bool) -> Self {
+        self.search = yes;
+        self
+    }
+
+    /// Whether the tool is the tool search entry point ([`search_tool`](ToolRef::search_tool)).
+    pub fn is_search_tool(&self) -> bool {
+        self.search
     }
 
     pub(crate) fn lowered(&self, dialect: Dialect) -> Result<Cow<'a, Value>, LoweringError> {
@@ -129,19 +149,20 @@ impl<'a> From<&'a ToolEntry> for ToolRef<'a> {
             shared: Some(entry.declaration_arc()),
             cache: Some(entry.lowered()),
             deferred: false,
+            search: false,
         }
     }
 }
 
 impl<'a> From<&'a ToolDeclaration> for ToolRef<'a> {
     fn from(declaration: &'a ToolDeclaration) -> Self {
-        ToolRef { declaration, shared: None, cache: None, deferred: false }
+        ToolRef { declaration, shared: None, cache: None, deferred: false, search: false }
     }
 }
 
 impl<'a> From<&'a Arc<ToolDeclaration>> for ToolRef<'a> {
     fn from(declaration: &'a Arc<ToolDeclaration>) -> Self {
-        ToolRef { declaration, shared: Some(declaration), cache: None, deferred: false }
+        ToolRef { declaration, shared: Some(declaration), cache: None, deferred: false, search: false }
     }
 }
 
@@ -205,6 +226,7 @@ impl<'a> Preparation<'a> {
         mapping.declared = Some(self.tools.iter().map(|p| p.name.clone().into_owned()).collect());
         mapping.deferred =
             self.tools.iter().filter(|p| p.tool.is_deferred()).map(|p| p.tool.declaration().name.clone()).collect();
+        mapping.search = self.tools.iter().find(|p| p.tool.is_search_tool()).map(|p| p.tool.declaration().name.clone());
         Declarations { tools: DeclaredTools::new(shape, self.tools), mapping, report: self.report }
     }
 }

@@ -380,7 +380,10 @@ pub trait WireFormat: sealed::Format + fmt::Debug + Send + Sync {
     /// loading, and a tool search's answer
     /// ([`with_tool_references`](super::with_tool_references)) is sent as
     /// references the provider expands into those tools' declarations.
-    /// Anthropic only; for every other format a caller offers a deferred
+    /// Anthropic (`tool_reference` blocks) and OpenAI Responses (a
+    /// `tool_search_output` item; the search tool, marked
+    /// [`ToolRef::search_tool`], is declared as its client-executed
+    /// `tool_search`); for every other format a caller offers a deferred
     /// tool once a search has found it (toolreg-llm's agent does).
     fn native_search(&self) -> bool {
         false
