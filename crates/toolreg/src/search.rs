@@ -284,8 +284,9 @@ const SYNONYM_WEIGHT: f32 = 0.5;
 /// row → record, config → configuration), and a few domains every large
 /// catalog has (weather, money, incidents). Chosen on the tuning requests
 /// of the catalog bench (`benches/catalog`, BENCHMARKS.md "Issue 21") and
-/// checked on its held-out requests, which no entry was written for: a
-/// longer table raised recall on the first and not on the second.
+/// checked on its held-out requests, which no entry was written for
+/// (weighting synonyms 0.7 instead of 0.5 raised recall on the first and
+/// lowered it on the second).
 const SYNONYMS: &[(&str, &str)] = &[
     // Verbs: create, read, list, search.
     ("make", "create"),
