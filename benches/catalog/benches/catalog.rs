@@ -38,46 +38,57 @@ fn main() {
 fn quality() {
     let specs = catalog::specs();
     let registry = catalog::registry(catalog::core_len() + specs.len());
-    let queries = catalog::queries();
     let deferral = catalog::deferral();
-    let registry_ranked: Vec<Vec<String>> =
-        queries.iter().map(|q| registry.search(&q.request, 5).into_iter().map(|h| h.name).collect()).collect();
-    let agent_ranked: Vec<Vec<String>> = queries
-        .iter()
-        .map(|q| deferral.search(&registry, &[], &q.request, 5).into_iter().map(|h| h.name).collect())
-        .collect();
+    let sets =
+        [("tuning (`data/queries.txt`)", catalog::queries()), ("held-out (`data/heldout.txt`)", catalog::heldout())];
     println!(
-        "## Search quality: {} labelled requests, {} tools ({} MCP tools of {} servers + {} core)\n",
-        queries.len(),
+        "## Search quality: {} tools ({} MCP tools of {} servers + {} core)\n",
         registry.len(),
         specs.len(),
         specs.iter().map(|s| &s.server).collect::<std::collections::HashSet<_>>().len(),
         catalog::core_len()
     );
-    println!("| path | recall@1 | recall@5 |");
-    println!("|---|---:|---:|");
-    for (path, ranked) in
-        [("`FunctionRegistry::search`", &registry_ranked), ("`search_tools` (`Deferral::search`)", &agent_ranked)]
-    {
-        println!(
-            "| {path} | {:.1}% | {:.1}% |",
-            100.0 * catalog::recall_at(&queries, ranked, 1),
-            100.0 * catalog::recall_at(&queries, ranked, 5)
-        );
-    }
-    println!("\nMisses at 5 (`search_tools`), with what came first instead:\n");
-    for (q, ranked) in queries.iter().zip(&agent_ranked) {
-        if !ranked.iter().any(|n| q.answers.contains(n)) {
-            let first: Vec<&str> = ranked.iter().take(3).map(String::as_str).collect();
-            println!("- \"{}\" → wanted `{}`; got `{}`", q.request, q.answers.join("`/`"), first.join("`, `"));
+    let ranked: Vec<(Vec<Vec<String>>, Vec<Vec<String>>)> = sets
+        .iter()
+        .map(|(_, queries)| {
+            let registry_ranked =
+                queries.iter().map(|q| registry.search(&q.request, 5).into_iter().map(|h| h.name).collect()).collect();
+            let agent_ranked = queries
+                .iter()
+                .map(|q| deferral.search(&registry, &[], &q.request, 5).into_iter().map(|h| h.name).collect())
+                .collect();
+            (registry_ranked, agent_ranked)
+        })
+        .collect();
+    println!("| set | requests | path | recall@1 | recall@5 |");
+    println!("|---|---:|---|---:|---:|");
+    for ((set, queries), (registry_ranked, agent_ranked)) in sets.iter().zip(&ranked) {
+        for (path, ranked) in
+            [("`FunctionRegistry::search`", registry_ranked), ("`search_tools` (`Deferral::search`)", agent_ranked)]
+        {
+            println!(
+                "| {set} | {} | {path} | {:.1}% | {:.1}% |",
+                queries.len(),
+                100.0 * catalog::recall_at(queries, ranked, 1),
+                100.0 * catalog::recall_at(queries, ranked, 5)
+            );
         }
     }
-    println!("\nMisses at 1 only (found in 2nd to 5th place):\n");
-    for (q, ranked) in queries.iter().zip(&agent_ranked) {
-        let first = ranked.first().is_some_and(|n| q.answers.contains(n));
-        let found = ranked.iter().position(|n| q.answers.contains(n));
-        if let (false, Some(place)) = (first, found) {
-            println!("- \"{}\" → `{}` in place {}, after `{}`", q.request, ranked[place], place + 1, ranked[0]);
+    for ((set, queries), (_, agent_ranked)) in sets.iter().zip(&ranked) {
+        println!("\n### {set}\n\nMisses at 5 (`search_tools`), with what came first instead:\n");
+        for (q, ranked) in queries.iter().zip(agent_ranked) {
+            if !ranked.iter().any(|n| q.answers.contains(n)) {
+                let first: Vec<&str> = ranked.iter().take(3).map(String::as_str).collect();
+                println!("- \"{}\" → wanted `{}`; got `{}`", q.request, q.answers.join("`/`"), first.join("`, `"));
+            }
+        }
+        println!("\nMisses at 1 only (found in 2nd to 5th place):\n");
+        for (q, ranked) in queries.iter().zip(agent_ranked) {
+            let first = ranked.first().is_some_and(|n| q.answers.contains(n));
+            let found = ranked.iter().position(|n| q.answers.contains(n));
+            if let (false, Some(place)) = (first, found) {
+                println!("- \"{}\" → `{}` in place {}, after `{}`", q.request, ranked[place], place + 1, ranked[0]);
+            }
         }
     }
     println!();

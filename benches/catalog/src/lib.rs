@@ -1,6 +1,7 @@
 //! A realistic large tool catalog for toolreg's search and deferred loading:
 //! the hand-written MCP server tools of `data/tools.txt`, the labelled
-//! requests of `data/queries.txt`, and the always-on core an agent keeps
+//! requests of `data/queries.txt` (the tuning set) and `data/heldout.txt`
+//! (the held-out set), and the always-on core an agent keeps
 //! (toolreg's file tools, user tools and agent functions, `search_tools`
 //! among them). See the README for what the bench measures.
 
@@ -15,8 +16,11 @@ use toolreg_llm::agent::functions::AgentTools;
 
 /// The hand-written tools, as the gateway imports them.
 pub const TOOLS: &str = include_str!("../data/tools.txt");
-/// The labelled requests.
+/// The labelled requests the index was tuned on.
 pub const QUERIES: &str = include_str!("../data/queries.txt");
+/// The held-out labelled requests: written before any tuning was measured
+/// against them, and never tuned on.
+pub const HELDOUT: &str = include_str!("../data/heldout.txt");
 
 /// The gateway's separator between a server's name and its tool's.
 pub const SEPARATOR: &str = "__";
@@ -211,9 +215,14 @@ pub fn parse_queries(text: &str) -> Result<Vec<Labelled>, DataError> {
     Ok(out)
 }
 
-/// The labelled requests of `data/queries.txt`.
+/// The labelled requests of `data/queries.txt` (the tuning set).
 pub fn queries() -> Vec<Labelled> {
     parse_queries(QUERIES).unwrap_or_else(|e| panic!("data/queries.txt: {e}"))
+}
+
+/// The labelled requests of `data/heldout.txt` (the held-out set).
+pub fn heldout() -> Vec<Labelled> {
+    parse_queries(HELDOUT).unwrap_or_else(|e| panic!("data/heldout.txt: {e}"))
 }
 
 /// Recall of one ranked list per request: the share of requests with an

@@ -21,15 +21,33 @@ fn the_catalog_has_over_500_distinct_hand_written_tools() {
 #[test]
 fn every_label_names_a_tool_of_the_catalog() {
     let names = catalog::tool_names();
-    let queries = catalog::queries();
-    assert!(queries.len() >= 100, "{} requests", queries.len());
-    for q in &queries {
-        for answer in &q.answers {
-            assert!(names.contains(answer), "\"{}\" names `{answer}`, which is not in data/tools.txt", q.request);
+    for (file, queries) in [("queries.txt", catalog::queries()), ("heldout.txt", catalog::heldout())] {
+        assert!(queries.len() >= 100, "data/{file}: {} requests", queries.len());
+        for q in &queries {
+            for answer in &q.answers {
+                assert!(
+                    names.contains(answer),
+                    "data/{file}: \"{}\" names `{answer}`, not in data/tools.txt",
+                    q.request
+                );
+            }
         }
+        let requests: HashSet<&str> = queries.iter().map(|q| q.request.as_str()).collect();
+        assert_eq!(requests.len(), queries.len(), "data/{file}: a request is given twice");
     }
-    let requests: HashSet<&str> = queries.iter().map(|q| q.request.as_str()).collect();
-    assert_eq!(requests.len(), queries.len(), "a request is given twice");
+}
+
+#[test]
+fn the_held_out_set_shares_no_request_with_the_tuning_set_and_spans_the_servers() {
+    let tuning: HashSet<String> = catalog::queries().into_iter().map(|q| q.request.to_lowercase()).collect();
+    let heldout = catalog::heldout();
+    assert!(heldout.len() >= 120, "{} held-out requests", heldout.len());
+    for q in &heldout {
+        assert!(!tuning.contains(&q.request.to_lowercase()), "\"{}\" is in both sets", q.request);
+    }
+    let servers: HashSet<&str> =
+        heldout.iter().flat_map(|q| &q.answers).filter_map(|a| a.split(catalog::SEPARATOR).next()).collect();
+    assert!(servers.len() >= 50, "the held-out set asks for tools of only {} servers", servers.len());
 }
 
 #[test]
