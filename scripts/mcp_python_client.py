@@ -241,9 +241,16 @@ async def main():
                   text_of(unknown))
             # The imported server's list changes: its new tool is searchable.
             await client.call_tool("call_tool", {"name": "fake__change", "arguments": {}})
-            added = await client.call_tool("search_tools", {"query": "added at run time"})
-            check([t["name"] for t in (added.structured_content or {}).get("tools", [])][:1] == ["fake__added"],
-                  "deferred (legacy): a tool the remote server added is found", added.structured_content)
+            # The gateway reads the changed list on a task of its own: search until it has.
+            deadline = time.monotonic() + 10
+            while True:
+                added = await client.call_tool("search_tools", {"query": "added at run time"})
+                found = [t["name"] for t in (added.structured_content or {}).get("tools", [])][:1]
+                if found == ["fake__added"] or time.monotonic() > deadline:
+                    break
+                await anyio.sleep(0.05)
+            check(found == ["fake__added"], "deferred (legacy): a tool the remote server added is found",
+                  added.structured_content)
 
         # A 2026-07-28 connection hears of its loaded tools on subscriptions/listen.
         async with Client(deferred) as client:
