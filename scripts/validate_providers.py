@@ -156,22 +156,39 @@ def validate(dir: Path) -> None:
     # response and as it goes back in `input`, and the `tool_search_output`.
     from openai.types.responses.response_input_item_param import ToolSearchCall
     native = load(dir, "openai_responses.native_search.json")
+    from openai.types.responses.response_function_tool_call_param import ResponseFunctionToolCallParam
     for tool in native["tools"]:
         if tool["type"] == "tool_search":
             check("openai_responses native search tool_search", lambda t=tool: strict(responses.ToolSearchToolParam, t))
+        elif tool["type"] == "namespace":
+            check(f"openai_responses native search namespace {tool['name']}",
+                  lambda t=tool: strict(responses.NamespaceToolParam, t))
         else:
             check(f"openai_responses native search tool {tool['name']}", lambda t=tool: strict(responses.FunctionToolParam, t))
     check("openai_responses native search response", lambda: responses.Response.model_validate(native["response"]))
     for item in native["response"]["output"]:
-        check("openai_responses tool_search_call", lambda i=item: responses.ResponseToolSearchCall.model_validate(i))
+        if item["type"] == "function_call":
+            check("openai_responses namespaced call", lambda i=item: responses.ResponseFunctionToolCall.model_validate(i))
+        else:
+            check("openai_responses tool_search_call", lambda i=item: responses.ResponseToolSearchCall.model_validate(i))
     for item in native["calls"]:
-        check("openai_responses tool_search_call input", lambda i=item: strict(ToolSearchCall, i))
+        if item["type"] == "function_call":
+            check("openai_responses namespaced call input", lambda i=item: strict(ResponseFunctionToolCallParam, i))
+        else:
+            check("openai_responses tool_search_call input", lambda i=item: strict(ToolSearchCall, i))
     for item in native["results"]:
+        if item["type"] == "function_call_output":
+            check(f"openai_responses namespaced result {item['call_id']}", lambda r=item: strict(FunctionCallOutput, r))
+            continue
         check("openai_responses tool_search_output",
               lambda i=item: strict(responses.ResponseToolSearchOutputItemParamParam, i))
         for tool in item["tools"]:
-            check(f"openai_responses tool_search_output tool {tool['name']}",
-                  lambda t=tool: strict(responses.FunctionToolParam, t))
+            if tool["type"] == "namespace":
+                check(f"openai_responses tool_search_output namespace {tool['name']}",
+                      lambda t=tool: strict(responses.ToolSearchOutputNamespaceToolParam, t))
+            else:
+                check(f"openai_responses tool_search_output tool {tool['name']}",
+                      lambda t=tool: strict(responses.FunctionToolParam, t))
 
     # Anthropic.
     import anthropic

@@ -25,7 +25,7 @@ use toolreg::provider::openai_responses::OpenAiResponses;
 use toolreg::provider::{
     NameStyle, Provider, Strictness, ToolChoice, ToolRef, ToolStatus, WireFormat, with_tool_references,
 };
-use toolreg::{ToolCall, ToolDeclaration, ToolExecutor, ToolResult};
+use toolreg::{ParamType, ToolCall, ToolDeclaration, ToolExecutor, ToolResult};
 
 fn write(dir: &Path, name: &str, value: &impl Serialize) {
     std::fs::write(dir.join(name), serde_json::to_string_pretty(value).unwrap()).unwrap();
@@ -162,21 +162,42 @@ fn native_search(dir: &Path) {
     // tool as the client-executed `tool_search`, the others deferred; the
     // model's `tool_search_call`, echoed back, and the search's answer as
     // a `tool_search_output` with the found tools' definitions.
-    let tools: Vec<ToolRef<'_>> =
+    // An imported MCP server's deferred tool goes in its server's
+    // `namespace`; its namespaced `function_call`, echoed back, and its
+    // output carry the namespace.
+    let issue = ToolDeclaration::builder("github__create_issue")
+        .description("Open an issue.")
+        .param("title", ParamType::String, "Title")
+        .build()
+        .with_category("mcp")
+        .with_category("github");
+    let mut tools: Vec<ToolRef<'_>> =
         decls.iter().enumerate().map(|(i, d)| ToolRef::from(d).deferred(i > 0).search_tool(i == 0)).collect();
+    tools.push(ToolRef::from(&issue).deferred(true));
     let responses = OpenAiResponses::new().name_style(NameStyle::Respell);
     let declared = responses.declare(&tools).unwrap();
+    assert!(declared.tools.as_array().unwrap().iter().any(|t| t["type"] == "namespace"));
     let response = json!({"id": "resp_1", "object": "response", "created_at": 0, "model": "gpt-x",
         "status": "completed", "parallel_tool_calls": true, "tool_choice": "auto", "tools": [],
         "output": [{"type": "tool_search_call", "id": "tsc_1", "call_id": "call_search", "execution": "client",
-            "status": "completed", "arguments": {"query": "read a file"}}]});
+            "status": "completed", "arguments": {"query": "read a file"}},
+            {"type": "function_call", "id": "fc_1", "call_id": "call_issue", "namespace": "github",
+            "name": "create_issue", "arguments": "{\"title\":\"Bug\"}", "status": "completed"}]});
     let read = responses.read_calls(&response, &declared.mapping).unwrap();
     assert_eq!(read.calls[0].name, decls[0].name);
+    assert_eq!(read.calls[1].name, "github__create_issue");
     let calls = responses.render_calls("", &read.sent, &declared.mapping);
-    let found = with_tool_references(ToolOutput::new(json!({"found": 2})), ["files.read", "ping"]);
+    let found =
+        with_tool_references(ToolOutput::new(json!({"found": 3})), ["files.read", "ping", "github__create_issue"]);
     let result = ToolResult { id: "call_search".into(), name: decls[0].name.clone(), outcome: Ok(found) };
-    let results = responses.render_results(&[result], &declared.mapping).messages;
-    assert_eq!(results[0]["tools"].as_array().map(Vec::len), Some(2));
+    let issued = ToolResult {
+        id: "call_issue".into(),
+        name: "github__create_issue".into(),
+        outcome: Ok(ToolOutput::new(json!("opened"))),
+    };
+    let results = responses.render_results(&[result, issued], &declared.mapping).messages;
+    assert_eq!(results[0]["tools"].as_array().map(Vec::len), Some(3));
+    assert_eq!(results[1]["namespace"], "github");
     write(
         dir,
         "openai_responses.native_search.json",

@@ -110,7 +110,19 @@ fn native_search_openai_responses() {
         .param("amount", ParamType::Number, "Amount")
         .build();
     let add = ToolDeclaration::builder("add").description("Add.").param("a", ParamType::Number, "A").build();
-    let tools = [ToolRef::from(&search).search_tool(true), ToolRef::from(&add), ToolRef::from(&convert).deferred(true)];
+    // An imported MCP server's tool: declared inside the server's namespace.
+    let issue = ToolDeclaration::builder("github__create_issue")
+        .description("Open an issue.")
+        .param("title", ParamType::String, "Title")
+        .build()
+        .with_category("mcp")
+        .with_category("github");
+    let tools = [
+        ToolRef::from(&search).search_tool(true),
+        ToolRef::from(&add),
+        ToolRef::from(&convert).deferred(true),
+        ToolRef::from(&issue).deferred(true),
+    ];
     let format = OpenAiResponses::new();
     let declared = format.declare(&tools).unwrap();
     let response = json!({"output": [{"type": "tool_search_call", "id": "tsc_1", "call_id": "call_1",
@@ -134,7 +146,8 @@ fn native_search_openai_responses() {
     assert_eq!(plain.tools[0]["type"], "function");
     let calls = format.render_calls("", &read.sent, &declared.mapping);
     // Found: the deferred tool and an always-on one (already loaded: not sent again).
-    let found = with_tool_references(ToolOutput::new(json!({"found": 2})), ["convert_currency", "add"]);
+    let found =
+        with_tool_references(ToolOutput::new(json!({"found": 3})), ["github__create_issue", "convert_currency", "add"]);
     let result = ToolResult { id: "call_1".into(), name: "search_tools".into(), outcome: Ok(found) };
     let results = format.render_results(&[result], &declared.mapping).messages;
     let failed = ToolResult {
@@ -143,7 +156,23 @@ fn native_search_openai_responses() {
         outcome: Err(toolreg::ToolError::failed("index gone")),
     };
     let failed = format.render_results(&[failed], &declared.mapping).messages;
+    // A namespaced call: read back to the one real name, echoed with its
+    // namespace and bare name, and answered with its namespace.
+    let namespaced = json!({"output": [{"type": "function_call", "call_id": "call_3", "namespace": "github",
+        "name": "create_issue", "arguments": "{\"title\":\"Bug\"}"}]});
+    let read = format.read_calls(&namespaced, &declared.mapping).unwrap();
+    assert_eq!(read.calls[0].name, "github__create_issue");
+    let namespaced_calls = format.render_calls("", &read.sent, &declared.mapping);
+    assert_eq!(namespaced_calls, namespaced["output"].as_array().unwrap().clone());
+    let output = ToolResult {
+        id: "call_3".into(),
+        name: "github__create_issue".into(),
+        outcome: Ok(ToolOutput::new(json!("opened"))),
+    };
+    let namespaced_results = format.render_results(&[output], &declared.mapping).messages;
+    assert_eq!(namespaced_results[0]["namespace"], "github");
     let rendered = json!({"native_search": format.native_search(), "tools": declared.tools, "calls": calls,
-        "results": results, "failed": failed});
+        "results": results, "failed": failed, "namespaced_calls": namespaced_calls,
+        "namespaced_results": namespaced_results});
     insta::assert_json_snapshot!("native_search__openai_responses", rendered);
 }

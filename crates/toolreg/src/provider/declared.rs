@@ -99,7 +99,7 @@ impl Serialize for DeclaredTools<'_> {
         let tools = self.tools.iter();
         match self.shape {
             Shape::OpenAiChat => serializer.collect_seq(tools.map(openai_chat::entry)),
-            Shape::OpenAiResponses => serializer.collect_seq(tools.map(openai_responses::entry)),
+            Shape::OpenAiResponses => openai_responses::serialize(&self.tools, serializer),
             Shape::Anthropic => serializer.collect_seq(tools.map(anthropic::entry)),
             Shape::Gemini { json_schema } => gemini::serialize(&self.tools, json_schema, serializer),
             Shape::Mcp => serializer.collect_seq(tools.map(mcp::entry)),

@@ -49,8 +49,14 @@ pub(crate) fn render_calls(provider: Provider, text: &str, calls: &[ToolCall], m
                 // item, and goes back as one (see `openai_responses`).
                 true => json!({"type": "tool_search_call", "call_id": c.id, "execution": "client",
                     "arguments": as_object(&c.arguments), "status": "completed"}),
-                false => json!({"type": "function_call", "call_id": c.id, "name": name(c),
-                    "arguments": c.arguments.to_string()}),
+                // A namespaced tool's call goes back as it came: its
+                // namespace and its bare name.
+                false => match mapping.namespaced.get(&c.name) {
+                    Some((space, bare)) => json!({"type": "function_call", "call_id": c.id, "namespace": space,
+                        "name": bare, "arguments": c.arguments.to_string()}),
+                    None => json!({"type": "function_call", "call_id": c.id, "name": name(c),
+                        "arguments": c.arguments.to_string()}),
+                },
             }));
             items
         }

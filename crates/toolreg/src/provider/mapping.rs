@@ -39,6 +39,9 @@ pub struct CallMapping {
     /// name), for a format that sends found tools' definitions (OpenAI
     /// Responses' `tool_search_output`): the tool's entry as declared.
     pub(super) loadable: HashMap<String, Value>,
+    /// The namespace and bare name each namespaced tool (real name) was
+    /// declared with (OpenAI Responses' `namespace` entries).
+    pub(super) namespaced: HashMap<String, (String, String)>,
 }
 
 impl CallMapping {

@@ -38,18 +38,19 @@
 //!     is sent with no tools and `"status": "incomplete"`, and a search that
 //!     found nothing new with no tools and `"status": "completed"`.
 //!
-//!   Deferred tools are declared one by one, not grouped into `namespace`
-//!   entries. A namespaced tool is called as `{"namespace", "name"}` with
-//!   the bare name, and the function call and its output then have to carry
-//!   the namespace in every later request; toolreg's names are already
-//!   unique across servers (an imported MCP tool's name carries its server),
-//!   and a call is one name end to end (history, approvals, audit). The
-//!   documented per-function `defer_loading` is the stricter, smaller
-//!   surface; namespaces would save the deferred tools' names and
-//!   descriptions from the first request, which the registry's own index
-//!   already covers for the local fallback.
+//!   - deferred tools of an imported MCP server (categories `mcp` and the
+//!     server's name, named `<server>__<tool>`) are declared inside one
+//!     `{"type":"namespace","name":<server>,"description","tools"}` entry,
+//!     as bare `<tool>` functions with `"defer_loading": true`, so the model
+//!     first sees only the server's name and description. Other tools stay
+//!     ungrouped. A `function_call` with `namespace` and a bare `name` is
+//!     read as a call of `<namespace>__<name>` (then mapped back like any
+//!     name); the call goes back into the history with its `namespace` and
+//!     bare name, its `function_call_output` carries the `namespace`, and a
+//!     `tool_search_output` sends found namespaced tools inside their
+//!     namespace entry.
 
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 use serde_json::{Value, json};
 
 use super::blocks::{self, WEB_IMAGES, accepted};
@@ -107,13 +108,74 @@ pub(crate) fn entry<'b>(p: &'b Prepared<'_>) -> ResponsesTool<'b> {
     }
     ResponsesTool {
         kind: "function",
-        name: Some(&p.name),
+        name: Some(namespace(p).map_or(&*p.name, |(_, bare)| bare)),
         execution: None,
         description,
         parameters: &p.schema,
         strict: Some(p.strict),
         defer_loading: p.tool.is_deferred().then_some(true),
     }
+}
+
+/// The namespace a prepared tool is declared in, and its bare name there:
+/// a deferred tool of an imported MCP server (categories `mcp` and
+/// `<server>`, named `<server>__<tool>`).
+pub(crate) fn namespace<'b>(p: &'b Prepared<'_>) -> Option<(&'b str, &'b str)> {
+    if !p.tool.is_deferred() || p.tool.is_search_tool() {
+        return None;
+    }
+    let categories = &p.tool.declaration().categories;
+    if !categories.iter().any(|c| c == "mcp") {
+        return None;
+    }
+    categories.iter().filter(|c| *c != "mcp" && !c.is_empty()).find_map(|server| {
+        let bare = p.name.strip_prefix(server.as_str())?.strip_prefix("__")?;
+        (!bare.is_empty()).then_some((server.as_str(), bare))
+    })
+}
+
+/// What a namespace tells the model before any of its tools are loaded.
+fn namespace_description(server: &str) -> String {
+    format!("Tools of the `{server}` MCP server.")
+}
+
+/// An entry of `tools`: a tool, or a namespace grouping deferred tools.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Entry<'b> {
+    Tool(ResponsesTool<'b>),
+    Namespace {
+        #[serde(rename = "type")]
+        kind: &'static str,
+        name: &'b str,
+        description: String,
+        tools: Vec<ResponsesTool<'b>>,
+    },
+}
+
+/// The prepared tools as `tools`: each namespace where its first tool is.
+pub(crate) fn serialize<S: Serializer>(tools: &[Prepared<'_>], serializer: S) -> Result<S::Ok, S::Error> {
+    let mut entries: Vec<Entry<'_>> = Vec::with_capacity(tools.len());
+    for p in tools {
+        let Some((server, _)) = namespace(p) else {
+            entries.push(Entry::Tool(entry(p)));
+            continue;
+        };
+        let group = entries.iter_mut().find_map(|e| match e {
+            Entry::Namespace { name, tools, .. } if *name == server => Some(tools),
+            _ => None,
+        });
+        match group {
+            Some(group) => group.push(entry(p)),
+            None => entries.push(Entry::Namespace {
+                kind: "namespace",
+                name: server,
+                description: namespace_description(server),
+                tools: vec![entry(p)],
+            }),
+        }
+    }
+    serializer.collect_seq(entries)
 }
 
 impl OpenAiResponses {
@@ -150,6 +212,14 @@ impl WireFormat for OpenAiResponses {
             .filter_map(|p| Some((p.tool.declaration().name.clone(), serde_json::to_value(entry(p)).ok()?)))
             .collect();
         prepared.mapping.loadable = loadable;
+        prepared.mapping.namespaced = prepared
+            .tools
+            .iter()
+            .filter_map(|p| {
+                let (server, bare) = namespace(p)?;
+                Some((p.tool.declaration().name.clone(), (server.to_owned(), bare.to_owned())))
+            })
+            .collect();
         prepared.finish(Shape::OpenAiResponses)
     }
 
@@ -175,7 +245,11 @@ impl WireFormat for OpenAiResponses {
                         output_item,
                     )),
                 };
-                json!({"type": "function_call_output", "call_id": r.id, "output": output})
+                let mut item = json!({"type": "function_call_output", "call_id": r.id, "output": output});
+                if let Some((server, _)) = mapping.namespaced.get(&r.name) {
+                    item["namespace"] = json!(server);
+                }
+                item
             })
             .collect();
         RenderedResults { messages, fallbacks }
@@ -187,13 +261,31 @@ impl WireFormat for OpenAiResponses {
 /// deferred are already loaded, and a tool search output may only load).
 fn search_output(result: &ToolResult, mapping: &CallMapping) -> Value {
     let (status, tools): (&str, Vec<Value>) = match &result.outcome {
-        Ok(output) => (
-            "completed",
-            super::tool_references(output).into_iter().filter_map(|name| mapping.loadable.get(name).cloned()).collect(),
-        ),
+        Ok(output) => ("completed", found_tools(super::tool_references(output), mapping)),
         Err(_) => ("incomplete", Vec::new()),
     };
     json!({"type": "tool_search_output", "call_id": result.id, "execution": "client", "status": status, "tools": tools})
+}
+
+/// The definitions of the found deferred tools (real names), a namespaced
+/// one inside its namespace entry (one per namespace, where its first found
+/// tool is), as `tool_search_output` takes them.
+fn found_tools(names: Vec<&str>, mapping: &CallMapping) -> Vec<Value> {
+    let mut tools: Vec<Value> = Vec::with_capacity(names.len());
+    for name in names {
+        let Some(definition) = mapping.loadable.get(name).cloned() else { continue };
+        let Some((server, _)) = mapping.namespaced.get(name) else {
+            tools.push(definition);
+            continue;
+        };
+        let group = tools.iter_mut().find(|t| t["type"] == "namespace" && t["name"] == server.as_str());
+        match group.and_then(|g| g["tools"].as_array_mut()) {
+            Some(group) => group.push(definition),
+            None => tools.push(json!({"type": "namespace", "name": server,
+                "description": namespace_description(server), "tools": [definition]})),
+        }
+    }
+    tools
 }
 
 /// A block as an item of `function_call_output.output`, if it can be one.
@@ -239,6 +331,13 @@ impl sealed::Format for OpenAiResponses {
                     return search_call(item, mapping);
                 }
                 let name = str_field(p, item, "name", "a function_call item")?;
+                // A namespaced tool is called by its bare name: our name
+                // for it is `<namespace>__<name>` (see the module docs).
+                let name = match item.get("namespace").and_then(Value::as_str) {
+                    Some(space) if !space.is_empty() => format!("{space}__{name}"),
+                    _ => name.to_owned(),
+                };
+                let name = name.as_str();
                 let arguments = match item.get("arguments") {
                     Some(Value::String(text)) => ToolArguments::Raw(text.clone()),
                     other => super::object_arguments(other),

@@ -109,7 +109,13 @@ impl CallAssembler {
                     let item = &event["item"];
                     let call = self.at(event.get("output_index").and_then(Value::as_u64).unwrap_or(0))?;
                     call.id = item["call_id"].as_str().unwrap_or_default().to_owned();
-                    call.name = item["name"].as_str().unwrap_or_default().to_owned();
+                    let name = item["name"].as_str().unwrap_or_default();
+                    // A namespaced tool's call: our name joins the two
+                    // (as `calls_in` reads a whole `function_call`).
+                    call.name = match item.get("namespace").and_then(Value::as_str) {
+                        Some(space) if !space.is_empty() => format!("{space}__{name}"),
+                        _ => name.to_owned(),
+                    };
                 }
                 Some("response.function_call_arguments.delta") => {
                     let at = event.get("output_index").and_then(Value::as_u64).unwrap_or(0) as usize;
@@ -283,6 +289,16 @@ mod tests {
         }
         let error = calls.finish(&OpenAiResponses::new(), &CallMapping::default()).unwrap_err();
         assert!(matches!(error, ProviderError::DuplicateCallId { .. }), "{error}");
+    }
+
+    #[test]
+    fn a_streamed_namespaced_call_reads_as_its_one_name() {
+        let mut calls = CallAssembler::new(Provider::OpenAiResponses);
+        let added = json!({"type": "response.output_item.added", "output_index": 0, "item": {"type": "function_call",
+            "call_id": "c", "namespace": "github", "name": "create_issue", "arguments": ""}});
+        calls.push(&added).unwrap();
+        let read = calls.finish(&OpenAiResponses::new(), &CallMapping::default()).unwrap();
+        assert_eq!(read.calls[0].name, "github__create_issue");
     }
 
     #[test]
