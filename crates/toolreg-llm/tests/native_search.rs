@@ -156,19 +156,24 @@ async fn anthropic_native_search_finds_loads_and_calls_a_deferred_tool_plain_and
 
 /// One Responses answer's output item: the model's `tool_search_call`, its
 /// call of the tool it found, or its closing message.
-fn responses_item(turn: usize) -> Value {
+fn responses_item(turn: usize, query: &str, call: &Value) -> Value {
     match turn {
         0 => json!({"type": "tool_search_call", "id": "tsc_1", "call_id": "call_search", "execution": "client",
-            "status": "completed", "arguments": {"query": "exchange money between currencies"}}),
-        1 => json!({"type": "function_call", "id": "fc_1", "call_id": "call_convert", "name": "convert_currency",
-            "arguments": "{\"amount\":1,\"from\":\"EUR\",\"to\":\"USD\"}", "status": "completed"}),
+            "status": "completed", "arguments": {"query": query}}),
+        1 => call.clone(),
         _ => json!({"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
             "content": [{"type": "output_text", "text": "1 EUR is 2 USD.", "annotations": []}]}),
     }
 }
 
-fn responses_answer(turn: usize, stream: bool) -> ResponseTemplate {
-    let item = responses_item(turn);
+/// The model's call of the tool it found, in the first test.
+fn convert_call() -> Value {
+    json!({"type": "function_call", "id": "fc_1", "call_id": "call_convert", "name": "convert_currency",
+        "arguments": "{\"amount\":1,\"from\":\"EUR\",\"to\":\"USD\"}", "status": "completed"})
+}
+
+fn responses_answer(turn: usize, stream: bool, query: &str, call: &Value) -> ResponseTemplate {
+    let item = responses_item(turn, query, call);
     let response = |output: Value| {
         json!({"id": "resp_1", "object": "response", "status": "completed", "model": "gpt-x", "output": output,
             "usage": {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}})
@@ -198,7 +203,9 @@ async fn openai_responses_native_search_finds_loads_and_calls_a_deferred_tool_pl
     AgentTools::new().register(&mut registry).unwrap();
     for stream in [false, true] {
         let server = MockServer::start().await;
-        let answers = (0..3).map(|turn| responses_answer(turn, stream)).collect();
+        let answers = (0..3)
+            .map(|turn| responses_answer(turn, stream, "exchange money between currencies", &convert_call()))
+            .collect();
         Mock::given(path("/v1/responses")).respond_with(Sequence(Mutex::new(answers))).mount(&server).await;
         let config =
             ClientConfig::new(format!("{}/v1", server.uri())).stream(stream).request_timeout(Duration::from_secs(5));
@@ -257,5 +264,59 @@ async fn openai_responses_native_search_finds_loads_and_calls_a_deferred_tool_pl
             input[4],
             json!({"type": "function_call_output", "call_id": "call_convert", "output": "1 EUR is 2 USD"})
         );
+    }
+}
+
+/// An imported MCP server's deferred tools are declared in a `namespace`
+/// named after the server; the model calls one as namespace + bare name,
+/// which runs the tool by its one name and goes back with its namespace.
+#[tokio::test(flavor = "multi_thread")]
+async fn openai_responses_namespaced_tools_are_called_by_their_one_name() {
+    let create_issue = toolreg::ToolRegistration::new(
+        toolreg::ToolDeclaration::builder("github__create_issue")
+            .description("Open an issue in a repository.")
+            .param("title", toolreg::ParamType::String, "The issue's title.")
+            .safety(toolreg::SafetyLevel::Safe)
+            .build()
+            .with_category("mcp")
+            .with_category("github"),
+        |args: Value| async move { Ok::<_, String>(format!("opened: {}", args["title"].as_str().unwrap_or(""))) },
+    );
+    let mut registry = FunctionRegistry::new();
+    toolreg::register_tools!(registry, [add_tool]).unwrap();
+    registry.register(create_issue).unwrap();
+    AgentTools::new().register(&mut registry).unwrap();
+    let call = json!({"type": "function_call", "id": "fc_1", "call_id": "call_issue", "namespace": "github",
+        "name": "create_issue", "arguments": "{\"title\":\"Crash on start\"}", "status": "completed"});
+    for stream in [false, true] {
+        let server = MockServer::start().await;
+        let answers =
+            (0..3).map(|turn| responses_answer(turn, stream, "open an issue in a repository", &call)).collect();
+        Mock::given(path("/v1/responses")).respond_with(Sequence(Mutex::new(answers))).mount(&server).await;
+        let config =
+            ClientConfig::new(format!("{}/v1", server.uri())).stream(stream).request_timeout(Duration::from_secs(5));
+        let agent =
+            Agent::builder(OpenAiResponsesClient::new(config).unwrap(), "gpt-x", ToolEngine::builder(&registry))
+                .defer(Deferral::imported())
+                .build();
+        let Outcome::Finished(_) = agent.run("File the crash.").await.unwrap() else { panic!("the run should finish") };
+        let bodies: Vec<Value> = server
+            .received_requests()
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| serde_json::from_slice(&r.body).unwrap())
+            .collect();
+        let tools = bodies[0]["tools"].as_array().unwrap();
+        let namespace = tools.iter().find(|t| t["type"] == "namespace").expect("a namespace entry");
+        assert_eq!(namespace["name"], "github", "stream: {stream}");
+        assert_eq!(namespace["tools"][0]["name"], "create_issue");
+        assert_eq!(namespace["tools"][0]["defer_loading"], true);
+        let input = bodies[2]["input"].as_array().unwrap();
+        let echoed = input.iter().find(|i| i["type"] == "function_call").unwrap();
+        assert_eq!((&echoed["namespace"], &echoed["name"]), (&json!("github"), &json!("create_issue")));
+        let output = input.iter().find(|i| i["type"] == "function_call_output").unwrap();
+        assert_eq!(output["namespace"], "github", "{output}");
+        assert_eq!(output["output"], "opened: Crash on start", "stream: {stream}");
     }
 }
