@@ -43,8 +43,8 @@ pub use args::ArgumentLimits;
 pub use declaration::{DeclarationBuilder, ParamType, SafetyLevel, Scope, ToolDeclaration, ToolHints};
 pub use engine::{BatchOptions, ToolEngine};
 pub use exec::{
-    CallContext, CallOptions, Content, Extensions, Finish, Progress, ProgressReporter, ToolArguments, ToolCall,
-    ToolError, ToolExecutor, ToolOutput, ToolResult,
+    CallContext, CallOptions, Checkpoints, Content, Extensions, Finish, Progress, ProgressReporter, ToolArguments,
+    ToolCall, ToolError, ToolExecutor, ToolOutput, ToolResult,
 };
 /// The boxed future an [`Approver`] returns (from `futures-util`).
 pub use futures_util::future::BoxFuture;

@@ -141,7 +141,7 @@ async fn dangerous_calls_fail_closed_without_an_approver() {
 }
 
 /// A decision asked for and not given yet: the call does not run, fails
-/// as a denial with the reason, and the audit says pending, not denied.
+/// as pending with the reason, and the audit says pending, not denied.
 #[tokio::test]
 async fn a_pending_decision_is_audited_as_pending() {
     let runs = runs();
@@ -151,7 +151,7 @@ async fn a_pending_decision_is_audited_as_pending() {
         .audit(audit.clone())
         .build();
     let result = engine.execute_call(ToolCall::new("c1", "delete_file", r#"{"path": "/x"}"#)).await;
-    assert!(matches!(&result.outcome, Err(ToolError::Denied { reason, .. }) if reason == "asked the user"));
+    assert!(matches!(&result.outcome, Err(ToolError::Pending { reason, .. }) if reason == "asked the user"));
     assert!(runs.lock().unwrap().is_empty());
     let decisions: Vec<AuditDecision> = audit.events().iter().map(|e| e.decision).collect();
     assert_eq!(decisions, [AuditDecision::Pending]);

@@ -336,7 +336,7 @@ async fn approve(
         }
         Decision::Pending { reason } => {
             trail.decision = AuditDecision::Pending;
-            return Err(ToolError::Denied { reason, approver: approver_name });
+            return Err(ToolError::Pending { reason, approver: approver_name });
         }
         Decision::Approve(approval) => approval,
     };

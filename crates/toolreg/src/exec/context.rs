@@ -7,8 +7,9 @@
 //! back, while this is what the stack hands down to the tool while it runs.
 
 use std::any::{Any, TypeId};
+use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use serde_json::Value;
 
@@ -229,6 +230,64 @@ impl Finish {
     /// Whether a tool has finished the run.
     pub fn is_set(&self) -> bool {
         self.value.get().is_some()
+    }
+}
+
+/// Where a call that stops to wait for the outside leaves what it needs to
+/// go on, and finds it again when it is run once more: a program in code
+/// mode stopped at a call waiting for an approval keeps its record of the
+/// calls it already made here, so the resumed run replays them instead of
+/// running them twice. Keyed by the call's id; the host (the agent loop)
+/// puts one in the call's [`Extensions`], stores what was saved with the
+/// suspended run, and hands it back [`restoring`](Self::restoring) it.
+///
+/// ```
+/// use serde_json::json;
+/// use toolreg::Checkpoints;
+///
+/// let first = Checkpoints::new();
+/// first.save("call_1", json!({"done": 3}));
+/// let stored = first.take_saved(); // goes with the suspended run
+///
+/// let again = Checkpoints::restoring(stored);
+/// assert_eq!(again.take_restored("call_1"), Some(json!({"done": 3})));
+/// assert_eq!(again.take_restored("call_1"), None); // used once
+/// ```
+#[derive(Debug, Default)]
+pub struct Checkpoints {
+    saved: Mutex<BTreeMap<String, Value>>,
+    restored: Mutex<BTreeMap<String, Value>>,
+}
+
+impl Checkpoints {
+    /// None saved, none to restore.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Checkpoints saved by an earlier run, for its calls to find.
+    pub fn restoring(saved: BTreeMap<String, Value>) -> Self {
+        Checkpoints { saved: Mutex::default(), restored: Mutex::new(saved) }
+    }
+
+    /// Save the state of the call `call_id`, replacing any saved before.
+    pub fn save(&self, call_id: &str, state: Value) {
+        self.saved.lock().unwrap_or_else(PoisonError::into_inner).insert(call_id.to_owned(), state);
+    }
+
+    /// The state an earlier run saved for `call_id`, once.
+    pub fn take_restored(&self, call_id: &str) -> Option<Value> {
+        self.restored.lock().unwrap_or_else(PoisonError::into_inner).remove(call_id)
+    }
+
+    /// Whether a state was saved for `call_id`.
+    pub fn has_saved(&self, call_id: &str) -> bool {
+        self.saved.lock().unwrap_or_else(PoisonError::into_inner).contains_key(call_id)
+    }
+
+    /// Everything saved, taken out.
+    pub fn take_saved(&self) -> BTreeMap<String, Value> {
+        std::mem::take(&mut *self.saved.lock().unwrap_or_else(PoisonError::into_inner))
     }
 }
 

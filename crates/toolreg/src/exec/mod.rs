@@ -25,7 +25,7 @@ mod output;
 pub use content::{
     Annotations, Content, ContentError, EmbeddedResource, Media, ResourceContents, ResourceLink, Role, Text,
 };
-pub use context::{CallContext, Extensions, Finish, Progress, ProgressReporter};
+pub use context::{CallContext, Checkpoints, Extensions, Finish, Progress, ProgressReporter};
 pub use output::{ToolOutput, value_text};
 
 /// The arguments of a tool call as they arrived.
@@ -192,6 +192,18 @@ pub enum ToolError {
         /// Which approver decided.
         approver: String,
     },
+    /// The approver has not decided yet: it asked someone outside (the host
+    /// of a suspended run, an MCP client's user) and the answer comes later.
+    /// The tool did not run; a caller that can wait (the agent loop, a
+    /// program in code mode) stops here and runs the call again with the
+    /// decision.
+    #[error("the call waits for an approval and did not run: {reason}")]
+    Pending {
+        /// What it waits for, in the approver's words.
+        reason: String,
+        /// Which approver deferred it.
+        approver: String,
+    },
     /// The call needs approval and no approver is configured (fail closed).
     #[error("the tool needs approval and no approver is available, so it was not run")]
     ApprovalRequired,
@@ -250,6 +262,9 @@ impl ToolError {
             ToolError::Denied { reason, .. } => {
                 format!("Error: the call to `{tool}` was denied and did not run. Reason: {reason}")
             }
+            ToolError::Pending { reason, .. } => {
+                format!("The call to `{tool}` has not run yet: {reason}.")
+            }
             ToolError::ApprovalFailed { .. } => {
                 format!("Error: the call to `{tool}` was refused and did not run: its approval could not be obtained.")
             }
@@ -289,6 +304,7 @@ impl ToolError {
             ToolError::Timeout { .. } => "timeout",
             ToolError::Cancelled => "cancelled",
             ToolError::Denied { .. } => "denied",
+            ToolError::Pending { .. } => "pending",
             ToolError::ApprovalRequired => "approval_required",
             ToolError::ApprovalFailed { .. } => "approval_failed",
             ToolError::ApprovalMismatch { .. } => "approval_mismatch",

@@ -1,0 +1,337 @@
+//! The host's end: start a worker, give it the program, run the calls it
+//! sends through the engine (or answer them from the journal on resume),
+//! and enforce the limits the worker cannot be trusted with alone — the
+//! wall clock, the number of calls, the size of every message.
+
+use std::collections::HashSet;
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio_util::sync::CancellationToken;
+use toolreg::{CallOptions, Extensions, ToolCall, ToolEngine, ToolError, ToolOutput};
+
+use crate::journal::{Entry, Journal};
+use crate::protocol::{Answer, FromWorker, ProgramCall, Reply, ToWorker};
+use crate::{CodeError, Limits};
+
+/// How to start a worker process: a program and its arguments. It must run
+/// [`worker::serve`](crate::worker::serve) — the `toolreg-code-worker`
+/// binary of this crate, or a host's own binary with a subcommand that
+/// calls it (`toolreg code-worker`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Worker {
+    program: PathBuf,
+    args: Vec<OsString>,
+}
+
+impl Worker {
+    /// Start `program` (with no arguments) as the worker.
+    pub fn new(program: impl Into<PathBuf>) -> Self {
+        Worker { program: program.into(), args: Vec::new() }
+    }
+
+    /// With this argument appended.
+    pub fn arg(mut self, arg: impl Into<OsString>) -> Self {
+        self.args.push(arg.into());
+        self
+    }
+
+    /// Start one, with an empty environment (no secret reaches the
+    /// program's process) and nothing but its stdin and stdout.
+    fn spawn(&self) -> Result<(Child, ChildStdin, BufReader<ChildStdout>), CodeError> {
+        let mut child = Command::new(&self.program)
+            .args(&self.args)
+            .env_clear()
+            .current_dir("/")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| CodeError::Sandbox {
+                message: format!("could not start the worker `{}`: {e}", self.program.display()),
+            })?;
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            return Err(CodeError::Sandbox { message: "the worker has no pipes".into() });
+        };
+        Ok((child, stdin, BufReader::new(stdout)))
+    }
+}
+
+/// A program that finished.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ProgramOutput {
+    /// What it returned (`null` for nothing).
+    pub value: Value,
+    /// What it printed.
+    pub output: String,
+    /// How many tool calls it made (replayed ones included).
+    pub calls: usize,
+}
+
+impl ProgramOutput {
+    /// As a tool's output: `{"result": …, "output": "…"}` (the output left
+    /// out when nothing was printed).
+    pub fn into_tool_output(self) -> ToolOutput {
+        let mut value = json!({ "result": self.value });
+        if !self.output.is_empty() {
+            value["output"] = Value::String(self.output);
+        }
+        ToolOutput::new(value)
+    }
+}
+
+/// How a run ended.
+#[derive(Debug)]
+pub(crate) enum Ended {
+    Finished(ProgramOutput),
+    Failed {
+        error: CodeError,
+        output: String,
+    },
+    /// A call waits for an approval from outside; `journal` holds every
+    /// other call made so far with its answer.
+    Waiting {
+        journal: Journal,
+        reason: String,
+    },
+}
+
+/// One program's run.
+pub(crate) struct Session<'a> {
+    pub(crate) engine: &'a ToolEngine,
+    /// The tools the program may call.
+    pub(crate) offered: &'a HashSet<String>,
+    pub(crate) limits: Limits,
+    /// The id of the call that runs the program: each call it makes gets
+    /// the id `<run_id>/<n>`, which is how the audit trail ties them to it.
+    pub(crate) run_id: &'a str,
+    pub(crate) extensions: Extensions,
+    pub(crate) cancel: CancellationToken,
+    /// The calls recorded before a suspension, to answer again.
+    pub(crate) replay: Journal,
+    /// Whether a call waiting for an approval may stop the program (the
+    /// caller can store it and resume), or fails inside it.
+    pub(crate) can_wait: bool,
+}
+
+impl Session<'_> {
+    pub(crate) async fn run(self, worker: &Worker, program: &str) -> Ended {
+        if program.len() > self.limits.program_bytes {
+            let error = CodeError::ProgramTooLarge { bytes: program.len(), limit_bytes: self.limits.program_bytes };
+            return Ended::Failed { error, output: String::new() };
+        }
+        let (mut child, stdin, stdout) = match worker.spawn() {
+            Ok(started) => started,
+            Err(error) => return Ended::Failed { error, output: String::new() },
+        };
+        let mut link = Link { stdin, stdout, limit: self.limits.message_bytes };
+        let ended = self.converse(&mut link, program).await;
+        let ended = match ended {
+            Err(CodeError::Sandbox { message }) => {
+                // The worker's own account of its death says more.
+                let status = tokio::time::timeout(Duration::from_secs(1), child.wait()).await;
+                Ended::Failed {
+                    error: died(message, status.ok().and_then(Result::ok), &self.limits),
+                    output: String::new(),
+                }
+            }
+            Err(error) => Ended::Failed { error, output: String::new() },
+            Ok(ended) => ended,
+        };
+        let _ = child.start_kill();
+        let _ = child.wait().await;
+        ended
+    }
+
+    async fn converse(&self, link: &mut Link, program: &str) -> Result<Ended, CodeError> {
+        let tools: Vec<String> = self.offered.iter().cloned().collect();
+        link.send(&ToWorker::Start { program: program.to_owned(), tools, limits: self.limits }).await?;
+        // The worker stops itself at its time limit; this clock is for a
+        // worker stuck where its interrupt never comes.
+        let allowed = self.limits.time + GRACE;
+        let mut used = Duration::ZERO;
+        let mut journal = Journal::default();
+        let mut made = 0usize;
+        loop {
+            let started = Instant::now();
+            let message = tokio::select! {
+                message = tokio::time::timeout(allowed.saturating_sub(used), link.receive()) => match message {
+                    Ok(message) => message?,
+                    Err(_) => return Err(CodeError::Timeout { limit_ms: millis(self.limits.time) }),
+                },
+                () = self.cancel.cancelled() => return Err(CodeError::Cancelled),
+            };
+            used += started.elapsed();
+            let calls = match message {
+                FromWorker::Done { value, output } => {
+                    return Ok(Ended::Finished(ProgramOutput { value, output, calls: made }));
+                }
+                FromWorker::Failed { error, output } => return Ok(Ended::Failed { error, output }),
+                FromWorker::Calls { calls } => calls,
+            };
+            made += calls.len();
+            if made > self.limits.max_calls {
+                return Err(CodeError::CallLimit { limit: self.limits.max_calls });
+            }
+            let (replies, waiting) = self.answer(calls, &mut journal).await?;
+            if let Some(reason) = waiting {
+                return Ok(Ended::Waiting { journal, reason });
+            }
+            link.send(&ToWorker::Results { results: replies }).await?;
+        }
+    }
+
+    /// Answer one batch of the program's calls: from the record where the
+    /// call was made before a suspension, else through the engine, all the
+    /// new ones as one batch. Every answer joins `journal`.
+    async fn answer(
+        &self,
+        calls: Vec<ProgramCall>,
+        journal: &mut Journal,
+    ) -> Result<(Vec<Reply>, Option<String>), CodeError> {
+        let mut replies = Vec::with_capacity(calls.len());
+        let mut new = Vec::new();
+        for call in calls {
+            if let Some(entry) = self.replay.calls.get(&call.id) {
+                let answer = entry.replay(call.id, &call.tool, &call.args)?;
+                journal.calls.insert(call.id, entry.clone());
+                replies.push(Reply { id: call.id, outcome: answer });
+            } else if !self.offered.contains(&call.tool) {
+                let error = ToolError::NotOffered { available: Vec::new() };
+                replies.push(Reply { id: call.id, outcome: refusal(&call.tool, &error) });
+            } else {
+                new.push(call);
+            }
+        }
+        if new.is_empty() {
+            return Ok((replies, None));
+        }
+        let batch: Vec<ToolCall> = new
+            .iter()
+            .map(|c| ToolCall::new(format!("{}/{}", self.run_id, c.id), c.tool.clone(), c.args.clone()))
+            .collect();
+        let options = CallOptions::new().cancel(self.cancel.child_token()).extensions(self.extensions.clone());
+        let results = self.engine.execute_batch_with(batch, options).await;
+        let mut waiting = None;
+        for (call, result) in new.into_iter().zip(results) {
+            let answer = match result.outcome {
+                Err(ToolError::Pending { reason, .. }) if self.can_wait => {
+                    // Not recorded: on resume it runs, with the decision.
+                    waiting = Some(reason);
+                    continue;
+                }
+                Err(ToolError::Pending { reason, .. }) => refusal(
+                    &call.tool,
+                    &ToolError::failed(format!(
+                        "this call waits for an approval ({reason}), and a program run here cannot wait for one"
+                    )),
+                ),
+                Err(error) => refusal(&call.tool, &error),
+                Ok(output) => Answer::Ok(program_value(&output)),
+            };
+            journal.calls.insert(call.id, Entry::new(&call.tool, &call.args, answer.clone()));
+            replies.push(Reply { id: call.id, outcome: answer });
+        }
+        Ok((replies, waiting))
+    }
+}
+
+/// Time past the limit before the host kills a worker that did not stop
+/// itself.
+const GRACE: Duration = Duration::from_secs(2);
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// What the program sees of a failed call: a `ToolError` with the kind and
+/// the text the model would read.
+fn refusal(tool: &str, error: &ToolError) -> Answer {
+    Answer::Error { kind: error.kind().to_owned(), message: error.model_text(tool) }
+}
+
+/// What the program sees of a call's output: its value when that is all
+/// there is; with content blocks, `{ text, content, value }` (each block
+/// as its JSON object: images and files keep their data).
+fn program_value(output: &ToolOutput) -> Value {
+    if output.content.is_empty() {
+        return output.value.clone();
+    }
+    json!({
+        "text": output.text(),
+        "content": output.content.iter().map(toolreg::Content::to_json).collect::<Vec<_>>(),
+        "value": output.value,
+    })
+}
+
+/// The error for a worker that died: a limit the kernel enforced where its
+/// status says so.
+fn died(message: String, status: Option<std::process::ExitStatus>, limits: &Limits) -> CodeError {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        match status.and_then(|s| s.signal()) {
+            Some(signal) if signal == nix::sys::signal::Signal::SIGXCPU as i32 => {
+                return CodeError::Timeout { limit_ms: millis(limits.time) };
+            }
+            Some(signal) => {
+                return CodeError::Sandbox { message: format!("{message} (the worker was ended by signal {signal})") };
+            }
+            None => {}
+        }
+    }
+    let _ = limits;
+    match status {
+        Some(status) => CodeError::Sandbox { message: format!("{message} (the worker exited: {status})") },
+        None => CodeError::Sandbox { message },
+    }
+}
+
+/// The host's end of the pipes.
+struct Link {
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    limit: usize,
+}
+
+impl Link {
+    async fn send(&mut self, message: &ToWorker) -> Result<(), CodeError> {
+        let lost = |e: std::io::Error| CodeError::Sandbox { message: format!("could not write to the worker: {e}") };
+        let mut line = serde_json::to_vec(message).map_err(|e| CodeError::Sandbox { message: e.to_string() })?;
+        if line.len() > self.limit {
+            return Err(CodeError::Sandbox {
+                message: format!("a message to the worker is {} bytes, over the limit of {}", line.len(), self.limit),
+            });
+        }
+        line.push(b'\n');
+        self.stdin.write_all(&line).await.map_err(lost)?;
+        self.stdin.flush().await.map_err(lost)
+    }
+
+    async fn receive(&mut self) -> Result<FromWorker, CodeError> {
+        let mut line = Vec::new();
+        let bound = u64::try_from(self.limit).unwrap_or(u64::MAX).saturating_add(1);
+        let read = (&mut self.stdout)
+            .take(bound)
+            .read_until(b'\n', &mut line)
+            .await
+            .map_err(|e| CodeError::Sandbox { message: format!("could not read from the worker: {e}") })?;
+        if read == 0 {
+            return Err(CodeError::Sandbox { message: "the worker stopped answering".into() });
+        }
+        if line.len() > self.limit {
+            return Err(CodeError::Sandbox {
+                message: format!("the worker sent more than {} bytes at once", self.limit),
+            });
+        }
+        serde_json::from_slice(&line)
+            .map_err(|e| CodeError::Sandbox { message: format!("the worker sent a malformed message: {e}") })
+    }
+}

@@ -1,0 +1,205 @@
+//! The record of a program's calls, kept when the program stops at a call
+//! that waits for an approval, and sealed so the host can trust it later.
+//!
+//! A program stopped mid-way is resumed by running it again from the start
+//! and answering each call it makes, in order, from the record: the
+//! sandbox has no clock, randomness or other input, so the program makes
+//! the same calls with the same arguments and reaches the call it stopped
+//! at. Each recorded call is checked (same tool, same arguments hash) and
+//! never run again; a call that differs ends the run with
+//! [`CodeError::ReplayDiverged`], having run nothing.
+//!
+//! The record travels with the suspended run, through whatever store the
+//! host uses, so it is sealed with an HMAC-SHA-256 under a key only the
+//! host holds, over the call's id, the program's hash and the record's
+//! exact text: a changed record, a record moved to another call, or one
+//! replayed against a changed program is refused
+//! ([`CodeError::StateRejected`]) before anything runs.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use hmac::{Hmac, Mac};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use toolreg::policy::ArgumentsHash;
+
+use crate::CodeError;
+use crate::protocol::Answer;
+
+/// The key that seals saved program states. A program suspended in one
+/// process resumes in another only if both hold the same key: give it to
+/// [`CodeMode::key`](crate::CodeMode::key) from the host's secret storage.
+/// The default is random per [`CodeMode`](crate::CodeMode).
+#[derive(Clone)]
+pub struct Key([u8; 32]);
+
+impl Key {
+    /// A key from 32 secret bytes.
+    pub fn new(bytes: [u8; 32]) -> Self {
+        Key(bytes)
+    }
+
+    /// A fresh random key (from the operating system).
+    pub fn random() -> Self {
+        let mut bytes = [0u8; 32];
+        // The OS random source does not fail on the systems we run on; if
+        // it ever did, a zero key would still seal (just not secretly), so
+        // fail loudly in logs rather than at every call.
+        if let Err(error) = getrandom::fill(&mut bytes) {
+            tracing::error!(%error, "no random key for sealing program states; set one with CodeMode::key");
+        }
+        Key(bytes)
+    }
+}
+
+impl fmt::Debug for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Key(…)")
+    }
+}
+
+/// The calls a program made, by their number in the program.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Journal {
+    pub(crate) calls: BTreeMap<u64, Entry>,
+}
+
+/// One recorded call and what the program was answered.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Entry {
+    pub(crate) tool: String,
+    /// [`ArgumentsHash`] of the arguments, hex.
+    pub(crate) hash: String,
+    pub(crate) answer: Answer,
+}
+
+impl Entry {
+    pub(crate) fn new(tool: &str, args: &Value, answer: Answer) -> Self {
+        Entry { tool: tool.to_owned(), hash: ArgumentsHash::of(args).to_string(), answer }
+    }
+
+    /// The recorded answer, if `tool` with `args` is the call recorded as
+    /// number `number`; the divergence otherwise.
+    pub(crate) fn replay(&self, number: u64, tool: &str, args: &Value) -> Result<Answer, CodeError> {
+        let hash = ArgumentsHash::of(args).to_string();
+        if self.tool == tool && self.hash == hash {
+            return Ok(self.answer.clone());
+        }
+        Err(CodeError::ReplayDiverged {
+            call: number,
+            expected: format!("{} (arguments {})", self.tool, short(&self.hash)),
+            found: format!("{tool} (arguments {})", short(&hash)),
+        })
+    }
+}
+
+fn short(hash: &str) -> &str {
+    hash.get(..12).unwrap_or(hash)
+}
+
+/// A journal as stored: its exact text and the seal over it.
+#[derive(Serialize, Deserialize)]
+struct Sealed {
+    /// `toolreg-code/1`: the format.
+    format: String,
+    journal: String,
+    mac: String,
+}
+
+const FORMAT: &str = "toolreg-code/1";
+
+fn mac(key: &Key, call_id: &str, program: &str, journal: &str) -> Hmac<Sha256> {
+    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&key.0).unwrap_or_else(|_| unreachable!("HMAC takes any key"));
+    mac.update(FORMAT.as_bytes());
+    mac.update(&[0]);
+    mac.update(&(call_id.len() as u64).to_be_bytes());
+    mac.update(call_id.as_bytes());
+    mac.update(&Sha256::digest(program.as_bytes()));
+    mac.update(journal.as_bytes());
+    mac
+}
+
+impl Journal {
+    /// The journal sealed for the call `call_id` running `program`.
+    pub(crate) fn seal(&self, key: &Key, call_id: &str, program: &str) -> Value {
+        let journal = serde_json::to_string(self).unwrap_or_else(|_| unreachable!("a journal is plain JSON"));
+        let tag = mac(key, call_id, program, &journal).finalize().into_bytes();
+        let mac = tag.iter().map(|b| format!("{b:02x}")).collect();
+        serde_json::to_value(Sealed { format: FORMAT.to_owned(), journal, mac })
+            .unwrap_or_else(|_| unreachable!("strings serialise"))
+    }
+
+    /// The journal in `sealed`, if it was sealed with `key` for this call
+    /// and this program.
+    pub(crate) fn open(sealed: Value, key: &Key, call_id: &str, program: &str) -> Result<Journal, CodeError> {
+        let rejected = |reason: &str| CodeError::StateRejected { reason: reason.to_owned() };
+        let sealed: Sealed = serde_json::from_value(sealed).map_err(|_| rejected("it is not a saved program state"))?;
+        if sealed.format != FORMAT {
+            return Err(rejected("it was saved in another format"));
+        }
+        let tag = decode_hex(&sealed.mac).ok_or_else(|| rejected("its seal is malformed"))?;
+        mac(key, call_id, program, &sealed.journal).verify_slice(&tag).map_err(|_| {
+            rejected(
+                "its seal does not match: the record or the program changed, it belongs to another call, or it was \
+                 sealed with another key",
+            )
+        })?;
+        serde_json::from_str(&sealed.journal).map_err(|_| rejected("its record does not parse"))
+    }
+}
+
+fn decode_hex(text: &str) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..text.len()).step_by(2).map(|i| text.get(i..i + 2).and_then(|b| u8::from_str_radix(b, 16).ok())).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn journal() -> Journal {
+        let mut journal = Journal::default();
+        journal.calls.insert(1, Entry::new("read", &json!({"path": "a"}), Answer::Ok(json!("text"))));
+        journal
+    }
+
+    #[test]
+    fn a_sealed_journal_opens_with_the_same_key_call_and_program() {
+        let key = Key::new([7; 32]);
+        let sealed = journal().seal(&key, "c1", "return 1");
+        assert_eq!(Journal::open(sealed, &key, "c1", "return 1").unwrap(), journal());
+    }
+
+    #[test]
+    fn any_change_is_refused() {
+        let key = Key::new([7; 32]);
+        let sealed = journal().seal(&key, "c1", "return 1");
+        let refused = |r: Result<Journal, CodeError>| assert!(matches!(r, Err(CodeError::StateRejected { .. })));
+        refused(Journal::open(sealed.clone(), &Key::new([8; 32]), "c1", "return 1"));
+        refused(Journal::open(sealed.clone(), &key, "c2", "return 1"));
+        refused(Journal::open(sealed.clone(), &key, "c1", "return 2"));
+        let mut changed = sealed.clone();
+        let text = changed["journal"].as_str().unwrap().replace("text", "lies");
+        changed["journal"] = json!(text);
+        refused(Journal::open(changed, &key, "c1", "return 1"));
+        refused(Journal::open(json!({"format": FORMAT, "journal": "{}", "mac": "zz"}), &key, "c1", "return 1"));
+        refused(Journal::open(json!(42), &key, "c1", "return 1"));
+    }
+
+    #[test]
+    fn replay_checks_tool_and_arguments() {
+        let entry = Entry::new("read", &json!({"path": "a"}), Answer::Ok(json!("text")));
+        assert_eq!(entry.replay(1, "read", &json!({"path": "a"})).unwrap(), Answer::Ok(json!("text")));
+        assert!(matches!(
+            entry.replay(1, "read", &json!({"path": "b"})),
+            Err(CodeError::ReplayDiverged { call: 1, .. })
+        ));
+        assert!(matches!(entry.replay(1, "write", &json!({"path": "a"})), Err(CodeError::ReplayDiverged { .. })));
+    }
+}

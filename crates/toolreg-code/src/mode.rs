@@ -1,0 +1,214 @@
+//! [`CodeMode`]: the `run_code` tool, and running a program directly.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use toolreg::{
+    CallContext, Checkpoints, ErasedTool, FunctionRegistry, RegistryError, SafetyLevel, ToolDeclaration, ToolEngine,
+    ToolError, ToolFuture, ToolRegistration,
+};
+
+use crate::host::{Ended, ProgramOutput, Session, Worker};
+use crate::journal::{Journal, Key};
+use crate::{CodeError, Limits, stubs};
+
+/// The name of the code tool.
+pub const RUN_CODE: &str = "run_code";
+
+/// How many tools are written out in full in `run_code`'s description; past
+/// it the rest are listed by name (the model finds their parameters with
+/// `search_tools`).
+const FULL_STUBS: usize = 40;
+
+/// Code mode: a model's program calls the tools inside a sandbox.
+///
+/// The program is JavaScript, run by QuickJS in a worker process (see the
+/// [crate docs](crate)); every call it makes goes through the
+/// [`ToolEngine`] it was given — selection, validation, approval, hooks,
+/// audit, timeouts — under the id `<run_code call id>/<n>`, and only its
+/// return value and printed output come back.
+///
+/// ```no_run
+/// # async fn demo(engine: toolreg::ToolEngine) -> Result<(), Box<dyn std::error::Error>> {
+/// use toolreg_code::{CodeMode, Worker};
+///
+/// let code = CodeMode::new(Worker::new("toolreg-code-worker"));
+/// // Run a program yourself …
+/// let out = code.run(&engine, "const n = await tools.add({a: 1, b: 2}); return n * 10;").await?;
+/// assert_eq!(out.value, 30);
+/// // … or offer `run_code` to a model beside the engine's tools.
+/// let with_code = code.attach(&engine)?;
+/// # let _ = with_code; Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct CodeMode {
+    worker: Worker,
+    limits: Limits,
+    key: Key,
+}
+
+impl CodeMode {
+    /// Code mode running programs in `worker`, with the default
+    /// [`Limits`] and a random [`Key`].
+    pub fn new(worker: Worker) -> Self {
+        CodeMode { worker, limits: Limits::default(), key: Key::random() }
+    }
+
+    /// With these limits.
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// With this key for sealing the state of a suspended program: a run
+    /// suspended in one process resumes in another only under the same key.
+    pub fn key(mut self, key: Key) -> Self {
+        self.key = key;
+        self
+    }
+
+    /// The limits in force.
+    pub fn limits_in_force(&self) -> Limits {
+        self.limits
+    }
+
+    /// Run `program` with `engine`'s tools. A call that waits for an
+    /// approval from outside fails inside the program (it cannot stop
+    /// here: use the `run_code` tool in an agent for that).
+    pub async fn run(&self, engine: &ToolEngine, program: &str) -> Result<ProgramOutput, CodeError> {
+        let offered = offered(engine);
+        let session = Session {
+            engine,
+            offered: &offered,
+            limits: self.limits,
+            run_id: "program",
+            extensions: toolreg::Extensions::default(),
+            cancel: toolreg::CancellationToken::new(),
+            replay: Journal::default(),
+            can_wait: false,
+        };
+        match session.run(&self.worker, program).await {
+            Ended::Finished(output) => Ok(output),
+            Ended::Failed { error, .. } => Err(error),
+            // A session that cannot wait answers a pending call inside the
+            // program; should one stop anyway, say so rather than hang.
+            Ended::Waiting { reason, .. } => Err(CodeError::Sandbox { message: format!("a call waits: {reason}") }),
+        }
+    }
+
+    /// The `run_code` tool: programs calling `engine`'s tools. Register it
+    /// where a model can call it (or use [`attach`](Self::attach)).
+    pub fn tool(&self, engine: &ToolEngine) -> ToolRegistration {
+        let offered = offered(engine);
+        let declaration = declaration(engine, &offered);
+        let tool = CodeTool { mode: self.clone(), engine: engine.clone(), offered: Arc::new(offered) };
+        ToolRegistration::new(declaration, tool)
+    }
+
+    /// `engine` with `run_code` added, configured as it is (approver,
+    /// hooks, audit, limits): the program's calls go through `engine`
+    /// itself. If the engine's selection is an allow-list, it must allow
+    /// `run_code`.
+    pub fn attach(&self, engine: &ToolEngine) -> Result<ToolEngine, RegistryError> {
+        let mut registry: FunctionRegistry = engine.tools().clone();
+        registry.register(self.tool(engine))?;
+        Ok(engine.to_builder().registry(&registry).build())
+    }
+}
+
+/// The names a program may call: the engine's tools but code mode's own.
+fn offered(engine: &ToolEngine) -> HashSet<String> {
+    engine.tools().list().map(|d| d.name.clone()).filter(|n| n != RUN_CODE).collect()
+}
+
+/// `run_code`'s declaration: how to write a program, and the tools' types.
+fn declaration(engine: &ToolEngine, offered: &HashSet<String>) -> ToolDeclaration {
+    let tools: Vec<&ToolDeclaration> = engine.tools().list().filter(|d| offered.contains(&d.name)).collect();
+    let (full, named) = tools.split_at(tools.len().min(FULL_STUBS));
+    let mut description = String::from(
+        "Run a JavaScript program that calls tools as async functions, and get back only what it returns (and \
+         prints). Use it when a task needs many tool calls or their results combined: one program instead of many \
+         calls. Call a tool as `await tools.<name>(args)`; run independent calls together with `Promise.all`. A \
+         failed call throws a `ToolError` (with `.kind` and `.message`) you can catch. End with `return <value>` \
+         (JSON). There is no file system, network, clock or randomness except through the tools.\n\n",
+    );
+    description.push_str(&stubs::declarations(full.iter().copied()));
+    if !named.is_empty() {
+        description.push_str("\nAlso callable (find their parameters with search_tools): ");
+        description.push_str(&named.iter().map(|d| d.name.as_str()).collect::<Vec<_>>().join(", "));
+        description.push('\n');
+    }
+    let mut declaration = ToolDeclaration::new(
+        RUN_CODE,
+        description,
+        json!({
+            "type": "object",
+            "properties": {
+                "code": {"type": "string", "description": "The program: the body of an async JavaScript function."}
+            },
+            "required": ["code"],
+            "additionalProperties": false
+        }),
+    );
+    // Its calls are approved one by one; the program itself changes nothing.
+    declaration.safety = SafetyLevel::Cautious;
+    declaration
+}
+
+/// The `run_code` tool over one engine.
+struct CodeTool {
+    mode: CodeMode,
+    engine: ToolEngine,
+    offered: Arc<HashSet<String>>,
+}
+
+impl ErasedTool for CodeTool {
+    fn call(&self, cx: CallContext, args: Value) -> ToolFuture {
+        let mode = self.mode.clone();
+        let engine = self.engine.clone();
+        let offered = Arc::clone(&self.offered);
+        ToolFuture::new(async move {
+            let Some(program) = args.get("code").and_then(Value::as_str) else {
+                return Err(ToolError::failed("`code` must be the program's text"));
+            };
+            let run_id = cx.call_id().filter(|id| !id.is_empty()).unwrap_or("program").to_owned();
+            let checkpoints = cx.extensions().get_arc::<Checkpoints>();
+            let replay = match checkpoints.as_ref().and_then(|c| c.take_restored(&run_id)) {
+                Some(sealed) => {
+                    Journal::open(sealed, &mode.key, &run_id, program).map_err(|e| ToolError::failed(e.to_string()))?
+                }
+                None => Journal::default(),
+            };
+            let session = Session {
+                engine: &engine,
+                offered: &offered,
+                limits: mode.limits,
+                run_id: &run_id,
+                extensions: cx.extensions().clone(),
+                cancel: cx.cancellation().cloned().unwrap_or_default(),
+                replay,
+                can_wait: checkpoints.is_some(),
+            };
+            match session.run(&mode.worker, program).await {
+                Ended::Finished(output) => Ok(output.into_tool_output()),
+                Ended::Failed { error, output } => Err(ToolError::failed(failure_text(&error, &output))),
+                Ended::Waiting { journal, reason } => {
+                    if let Some(checkpoints) = checkpoints {
+                        checkpoints.save(&run_id, journal.seal(&mode.key, &run_id, program));
+                    }
+                    Err(ToolError::Pending { reason, approver: RUN_CODE.to_owned() })
+                }
+            }
+        })
+    }
+}
+
+/// What the model reads of a failed program: why, and what it printed.
+fn failure_text(error: &CodeError, output: &str) -> String {
+    if output.is_empty() {
+        format!("Error: {error}")
+    } else {
+        format!("Error: {error}\nThe program printed before that:\n{output}")
+    }
+}

@@ -1,0 +1,405 @@
+//! The worker: the process that runs one program in QuickJS and talks to
+//! its host over stdin and stdout (see `protocol`).
+//!
+//! The interpreter never runs in the host's process: a program can hang a
+//! native loop QuickJS does not interrupt (`JSON.stringify` of a tree of
+//! shared references), and a fault in a C interpreter must not take an
+//! agent or a server down with it. The host kills a worker that overruns
+//! its time; the worker itself caps its address space and CPU time, drops
+//! file-system and network access where the kernel allows (Landlock), and
+//! is started with an empty environment.
+//!
+//! The program sees only what the prelude (`prelude.js`) gives it: `tools`,
+//! `console`, `ToolError`, and the language's own built-ins without a
+//! clock, randomness (a fixed-seed `Math.random`), `eval` or the function
+//! constructors. QuickJS's `std` and `os` modules are not compiled in, so
+//! there is no file, socket, process or environment to reach.
+
+use std::cell::RefCell;
+use std::io::{self, BufRead, Read, Write};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use rquickjs::context::intrinsic;
+use rquickjs::{CatchResultExt, CaughtError, Context, Ctx, Exception, Function, Promise, Runtime};
+use serde_json::Value;
+
+use crate::protocol::{Answer, FromWorker, ProgramCall, Reply, ToWorker};
+use crate::{CodeError, Limits};
+
+const PRELUDE: &str = include_str!("prelude.js");
+
+/// Run the worker on this process's stdin and stdout: read one program,
+/// run it, answer, exit. The binary `toolreg-code-worker` is this function;
+/// a host that ships one binary can call it from a hidden subcommand
+/// instead (as `toolreg code-worker` does) and point
+/// [`Worker`](crate::Worker) at that.
+///
+/// Returns the process's exit status: success when the host got an answer
+/// (even a failed program's), failure when the conversation broke.
+pub fn serve() -> std::process::ExitCode {
+    let stdin = io::stdin();
+    let mut input = stdin.lock();
+    let stdout = io::stdout();
+    let mut output = stdout.lock();
+    match serve_on(&mut input, &mut output) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) => {
+            let _ = writeln!(io::stderr(), "toolreg-code-worker: {error}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn serve_on(input: &mut impl BufRead, output: &mut impl Write) -> io::Result<()> {
+    // The start message is bounded by the largest a host sends.
+    let start = read_message(input, Limits::default().message_bytes.max(64 << 20))?;
+    let ToWorker::Start { program, tools, limits } = start else {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, "expected a start message"));
+    };
+    harden(&limits);
+    let answer = run(&program, &tools, limits, &mut Link { input, output, limit: limits.message_bytes });
+    write_message(output, &answer)
+}
+
+/// The worker's end of the conversation.
+struct Link<'a, R, W> {
+    input: &'a mut R,
+    output: &'a mut W,
+    limit: usize,
+}
+
+impl<R: BufRead, W: Write> Link<'_, R, W> {
+    /// Send the program's calls; wait for their results.
+    fn exchange(&mut self, calls: Vec<ProgramCall>) -> io::Result<Vec<Reply>> {
+        write_message(self.output, &FromWorker::Calls { calls })?;
+        match read_message(self.input, self.limit)? {
+            ToWorker::Results { results } => Ok(results),
+            ToWorker::Start { .. } => Err(io::Error::new(io::ErrorKind::InvalidData, "expected results")),
+        }
+    }
+}
+
+fn read_message(input: &mut impl BufRead, limit: usize) -> io::Result<ToWorker> {
+    let mut line = Vec::new();
+    let read = Read::take(&mut *input, u64::try_from(limit).unwrap_or(u64::MAX).saturating_add(1))
+        .read_until(b'\n', &mut line)?;
+    if read == 0 {
+        return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the host closed the conversation"));
+    }
+    if line.len() > limit {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, "a message from the host is over the size limit"));
+    }
+    serde_json::from_slice(&line).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+}
+
+fn write_message(output: &mut impl Write, message: &FromWorker) -> io::Result<()> {
+    let mut line = serde_json::to_vec(message).map_err(io::Error::other)?;
+    line.push(b'\n');
+    output.write_all(&line)?;
+    output.flush()
+}
+
+/// What the program's host functions and the interrupt handler share.
+struct Run {
+    limits: Limits,
+    /// Calls made and not yet sent.
+    queued: Vec<ProgramCall>,
+    /// Calls made in all.
+    made: u64,
+    printed: String,
+    /// Why the program must stop, once something decided it: checked by
+    /// the interrupt handler, so the program cannot catch it.
+    stop: Option<CodeError>,
+    steps: u64,
+    /// Interpreter time used before the current stretch.
+    used: Duration,
+    /// When the current stretch of interpreter time began (none while
+    /// waiting for the host).
+    since: Option<Instant>,
+}
+
+impl Run {
+    fn interpreter_time(&self) -> Duration {
+        self.used + self.since.map_or(Duration::ZERO, |s| s.elapsed())
+    }
+
+    fn pause(&mut self) {
+        if let Some(since) = self.since.take() {
+            self.used += since.elapsed();
+        }
+    }
+
+    fn resume(&mut self) {
+        self.since = Some(Instant::now());
+    }
+
+    /// Called by QuickJS every few thousand instructions: `true` ends the
+    /// program with an exception it cannot catch.
+    fn interrupt(&mut self) -> bool {
+        if self.stop.is_some() {
+            return true;
+        }
+        self.steps += 1;
+        if self.steps > self.limits.max_steps {
+            self.stop = Some(CodeError::StepLimit { limit: self.limits.max_steps });
+        } else if self.interpreter_time() > self.limits.time {
+            self.stop = Some(CodeError::Timeout { limit_ms: millis(self.limits.time) });
+        }
+        self.stop.is_some()
+    }
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Run `program` to its answer.
+fn run<R: BufRead, W: Write>(program: &str, tools: &[String], limits: Limits, link: &mut Link<'_, R, W>) -> FromWorker {
+    let state = Rc::new(RefCell::new(Run {
+        limits,
+        queued: Vec::new(),
+        made: 0,
+        printed: String::new(),
+        stop: None,
+        steps: 0,
+        used: Duration::ZERO,
+        since: Some(Instant::now()),
+    }));
+    let result = evaluate(program, tools, &state, link);
+    let mut state = state.borrow_mut();
+    let output = std::mem::take(&mut state.printed);
+    match result {
+        Ok(value) => FromWorker::Done { value, output },
+        Err(error) => FromWorker::Failed { error: state.stop.take().unwrap_or(error), output },
+    }
+}
+
+type Intrinsics = (
+    intrinsic::Date,
+    intrinsic::Eval,
+    intrinsic::RegExpCompiler,
+    intrinsic::RegExp,
+    intrinsic::Json,
+    intrinsic::Proxy,
+    intrinsic::MapSet,
+    intrinsic::TypedArrays,
+    intrinsic::Promise,
+);
+
+fn evaluate<R: BufRead, W: Write>(
+    program: &str,
+    tools: &[String],
+    state: &Rc<RefCell<Run>>,
+    link: &mut Link<'_, R, W>,
+) -> Result<Value, CodeError> {
+    let sandbox = |e: rquickjs::Error| CodeError::Sandbox { message: format!("the interpreter failed to start: {e}") };
+    let limits = state.borrow().limits;
+    let runtime = Runtime::new().map_err(sandbox)?;
+    runtime.set_memory_limit(limits.memory_bytes);
+    runtime.set_max_stack_size(limits.stack_bytes);
+    let interrupt = Rc::clone(state);
+    runtime.set_interrupt_handler(Some(Box::new(move || interrupt.borrow_mut().interrupt())));
+    // Without `Performance` (a real clock) and `WeakRef` (garbage
+    // collection made visible): a run must depend on its tools alone.
+    let context = Context::custom::<Intrinsics>(&runtime).map_err(sandbox)?;
+    context.with(|ctx| drive(&ctx, program, tools, state, link))
+}
+
+fn drive<'js, R: BufRead, W: Write>(
+    ctx: &Ctx<'js>,
+    program: &str,
+    tools: &[String],
+    state: &Rc<RefCell<Run>>,
+    link: &mut Link<'_, R, W>,
+) -> Result<Value, CodeError> {
+    let settle = prelude(ctx, tools, state)?;
+    let wrapped = format!(
+        "(async () => {{\n{program}\n}})().then((value) => {{\n  let text;\n  try {{ text = JSON.stringify(value === \
+         undefined ? null : value); }} catch (e) {{ return \"!\" + String(e && e.message); }}\n  return text === \
+         undefined ? \"null\" : text;\n}})"
+    );
+    let promise: Promise<'js> = match ctx.eval(wrapped).catch(ctx) {
+        Ok(promise) => promise,
+        Err(caught) => return Err(classify(&caught, state, true)),
+    };
+    loop {
+        while state.borrow().stop.is_none() && ctx.execute_pending_job() {}
+        if let Some(stop) = state.borrow_mut().stop.take() {
+            return Err(stop);
+        }
+        // The result's JSON text, or `!` and why it has none.
+        match promise.result::<String>() {
+            Some(Ok(text)) => match text.strip_prefix('!') {
+                Some(message) => return Err(CodeError::BadResult { message: message.to_owned() }),
+                None => return finish(&text, &state.borrow().limits),
+            },
+            Some(Err(error)) => {
+                let caught = Err::<(), _>(error).catch(ctx).err();
+                return Err(caught.map_or_else(
+                    || CodeError::Exception { message: "the program failed".into() },
+                    |c| classify(&c, state, false),
+                ));
+            }
+            None => {}
+        }
+        let calls = std::mem::take(&mut state.borrow_mut().queued);
+        if calls.is_empty() {
+            return Err(CodeError::Stalled);
+        }
+        state.borrow_mut().pause();
+        let replies = link
+            .exchange(calls)
+            .map_err(|e| CodeError::Sandbox { message: format!("lost the host while waiting for results: {e}") })?;
+        state.borrow_mut().resume();
+        for reply in replies {
+            let (ok, payload) = match reply.outcome {
+                Answer::Ok(value) => (true, value.to_string()),
+                Answer::Error { kind, message } => {
+                    (false, serde_json::json!({ "kind": kind, "message": message }).to_string())
+                }
+            };
+            // Only an interrupt can make `settle` fail; the loop's next
+            // turn reports it.
+            let _ = settle.call::<_, ()>((reply.id, ok, payload)).catch(ctx);
+        }
+    }
+}
+
+/// Evaluate the prelude with the host functions; it returns `settle`.
+fn prelude<'js>(ctx: &Ctx<'js>, tools: &[String], state: &Rc<RefCell<Run>>) -> Result<Function<'js>, CodeError> {
+    let sandbox = |e: String| CodeError::Sandbox { message: format!("the prelude failed: {e}") };
+    let calls = Rc::clone(state);
+    let call = Function::new(ctx.clone(), move |ctx: Ctx<'js>, tool: String, args: String| {
+        let mut run = calls.borrow_mut();
+        if run.stop.is_some() {
+            return Err(Exception::throw_internal(&ctx, "the program is being stopped"));
+        }
+        if run.made >= run.limits.max_calls as u64 {
+            run.stop = Some(CodeError::CallLimit { limit: run.limits.max_calls });
+            return Err(Exception::throw_internal(&ctx, "too many tool calls"));
+        }
+        let args: Value = serde_json::from_str(&args)
+            .map_err(|e| Exception::throw_type(&ctx, &format!("the arguments of {tool} are not JSON: {e}")))?;
+        run.made += 1;
+        let id = run.made;
+        run.queued.push(ProgramCall { id, tool, args });
+        Ok(id)
+    })
+    .map_err(|e| sandbox(e.to_string()))?;
+    let prints = Rc::clone(state);
+    let print = Function::new(ctx.clone(), move |ctx: Ctx<'js>, text: String| {
+        let mut run = prints.borrow_mut();
+        if run.stop.is_some() {
+            return Err(Exception::throw_internal(&ctx, "the program is being stopped"));
+        }
+        if run.printed.len() + text.len() > run.limits.output_bytes {
+            run.stop = Some(CodeError::OutputLimit { limit_bytes: run.limits.output_bytes });
+            return Err(Exception::throw_internal(&ctx, "too much output"));
+        }
+        run.printed.push_str(&text);
+        Ok(())
+    })
+    .map_err(|e| sandbox(e.to_string()))?;
+    let names = serde_json::to_string(tools).map_err(|e| sandbox(e.to_string()))?;
+    let setup: Function<'js> = ctx.eval(PRELUDE).catch(ctx).map_err(|e| sandbox(e.to_string()))?;
+    setup.call((call, print, names)).catch(ctx).map_err(|e| sandbox(e.to_string()))
+}
+
+fn finish(text: &str, limits: &Limits) -> Result<Value, CodeError> {
+    if text.len() > limits.message_bytes {
+        return Err(CodeError::BadResult {
+            message: format!("it is {} bytes of JSON, more than the limit of {}", text.len(), limits.message_bytes),
+        });
+    }
+    serde_json::from_str(text).map_err(|e| CodeError::BadResult { message: e.to_string() })
+}
+
+/// The error for an exception that ended the program (at compile time when
+/// `compiling`): a limit's own error where the exception is the interpreter
+/// enforcing one.
+fn classify(caught: &CaughtError<'_>, state: &Rc<RefCell<Run>>, compiling: bool) -> CodeError {
+    if let Some(stop) = state.borrow_mut().stop.take() {
+        return stop;
+    }
+    let limits = state.borrow().limits;
+    let (name, message, stack) = match caught {
+        CaughtError::Exception(e) => (
+            e.get::<_, String>("name").unwrap_or_default(),
+            e.message().unwrap_or_default(),
+            e.stack().unwrap_or_default(),
+        ),
+        CaughtError::Value(v) => (String::new(), describe(v), String::new()),
+        CaughtError::Error(e) => (String::new(), e.to_string(), String::new()),
+    };
+    if message.contains("out of memory") || matches!(caught, CaughtError::Error(rquickjs::Error::Allocation)) {
+        return CodeError::MemoryLimit { limit_bytes: limits.memory_bytes };
+    }
+    if message.contains("stack overflow") {
+        return CodeError::StackOverflow { limit_bytes: limits.stack_bytes };
+    }
+    if compiling && name == "SyntaxError" {
+        return CodeError::Syntax { message: format!("{message}{}", location(&stack)) };
+    }
+    let mut text = if name.is_empty() { message } else { format!("{name}: {message}") };
+    let stack = stack.trim_end();
+    if !stack.is_empty() {
+        text.push('\n');
+        text.push_str(stack);
+    }
+    CodeError::Exception { message: text }
+}
+
+/// A syntax error's position, from its stack line (`at <eval>:3:10`), less
+/// the line the wrapper adds before the program.
+fn location(stack: &str) -> String {
+    // `    at <file>:<line>:<column>` (the file is the evaluator's name).
+    let Some(at) = stack.lines().find_map(|l| l.trim().strip_prefix("at ")) else { return String::new() };
+    let mut parts = at.trim_end_matches(')').rsplit(':');
+    let column = parts.next();
+    let line = parts.next();
+    let mut parts = [line, column].into_iter().flatten();
+    match (parts.next().and_then(|l| l.parse::<u64>().ok()), parts.next()) {
+        (Some(line), Some(column)) => format!(" (line {}, column {column})", line.saturating_sub(1).max(1)),
+        _ => String::new(),
+    }
+}
+
+fn describe(value: &rquickjs::Value<'_>) -> String {
+    value
+        .ctx()
+        .json_stringify(value.clone())
+        .ok()
+        .flatten()
+        .and_then(|s| s.to_string().ok())
+        .unwrap_or_else(|| format!("a thrown {}", value.type_name()))
+}
+
+/// Cap this process: its address space a margin above the heap limit, its
+/// CPU time a margin above the time limit, no new files; and, where the
+/// kernel has Landlock, no file-system or network access at all. Each step
+/// is best effort: the interpreter has no file, network or process access
+/// of its own, so these are a second wall, not the first.
+fn harden(limits: &Limits) {
+    #[cfg(target_os = "linux")]
+    {
+        use landlock::{ABI, Access, AccessFs, AccessNet, Ruleset, RulesetAttr};
+        let abi = ABI::V5;
+        let _ = Ruleset::default()
+            .handle_access(AccessFs::from_all(abi))
+            .and_then(|r| r.handle_access(AccessNet::from_all(abi)))
+            .and_then(|r| r.create())
+            .and_then(|r| r.restrict_self());
+    }
+    // After Landlock: making its ruleset takes a file descriptor.
+    #[cfg(unix)]
+    {
+        use nix::sys::resource::{Resource, setrlimit};
+        let address_space = u64::try_from(limits.memory_bytes).unwrap_or(u64::MAX).saturating_add(1 << 30);
+        let _ = setrlimit(Resource::RLIMIT_AS, address_space, address_space);
+        let cpu = limits.time.as_secs().saturating_add(2);
+        let _ = setrlimit(Resource::RLIMIT_CPU, cpu, cpu);
+        let _ = setrlimit(Resource::RLIMIT_NOFILE, 3, 3);
+        let _ = setrlimit(Resource::RLIMIT_NPROC, 0, 0);
+    }
+}
