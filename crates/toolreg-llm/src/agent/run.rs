@@ -200,8 +200,11 @@ impl Agent {
                 }
             }
             let waiting: Vec<PendingApproval> = deferred.take_pending();
+            // Calls stopped part-way (a program waiting at one of its own
+            // calls) answer on resume, like the calls that wait themselves.
+            let checkpoints = deferred.take_checkpoints();
             for result in &results {
-                if waiting.iter().any(|p| p.call_id == result.id) {
+                if waiting.iter().any(|p| p.call_id == result.id) || checkpoints.contains_key(&result.id) {
                     continue;
                 }
                 let message = ToolResultMessage::from(result);
@@ -225,6 +228,7 @@ impl Agent {
                     usage: state.usage,
                     steps: state.steps,
                     loaded: state.loaded,
+                    checkpoints,
                 }));
             }
             state.messages.push(Message::Tool { results: done });
@@ -263,6 +267,7 @@ pub(super) fn extensions(run: &RunState, deferred: Option<&Arc<Deferred>>) -> Ex
     extensions.insert(run.clone());
     if let Some(deferred) = deferred {
         extensions.insert_arc(Arc::clone(deferred));
+        extensions.insert_arc(Arc::clone(&deferred.checkpoints));
     }
     extensions
 }

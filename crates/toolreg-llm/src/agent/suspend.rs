@@ -2,7 +2,7 @@
 //! deferred by [`SuspendForApproval`], a tool the host runs itself) as a
 //! [`Suspended`] value, and [`Agent::resume`], which continues it once.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use toolreg::policy::{ApprovalRequest, Approver, Decision as EngineDecision};
-use toolreg::{BoxFuture, CallOptions, ToolCall, ToolError, ToolOutput, ToolResult};
+use toolreg::{BoxFuture, CallOptions, Checkpoints, ToolCall, ToolError, ToolOutput, ToolResult};
 use toolreg_builtins::store::StoreError;
 
 use super::run::{LoopState, extensions};
@@ -118,6 +118,12 @@ pub struct Suspended {
     /// Deferred tools the model has loaded (see [`Deferral`](super::Deferral)): offered again on resume.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub loaded: Vec<String>,
+    /// Calls stopped part-way, by call id: what each saved to go on (a
+    /// program in code mode, waiting at one of its own calls, keeps the
+    /// record of the calls it made). Such a call runs again on resume and
+    /// finds its state; its waiting calls are among `approvals`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub checkpoints: BTreeMap<String, Value>,
 }
 
 impl Agent {
@@ -184,9 +190,18 @@ impl Agent {
                     })
                     .collect::<HashMap<_, _>>(),
             ),
+            checkpoints: Arc::new(Checkpoints::restoring(suspended.checkpoints.clone())),
         };
-        let approved_calls: Vec<ToolCall> =
-            suspended.calls.iter().filter(|c| suspended.approvals.iter().any(|p| p.call_id == c.id)).cloned().collect();
+        // The calls that wait for a decision, and the calls stopped part-way
+        // at one of their own (which run again from their checkpoints).
+        let approved_calls: Vec<ToolCall> = suspended
+            .calls
+            .iter()
+            .filter(|c| {
+                suspended.approvals.iter().any(|p| p.call_id == c.id) || suspended.checkpoints.contains_key(&c.id)
+            })
+            .cloned()
+            .collect();
         let mut state = LoopState {
             messages: suspended.transcript,
             usage: suspended.usage,
@@ -197,13 +212,38 @@ impl Agent {
         let run = self.run_state(&cancel, &state);
         if !approved_calls.is_empty() {
             let engine = self.engine();
-            let extensions = extensions(&run, Some(&Arc::new(deferred)));
-            let options = CallOptions::new().cancel(cancel.child_token()).extensions(extensions);
+            let deferred = Arc::new(deferred);
+            let options = CallOptions::new().cancel(cancel.child_token()).extensions(extensions(&run, Some(&deferred)));
             let results = engine.execute_batch_with(approved_calls, options).await;
+            // A call stopped part-way may stop again, at a later call of its
+            // own: the run is suspended again, with what it saved.
+            let waiting = deferred.take_pending();
+            let checkpoints = deferred.take_checkpoints();
             for result in &results {
+                if checkpoints.contains_key(&result.id) || waiting.iter().any(|p| p.call_id == result.id) {
+                    continue;
+                }
                 let message = ToolResultMessage::from(result);
                 self.emit(&AgentEvent::ToolResult(message.clone()));
                 done.insert(result.id.clone(), message);
+            }
+            if !waiting.is_empty() {
+                for pending in &waiting {
+                    self.emit(&AgentEvent::ApprovalNeeded(pending.clone()));
+                }
+                let done = done.into_values().collect();
+                return Ok(Outcome::Suspended(Suspended {
+                    id: suspension_id(),
+                    transcript: state.messages,
+                    calls: suspended.calls,
+                    done,
+                    approvals: waiting,
+                    external: Vec::new(),
+                    usage: state.usage,
+                    steps: state.steps,
+                    loaded: state.loaded,
+                    checkpoints,
+                }));
             }
         }
         let mut results: Vec<ToolResultMessage> = suspended.calls.iter().filter_map(|c| done.remove(&c.id)).collect();
@@ -322,6 +362,9 @@ impl Approver for SuspendForApproval {
 pub(super) struct Deferred {
     pending: Mutex<Vec<PendingApproval>>,
     recorded: Mutex<HashMap<String, RecordedDecision>>,
+    /// Where calls that stop part-way leave their state (and, on resume,
+    /// find it): in the calls' extensions beside this.
+    pub(super) checkpoints: Arc<Checkpoints>,
 }
 
 /// An approval's (tool, arguments hash), or a denial's reason.
@@ -331,6 +374,11 @@ impl Deferred {
     /// The calls that wait for the host.
     pub(super) fn take_pending(&self) -> Vec<PendingApproval> {
         std::mem::take(&mut *self.pending.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// What the calls stopped part-way saved.
+    pub(super) fn take_checkpoints(&self) -> BTreeMap<String, Value> {
+        self.checkpoints.take_saved()
     }
 
     fn decide(&self, request: &ApprovalRequest) -> EngineDecision {
