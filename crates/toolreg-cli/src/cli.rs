@@ -34,6 +34,9 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// The sandboxed worker `run_code` starts (reads a program on stdin).
+    #[command(hide = true)]
+    CodeWorker,
     /// List the tools: name, safety, what they do.
     #[command(after_help = "Examples:\n  toolreg tools\n  toolreg tools --json | jq '.[].name'")]
     Tools {
@@ -140,6 +143,11 @@ pub struct ServeArgs {
     /// Also defer every tool past the first N, built-ins included (implies --deferred).
     #[arg(long, value_name = "N")]
     pub deferred_past: Option<usize>,
+    /// Code mode: list only `run_code` (a JavaScript program that calls the tools as
+    /// `await tools.<name>(args)`, run in a sandboxed worker process, every call through
+    /// the same approval and audit) with `search_tools` and `call_tool` to find and run the rest.
+    #[arg(long)]
+    pub code_mode: bool,
 }
 
 /// `toolreg run`.
@@ -168,4 +176,8 @@ pub struct RunArgs {
     /// the answers are checked the same way.
     #[arg(long)]
     pub no_stream: bool,
+    /// Also offer `run_code`: the model can write one JavaScript program that calls the tools
+    /// (sandboxed, every call approved and audited as a direct one) instead of many calls.
+    #[arg(long)]
+    pub code_mode: bool,
 }

@@ -18,6 +18,7 @@ use serde_json::Value;
 use toolreg::policy::{ApproveAll, Approver, TerminalApprover};
 use toolreg::provider::{Provider, ToolRef};
 use toolreg::{SafetyLevel, ToolCall, ToolEngine, ToolExecutor};
+use toolreg_code::{CodeMode, RUN_CODE, Worker};
 use toolreg_mcp::server::{Deferral, HttpOptions, McpServer, ServerOptions, bearer_token_from_env};
 
 use cli::{Cli, Command, ServeArgs};
@@ -46,6 +47,11 @@ impl fmt::Display for CliError {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Before anything else: the worker runs untrusted code and needs no
+    // logging, runtime, store or tools.
+    if matches!(cli.command, Some(Command::CodeWorker)) {
+        return toolreg_code::worker::serve();
+    }
     // Logs go to stderr: on stdio, stdout carries the protocol.
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
@@ -84,6 +90,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
             call(tools, &name, arguments.as_deref(), yes, out.as_deref()).await
         }
         Some(Command::Run(args)) => run::run(tools, args).await,
+        Some(Command::CodeWorker) => Ok(()),
     }
 }
 
@@ -182,12 +189,35 @@ async fn call(
 /// The engine every served call goes through: one policy for the built-ins
 /// and every imported server (the MCP server's approval through elicitation,
 /// `--allow-dangerous` applied by the server itself, the audit file).
-fn serving_engine(registry: &toolreg::FunctionRegistry, tools: &setup::Tools, options: &ServerOptions) -> ToolEngine {
+///
+/// In code mode, `run_code` is added: its programs' calls go through this
+/// same engine.
+fn serving_engine(
+    registry: &toolreg::FunctionRegistry,
+    tools: &setup::Tools,
+    options: &ServerOptions,
+    code: Option<&CodeMode>,
+) -> ToolEngine {
     let mut builder = McpServer::engine_builder(registry, options);
     if let Some(audit) = &tools.audit {
         builder = builder.audit(Arc::clone(audit));
     }
-    builder.build()
+    let engine = builder.build();
+    match code.map(|code| code.attach(&engine)) {
+        Some(Ok(with_code)) => with_code,
+        Some(Err(error)) => {
+            eprintln!("toolreg: warning: run_code is not served: {error}");
+            engine
+        }
+        None => engine,
+    }
+}
+
+/// Code mode with this binary as its sandboxed worker (`toolreg code-worker`).
+pub(crate) fn code_mode() -> Result<CodeMode, CliError> {
+    let exe =
+        std::env::current_exe().map_err(|e| CliError::new(format!("cannot find this program for code mode: {e}")))?;
+    Ok(CodeMode::new(Worker::new(exe).arg("code-worker")))
 }
 
 /// What `toolreg serve` serves: the tools, and the person behind the MCP
@@ -202,7 +232,11 @@ fn with_ask_user(mut registry: toolreg::FunctionRegistry) -> toolreg::FunctionRe
 async fn serve(mut tools: setup::Tools, args: ServeArgs) -> Result<(), CliError> {
     tools.registry = with_ask_user(std::mem::take(&mut tools.registry));
     let mut options = ServerOptions::default().allow_dangerous(args.allow_dangerous);
-    if args.deferred || args.deferred_past.is_some() {
+    let code = if args.code_mode { Some(code_mode()?) } else { None };
+    if code.is_some() {
+        // Only `run_code` listed; every other tool is found by search.
+        options = options.deferred(Deferral::new().past(0).keep([RUN_CODE]));
+    } else if args.deferred || args.deferred_past.is_some() {
         // The imported servers' tools are searched for; the built-ins stay listed.
         let mut deferral = Deferral::imported();
         if let Some(n) = args.deferred_past {
@@ -210,7 +244,7 @@ async fn serve(mut tools: setup::Tools, args: ServeArgs) -> Result<(), CliError>
         }
         options = options.deferred(deferral);
     }
-    let server = McpServer::new(serving_engine(&tools.registry, &tools, &options), options.clone());
+    let server = McpServer::new(serving_engine(&tools.registry, &tools, &options, code.as_ref()), options.clone());
     // The gateway also offers the imported servers' resources and prompts.
     server.set_remotes(tools.remotes.clone());
     // The gateway: when an imported server's tools change, serve the new set
@@ -222,11 +256,12 @@ async fn serve(mut tools: setup::Tools, args: ServeArgs) -> Result<(), CliError>
         changes.borrow_and_update();
         let (server, tools, remote) = (server.clone(), Arc::clone(&tools), remote.clone());
         let options = options.clone();
+        let code = code.clone();
         tokio::spawn(async move {
             while changes.changed().await.is_ok() {
                 report_left_out(&remote);
                 let registry = with_ask_user(tools.rebuild());
-                server.set_engine(serving_engine(&registry, &tools, &options)).await;
+                server.set_engine(serving_engine(&registry, &tools, &options, code.as_ref())).await;
             }
         });
     }

@@ -89,6 +89,20 @@ pub async fn run(tools: Tools, args: RunArgs) -> Result<(), CliError> {
     }
     let blocks = Blocks::default();
     engine = engine.layer(blocks.layer());
+    // Code mode: `run_code` beside the tools, its programs' calls through
+    // this same engine (rebuilt with the tools when they change, below).
+    let code = if args.code_mode { Some(crate::code_mode()?) } else { None };
+    let with_code = {
+        let (base, code) = (engine.clone(), code.clone());
+        move |registry: &toolreg::FunctionRegistry| match &code {
+            Some(code) => code
+                .attach(&base.clone().registry(registry).build())
+                .map(|engine| engine.tools().clone())
+                .map_err(|e| CliError::new(format!("run_code cannot be offered: {e}"))),
+            None => Ok(registry.clone()),
+        }
+    };
+    let engine = engine.registry(&with_code(&registry)?);
     let builder = Agent::builder_shared(client, model, engine)
         .system(
             "You are a capable assistant working in the user's directory with the tools given. Use them to do the \
@@ -100,13 +114,15 @@ pub async fn run(tools: Tools, args: RunArgs) -> Result<(), CliError> {
     // An imported server's tools changed: offer the new set from the next step on.
     let tools = Arc::new(tools);
     let with_agent_tools = Arc::new(with_agent_tools);
+    let with_code = Arc::new(with_code);
     for remote in &tools.remotes {
         let mut changes = remote.changes();
         changes.borrow_and_update();
         let (agent, tools, with_agent_tools) = (agent.clone(), Arc::clone(&tools), Arc::clone(&with_agent_tools));
+        let with_code = Arc::clone(&with_code);
         tokio::spawn(async move {
             while changes.changed().await.is_ok() {
-                match with_agent_tools(tools.rebuild()) {
+                match with_agent_tools(tools.rebuild()).and_then(|registry| with_code(&registry)) {
                     Ok(registry) => agent.set_tools(&registry),
                     Err(error) => eprintln!("toolreg: the changed tools cannot be offered: {error}"),
                 }

@@ -467,6 +467,11 @@ pub const SEARCH_TOOLS: &str = "search_tools";
 /// let local = ToolDeclaration::builder("read_file").build();
 /// assert!(deferral.defers(0, &imported));
 /// assert!(!deferral.defers(0, &local) && deferral.defers(20, &local));
+///
+/// // Everything but one tool (what `toolreg serve --code-mode` serves).
+/// let code = Deferral::new().past(0).keep(["run_code"]);
+/// assert!(code.defers(0, &local));
+/// assert!(!code.defers(5, &ToolDeclaration::builder("run_code").build()));
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
@@ -478,6 +483,9 @@ pub struct Deferral {
     pub categories: HashSet<String>,
     /// Every tool past this many, in registration order.
     pub past: Option<usize>,
+    /// Tools never deferred, whatever else says so (code mode's
+    /// `run_code` in front of a deferred catalog).
+    pub kept: HashSet<String>,
 }
 
 impl Deferral {
@@ -509,6 +517,12 @@ impl Deferral {
         self
     }
 
+    /// Never defer these tools.
+    pub fn keep<S: Into<String>>(mut self, names: impl IntoIterator<Item = S>) -> Self {
+        self.kept.extend(names.into_iter().map(Into::into));
+        self
+    }
+
     /// Whether anything is deferred at all.
     pub fn is_empty(&self) -> bool {
         self.tools.is_empty() && self.categories.is_empty() && self.past.is_none()
@@ -518,6 +532,7 @@ impl Deferral {
     /// [`SEARCH_TOOLS`] itself never is.
     pub fn defers(&self, position: usize, tool: &ToolDeclaration) -> bool {
         tool.name != SEARCH_TOOLS
+            && !self.kept.contains(&tool.name)
             && (self.tools.contains(&tool.name)
                 || tool.categories.iter().any(|c| self.categories.contains(c))
                 || self.past.is_some_and(|n| position >= n))
@@ -528,6 +543,7 @@ impl Deferral {
         let Some(tool) = tools.get(name).map(|entry| entry.declaration()) else { return false };
         // The position is looked up only when it decides.
         tool.name != SEARCH_TOOLS
+            && !self.kept.contains(&tool.name)
             && (self.tools.contains(&tool.name)
                 || tool.categories.iter().any(|c| self.categories.contains(c))
                 || self.past.is_some_and(|n| tools.position(name).is_some_and(|i| i >= n)))
