@@ -18,8 +18,9 @@ pub const RUN_CODE: &str = "run_code";
 
 /// How many tools are written out in full in `run_code`'s description; past
 /// it the rest are listed by name (the model finds their parameters with
-/// `search_tools`).
+/// `search_tools`), up to [`NAMED`]; past that, only counted.
 const FULL_STUBS: usize = 40;
+const NAMED: usize = 200;
 
 /// Code mode: a model's program calls the tools inside a sandbox.
 ///
@@ -136,7 +137,11 @@ fn declaration(engine: &ToolEngine, offered: &HashSet<String>) -> ToolDeclaratio
     description.push_str(&stubs::declarations(full.iter().copied()));
     if !named.is_empty() {
         description.push_str("\nAlso callable (find their parameters with search_tools): ");
-        description.push_str(&named.iter().map(|d| d.name.as_str()).collect::<Vec<_>>().join(", "));
+        let shown = &named[..named.len().min(NAMED)];
+        description.push_str(&shown.iter().map(|d| d.name.as_str()).collect::<Vec<_>>().join(", "));
+        if named.len() > shown.len() {
+            description.push_str(&format!(", and {} more (search_tools finds them)", named.len() - shown.len()));
+        }
         description.push('\n');
     }
     let mut declaration = ToolDeclaration::new(
@@ -210,5 +215,29 @@ fn failure_text(error: &CodeError, output: &str) -> String {
         format!("Error: {error}")
     } else {
         format!("Error: {error}\nThe program printed before that:\n{output}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use toolreg::{ParamType, ToolRegistration};
+
+    use super::*;
+
+    #[test]
+    fn a_large_catalog_is_described_in_full_up_to_a_point_then_by_name_then_counted() {
+        let mut registry = FunctionRegistry::new();
+        for i in 0..300 {
+            let declaration =
+                ToolDeclaration::builder(format!("tool_{i:03}")).param("x", ParamType::String, "X").build();
+            registry.register(ToolRegistration::new(declaration, |_: Value| Ok::<_, String>(1))).unwrap();
+        }
+        let engine = ToolEngine::builder(&registry).build();
+        let declaration = declaration(&engine, &offered(&engine));
+        let text = &declaration.description;
+        assert_eq!(text.matches("(args: {").count(), FULL_STUBS);
+        assert!(text.contains("tool_039(args: {") && !text.contains("tool_040(args"), "{text}");
+        assert!(text.contains("tool_040, tool_041") && text.contains("tool_239"), "{text}");
+        assert!(!text.contains("tool_240") && text.contains("and 60 more"), "{text}");
     }
 }
