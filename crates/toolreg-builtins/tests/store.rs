@@ -25,6 +25,41 @@ async fn every_set_makes_a_new_version_and_handles_keep_theirs() {
     assert_eq!((stored.version, stored.size), (v2.version, 10));
 }
 
+/// `create` writes a key's first version only: of many writers at once,
+/// one wins, the others are told the key exists, and the value stays.
+#[tokio::test]
+async fn create_writes_only_a_first_version_and_exactly_one_of_many_wins() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.db");
+    let store = SqliteStore::open(&path).await.unwrap();
+    let ns = store.namespace("claims").unwrap();
+    let first = ns.create("run/1", &json!("host-a")).await.unwrap();
+    let again = ns.create("run/1", &json!("host-b")).await;
+    assert!(matches!(again, Err(StoreError::Exists { ref key }) if key == "run/1"), "{again:?}");
+    assert_eq!(ns.get("run/1").await.unwrap().value, json!("host-a"));
+    assert_eq!(ns.reference("run/1").await.unwrap(), first);
+    assert_eq!(ns.usage().await.unwrap().keys, 1);
+
+    // Eight writers, each with its own connection to the file.
+    let mut writers = Vec::new();
+    for i in 0..8 {
+        let path = path.clone();
+        writers.push(tokio::spawn(async move {
+            let store = SqliteStore::open(&path).await.unwrap();
+            store.namespace("claims").unwrap().create("run/2", &json!(i)).await
+        }));
+    }
+    let mut won = 0;
+    for writer in writers {
+        match writer.await.unwrap() {
+            Ok(_) => won += 1,
+            Err(StoreError::Exists { .. }) => {}
+            Err(other) => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(won, 1);
+}
+
 #[tokio::test]
 async fn versions_are_never_reused_after_a_delete() {
     let store = memory().await;

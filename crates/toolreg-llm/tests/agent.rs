@@ -247,11 +247,14 @@ async fn suspension_serialises_and_resumes_in_a_fresh_process() {
 }
 
 static ARCHIVED: AtomicUsize = AtomicUsize::new(0);
+/// The paths archived, for tests that run beside others.
+static ARCHIVED_PATHS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
 
 /// Archive a path.
 #[tool(safety = "dangerous")]
 fn archive(path: String) -> String {
     ARCHIVED.fetch_add(1, Ordering::SeqCst);
+    ARCHIVED_PATHS.lock().unwrap().push(path.clone());
     format!("archived {path}")
 }
 
@@ -311,6 +314,46 @@ async fn a_suspension_resumes_once() {
     let again = other.resume(edited, vec![approval], CancellationToken::new()).await;
     assert!(matches!(again, Err(AgentError::AlreadyResumed { .. })), "{again:?}");
     assert_eq!(ARCHIVED.load(Ordering::SeqCst), before + 1, "the approved call ran once");
+}
+
+/// Eight hosts (agents sharing one store file, as processes would) resume
+/// the same suspension at the same moment: exactly one runs the call.
+#[tokio::test(flavor = "multi_thread")]
+async fn concurrent_resumes_of_one_suspension_run_it_once() {
+    let mut registry = registry();
+    registry.register(archive_tool::registration()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("claims.db");
+    let first = Agent::builder(
+        ScriptedClient::new().then_call("r9", "archive", json!({"path": "/concurrent"})),
+        "m",
+        engine(&registry),
+    )
+    .build();
+    let Outcome::Suspended(suspended) = first.run("archive it").await.unwrap() else { panic!("not suspended") };
+    let approval = suspended.approvals[0].approve();
+    let mut hosts = Vec::new();
+    for _ in 0..8 {
+        // Each host opens the file itself, as another process would.
+        let store = toolreg_builtins::store::SqliteStore::open(&path).await.unwrap();
+        let agent = Agent::builder(ScriptedClient::new().then_text("done"), "m", engine(&registry))
+            .resume_claims(store.namespace("resumed-runs").unwrap())
+            .build();
+        let (suspended, approval) = (suspended.clone(), approval.clone());
+        hosts
+            .push(tokio::spawn(async move { agent.resume(suspended, vec![approval], CancellationToken::new()).await }));
+    }
+    let mut resumed = 0;
+    for host in hosts {
+        match host.await.unwrap() {
+            Ok(_) => resumed += 1,
+            Err(AgentError::AlreadyResumed { .. }) => {}
+            Err(other) => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(resumed, 1);
+    let runs = ARCHIVED_PATHS.lock().unwrap().iter().filter(|p| *p == "/concurrent").count();
+    assert_eq!(runs, 1, "the approved call ran once");
 }
 
 #[tokio::test(flavor = "multi_thread")]

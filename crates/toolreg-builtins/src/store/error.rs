@@ -103,6 +103,13 @@ pub enum StoreError {
         key: String,
     },
     /// The key exists but not at this version.
+    /// [`ContextStore::create`](super::ContextStore::create): the key
+    /// already holds a value, so nothing was written.
+    #[error("key `{key}` already holds a value; it was not written")]
+    Exists {
+        /// The key.
+        key: String,
+    },
     #[error("key `{key}` has no version {version}{}", latest_text(*.latest))]
     VersionNotFound {
         /// The key.

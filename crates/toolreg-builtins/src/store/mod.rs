@@ -81,6 +81,17 @@ pub trait ContextStore: Send + Sync + fmt::Debug + 'static {
     /// Store a new version of `key`; returns its handle.
     fn set<'a>(&'a self, namespace: &'a NamespaceName, key: &'a Key, value: EncodedValue) -> StoreFuture<'a, StoreRef>;
 
+    /// Store `value` as the first version of `key` only if the key holds
+    /// nothing, atomically: of several hosts creating one key at once,
+    /// exactly one succeeds and the others get [`StoreError::Exists`]. What
+    /// a host claims once (a suspended run's resumption) is a `create`.
+    fn create<'a>(
+        &'a self,
+        namespace: &'a NamespaceName,
+        key: &'a Key,
+        value: EncodedValue,
+    ) -> StoreFuture<'a, StoreRef>;
+
     /// Read the latest version of `key`, or exactly `version`.
     fn get<'a>(
         &'a self,
@@ -132,6 +143,15 @@ impl Namespace {
     /// The store behind it.
     pub fn store(&self) -> &Arc<dyn ContextStore> {
         &self.store
+    }
+
+    /// Store `value` as `key`'s first version, only if the key holds
+    /// nothing ([`StoreError::Exists`] otherwise): atomic, so of several
+    /// hosts creating one key at once exactly one succeeds.
+    pub async fn create(&self, key: &str, value: &Value) -> Result<StoreRef, StoreError> {
+        let key = Key::new(key)?;
+        let encoded = EncodedValue::encode(&key, value, self.store.limits())?;
+        self.store.create(&self.name, &key, encoded).await
     }
 
     /// Store `value` as a new version of `key`.

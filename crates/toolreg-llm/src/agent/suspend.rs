@@ -280,20 +280,15 @@ impl Agent {
             consumed.extend(keys.iter().cloned());
         }
         if let Some(claims) = &self.inner.claims {
-            let failed = |e: StoreError| AgentError::Resume(format!("cannot record the resumption: {e}"));
-            // The store has no compare-and-set: a key read as absent is then
-            // written. Within a process the in-memory set above is the
-            // atomic guard; across processes a resume recorded before
-            // another starts refuses it.
+            // Each key is created, never overwritten: the store makes the
+            // check and the write one atomic step, so of several hosts
+            // resuming one suspension at once exactly one gets through.
             for key in &keys {
-                match claims.get(key).await {
-                    Ok(_) => return Err(AgentError::AlreadyResumed { what: key.clone() }),
-                    Err(StoreError::NotFound { .. }) => {}
-                    Err(e) => return Err(failed(e)),
+                match claims.create(key, &Value::Bool(true)).await {
+                    Ok(_) => {}
+                    Err(StoreError::Exists { .. }) => return Err(AgentError::AlreadyResumed { what: key.clone() }),
+                    Err(e) => return Err(AgentError::Resume(format!("cannot record the resumption: {e}"))),
                 }
-            }
-            for key in &keys {
-                claims.set(key, &Value::Bool(true)).await.map_err(failed)?;
             }
         }
         Ok(())

@@ -29,7 +29,7 @@ use super::{
 };
 
 mod sql;
-use sql::{SCHEMA, delete_key, get_value, latest_version, list_keys, map_err, set_value, sql, usage};
+use sql::{SCHEMA, WriteMode, delete_key, get_value, latest_version, list_keys, map_err, set_value, sql, usage};
 
 /// How many queued writes one transaction commits at most.
 const MAX_BATCH: usize = 256;
@@ -453,7 +453,20 @@ impl ContextStore for SqliteStore {
 
     fn set<'a>(&'a self, namespace: &'a NamespaceName, key: &'a Key, value: EncodedValue) -> StoreFuture<'a, StoreRef> {
         let (ns, key, limits) = (namespace.as_str().to_owned(), key.as_str().to_owned(), self.inner.limits);
-        self.write(move |conn| set_value(conn, &limits, &ns, &key, &value))
+        self.write(move |conn| set_value(conn, &limits, &ns, &key, &value, WriteMode::Always))
+    }
+
+    fn create<'a>(
+        &'a self,
+        namespace: &'a NamespaceName,
+        key: &'a Key,
+        value: EncodedValue,
+    ) -> StoreFuture<'a, StoreRef> {
+        let (ns, key, limits) = (namespace.as_str().to_owned(), key.as_str().to_owned(), self.inner.limits);
+        // The check and the insert are in one write transaction, and every
+        // write transaction takes the file's write lock first: atomic
+        // across processes too.
+        self.write(move |conn| set_value(conn, &limits, &ns, &key, &value, WriteMode::IfAbsent))
     }
 
     fn get<'a>(

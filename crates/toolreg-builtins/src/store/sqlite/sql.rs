@@ -49,12 +49,20 @@ fn to_u64(n: i64) -> u64 {
     u64::try_from(n).unwrap_or(0)
 }
 
+/// Whether a write adds a version, or only a first one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum WriteMode {
+    Always,
+    IfAbsent,
+}
+
 pub(super) fn set_value(
     conn: &Connection,
     limits: &StoreLimits,
     ns: &str,
     key: &str,
     value: &EncodedValue,
+    mode: WriteMode,
 ) -> Result<StoreRef, StoreError> {
     // One statement for the namespace's counters and whether the key exists.
     let (bytes, keys, next_version, exists) = conn
@@ -69,6 +77,9 @@ pub(super) fn set_value(
             })
         })
         .map_err(sql("read the namespace"))?;
+    if exists && mode == WriteMode::IfAbsent {
+        return Err(StoreError::Exists { key: key.to_owned() });
+    }
     let (used, keys) = (to_u64(bytes), to_u64(keys));
     let size = value.size();
     if used.saturating_add(size) > limits.max_namespace_bytes {
