@@ -102,7 +102,6 @@ pub enum StoreError {
         /// The key.
         key: String,
     },
-    /// The key exists but not at this version.
     /// [`ContextStore::create`](super::ContextStore::create): the key
     /// already holds a value, so nothing was written.
     #[error("key `{key}` already holds a value; it was not written")]
@@ -110,6 +109,7 @@ pub enum StoreError {
         /// The key.
         key: String,
     },
+    /// The key exists but not at this version.
     #[error("key `{key}` has no version {version}{}", latest_text(*.latest))]
     VersionNotFound {
         /// The key.
