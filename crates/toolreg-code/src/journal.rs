@@ -17,48 +17,15 @@
 //! ([`CodeError::StateRejected`]) before anything runs.
 
 use std::collections::BTreeMap;
-use std::fmt;
 
-use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use toolreg::policy::ArgumentsHash;
+use toolreg::seal::Key;
 
 use crate::CodeError;
 use crate::protocol::Answer;
-
-/// The key that seals saved program states. A program suspended in one
-/// process resumes in another only if both hold the same key: give it to
-/// [`CodeMode::key`](crate::CodeMode::key) from the host's secret storage.
-/// The default is random per [`CodeMode`](crate::CodeMode).
-#[derive(Clone)]
-pub struct Key([u8; 32]);
-
-impl Key {
-    /// A key from 32 secret bytes.
-    pub fn new(bytes: [u8; 32]) -> Self {
-        Key(bytes)
-    }
-
-    /// A fresh random key (from the operating system).
-    pub fn random() -> Self {
-        let mut bytes = [0u8; 32];
-        // The OS random source does not fail on the systems we run on; if
-        // it ever did, a zero key would still seal (just not secretly), so
-        // fail loudly in logs rather than at every call.
-        if let Err(error) = getrandom::fill(&mut bytes) {
-            tracing::error!(%error, "no random key for sealing program states; set one with CodeMode::key");
-        }
-        Key(bytes)
-    }
-}
-
-impl fmt::Debug for Key {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Key(…)")
-    }
-}
 
 /// The calls a program made, by their number in the program.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -110,23 +77,16 @@ struct Sealed {
 
 const FORMAT: &str = "toolreg-code/1";
 
-fn mac(key: &Key, call_id: &str, program: &str, journal: &str) -> Hmac<Sha256> {
-    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&key.0).unwrap_or_else(|_| unreachable!("HMAC takes any key"));
-    mac.update(FORMAT.as_bytes());
-    mac.update(&[0]);
-    mac.update(&(call_id.len() as u64).to_be_bytes());
-    mac.update(call_id.as_bytes());
-    mac.update(&Sha256::digest(program.as_bytes()));
-    mac.update(journal.as_bytes());
-    mac
+/// What the seal covers: the format, the call, the program, the record.
+fn parts<'a>(call_id: &'a str, program_hash: &'a [u8], journal: &'a str) -> [&'a [u8]; 4] {
+    [FORMAT.as_bytes(), call_id.as_bytes(), program_hash, journal.as_bytes()]
 }
 
 impl Journal {
     /// The journal sealed for the call `call_id` running `program`.
     pub(crate) fn seal(&self, key: &Key, call_id: &str, program: &str) -> Value {
         let journal = serde_json::to_string(self).unwrap_or_else(|_| unreachable!("a journal is plain JSON"));
-        let tag = mac(key, call_id, program, &journal).finalize().into_bytes();
-        let mac = tag.iter().map(|b| format!("{b:02x}")).collect();
+        let mac = key.seal(&parts(call_id, &Sha256::digest(program.as_bytes()), &journal));
         serde_json::to_value(Sealed { format: FORMAT.to_owned(), journal, mac })
             .unwrap_or_else(|_| unreachable!("strings serialise"))
     }
@@ -139,22 +99,14 @@ impl Journal {
         if sealed.format != FORMAT {
             return Err(rejected("it was saved in another format"));
         }
-        let tag = decode_hex(&sealed.mac).ok_or_else(|| rejected("its seal is malformed"))?;
-        mac(key, call_id, program, &sealed.journal).verify_slice(&tag).map_err(|_| {
-            rejected(
+        if !key.verify(&parts(call_id, &Sha256::digest(program.as_bytes()), &sealed.journal), &sealed.mac) {
+            return Err(rejected(
                 "its seal does not match: the record or the program changed, it belongs to another call, or it was \
                  sealed with another key",
-            )
-        })?;
+            ));
+        }
         serde_json::from_str(&sealed.journal).map_err(|_| rejected("its record does not parse"))
     }
-}
-
-fn decode_hex(text: &str) -> Option<Vec<u8>> {
-    if !text.len().is_multiple_of(2) {
-        return None;
-    }
-    (0..text.len()).step_by(2).map(|i| text.get(i..i + 2).and_then(|b| u8::from_str_radix(b, 16).ok())).collect()
 }
 
 #[cfg(test)]

@@ -49,6 +49,7 @@ pub mod worker;
 
 pub use error::CodeError;
 pub use host::{ProgramOutput, Worker};
-pub use journal::Key;
 pub use limits::Limits;
 pub use mode::{CodeMode, RUN_CODE};
+/// The host's key that seals a suspended program's record (the core's).
+pub use toolreg::seal::Key;

@@ -9,8 +9,9 @@ use toolreg::{
     ToolError, ToolFuture, ToolRegistration,
 };
 
+use crate::Key;
 use crate::host::{Ended, ProgramOutput, Session, Worker};
-use crate::journal::{Journal, Key};
+use crate::journal::Journal;
 use crate::{CodeError, Limits, stubs};
 
 /// The name of the code tool.

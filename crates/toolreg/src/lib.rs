@@ -34,6 +34,7 @@ pub mod prompt;
 pub mod provider;
 pub mod registry;
 pub mod schema;
+pub mod seal;
 pub mod search;
 pub(crate) mod strict_de;
 pub mod transform;
