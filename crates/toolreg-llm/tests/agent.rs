@@ -356,6 +356,43 @@ async fn concurrent_resumes_of_one_suspension_run_it_once() {
     assert_eq!(runs, 1, "the approved call ran once");
 }
 
+/// A suspended run kept in the store by id, sealed with the host key: any
+/// host with the store and the key loads it; a record changed in the store,
+/// another key or another id is refused.
+#[tokio::test(flavor = "multi_thread")]
+async fn suspended_runs_are_stored_sealed_and_loaded_by_id() {
+    use toolreg::seal::Key;
+    use toolreg_llm::agent::SuspendedRuns;
+
+    let model = ScriptedClient::new().then_call("w1", "wipe", json!({"path": "/tmp/x"}));
+    let agent = Agent::builder(model, "m", engine(&registry())).build();
+    let Outcome::Suspended(suspended) = agent.run("wipe").await.unwrap() else { panic!("not suspended") };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.db");
+    let store = toolreg_builtins::store::SqliteStore::open(&path).await.unwrap();
+    let runs = SuspendedRuns::new(store.namespace("suspended").unwrap(), Key::new([3; 32]));
+    runs.save(&suspended).await.unwrap();
+    assert!(matches!(runs.save(&suspended).await, Err(AgentError::Resume(_))), "stored once");
+    assert_eq!(runs.list(10).await.unwrap(), [suspended.id.clone()]);
+
+    // Another host: its own connection to the store, the same key.
+    let other = toolreg_builtins::store::SqliteStore::open(&path).await.unwrap();
+    let there = SuspendedRuns::new(other.namespace("suspended").unwrap(), Key::new([3; 32]));
+    assert_eq!(there.load(&suspended.id).await.unwrap(), suspended);
+
+    // Another key: refused.
+    let wrong = SuspendedRuns::new(other.namespace("suspended").unwrap(), Key::new([4; 32]));
+    assert!(matches!(wrong.load(&suspended.id).await, Err(AgentError::Resume(m)) if m.contains("changed")));
+    // The record changed in the store (the arguments to approve): refused.
+    let ns = other.namespace("suspended").unwrap();
+    let key = format!("run/{}", suspended.id.bytes().map(|b| format!("{b:02x}")).collect::<String>());
+    let mut record = ns.get(&key).await.unwrap().value;
+    record["run"] = json!(record["run"].as_str().unwrap().replace("/tmp/x", "/"));
+    ns.set(&key, &record).await.unwrap();
+    assert!(matches!(there.load(&suspended.id).await, Err(AgentError::Resume(m)) if m.contains("changed")));
+    assert!(matches!(there.load("s-none").await, Err(AgentError::Resume(m)) if m.contains("no suspended run")));
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn external_tools_suspend_for_the_hosts_answer() {
     let model = ScriptedClient::new().then_call("e1", "add", json!({"a": 1, "b": 2})).then_text("the host said 99");

@@ -102,11 +102,13 @@ mod catalog;
 pub mod functions;
 mod post;
 mod run;
+mod stored;
 mod suspend;
 
 pub use builder::AgentBuilder;
 pub use catalog::{Deferral, SEARCH_TOOLS};
 pub use post::{POST_PROCESS_ARGUMENT, PostProcessError};
+pub use stored::SuspendedRuns;
 pub use suspend::{PendingApproval, Resolution, SuspendForApproval, Suspended};
 
 use std::collections::HashSet;
