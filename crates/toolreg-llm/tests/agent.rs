@@ -373,7 +373,7 @@ async fn suspended_runs_are_stored_sealed_and_loaded_by_id() {
     let runs = SuspendedRuns::new(store.namespace("suspended").unwrap(), Key::new([3; 32]));
     runs.save(&suspended).await.unwrap();
     assert!(matches!(runs.save(&suspended).await, Err(AgentError::Resume(_))), "stored once");
-    assert_eq!(runs.list(10).await.unwrap(), [suspended.id.clone()]);
+    assert_eq!(runs.list(10).await.unwrap(), std::slice::from_ref(&suspended.id));
 
     // Another host: its own connection to the store, the same key.
     let other = toolreg_builtins::store::SqliteStore::open(&path).await.unwrap();
