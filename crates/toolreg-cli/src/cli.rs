@@ -82,6 +82,12 @@ pub enum Command {
         after_help = "Examples:\n  OPENAI_API_KEY=sk-... toolreg run \"List the Rust files and count their lines\"\n  toolreg run \"Summarise README.md\" --base-url http://localhost:11434/v1 --model llama3.2\n  ANTHROPIC_API_KEY=... toolreg run \"Fix the typo in notes.txt\" --provider anthropic --model claude-sonnet-4-5"
     )]
     Run(RunArgs),
+    /// Continue a run `toolreg run` stopped at a dangerous call, with the decision: on this host or
+    /// any other sharing the store and the host key. A run resumes once.
+    #[command(
+        after_help = "Examples:\n  toolreg run \"Clean up old logs\" --suspend   # prints the run's id\n  toolreg resume s18a…-2f-0 --approve\n  toolreg resume s18a…-2f-0 --deny \"keep the logs\""
+    )]
+    Resume(ResumeArgs),
     /// Serve the tools over MCP (stdio by default).
     #[command(
         after_help = "Examples:\n  toolreg serve\n  toolreg serve --http 127.0.0.1:8080 --audit audit.jsonl\n  TOOLREG_MCP_TOKEN=secret toolreg serve --http 0.0.0.0:8080 --allow-host example.com\n  toolreg serve --config ~/.config/claude/claude_desktop_config.json\n  toolreg serve --config servers.json --deferred"
@@ -155,6 +161,28 @@ pub struct ServeArgs {
 pub struct RunArgs {
     /// The task.
     pub task: String,
+    #[command(flatten)]
+    pub agent: AgentArgs,
+}
+
+/// `toolreg resume`.
+#[derive(Debug, Args)]
+pub struct ResumeArgs {
+    /// The suspended run's id, as `toolreg run` printed it.
+    pub id: String,
+    /// Approve the calls it waits for (exactly as shown when it stopped).
+    #[arg(long, conflicts_with = "deny", required_unless_present = "deny")]
+    pub approve: bool,
+    /// Refuse them, with this reason for the model.
+    #[arg(long, value_name = "REASON")]
+    pub deny: Option<String>,
+    #[command(flatten)]
+    pub agent: AgentArgs,
+}
+
+/// How `toolreg run` and `toolreg resume` reach the model and run the tools.
+#[derive(Debug, Clone, Args)]
+pub struct AgentArgs {
     /// The model (default: `TOOLREG_MODEL`, or one per provider).
     #[arg(long, short)]
     pub model: Option<String>,
@@ -180,4 +208,9 @@ pub struct RunArgs {
     /// (sandboxed, every call approved and audited as a direct one) instead of many calls.
     #[arg(long)]
     pub code_mode: bool,
+    /// At a dangerous call, do not ask here: stop, keep the run in the store and print its id
+    /// (what happens anyway with no terminal). `toolreg resume ID --approve` continues it, on any
+    /// host sharing the store and the host key (`TOOLREG_KEY`).
+    #[arg(long, conflicts_with = "yes")]
+    pub suspend: bool,
 }

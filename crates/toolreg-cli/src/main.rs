@@ -90,6 +90,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
             call(tools, &name, arguments.as_deref(), yes, out.as_deref()).await
         }
         Some(Command::Run(args)) => run::run(tools, args).await,
+        Some(Command::Resume(args)) => run::resume(tools, args).await,
         Some(Command::CodeWorker) => Ok(()),
     }
 }

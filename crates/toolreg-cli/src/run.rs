@@ -8,20 +8,21 @@ use toolreg::ToolEngine;
 use toolreg::engine::{ToolLayer, hook_fn};
 use toolreg::exec::Content;
 use toolreg::policy::ApproveAll;
+use toolreg_builtins::store::Namespace;
 use toolreg_builtins::user::{TerminalChannel, UserApprover, UserChannel, UserTools};
 use toolreg_llm::agent::functions::AgentTools;
-use toolreg_llm::agent::{Agent, AgentEvent, Limits, Outcome, SuspendForApproval};
+use toolreg_llm::agent::{Agent, AgentError, AgentEvent, Limits, Outcome, SuspendForApproval, SuspendedRuns};
 use toolreg_llm::client::{ProviderKind, UnknownProviderKind};
 use toolreg_llm::{LlmClient, LlmError};
 
 use crate::answer::HostAnswerer;
-use crate::cli::RunArgs;
+use crate::cli::{AgentArgs, ResumeArgs, RunArgs};
 use crate::{CliError, Tools};
 
 /// The client the arguments and the environment name, and the model.
 /// `--base-url` replaces the chosen provider's base URL, read the way that
 /// provider's SDK reads its variable (see [`ProviderKind`]).
-fn client(args: &RunArgs) -> Result<(Arc<dyn LlmClient>, String), CliError> {
+fn client(args: &AgentArgs) -> Result<(Arc<dyn LlmClient>, String), CliError> {
     let kind: ProviderKind = args.provider.parse().map_err(|e: UnknownProviderKind| CliError::new(e.to_string()))?;
     let mut config = kind.config_from_env().stream(!args.no_stream);
     if let Some(url) = &args.base_url {
@@ -46,7 +47,69 @@ fn client(args: &RunArgs) -> Result<(Arc<dyn LlmClient>, String), CliError> {
 
 /// Run the agent: progress on stderr, the answer on stdout.
 pub async fn run(tools: Tools, args: RunArgs) -> Result<(), CliError> {
-    let (client, model) = client(&args)?;
+    let (agent, runs) = agent(tools, &args.agent)?;
+    let outcome = agent.run_with(vec![toolreg_llm::Message::user(args.task)], interrupt()).await;
+    report(outcome, &runs).await
+}
+
+/// Continue a suspended run with the decision, from the store.
+pub async fn resume(tools: Tools, args: ResumeArgs) -> Result<(), CliError> {
+    let (agent, runs) = agent(tools, &args.agent)?;
+    let suspended = runs.load(&args.id).await.map_err(|e| CliError::new(e.to_string()))?;
+    let resolutions = suspended
+        .approvals
+        .iter()
+        .map(|pending| match &args.deny {
+            Some(reason) => pending.deny(reason.clone()),
+            None => pending.approve(),
+        })
+        .collect();
+    let outcome = agent.resume(suspended, resolutions, interrupt()).await;
+    report(outcome, &runs).await
+}
+
+/// A token cancelled by Ctrl-C.
+fn interrupt() -> tokio_util::sync::CancellationToken {
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let stop = cancel.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            stop.cancel();
+        }
+    });
+    cancel
+}
+
+/// The answer on stdout; or, for a run stopped at a dangerous call, the
+/// run kept in the store, its id on stdout and what it waits for on stderr.
+async fn report(outcome: Result<Outcome, AgentError>, runs: &SuspendedRuns) -> Result<(), CliError> {
+    match outcome {
+        Ok(Outcome::Finished(done)) => {
+            eprintln!("toolreg: done in {} steps, {} tokens", done.steps, done.usage.total());
+            writeln!(std::io::stdout().lock(), "{}", done.answer).map_err(|e| CliError::new(e.to_string()))
+        }
+        Ok(Outcome::Suspended(suspended)) => {
+            runs.save(&suspended).await.map_err(|e| CliError::new(e.to_string()))?;
+            for pending in &suspended.approvals {
+                eprintln!("toolreg: waiting for approval: {} {}", pending.tool, pending.arguments);
+            }
+            writeln!(std::io::stdout().lock(), "{}", suspended.id).map_err(|e| CliError::new(e.to_string()))?;
+            Err(CliError {
+                message: format!(
+                    "stopped for an approval; continue with `toolreg resume {} --approve` (or --deny REASON)",
+                    suspended.id
+                ),
+                code: 3,
+            })
+        }
+        Err(error) => Err(CliError::new(error.to_string())),
+    }
+}
+
+/// The agent `toolreg run` and `toolreg resume` drive, and where its
+/// suspended runs are kept.
+fn agent(tools: Tools, args: &AgentArgs) -> Result<(Agent, SuspendedRuns), CliError> {
+    let (client, model) = client(args)?;
     let mut registry = tools.registry.clone();
     // One terminal channel for every question put to the person (the
     // `ask_user` tool, approvals, the imported servers' forms): one reader
@@ -78,7 +141,7 @@ pub async fn run(tools: Tools, args: RunArgs) -> Result<(), CliError> {
     let mut engine = ToolEngine::builder(&registry);
     engine = if args.yes {
         engine.approver(ApproveAll::new("--yes"))
-    } else if on_terminal {
+    } else if on_terminal && !args.suspend {
         // Asked through the terminal channel the user tools use: one reader of stdin.
         engine.approver(UserApprover::new(Arc::clone(&terminal)))
     } else {
@@ -91,7 +154,13 @@ pub async fn run(tools: Tools, args: RunArgs) -> Result<(), CliError> {
     engine = engine.layer(blocks.layer());
     // Code mode: `run_code` beside the tools, its programs' calls through
     // this same engine (rebuilt with the tools when they change, below).
-    let code = if args.code_mode { Some(crate::code_mode()?) } else { None };
+    // One host key seals the runs kept in the store and a program's record.
+    let key = tools.host_key()?;
+    let namespace =
+        |name: &str| Namespace::new(Arc::clone(&tools.store), name).map_err(|e| CliError::new(e.to_string()));
+    let runs = SuspendedRuns::new(namespace("suspended-runs")?, key.clone());
+    let claims = namespace("resumed-runs")?;
+    let code = if args.code_mode { Some(crate::code_mode()?.key(key)) } else { None };
     let with_code = {
         let (base, code) = (engine.clone(), code.clone());
         move |registry: &toolreg::FunctionRegistry| match &code {
@@ -109,6 +178,7 @@ pub async fn run(tools: Tools, args: RunArgs) -> Result<(), CliError> {
              task, then answer briefly (or call final_answer).",
         )
         .limits(Limits::default().max_steps(args.max_steps))
+        .resume_claims(claims)
         .on_event(move |event| progress(event, &blocks));
     let agent = builder.build();
     // An imported server's tools changed: offer the new set from the next step on.
@@ -129,27 +199,7 @@ pub async fn run(tools: Tools, args: RunArgs) -> Result<(), CliError> {
             }
         });
     }
-    let cancel = tokio_util::sync::CancellationToken::new();
-    let stop = cancel.clone();
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            stop.cancel();
-        }
-    });
-    match agent.run_with(vec![toolreg_llm::Message::user(args.task)], cancel).await {
-        Ok(Outcome::Finished(done)) => {
-            eprintln!("toolreg: done in {} steps, {} tokens", done.steps, done.usage.total());
-            writeln!(std::io::stdout().lock(), "{}", done.answer).map_err(|e| CliError::new(e.to_string()))
-        }
-        Ok(Outcome::Suspended(suspended)) => {
-            let tools: Vec<&str> = suspended.approvals.iter().map(|p| p.tool.as_str()).collect();
-            Err(CliError::new(format!(
-                "the agent wants to run dangerous tools ({}) and nobody can approve them here; run on a terminal or pass --yes",
-                tools.join(", ")
-            )))
-        }
-        Err(error) => Err(CliError::new(error.to_string())),
-    }
+    Ok((agent, runs))
 }
 
 /// The summaries of the blocks that are not text in each call's result,

@@ -6,8 +6,9 @@ use std::sync::Arc;
 
 use toolreg::FunctionRegistry;
 use toolreg::policy::{AuditSink, JsonLinesSink};
+use toolreg::seal::Key;
 use toolreg_builtins::Builtins;
-use toolreg_builtins::store::SqliteStore;
+use toolreg_builtins::store::{ContextStore, SqliteStore};
 
 use crate::CliError;
 use toolreg_mcp::client::RemoteServer;
@@ -25,6 +26,44 @@ pub struct Tools {
     builtins: FunctionRegistry,
     /// The connected remote servers (their connections live as long as these).
     pub remotes: Vec<RemoteServer>,
+    /// The context store (for the runs `toolreg run` suspends, and their claims).
+    pub store: Arc<dyn ContextStore>,
+    /// The root the tools are confined to (where the host key is kept).
+    pub root: PathBuf,
+}
+
+impl Tools {
+    /// The host's key, which seals what it stores to pick up later
+    /// (suspended runs, a program's record of calls): `TOOLREG_KEY` (64 hex
+    /// digits) when set — hosts sharing a store must share it — else the
+    /// file `ROOT/.toolreg/key`, made on first use, readable by its owner only.
+    pub fn host_key(&self) -> Result<Key, CliError> {
+        if let Ok(text) = std::env::var("TOOLREG_KEY") {
+            return Key::from_hex(&text).ok_or_else(|| CliError::new("TOOLREG_KEY must be 64 hex digits"));
+        }
+        let path = self.root.join(".toolreg").join("key");
+        if let Ok(text) = std::fs::read_to_string(&path) {
+            return Key::from_hex(&text)
+                .ok_or_else(|| CliError::new(format!("{} is not a key (64 hex digits)", path.display())));
+        }
+        let key = Key::random();
+        write_private(&path, &key.to_hex())
+            .map_err(|e| CliError::new(format!("cannot keep the host key in {}: {e}", path.display())))?;
+        Ok(key)
+    }
+}
+
+/// Write `text` to a new file only its owner can read (not replacing one).
+fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options.open(path)?.write_all(text.as_bytes())
 }
 
 impl Tools {
@@ -73,7 +112,8 @@ pub async fn load(args: &ToolsArgs) -> Result<Tools, CliError> {
         Some(path) => connect_all(path, args.strict_servers).await?,
         None => Vec::new(),
     };
-    let mut tools = Tools { builtins: registry.clone(), registry, audit, remotes };
+    let store: Arc<dyn ContextStore> = Arc::new(store);
+    let mut tools = Tools { builtins: registry.clone(), registry, audit, remotes, store, root };
     if !tools.remotes.is_empty() {
         tools.registry = tools.rebuild();
     }
