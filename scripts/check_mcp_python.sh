@@ -8,25 +8,13 @@
 # The gateway in deferred mode (`--deferred`) is listed, searched, told of
 # what a search loads, and called through `call_tool`.
 #
-# The SDK is installed into a virtualenv under target/mcp-venv (reused while
-# the pinned version is unchanged). Needs Python 3 with venv and pip, and
-# PyPI reachable the first time.
+# The SDK is installed into a virtualenv under target/mcp-venv by
+# scripts/mcp_venv.sh (reused while the pinned version is unchanged). Needs
+# Python 3 with venv and pip, and PyPI reachable the first time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-SDK="mcp==2.3.0"
-target="${CARGO_TARGET_DIR:-target}"
-mkdir -p "$target"
-target="$(cd "$target" && pwd)"
-venv="$target/mcp-venv"
-stamp="$venv/.installed-$SDK"
-if [ ! -f "$stamp" ]; then
-    rm -rf "$venv"
-    "${PYTHON:-python3}" -m venv "$venv"
-    "$venv/bin/pip" install --quiet --disable-pip-version-check "$SDK" \
-        || { echo "could not install the MCP Python SDK ($SDK) from PyPI" >&2; exit 1; }
-    touch "$stamp"
-fi
+. scripts/mcp_venv.sh
 
 cargo build --quiet -p toolreg-cli
 "$venv/bin/python" scripts/mcp_python_client.py "$target/debug/toolreg"
