@@ -345,6 +345,37 @@ async def main():
                 check([m.content.text for m in prompt.messages] == ["Hello, Ada"], f"{label}: a prompt got through the gateway",
                       prompt.messages)
 
+        # Code mode (--code-mode): run_code with search, a program over the
+        # built-ins, and a dangerous call inside it approved by the client's user
+        # (asked with elicitation, as a direct call would be).
+        for approve in (True, False):
+            asked = []
+
+            async def on_code_approval(context, params, approve=approve, asked=asked):
+                asked.append(params.message)
+                if approve:
+                    return types.ElicitResult(action="accept", content={"approve": True})
+                return types.ElicitResult(action="decline")
+
+            code = StdioServerParameters(command=BIN, args=["serve", "--no-shell", "--root", root, "--code-mode"])
+            name = f"from-program-{approve}.txt"
+            async with Client(code, elicitation_callback=on_code_approval, mode="legacy") as client:
+                names = [tool.name for tool in (await client.list_tools()).tools]
+                check(names == ["run_code", "search_tools", "call_tool"], "code mode: run_code, search_tools, call_tool", names)
+                program = (
+                    "const read = await tools.read_file({path: 'hello.txt'});\n"
+                    f"let wrote = 'yes';\ntry {{ await tools.write_file({{path: '{name}', content: read.content}}); }} "
+                    "catch (e) { wrote = e.kind; }\nreturn {lines: read.total_lines, wrote};"
+                )
+                ran = await client.call_tool("run_code", {"code": program})
+                result = (ran.structured_content or {}).get("result", {})
+                expected = "yes" if approve else "denied"
+                check(not ran.is_error and result == {"lines": 1, "wrote": expected},
+                      f"code mode: a program reads, and its write is {'approved' if approve else 'declined'} by the user",
+                      text_of(ran))
+                check(len(asked) == 1 and name in asked[0], "code mode: the user was asked once, with the arguments", asked)
+                check(os.path.exists(os.path.join(root, name)) == approve, "code mode: the answer decides", name)
+
         env = dict(os.environ, TOOLREG_MCP_TOKEN="s3cret-token")
         proc, url = start_http(root, env=env)
         try:
