@@ -347,8 +347,11 @@ async def main():
 
         # Code mode (--code-mode): run_code with search, a program over the
         # built-ins, and a dangerous call inside it approved by the client's user
-        # (asked with elicitation, as a direct call would be).
-        for approve in (True, False):
+        # (asked with elicitation during the call on a handshake-era connection;
+        # on a 2026-07-28 one with an input_required result, the program's
+        # record of calls kept in the sealed requestState: the retried program
+        # replays its read instead of running it again).
+        for mode, approve in (("legacy", True), ("legacy", False), (None, True), (None, False)):
             asked = []
 
             async def on_code_approval(context, params, approve=approve, asked=asked):
@@ -357,9 +360,11 @@ async def main():
                     return types.ElicitResult(action="accept", content={"approve": True})
                 return types.ElicitResult(action="decline")
 
-            code = StdioServerParameters(command=BIN, args=["serve", "--no-shell", "--root", root, "--code-mode"])
-            name = f"from-program-{approve}.txt"
-            async with Client(code, elicitation_callback=on_code_approval, mode="legacy") as client:
+            audit = os.path.join(root, f"code-audit-{mode}-{approve}.jsonl")
+            code = StdioServerParameters(command=BIN, args=["serve", "--no-shell", "--root", root, "--code-mode",
+                                                             "--audit", audit])
+            name = f"from-program-{mode}-{approve}.txt"
+            async with Client(code, elicitation_callback=on_code_approval, **({"mode": mode} if mode else {})) as client:
                 names = [tool.name for tool in (await client.list_tools()).tools]
                 check(names == ["run_code", "search_tools", "call_tool"], "code mode: run_code, search_tools, call_tool", names)
                 program = (
@@ -375,6 +380,11 @@ async def main():
                       text_of(ran))
                 check(len(asked) == 1 and name in asked[0], "code mode: the user was asked once, with the arguments", asked)
                 check(os.path.exists(os.path.join(root, name)) == approve, "code mode: the answer decides", name)
+            with open(audit) as f:
+                ran = [json.loads(line) for line in f]
+            reads = [r for r in ran if r["tool"] == "read_file" and r["outcome"] == "ok"]
+            check(len(reads) == 1 and reads[0]["call_id"].endswith("/1"),
+                  f"code mode ({mode or 'default'}): the program's read ran once, as call <id>/1", ran)
 
         env = dict(os.environ, TOOLREG_MCP_TOKEN="s3cret-token")
         proc, url = start_http(root, env=env)

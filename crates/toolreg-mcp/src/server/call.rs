@@ -7,7 +7,7 @@ use std::sync::Arc;
 use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, ErrorData};
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::Value;
-use toolreg::{CallOptions, Extensions, ToolCall, ToolExecutor};
+use toolreg::{CallOptions, Checkpoints, Extensions, ToolCall, ToolExecutor};
 
 use super::progress::ProgressSender;
 use super::{InputRound, McpServer, catalog, is_2026_07_28};
@@ -38,15 +38,22 @@ impl McpServer {
             .ok_or_else(|| ErrorData::invalid_request("the request id cannot be used as a call id", None))?;
         // A 2026-07-28 client is asked questions with `input_required`
         // results; a later round runs under the first round's call id.
+        // A tool that stops for a question (a code-mode program at a
+        // dangerous call) keeps its checkpoint in the sealed state, and finds
+        // it again in the next round.
+        let mut checkpoints = None;
         let round = if is_2026_07_28(&context) {
             let state = match &request.request_state {
                 Some(sealed) => {
-                    let (first, state) = self.shared.seal.open(sealed, name, &arguments)?;
-                    id = first;
-                    Some(state)
+                    let reopened = self.shared.seal.open(sealed, name, &arguments)?;
+                    id = reopened.call;
+                    checkpoints = Some(Arc::new(Checkpoints::restoring(reopened.checkpoints)));
+                    Some(reopened.state)
                 }
                 None => None,
             };
+            let checkpoints = checkpoints.get_or_insert_with(|| Arc::new(Checkpoints::new()));
+            extensions.insert_arc(Arc::clone(checkpoints));
             let round = Arc::new(InputRound::new(
                 request.input_responses.unwrap_or_default(),
                 state,
@@ -66,8 +73,9 @@ impl McpServer {
         if let Some(sender) = progress {
             sender.finish().await;
         }
+        let saved = checkpoints.map(|c| c.take_saved()).unwrap_or_default();
         if let Some(round) = round
-            && let Some(asked) = self.shared.seal.answer(&round, &id, name, &arguments)?
+            && let Some(asked) = self.shared.seal.answer(&round, &id, name, &arguments, saved)?
         {
             return Ok(CallToolResponse::InputRequired(asked));
         }

@@ -16,7 +16,7 @@
 //! states it accepted until they expire, so an approval cannot be replayed to
 //! run the call again.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -116,6 +116,18 @@ struct Envelope {
     call: String,
     /// The state the call left for its next round.
     state: Value,
+    /// What the tool saved to go on where it stopped ([`Checkpoints`](toolreg::Checkpoints): a
+    /// code-mode program's record of the calls it made), by call id.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    checkpoints: BTreeMap<String, Value>,
+}
+
+/// What a later round gets back of the first: its call id, the approval
+/// stage's state, and the tools' checkpoints.
+pub(crate) struct Reopened {
+    pub(crate) call: String,
+    pub(crate) state: Value,
+    pub(crate) checkpoints: BTreeMap<String, Value>,
 }
 
 /// Seals and opens `requestState` with a key made when the server starts
@@ -161,12 +173,13 @@ impl StateSeal {
         call: &str,
         tool: &str,
         arguments: &Value,
+        checkpoints: BTreeMap<String, Value>,
     ) -> Result<Option<InputRequiredResult>, ErrorData> {
         if let Some(required) = round.missing.lock().unwrap_or_else(PoisonError::into_inner).take() {
             return Err(ErrorData::missing_required_client_capability(required));
         }
         let Some((requests, state)) = round.take() else { return Ok(None) };
-        let envelope = Envelope { call: call.to_owned(), state };
+        let envelope = Envelope { call: call.to_owned(), state, checkpoints };
         let bound = binding(tool, arguments);
         let sealed =
             self.codec.seal_json_with(&envelope, &SealOptions::new().associated_data(&bound).ttl(STATE_TTL)).map_err(
@@ -178,7 +191,7 @@ impl StateSeal {
     /// Open a `requestState` the client echoed for a call of `tool` with
     /// `arguments`: the first round's call id and the state it left. A state
     /// is accepted once.
-    pub(crate) fn open(&self, sealed: &str, tool: &str, arguments: &Value) -> Result<(String, Value), ErrorData> {
+    pub(crate) fn open(&self, sealed: &str, tool: &str, arguments: &Value) -> Result<Reopened, ErrorData> {
         let bound = binding(tool, arguments);
         let envelope: Envelope = self.codec.open_json_with(sealed, &bound).map_err(|error| {
             ErrorData::invalid_params(
@@ -207,7 +220,7 @@ impl StateSeal {
             }
         }
         spent.insert(sealed.to_owned(), now);
-        Ok((envelope.call, envelope.state))
+        Ok(Reopened { call: envelope.call, state: envelope.state, checkpoints: envelope.checkpoints })
     }
 }
 
@@ -231,7 +244,8 @@ mod tests {
         let round = InputRound::new(InputResponses::new(), None, None);
         round.ask(InputRequests::new(), json!({"step": 2}));
         let args = json!({"path": "a"});
-        let answer = seal.answer(&round, "7", "rm", &args).unwrap().unwrap();
+        let kept = BTreeMap::from([("7".to_owned(), json!({"journal": 1}))]);
+        let answer = seal.answer(&round, "7", "rm", &args, kept.clone()).unwrap().unwrap();
         let sealed = answer.request_state.unwrap();
         assert!(seal.open(&sealed, "rm", &json!({"path": "b"})).is_err());
         assert!(seal.open(&sealed, "write", &args).is_err());
@@ -242,9 +256,10 @@ mod tests {
         // Another server's key (a restart) does not open it.
         assert!(StateSeal::new().open(&sealed, "rm", &args).is_err());
         // Untouched, for its tool and arguments, it opens once.
-        assert_eq!(seal.open(&sealed, "rm", &json!({"path": "a"})).unwrap(), ("7".to_owned(), json!({"step": 2})));
+        let reopened = seal.open(&sealed, "rm", &json!({"path": "a"})).unwrap();
+        assert_eq!((reopened.call, reopened.state, reopened.checkpoints), ("7".to_owned(), json!({"step": 2}), kept));
         assert!(seal.open(&sealed, "rm", &args).is_err());
         // A round that did not ask has no answer.
-        assert!(seal.answer(&round, "7", "rm", &args).unwrap().is_none());
+        assert!(seal.answer(&round, "7", "rm", &args, BTreeMap::new()).unwrap().is_none());
     }
 }
