@@ -11,11 +11,15 @@
 mod common;
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{DEEP, Runs, bare_engine, code_with, engine, odd_value, runs};
 use serde_json::{Value, json};
-use toolreg::{CallOptions, CancellationToken, ToolCall, ToolEngine, ToolError, ToolExecutor};
+use toolreg::policy::{ApprovalRequest, Decision, approver_fn};
+use toolreg::{
+    CallOptions, CancellationToken, Checkpoints, Extensions, ToolCall, ToolEngine, ToolError, ToolExecutor, ToolResult,
+};
 use toolreg_code::{CodeError, CodeMode, Limits};
 
 /// Small limits: a second of interpreter time, 32 MiB of heap, 20 calls.
@@ -419,6 +423,9 @@ async fn endless_loops_are_stopped_on_the_clock() {
     ] {
         ends_on_time(&sandbox, program).await;
     }
+    // Nor can it sleep in native code, where the interrupt does not reach.
+    let error = sandbox.refuse("return Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0);").await;
+    assert_exception(&error, "TypeError: cannot block in this thread");
     assert!(sandbox.ran().is_empty());
 }
 
@@ -479,7 +486,9 @@ async fn deep_recursion_is_a_stack_overflow() {
 
 #[tokio::test]
 async fn memory_bombs_hit_the_memory_limit() {
-    let sandbox = Sandbox::new();
+    // Time enough that the heap, not the clock, ends each one, even on a
+    // slow machine running tests side by side.
+    let sandbox = Sandbox::with(Limits { time: Duration::from_secs(10), ..limits() });
     let limit = CodeError::MemoryLimit { limit_bytes: 32 << 20 };
     for program in [
         "return 'x'.repeat(1e9).length;",
@@ -489,6 +498,8 @@ async fn memory_bombs_hit_the_memory_limit() {
         // Memory filled with small objects: QuickJS cannot even make the
         // error, and throws `null`.
         "const a = []; for (;;) a.push([1, 2, 3]);",
+        "return new Array(1e9).fill(0).length;",
+        "return Array.from({length: 1e8}, (_, i) => i).length;",
         "return new ArrayBuffer(2 ** 30).byteLength;",
         "return new Uint8Array(2 ** 29).length;",
         "const parts = []; for (;;) parts.push('y'.repeat(1 << 20));",
@@ -505,11 +516,10 @@ async fn memory_bombs_hit_the_memory_limit() {
     // QuickJS throws `null` when it cannot even make the error: an uncaught
     // `null` reads as the memory limit, even one the program threw itself.
     assert_eq!(sandbox.refuse("throw null;").await, limit);
-    // Millions of entries: the heap or the clock, whichever comes first
-    // (in a debug build, often the clock).
+    // Millions of entries.
     let error =
         sandbox.refuse("const m = new Map(); for (let i = 0; i < 1e7; i++) m.set(i, {i}); return m.size;").await;
-    assert!(matches!(error, CodeError::MemoryLimit { .. } | CodeError::Timeout { .. }), "{error:?}");
+    assert_eq!(error, limit);
     assert!(sandbox.ran().is_empty());
 }
 
@@ -895,4 +905,67 @@ async fn a_cancelled_program_ends_promptly() {
     // The engine still runs programs.
     let result = engine.execute_call(ToolCall::new("c2", "run_code", json!({"code": "return 7;"}))).await;
     assert_eq!(result.outcome.unwrap().value, json!({"result": 7}));
+}
+
+// ---------------------------------------------------------------------------
+// Replay tampering, end to end (the seal itself is unit-tested in
+// `journal`).
+
+/// Run `program` as the `run_code` call `id`, with `checkpoints`.
+async fn run_code(engine: &ToolEngine, id: &str, program: &str, checkpoints: &Arc<Checkpoints>) -> ToolResult {
+    let mut extensions = Extensions::default();
+    extensions.insert_arc(Arc::clone(checkpoints));
+    let call = ToolCall::new(id, "run_code", json!({ "code": program }));
+    engine.execute_call_with(call, CallOptions::new().extensions(extensions)).await
+}
+
+#[tokio::test]
+async fn a_changed_or_moved_program_state_is_refused_and_runs_nothing() {
+    let runs = runs();
+    let code = code_with(limits());
+    let with = |decide: fn(ApprovalRequest) -> Decision| {
+        let engine = ToolEngine::builder(&common::registry(&runs))
+            .approver(approver_fn("test", move |request: ApprovalRequest| async move { decide(request) }))
+            .build();
+        code.attach(&engine).unwrap()
+    };
+    let later = with(|request| request.pending("a person decides"));
+    let now = with(|request| request.approve());
+    let program = "const a = await tools.add({a: 1, b: 2});\nawait tools.delete({path: 'x'});\nreturn a;";
+    let ran = || runs.lock().unwrap().iter().map(|(tool, _)| tool.clone()).collect::<Vec<_>>();
+
+    // The program stops at the dangerous call, its record saved.
+    let first = Arc::new(Checkpoints::new());
+    let result = run_code(&later, "c1", program, &first).await;
+    assert!(matches!(result.outcome, Err(ToolError::Pending { .. })), "{:?}", result.outcome);
+    assert_eq!(ran(), ["add"]);
+    let saved = first.take_saved();
+
+    let rejected = |result: ToolResult| match result.outcome {
+        Err(ToolError::Failed { message }) => {
+            assert!(message.starts_with("the saved program state is not authentic"), "{message}")
+        }
+        other => panic!("not refused: {other:?}"),
+    };
+    // A changed record (the recorded result of `add`).
+    let mut changed = saved.clone();
+    let record = changed["c1"]["journal"].as_str().unwrap().replace("3.0", "4.0");
+    assert_ne!(changed["c1"]["journal"], json!(record));
+    changed.get_mut("c1").unwrap()["journal"] = json!(record);
+    rejected(run_code(&now, "c1", program, &Arc::new(Checkpoints::restoring(changed))).await);
+    // A changed program.
+    let other = program.replace("return a;", "return a + 1;");
+    rejected(run_code(&now, "c1", &other, &Arc::new(Checkpoints::restoring(saved.clone()))).await);
+    // The record moved to another call.
+    let moved = [("c2".to_owned(), saved["c1"].clone())].into_iter().collect();
+    rejected(run_code(&now, "c2", program, &Arc::new(Checkpoints::restoring(moved))).await);
+    // Sealed under another key.
+    let elsewhere = code_with(limits()).attach(&ToolEngine::builder(&common::registry(&runs)).build()).unwrap();
+    rejected(run_code(&elsewhere, "c1", program, &Arc::new(Checkpoints::restoring(saved.clone()))).await);
+    assert_eq!(ran(), ["add"], "a refused state ran nothing");
+
+    // The intact record resumes: `add` is answered from it, `delete` runs once.
+    let result = run_code(&now, "c1", program, &Arc::new(Checkpoints::restoring(saved))).await;
+    assert_eq!(result.outcome.unwrap().value, json!({"result": 3}));
+    assert_eq!(ran(), ["add", "delete"]);
 }
