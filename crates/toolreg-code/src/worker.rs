@@ -72,29 +72,47 @@ fn serve_on(input: &mut impl BufRead, output: &mut impl Write) -> io::Result<()>
 
 /// The final message within the host's size limit: a result that fits on
 /// its own may not fit beside the printed output and the message's own
-/// envelope, and the host would read an oversized message as a broken
-/// worker. Too large, it becomes a [`CodeError::BadResult`] (keeping the
-/// output while that fits).
+/// envelope, nor a huge thrown text, and the host would read an oversized
+/// message as a broken worker. A result too large becomes a
+/// [`CodeError::BadResult`]; an error's text is cut in the middle; the
+/// output is dropped only if it still does not fit.
 fn fit(answer: FromWorker, limit: usize) -> FromWorker {
     let size = |m: &FromWorker| serde_json::to_vec(m).map_or(usize::MAX, |v| v.len());
     let bytes = size(&answer);
     if bytes <= limit {
         return answer;
     }
-    let output = match answer {
-        FromWorker::Done { output, .. } | FromWorker::Failed { output, .. } => output,
-        FromWorker::Calls { .. } => String::new(),
+    let (error, output) = match answer {
+        FromWorker::Done { output, .. } => {
+            let message = format!(
+                "with what it printed it is {bytes} bytes, more than the limit of {limit} for one message: return \
+                 less (or print less)"
+            );
+            (CodeError::BadResult { message }, output)
+        }
+        FromWorker::Failed { error, output } => (shorten(error), output),
+        calls @ FromWorker::Calls { .. } => return calls,
     };
-    let message = format!(
-        "with what it printed it is {bytes} bytes, more than the limit of {limit} for one message: return less \
-         (or print less)"
-    );
-    let error = CodeError::BadResult { message };
     let failed = FromWorker::Failed { error: error.clone(), output };
     if size(&failed) <= limit {
         return failed;
     }
     FromWorker::Failed { error, output: String::new() }
+}
+
+/// How much of an error's text is kept when the whole would not fit in
+/// a message (a program can throw a string of megabytes).
+const ERROR_CHARS: usize = 4096;
+
+fn shorten(error: CodeError) -> CodeError {
+    let cut = |message: String| toolreg::engine::truncate_middle(&message, ERROR_CHARS).into_owned();
+    match error {
+        CodeError::Exception { message } => CodeError::Exception { message: cut(message) },
+        CodeError::Syntax { message } => CodeError::Syntax { message: cut(message) },
+        CodeError::BadResult { message } => CodeError::BadResult { message: cut(message) },
+        CodeError::Sandbox { message } => CodeError::Sandbox { message: cut(message) },
+        other => other,
+    }
 }
 
 /// The worker's end of the conversation.

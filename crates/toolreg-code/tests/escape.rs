@@ -873,6 +873,17 @@ async fn arguments_the_host_could_not_read_are_refused_in_the_program() {
 }
 
 #[tokio::test]
+async fn a_huge_thrown_text_is_cut_not_a_broken_worker() {
+    let sandbox = Sandbox::with(Limits { message_bytes: 1 << 20, ..limits() });
+    for program in ["throw 'x'.repeat(2 << 20);", "console.log('printed'); throw new Error('y'.repeat(2 << 20));"] {
+        let error = sandbox.refuse(program).await;
+        let CodeError::Exception { message } = &error else { panic!("{program}: {error:?}") };
+        assert!(message.contains("characters removed"), "{program}");
+        assert!(message.len() < 8 << 10, "{program}: {} bytes", message.len());
+    }
+}
+
+#[tokio::test]
 async fn a_program_over_the_size_limit_is_not_run() {
     let sandbox = Sandbox::new();
     let program = format!("await tools.add({{a: 1, b: 1}});\n//{}", "x".repeat(16 << 10));
