@@ -112,6 +112,10 @@
     Object.defineProperty(globalThis, name, { value, writable: false, configurable: false, enumerable: false });
   }
   delete globalThis.eval;
+  // QuickJS's copy of V8's stack-trace API hands `prepareStackTrace` the
+  // functions on the stack, this prelude's among them (`invoke`, `settle`):
+  // the program must not hold the sandbox's own plumbing. Stacks stay text.
+  Object.defineProperty(Error, "prepareStackTrace", { value: undefined, writable: false, configurable: false });
   for (const f of [function () {}, async function () {}, function* () {}, async function* () {}]) {
     Object.defineProperty(Object.getPrototypeOf(f), "constructor", { value: undefined });
   }

@@ -647,6 +647,40 @@ async fn a_tool_not_offered_cannot_be_called() {
 }
 
 #[tokio::test]
+async fn the_sandboxs_own_functions_are_out_of_reach() {
+    let sandbox = Sandbox::new();
+    // The stack-trace API would hand over the functions on the stack (the
+    // prelude's `invoke` among them, when a `toJSON` runs inside a call).
+    let value = sandbox
+        .value(
+            "const fns = [];\nlet refused;\ntry { Error.prepareStackTrace = (e, sites) => { for (const s of sites) \
+             fns.push(s.getFunction()); return ''; }; } catch (e) { refused = e.name; }\nconst x = { toJSON() { \
+             Error.captureStackTrace(this); return new Error().stack; } };\nawait tools.echo({text: 'a', x});\nreturn \
+             [refused, typeof Error.prepareStackTrace, fns.length, typeof new Error().stack];",
+        )
+        .await;
+    assert_eq!(value, json!(["TypeError", "undefined", 0, "string"]));
+    let error =
+        sandbox.refuse("Object.defineProperty(Error, 'prepareStackTrace', { get() { return (e, s) => s; } });").await;
+    assert_exception(&error, "TypeError");
+    // Nor through `caller`.
+    for attempt in
+        ["function f() { return f.caller; } return f();", "return (function () { return arguments.callee.caller; })();"]
+    {
+        let error = sandbox.refuse(attempt).await;
+        assert_exception(&error, "TypeError: invalid property access");
+    }
+    // Closing the function the program is wrapped in gives it nothing more
+    // than the global scope it already has.
+    let error = sandbox.refuse("return 1;\n})();\nstd.open('x');\n(async () => {").await;
+    assert_exception(&error, "ReferenceError: std is not defined");
+    let error = sandbox.refuse("return 1;\n})();\nimport * as fs from 'fs';\n(async () => {").await;
+    assert!(matches!(error, CodeError::Syntax { .. }), "{error:?}");
+    ends_on_time(&sandbox, "return 1;\n})();\nfor (;;) {}\n(async () => {").await;
+    assert_eq!(sandbox.ran(), ["echo"]);
+}
+
+#[tokio::test]
 async fn prototype_pollution_stays_inside_the_program() {
     let sandbox = Sandbox::new();
     // Polluted prototypes give `tools` no new tool (it has no prototype) …
