@@ -593,6 +593,14 @@ async fn a_million_tool_calls_stop_at_the_call_limit() {
 }
 
 #[tokio::test]
+async fn a_call_not_awaited_before_the_program_ends_does_not_run() {
+    let sandbox = Sandbox::new();
+    let value = sandbox.value("tools.add({a: 1, b: 2}); tools.echo({text: 'late'}); return 'done';").await;
+    assert_eq!(value, json!("done"));
+    assert!(sandbox.ran().is_empty());
+}
+
+#[tokio::test]
 async fn ten_thousand_calls_at_once_stop_at_the_call_limit() {
     let sandbox = Sandbox::new();
     let error =
@@ -783,12 +791,21 @@ async fn odd_unicode_round_trips() {
     let sandbox = Sandbox::new();
     let value = sandbox.value("return await tools.odd();").await;
     assert_eq!(value, odd_value());
+    // Keys named `__proto__` and `constructor` stay plain keys: nothing
+    // is polluted.
+    let value = sandbox
+        .value(
+            "const r = await tools.odd();\nreturn [Object.keys(r).includes('__proto__'), Object.getPrototypeOf(r) === \
+             Object.prototype, ({}).polluted, Object.prototype.polluted];",
+        )
+        .await;
+    assert_eq!(value, json!([true, true, null, null]));
     let text = odd_value()["text"].as_str().unwrap().to_owned();
     let program = format!("return await tools.echo({{text: {}}});", serde_json::to_string(&text).unwrap());
     assert_eq!(sandbox.value(&program).await, json!(text));
     let printed = sandbox.code.run(&sandbox.engine, &format!("console.log({});", json!(text))).await.unwrap();
     assert_eq!(printed.output, format!("{text}\n"));
-    assert_eq!(sandbox.ran(), ["odd", "echo"]);
+    assert_eq!(sandbox.ran(), ["odd", "odd", "echo"]);
 }
 
 #[tokio::test]

@@ -139,11 +139,14 @@ pub fn nested(depth: usize) -> Value {
 }
 
 /// `odd`'s result: NUL, a right-to-left override, a byte-order mark, line
-/// and paragraph separators, emoji (one a ZWJ sequence), in keys too.
+/// and paragraph separators, emoji (one a ZWJ sequence), in keys too; and
+/// keys named like the prototype chain.
 pub fn odd_value() -> Value {
     json!({
         "text": "nul:\u{0} rtl:\u{202e}gnp.exe bom:\u{feff} ls:\u{2028} ps:\u{2029} emoji:😀 family:👩\u{200d}👩\u{200d}👧 nl:\n tab:\t",
         "key\u{0}\u{202e}": "😀",
+        "__proto__": {"polluted": true},
+        "constructor": {"prototype": {"polluted": true}},
     })
 }
 
