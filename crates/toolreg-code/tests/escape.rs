@@ -6,15 +6,16 @@
 //! tool ran that should not have, no file appeared, no connection was
 //! made), and must leave the host able to run the next program.
 //!
-//! The limits are small so the whole corpus runs in seconds.
+//! The limits are small (a second, 32 MiB) so the whole corpus runs in
+//! well under a minute.
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{DEEP, Runs, bare_engine, code_with, engine, odd_value, runs};
+use common::{DEEP, Runs, code_with, engine, odd_value, runs};
 use serde_json::{Value, json};
 use toolreg::policy::{ApprovalRequest, Decision, approver_fn};
 use toolreg::{
@@ -54,23 +55,23 @@ impl Sandbox {
         Sandbox { runs, engine, code: code_with(limits) }
     }
 
-    /// Over an engine without an audit sink.
-    fn bare() -> Self {
-        let runs = runs();
-        let engine = bare_engine(&runs);
-        Sandbox { runs, engine, code: code_with(limits()) }
-    }
-
     /// Run an attempt that must fail; then prove the host still runs the
     /// next program. Returns the error.
     async fn refuse(&self, program: &str) -> CodeError {
+        self.refuse_timed(program).await.0
+    }
+
+    /// [`refuse`](Self::refuse), with how long the attempt itself took.
+    async fn refuse_timed(&self, program: &str) -> (CodeError, Duration) {
+        let started = Instant::now();
         let result = self.code.run(&self.engine, program).await;
+        let took = started.elapsed();
         let error = match result {
             Err(error) => error,
             Ok(out) => panic!("not refused: {program}\nit returned {} and printed {:?}", out.value, out.output),
         };
         self.still_works().await;
-        error
+        (error, took)
     }
 
     /// Run a program that must finish (the attempt is inside, caught);
@@ -108,7 +109,7 @@ fn assert_exception(error: &CodeError, needle: &str) {
 }
 
 /// A path in `dir` as a JavaScript string literal.
-fn js_path(dir: &Path, name: &str) -> (std::path::PathBuf, String) {
+fn js_path(dir: &Path, name: &str) -> (PathBuf, String) {
     let path = dir.join(name);
     let literal = serde_json::to_string(&path.to_string_lossy()).unwrap();
     (path, literal)
@@ -396,11 +397,9 @@ async fn math_random_draws_the_same_numbers_in_every_run() {
 
 /// An attempt that must end on the clock, promptly.
 async fn ends_on_time(sandbox: &Sandbox, program: &str) {
-    let started = Instant::now();
-    let error = sandbox.refuse(program).await;
+    let (error, took) = sandbox.refuse_timed(program).await;
     assert_eq!(error, CodeError::Timeout { limit_ms: 1000 }, "{program}");
-    // The second run is `still_works`; the attempt itself stops in time.
-    assert!(started.elapsed() < Duration::from_secs(5), "{program}: {:?}", started.elapsed());
+    assert!(took < Duration::from_secs(5), "{program}: {took:?}");
 }
 
 #[tokio::test]
@@ -438,8 +437,8 @@ async fn the_step_limit_stops_a_loop_first_when_it_is_lower() {
 
 #[tokio::test]
 async fn a_loop_inside_native_code_is_ended_by_the_host() {
-    // QuickJS polls its interrupt only in bytecode: these loops run in C,
-    // and the host (or the kernel's CPU limit) must end the worker.
+    // These loops run in C, where QuickJS polls its interrupt seldom or
+    // never: the host (or the kernel's CPU limit) must end the worker.
     let sandbox = Sandbox::new();
     for program in [
         // 2^40 leaves: memory or the clock, whichever comes first.
@@ -448,13 +447,13 @@ async fn a_loop_inside_native_code_is_ended_by_the_host() {
         "return new Array(2 ** 32 - 1).join('').length;",
         "return new Array(2 ** 32 - 1).lastIndexOf(1);",
     ] {
-        let started = Instant::now();
-        let error = sandbox.refuse(program).await;
+        let (error, took) = sandbox.refuse_timed(program).await;
         assert!(
             matches!(error, CodeError::Timeout { limit_ms: 1000 } | CodeError::MemoryLimit { .. }),
             "{program}: {error:?}"
         );
-        assert!(started.elapsed() < Duration::from_secs(6), "{program}: {:?}", started.elapsed());
+        // The limit, the host's grace of two seconds, and some slack.
+        assert!(took < Duration::from_secs(6), "{program}: {took:?}");
     }
 }
 
@@ -539,14 +538,16 @@ async fn sizes_past_the_languages_own_bounds_are_range_errors() {
 #[tokio::test]
 async fn a_huge_bigint_is_refused() {
     let sandbox = Sandbox::new();
-    let started = Instant::now();
-    let error = sandbox.refuse("return String(10n ** 10000000n).length;").await;
+    let (error, took) = sandbox.refuse_timed("return String(10n ** 10000000n).length;").await;
+    // Past QuickJS's largest BigInt: a `RangeError` once the
+    // multiplications (in C) find out, or the clock first on a busy
+    // machine.
     assert!(
-        matches!(&error, CodeError::MemoryLimit { .. } | CodeError::Timeout { .. })
-            || matches!(&error, CodeError::Exception { message } if message.contains("RangeError")),
+        matches!(&error, CodeError::Timeout { limit_ms: 1000 })
+            || matches!(&error, CodeError::Exception { message } if message.contains("RangeError: BigInt is too large to allocate")),
         "{error:?}"
     );
-    assert!(started.elapsed() < Duration::from_secs(6), "{:?}", started.elapsed());
+    assert!(took < Duration::from_secs(6), "{took:?}");
 }
 
 // ---------------------------------------------------------------------------
@@ -752,13 +753,13 @@ async fn deep_result(sandbox: &Sandbox, depth: usize) -> Value {
 
 #[tokio::test]
 async fn a_deeply_nested_result_round_trips_or_fails_only_its_call() {
-    let sandbox = Sandbox::bare();
+    let sandbox = Sandbox::new();
     // Past serde_json's default depth limit of 128, and well past it.
     assert_eq!(deep_result(&sandbox, 200).await, json!(200));
     assert_eq!(deep_result(&sandbox, 1000).await, json!(1000));
     // Too deep for the interpreter's stack: that call throws, and the
     // program goes on.
-    let sandbox = Sandbox { code: code_with(Limits { stack_bytes: 64 << 10, ..limits() }), ..Sandbox::bare() };
+    let sandbox = Sandbox::with(Limits { stack_bytes: 64 << 10, ..limits() });
     let value = deep_result(&sandbox, 1000).await;
     assert_eq!(
         value,
@@ -776,7 +777,7 @@ async fn a_deeply_nested_result_round_trips_or_fails_only_its_call() {
             `Link::send` serialises it, and the engine's audit measures it the same way); the host must refuse a \
             result nested past a bound before touching it"]
 async fn a_result_nested_10_000_levels_deep_is_refused_cleanly() {
-    let sandbox = Sandbox::bare();
+    let sandbox = Sandbox::new();
     let value = deep_result(&sandbox, DEEP).await;
     if value != json!(DEEP) {
         assert_eq!(value[0], "ToolError", "{value}");

@@ -154,11 +154,6 @@ pub fn runs() -> Runs {
     Arc::default()
 }
 
-/// An engine over the tools, without an audit sink.
-pub fn bare_engine(runs: &Runs) -> ToolEngine {
-    ToolEngine::builder(&registry(runs)).build()
-}
-
 /// An engine over the tools, with an audit sink.
 pub fn engine(runs: &Runs) -> (ToolEngine, Arc<MemorySink>) {
     let audit = Arc::new(MemorySink::new());
