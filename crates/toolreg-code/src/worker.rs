@@ -564,3 +564,58 @@ fn harden(limits: &Limits) {
         let _ = setrlimit(Resource::RLIMIT_NPROC, 0, 0);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answers(line: &str) -> Vec<(u64, bool, String)> {
+        let answers: Answers<'_> = serde_json::from_str(line).unwrap();
+        assert_eq!(answers.kind, "results");
+        answers.results.into_iter().map(Settled::from).map(|s| (s.id, s.ok, s.payload)).collect()
+    }
+
+    #[test]
+    fn results_reach_the_program_as_their_json_text() {
+        let deep = format!("{}0{}", "[".repeat(300), "]".repeat(300));
+        let line = format!(
+            r#"{{"type":"results","results":[{{"id":1,"ok":{{"a": [1, 2]}}}},{{"id":2,"ok":null}},{{"id":3,"error":{{"kind":"denied","message":"no"}}}},{{"id":4,"ok":{deep}}}]}}"#
+        );
+        assert_eq!(
+            answers(&line),
+            [
+                (1, true, r#"{"a": [1, 2]}"#.to_owned()),
+                (2, true, "null".to_owned()),
+                (3, false, r#"{"kind":"denied","message":"no"}"#.to_owned()),
+                (4, true, deep),
+            ]
+        );
+    }
+
+    #[test]
+    fn depth_is_counted_outside_strings_only() {
+        assert!(!nests_deeper(r#"[[1]]"#, 2));
+        assert!(nests_deeper(r#"[[[1]]]"#, 2));
+        assert!(!nests_deeper(r#"["[[[[", {"k\"[[[": "]"}]"#, 2));
+        assert!(nests_deeper(r#"[{"a": [{}]}]"#, 3));
+    }
+
+    #[test]
+    fn a_final_message_past_the_limit_is_made_to_fit() {
+        let done = FromWorker::Done { value: Value::String("x".repeat(1000)), output: "printed".into() };
+        let FromWorker::Failed { error: CodeError::BadResult { message }, output } = fit(done, 300) else {
+            panic!("not refused")
+        };
+        assert!(message.contains("more than the limit of 300"), "{message}");
+        assert_eq!(output, "printed");
+        let thrown = FromWorker::Failed {
+            error: CodeError::Exception { message: "y".repeat(20_000) },
+            output: "z".repeat(20_000),
+        };
+        let FromWorker::Failed { error: CodeError::Exception { message }, output } = fit(thrown, 10_000) else {
+            panic!("changed kind")
+        };
+        assert!(message.contains("characters removed") && message.len() < 5_000, "{}", message.len());
+        assert!(output.is_empty());
+    }
+}
