@@ -319,6 +319,14 @@ fn drive<'js, R: BufRead, W: Write>(
     state: &Rc<RefCell<Run>>,
     link: &mut Link<'_, R, W>,
 ) -> Result<Value, CodeError> {
+    // QuickJS reads its source as a C string: a NUL would fail inside the
+    // binding with a message about the wrapper's text, not the program's.
+    if let Some(at) = program.find('\0') {
+        let line = program[..at].matches('\n').count() + 1;
+        return Err(CodeError::Syntax {
+            message: format!("the program holds a NUL character (line {line}); inside a string, write it as \\u0000"),
+        });
+    }
     let settle = prelude(ctx, tools, state)?;
     let wrapped = format!(
         "(async () => {{\n{program}\n}})().then((value) => {{\n  let text;\n  try {{ text = JSON.stringify(value === \
