@@ -21,6 +21,7 @@ use toolreg::policy::{ApprovalRequest, Decision, approver_fn};
 use toolreg::{
     CallOptions, CancellationToken, Checkpoints, Extensions, ToolCall, ToolEngine, ToolError, ToolExecutor, ToolResult,
 };
+use toolreg::{SafetyLevel, Selection};
 use toolreg_code::{CodeError, CodeMode, Limits};
 
 /// Small limits: a second of interpreter time, 32 MiB of heap, 20 calls.
@@ -654,6 +655,22 @@ async fn a_tool_not_offered_cannot_be_called() {
         .await;
     assert_eq!(value, json!([["TypeError", "TypeError", "TypeError"], "undefined", 2]));
     assert_eq!(sandbox.ran(), ["add"]);
+}
+
+#[tokio::test]
+async fn a_registered_tool_the_engine_does_not_offer_is_not_there() {
+    // The registry holds `delete`; this engine's selection leaves it out.
+    let runs = runs();
+    let engine =
+        ToolEngine::builder(&common::registry(&runs)).selection(Selection::all().max_safety(SafetyLevel::Safe)).build();
+    let code = code_with(limits());
+    let error = code.run(&engine, "return await tools.delete({path: '/'});").await.unwrap_err();
+    assert_exception(&error, "TypeError: not a function");
+    // Nor is it described to the model.
+    let run_code = code.tool(&engine);
+    let description = &run_code.declaration().description;
+    assert!(description.contains("echo") && !description.contains("delete"), "{description}");
+    assert!(runs.lock().unwrap().is_empty());
 }
 
 #[tokio::test]
