@@ -430,6 +430,19 @@ async fn endless_loops_are_stopped_on_the_clock() {
 }
 
 #[tokio::test]
+async fn time_between_tool_calls_adds_up() {
+    // Each stretch is short; waiting for the calls is not counted, the
+    // stretches are.
+    let sandbox = Sandbox::with(Limits { max_calls: 1000, ..limits() });
+    let (error, took) =
+        sandbox.refuse_timed("for (;;) { await tools.add({a: 1, b: 1}); for (let i = 0; i < 1e6; i++) {} }").await;
+    assert_eq!(error, CodeError::Timeout { limit_ms: 1000 });
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    let ran = sandbox.ran().len();
+    assert!((1..1000).contains(&ran), "{ran} calls ran");
+}
+
+#[tokio::test]
 async fn the_step_limit_stops_a_loop_first_when_it_is_lower() {
     let sandbox = Sandbox::with(Limits { max_steps: 50, time: Duration::from_secs(20), ..limits() });
     let error = sandbox.refuse("for (;;) {}").await;
