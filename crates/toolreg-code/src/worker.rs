@@ -22,12 +22,20 @@ use std::time::{Duration, Instant};
 
 use rquickjs::context::intrinsic;
 use rquickjs::{CatchResultExt, CaughtError, Context, Ctx, Exception, Function, Promise, Runtime};
+use serde::Deserialize;
 use serde_json::Value;
+use serde_json::value::RawValue;
 
-use crate::protocol::{Answer, FromWorker, ProgramCall, Reply, ToWorker};
+use crate::protocol::{FromWorker, ProgramCall, ToWorker};
 use crate::{CodeError, Limits};
 
 const PRELUDE: &str = include_str!("prelude.js");
+
+/// How deep a call's arguments or the program's result may nest. The host
+/// reads each inside a message a few levels deep, with serde_json's limit
+/// of 128 levels: past this, the worker refuses with its own clear error
+/// rather than send a message the host cannot read.
+const MAX_DEPTH: usize = 100;
 
 /// Run the worker on this process's stdin and stdout: read one program,
 /// run it, answer, exit. The binary `toolreg-code-worker` is this function;
@@ -59,7 +67,52 @@ fn serve_on(input: &mut impl BufRead, output: &mut impl Write) -> io::Result<()>
     };
     harden(&limits);
     let answer = run(&program, &tools, limits, &mut Link { input, output, limit: limits.message_bytes });
-    write_message(output, &answer)
+    write_message(output, &fit(answer, limits.message_bytes))
+}
+
+/// The final message within the host's size limit: a result that fits on
+/// its own may not fit beside the printed output and the message's own
+/// envelope, nor a huge thrown text, and the host would read an oversized
+/// message as a broken worker. A result too large becomes a
+/// [`CodeError::BadResult`]; an error's text is cut in the middle; the
+/// output is dropped only if it still does not fit.
+fn fit(answer: FromWorker, limit: usize) -> FromWorker {
+    let size = |m: &FromWorker| serde_json::to_vec(m).map_or(usize::MAX, |v| v.len());
+    let bytes = size(&answer);
+    if bytes <= limit {
+        return answer;
+    }
+    let (error, output) = match answer {
+        FromWorker::Done { output, .. } => {
+            let message = format!(
+                "with what it printed it is {bytes} bytes, more than the limit of {limit} for one message: return \
+                 less (or print less)"
+            );
+            (CodeError::BadResult { message }, output)
+        }
+        FromWorker::Failed { error, output } => (shorten(error), output),
+        calls @ FromWorker::Calls { .. } => return calls,
+    };
+    let failed = FromWorker::Failed { error: error.clone(), output };
+    if size(&failed) <= limit {
+        return failed;
+    }
+    FromWorker::Failed { error, output: String::new() }
+}
+
+/// How much of an error's text is kept when the whole would not fit in
+/// a message (a program can throw a string of megabytes).
+const ERROR_CHARS: usize = 4096;
+
+fn shorten(error: CodeError) -> CodeError {
+    let cut = |message: String| toolreg::engine::truncate_middle(&message, ERROR_CHARS).into_owned();
+    match error {
+        CodeError::Exception { message } => CodeError::Exception { message: cut(message) },
+        CodeError::Syntax { message } => CodeError::Syntax { message: cut(message) },
+        CodeError::BadResult { message } => CodeError::BadResult { message: cut(message) },
+        CodeError::Sandbox { message } => CodeError::Sandbox { message: cut(message) },
+        other => other,
+    }
 }
 
 /// The worker's end of the conversation.
@@ -71,16 +124,66 @@ struct Link<'a, R, W> {
 
 impl<R: BufRead, W: Write> Link<'_, R, W> {
     /// Send the program's calls; wait for their results.
-    fn exchange(&mut self, calls: Vec<ProgramCall>) -> io::Result<Vec<Reply>> {
+    fn exchange(&mut self, calls: Vec<ProgramCall>) -> io::Result<Vec<Settled>> {
         write_message(self.output, &FromWorker::Calls { calls })?;
-        match read_message(self.input, self.limit)? {
-            ToWorker::Results { results } => Ok(results),
-            ToWorker::Start { .. } => Err(io::Error::new(io::ErrorKind::InvalidData, "expected results")),
+        let line = read_line(self.input, self.limit)?;
+        let answers: Answers<'_> =
+            serde_json::from_slice(&line).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+        if answers.kind != "results" {
+            return Err(io::Error::new(io::ErrorKind::InvalidData, "expected results"));
+        }
+        Ok(answers.results.into_iter().map(Settled::from).collect())
+    }
+}
+
+/// A `results` message (see `protocol`) as the worker reads it: each value
+/// left as its JSON text, for the program's own `JSON.parse`. Parsing them
+/// into `Value`s here would stop at serde_json's nesting limit (128
+/// levels) and fail the whole program over one deep result; the
+/// interpreter's parser is bounded by its stack instead, and a result too
+/// deep for it fails only its own call (see `settle` in the prelude).
+#[derive(Deserialize)]
+struct Answers<'a> {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(borrow)]
+    results: Vec<RawReply<'a>>,
+}
+
+#[derive(Deserialize)]
+struct RawReply<'a> {
+    id: u64,
+    /// The value (absent for a failed call; `null` reads as absent too).
+    #[serde(borrow, default)]
+    ok: Option<&'a RawValue>,
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+/// One answer, as `settle` takes it: the call's id, whether it succeeded,
+/// and the JSON text of its value or of its `{kind, message}`.
+struct Settled {
+    id: u64,
+    ok: bool,
+    payload: String,
+}
+
+impl From<RawReply<'_>> for Settled {
+    fn from(reply: RawReply<'_>) -> Self {
+        match (reply.ok, reply.error) {
+            (_, Some(error)) => Settled { id: reply.id, ok: false, payload: error.to_string() },
+            (Some(value), None) => Settled { id: reply.id, ok: true, payload: value.get().to_owned() },
+            (None, None) => Settled { id: reply.id, ok: true, payload: "null".to_owned() },
         }
     }
 }
 
 fn read_message(input: &mut impl BufRead, limit: usize) -> io::Result<ToWorker> {
+    let line = read_line(input, limit)?;
+    serde_json::from_slice(&line).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+}
+
+fn read_line(input: &mut impl BufRead, limit: usize) -> io::Result<Vec<u8>> {
     let mut line = Vec::new();
     let read = Read::take(&mut *input, u64::try_from(limit).unwrap_or(u64::MAX).saturating_add(1))
         .read_until(b'\n', &mut line)?;
@@ -90,7 +193,7 @@ fn read_message(input: &mut impl BufRead, limit: usize) -> io::Result<ToWorker> 
     if line.len() > limit {
         return Err(io::Error::new(io::ErrorKind::InvalidData, "a message from the host is over the size limit"));
     }
-    serde_json::from_slice(&line).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+    Ok(line)
 }
 
 fn write_message(output: &mut impl Write, message: &FromWorker) -> io::Result<()> {
@@ -105,6 +208,8 @@ struct Run {
     limits: Limits,
     /// Calls made and not yet sent.
     queued: Vec<ProgramCall>,
+    /// About how many bytes of message they make.
+    queued_bytes: usize,
     /// Calls made in all.
     made: u64,
     printed: String,
@@ -159,6 +264,7 @@ fn run<R: BufRead, W: Write>(program: &str, tools: &[String], limits: Limits, li
     let state = Rc::new(RefCell::new(Run {
         limits,
         queued: Vec::new(),
+        queued_bytes: 0,
         made: 0,
         printed: String::new(),
         stop: None,
@@ -213,6 +319,14 @@ fn drive<'js, R: BufRead, W: Write>(
     state: &Rc<RefCell<Run>>,
     link: &mut Link<'_, R, W>,
 ) -> Result<Value, CodeError> {
+    // QuickJS reads its source as a C string: a NUL would fail inside the
+    // binding with a message about the wrapper's text, not the program's.
+    if let Some(at) = program.find('\0') {
+        let line = program[..at].matches('\n').count() + 1;
+        return Err(CodeError::Syntax {
+            message: format!("the program holds a NUL character (line {line}); inside a string, write it as \\u0000"),
+        });
+    }
     let settle = prelude(ctx, tools, state)?;
     let wrapped = format!(
         "(async () => {{\n{program}\n}})().then((value) => {{\n  let text;\n  try {{ text = JSON.stringify(value === \
@@ -244,6 +358,7 @@ fn drive<'js, R: BufRead, W: Write>(
             None => {}
         }
         let calls = std::mem::take(&mut state.borrow_mut().queued);
+        state.borrow_mut().queued_bytes = 0;
         if calls.is_empty() {
             return Err(CodeError::Stalled);
         }
@@ -252,16 +367,10 @@ fn drive<'js, R: BufRead, W: Write>(
             .exchange(calls)
             .map_err(|e| CodeError::Sandbox { message: format!("lost the host while waiting for results: {e}") })?;
         state.borrow_mut().resume();
-        for reply in replies {
-            let (ok, payload) = match reply.outcome {
-                Answer::Ok(value) => (true, value.to_string()),
-                Answer::Error { kind, message } => {
-                    (false, serde_json::json!({ "kind": kind, "message": message }).to_string())
-                }
-            };
+        for Settled { id, ok, payload } in replies {
             // Only an interrupt can make `settle` fail; the loop's next
             // turn reports it.
-            let _ = settle.call::<_, ()>((reply.id, ok, payload)).catch(ctx);
+            let _ = settle.call::<_, ()>((id, ok, payload)).catch(ctx);
         }
     }
 }
@@ -279,9 +388,27 @@ fn prelude<'js>(ctx: &Ctx<'js>, tools: &[String], state: &Rc<RefCell<Run>>) -> R
             run.stop = Some(CodeError::CallLimit { limit: run.limits.max_calls });
             return Err(Exception::throw_internal(&ctx, "too many tool calls"));
         }
+        // The host reads every call waiting together in one message: refuse
+        // the call that would take that message past its limit (or its
+        // arguments past the depth the host reads), here, with an error
+        // the program can read, rather than send what the host must reject.
+        let bytes = args.len() + tool.len() + 64;
+        if run.queued_bytes + bytes > run.limits.message_bytes {
+            let message = format!(
+                "the arguments of {tool} would take the calls waiting together past {} bytes: await some calls before \
+                 starting more, or pass less",
+                run.limits.message_bytes
+            );
+            return Err(Exception::throw_range(&ctx, &message));
+        }
+        if nests_deeper(&args, MAX_DEPTH) {
+            let message = format!("the arguments of {tool} are nested more than {MAX_DEPTH} levels deep");
+            return Err(Exception::throw_range(&ctx, &message));
+        }
         let args: Value = serde_json::from_str(&args)
             .map_err(|e| Exception::throw_type(&ctx, &format!("the arguments of {tool} are not JSON: {e}")))?;
         run.made += 1;
+        run.queued_bytes += bytes;
         let id = run.made;
         run.queued.push(ProgramCall { id, tool, args });
         Ok(id)
@@ -312,7 +439,40 @@ fn finish(text: &str, limits: &Limits) -> Result<Value, CodeError> {
             message: format!("it is {} bytes of JSON, more than the limit of {}", text.len(), limits.message_bytes),
         });
     }
+    // Deeper, the host could not read the message that carries it.
+    if nests_deeper(text, MAX_DEPTH) {
+        return Err(CodeError::BadResult { message: format!("it is nested more than {MAX_DEPTH} levels deep") });
+    }
     serde_json::from_str(text).map_err(|e| CodeError::BadResult { message: e.to_string() })
+}
+
+/// Whether JSON `text` nests arrays and objects more than `limit` deep
+/// (a scan, not a parse: it does not recurse).
+fn nests_deeper(text: &str, limit: usize) -> bool {
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    for b in text.bytes() {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > limit {
+                    return true;
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    false
 }
 
 /// The error for an exception that ended the program (at compile time when
@@ -323,6 +483,13 @@ fn classify(caught: &CaughtError<'_>, state: &Rc<RefCell<Run>>, compiling: bool)
         return stop;
     }
     let limits = state.borrow().limits;
+    // QuickJS throws `null` when memory is so exhausted that it cannot
+    // build an error object (`JS_ThrowError2`). A program that throws
+    // `null` itself and never catches it reads the same: told apart from
+    // nothing, the memory limit is the likelier cause.
+    if matches!(caught, CaughtError::Value(v) if v.is_null()) {
+        return CodeError::MemoryLimit { limit_bytes: limits.memory_bytes };
+    }
     let (name, message, stack) = match caught {
         CaughtError::Exception(e) => (
             e.get::<_, String>("name").unwrap_or_default(),
@@ -335,7 +502,9 @@ fn classify(caught: &CaughtError<'_>, state: &Rc<RefCell<Run>>, compiling: bool)
     if message.contains("out of memory") || matches!(caught, CaughtError::Error(rquickjs::Error::Allocation)) {
         return CodeError::MemoryLimit { limit_bytes: limits.memory_bytes };
     }
-    if message.contains("stack overflow") {
+    // A `RangeError` with this text is QuickJS's stack overflow in
+    // bytecode; "stack overflow" in some native paths.
+    if message.contains("stack overflow") || (name == "RangeError" && message == "Maximum call stack size exceeded") {
         return CodeError::StackOverflow { limit_bytes: limits.stack_bytes };
     }
     if compiling && name == "SyntaxError" {
@@ -401,5 +570,60 @@ fn harden(limits: &Limits) {
         let _ = setrlimit(Resource::RLIMIT_CPU, cpu, cpu);
         let _ = setrlimit(Resource::RLIMIT_NOFILE, 3, 3);
         let _ = setrlimit(Resource::RLIMIT_NPROC, 0, 0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answers(line: &str) -> Vec<(u64, bool, String)> {
+        let answers: Answers<'_> = serde_json::from_str(line).unwrap();
+        assert_eq!(answers.kind, "results");
+        answers.results.into_iter().map(Settled::from).map(|s| (s.id, s.ok, s.payload)).collect()
+    }
+
+    #[test]
+    fn results_reach_the_program_as_their_json_text() {
+        let deep = format!("{}0{}", "[".repeat(300), "]".repeat(300));
+        let line = format!(
+            r#"{{"type":"results","results":[{{"id":1,"ok":{{"a": [1, 2]}}}},{{"id":2,"ok":null}},{{"id":3,"error":{{"kind":"denied","message":"no"}}}},{{"id":4,"ok":{deep}}}]}}"#
+        );
+        assert_eq!(
+            answers(&line),
+            [
+                (1, true, r#"{"a": [1, 2]}"#.to_owned()),
+                (2, true, "null".to_owned()),
+                (3, false, r#"{"kind":"denied","message":"no"}"#.to_owned()),
+                (4, true, deep),
+            ]
+        );
+    }
+
+    #[test]
+    fn depth_is_counted_outside_strings_only() {
+        assert!(!nests_deeper(r#"[[1]]"#, 2));
+        assert!(nests_deeper(r#"[[[1]]]"#, 2));
+        assert!(!nests_deeper(r#"["[[[[", {"k\"[[[": "]"}]"#, 2));
+        assert!(nests_deeper(r#"[{"a": [{}]}]"#, 3));
+    }
+
+    #[test]
+    fn a_final_message_past_the_limit_is_made_to_fit() {
+        let done = FromWorker::Done { value: Value::String("x".repeat(1000)), output: "printed".into() };
+        let FromWorker::Failed { error: CodeError::BadResult { message }, output } = fit(done, 300) else {
+            panic!("not refused")
+        };
+        assert!(message.contains("more than the limit of 300"), "{message}");
+        assert_eq!(output, "printed");
+        let thrown = FromWorker::Failed {
+            error: CodeError::Exception { message: "y".repeat(20_000) },
+            output: "z".repeat(20_000),
+        };
+        let FromWorker::Failed { error: CodeError::Exception { message }, output } = fit(thrown, 10_000) else {
+            panic!("changed kind")
+        };
+        assert!(message.contains("characters removed") && message.len() < 5_000, "{}", message.len());
+        assert!(output.is_empty());
     }
 }

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 use toolreg::policy::MemorySink;
-use toolreg::{FunctionRegistry, ParamType, SafetyLevel, ToolDeclaration, ToolEngine, ToolRegistration};
+use toolreg::{FunctionRegistry, ParamType, SafetyLevel, ToolDeclaration, ToolEngine, ToolOutput, ToolRegistration};
 use toolreg_code::{CodeMode, Limits, Worker};
 
 /// The worker binary this crate builds.
@@ -25,8 +25,8 @@ pub fn code_with(limits: Limits) -> CodeMode {
 /// Every call a tool ran, in order (tool, arguments).
 pub type Runs = Arc<Mutex<Vec<(String, Value)>>>;
 
-/// `add`, `echo`, `fail` (safe), `delete` (dangerous), `big` and `deep`
-/// (hostile results), each recording its runs.
+/// `add`, `echo`, `fail` (safe), `delete` (dangerous), `big`, `deep` and
+/// `odd` (hostile results), each recording its runs.
 pub fn registry(runs: &Runs) -> FunctionRegistry {
     let mut registry = FunctionRegistry::new();
     let record = |name: &'static str, runs: &Runs| {
@@ -96,7 +96,58 @@ pub fn registry(runs: &Runs) -> FunctionRegistry {
             },
         ))
         .unwrap();
+    let deep = record("deep", runs);
     registry
+        .register(ToolRegistration::new(
+            ToolDeclaration::builder("deep")
+                .description("A result nested `depth` levels deep (10,000 by default).")
+                .optional_param("depth", ParamType::Integer, "Levels")
+                .safety(SafetyLevel::Safe)
+                .build(),
+            move |args: Value| {
+                deep(&args);
+                let depth = args["depth"].as_u64().map_or(DEEP, |d| usize::try_from(d).unwrap_or(DEEP));
+                // As an output, not a value to serialise: the core's
+                // conversion of a returned value recurses once per level.
+                Ok::<_, String>(ToolOutput::new(nested(depth)))
+            },
+        ))
+        .unwrap();
+    let odd = record("odd", runs);
+    registry
+        .register(ToolRegistration::new(
+            ToolDeclaration::builder("odd").description("A result in odd Unicode.").safety(SafetyLevel::Safe).build(),
+            move |args: Value| {
+                odd(&args);
+                Ok::<_, String>(odd_value())
+            },
+        ))
+        .unwrap();
+    registry
+}
+
+/// How deep `deep`'s result is nested.
+pub const DEEP: usize = 10_000;
+
+/// `[[[…0…]]]`, `depth` arrays deep (built without recursion).
+pub fn nested(depth: usize) -> Value {
+    let mut value = json!(0);
+    for _ in 0..depth {
+        value = Value::Array(vec![value]);
+    }
+    value
+}
+
+/// `odd`'s result: NUL, a right-to-left override, a byte-order mark, line
+/// and paragraph separators, emoji (one a ZWJ sequence), in keys too; and
+/// keys named like the prototype chain.
+pub fn odd_value() -> Value {
+    json!({
+        "text": "nul:\u{0} rtl:\u{202e}gnp.exe bom:\u{feff} ls:\u{2028} ps:\u{2029} emoji:😀 family:👩\u{200d}👩\u{200d}👧 nl:\n tab:\t",
+        "key\u{0}\u{202e}": "😀",
+        "__proto__": {"polluted": true},
+        "constructor": {"prototype": {"polluted": true}},
+    })
 }
 
 pub fn runs() -> Runs {
