@@ -3,7 +3,7 @@
 //! and enforce the limits the worker cannot be trusted with alone — the
 //! wall clock, the number of calls, the size of every message.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -47,6 +47,9 @@ impl Worker {
         let mut child = Command::new(&self.program)
             .args(&self.args)
             .env_clear()
+            // The one variable it gets: dates format the same everywhere
+            // (Landlock hides the zone files where it runs anyway).
+            .env("TZ", "UTC")
             .current_dir("/")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -219,6 +222,7 @@ impl Session<'_> {
             .collect();
         let options = CallOptions::new().cancel(self.cancel.child_token()).extensions(self.extensions.clone());
         let results = self.engine.execute_batch_with(batch, options).await;
+        let new_tools: HashMap<u64, String> = new.iter().map(|c| (c.id, c.tool.clone())).collect();
         let mut waiting = None;
         for (call, result) in new.into_iter().zip(results) {
             let answer = match result.outcome {
@@ -234,12 +238,73 @@ impl Session<'_> {
                     )),
                 ),
                 Err(error) => refusal(&call.tool, &error),
+                // Measured without recursion before anything walks it
+                // recursively (the copy below, the message to the worker).
+                Ok(output) if nesting(&output.value) > MAX_RESULT_DEPTH => refusal(
+                    &call.tool,
+                    &ToolError::ResultSerialization {
+                        message: format!("the result is nested more than {MAX_RESULT_DEPTH} levels deep"),
+                    },
+                ),
                 Ok(output) => Answer::Ok(program_value(&output)),
             };
             journal.calls.insert(call.id, Entry::new(&call.tool, &call.args, answer.clone()));
             replies.push(Reply { id: call.id, outcome: answer });
         }
+        fit(&mut replies, &new_tools, self.limits.message_bytes, journal);
         Ok((replies, waiting))
+    }
+}
+
+/// How deep a tool's result may nest to reach a program (the interpreter's
+/// stack bounds it below this anyway).
+const MAX_RESULT_DEPTH: usize = 2_000;
+
+/// How deep `value` nests, counted without recursion.
+fn nesting(value: &Value) -> usize {
+    let mut deepest = 0;
+    let mut stack = vec![(value, 1usize)];
+    while let Some((value, depth)) = stack.pop() {
+        deepest = deepest.max(depth);
+        if depth > MAX_RESULT_DEPTH {
+            break;
+        }
+        match value {
+            Value::Array(items) => stack.extend(items.iter().map(|v| (v, depth + 1))),
+            Value::Object(map) => stack.extend(map.values().map(|v| (v, depth + 1))),
+            _ => {}
+        }
+    }
+    deepest
+}
+
+/// Make the answers of one batch fit in one message to the worker: the
+/// largest results of the new calls are answered with
+/// [`ToolError::ResultTooLarge`] instead until they do (the tools ran; the
+/// program is told its result was too large, and the record says the same,
+/// so a replay answers alike).
+fn fit(replies: &mut [Reply], new: &HashMap<u64, String>, limit: usize, journal: &mut Journal) {
+    // Room for the envelope of the message.
+    let budget = limit.saturating_sub(1024);
+    let size = |reply: &Reply| serde_json::to_string(reply).map_or(usize::MAX, |t| t.len());
+    let mut sizes: Vec<usize> = replies.iter().map(size).collect();
+    while sizes.iter().fold(0usize, |a, b| a.saturating_add(*b)) > budget {
+        let Some((at, _)) = sizes
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| matches!(replies[*i].outcome, Answer::Ok(_)) && new.contains_key(&replies[*i].id))
+            .max_by_key(|(_, size)| **size)
+        else {
+            return;
+        };
+        let reply = &mut replies[at];
+        let tool = new.get(&reply.id).cloned().unwrap_or_default();
+        let error = ToolError::ResultTooLarge { size: sizes[at], limit: budget };
+        reply.outcome = refusal(&tool, &error);
+        if let Some(entry) = journal.calls.get_mut(&reply.id) {
+            entry.answer = reply.outcome.clone();
+        }
+        sizes[at] = size(reply);
     }
 }
 
@@ -254,7 +319,10 @@ fn millis(d: Duration) -> u64 {
 /// What the program sees of a failed call: a `ToolError` with the kind and
 /// the text the model would read.
 fn refusal(tool: &str, error: &ToolError) -> Answer {
-    Answer::Error { kind: error.kind().to_owned(), message: error.model_text(tool) }
+    // The exception is already named `ToolError`: no second "Error:".
+    let text = error.model_text(tool);
+    let message = text.strip_prefix("Error: ").map_or_else(|| text.clone(), str::to_owned);
+    Answer::Error { kind: error.kind().to_owned(), message }
 }
 
 /// What the program sees of a call's output: its value when that is all

@@ -110,8 +110,9 @@ impl CodeMode {
 
     /// `engine` with `run_code` added, configured as it is (approver,
     /// hooks, audit, limits): the program's calls go through `engine`
-    /// itself. If the engine's selection is an allow-list, it must allow
-    /// `run_code`.
+    /// itself. The engine's selection must admit `run_code` (a `Cautious`
+    /// tool): with an allow-list, allow it; with a safety limit, `Cautious`
+    /// or above.
     pub fn attach(&self, engine: &ToolEngine) -> Result<ToolEngine, RegistryError> {
         let mut registry: FunctionRegistry = engine.tools().clone();
         registry.register(self.tool(engine))?;

@@ -20,6 +20,7 @@ use std::io::{self, BufRead, Read, Write};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
+use rquickjs::context::EvalOptions;
 use rquickjs::context::intrinsic;
 use rquickjs::{CatchResultExt, CaughtError, Context, Ctx, Exception, Function, Promise, Runtime};
 use serde::Deserialize;
@@ -333,7 +334,7 @@ fn drive<'js, R: BufRead, W: Write>(
          undefined ? null : value); }} catch (e) {{ return \"!\" + String(e && e.message); }}\n  return text === \
          undefined ? \"null\" : text;\n}})"
     );
-    let promise: Promise<'js> = match ctx.eval(wrapped).catch(ctx) {
+    let promise: Promise<'js> = match ctx.eval_with_options(wrapped, named(PROGRAM_FILE)).catch(ctx) {
         Ok(promise) => promise,
         Err(caught) => return Err(classify(&caught, state, true)),
     };
@@ -429,7 +430,8 @@ fn prelude<'js>(ctx: &Ctx<'js>, tools: &[String], state: &Rc<RefCell<Run>>) -> R
     })
     .map_err(|e| sandbox(e.to_string()))?;
     let names = serde_json::to_string(tools).map_err(|e| sandbox(e.to_string()))?;
-    let setup: Function<'js> = ctx.eval(PRELUDE).catch(ctx).map_err(|e| sandbox(e.to_string()))?;
+    let setup: Function<'js> =
+        ctx.eval_with_options(PRELUDE, named("prelude.js")).catch(ctx).map_err(|e| sandbox(e.to_string()))?;
     setup.call((call, print, names)).catch(ctx).map_err(|e| sandbox(e.to_string()))
 }
 
@@ -511,12 +513,43 @@ fn classify(caught: &CaughtError<'_>, state: &Rc<RefCell<Run>>, compiling: bool)
         return CodeError::Syntax { message: format!("{message}{}", location(&stack)) };
     }
     let mut text = if name.is_empty() { message } else { format!("{name}: {message}") };
-    let stack = stack.trim_end();
+    let stack = program_stack(&stack);
     if !stack.is_empty() {
         text.push('\n');
-        text.push_str(stack);
+        text.push_str(&stack);
     }
     CodeError::Exception { message: text }
+}
+
+/// The name the program is evaluated under, as stack traces show it.
+const PROGRAM_FILE: &str = "program.js";
+
+fn named(file: &str) -> EvalOptions {
+    let mut options = EvalOptions::default();
+    options.filename = Some(file.to_owned());
+    options
+}
+
+/// A stack trace as the model can use it: the program's own frames only
+/// (not the prelude's), each at its line in the program the model wrote.
+fn program_stack(stack: &str) -> String {
+    let marker = format!("{PROGRAM_FILE}:");
+    stack
+        .lines()
+        .filter_map(|line| {
+            let at = line.find(&marker)?;
+            let mut numbers = line[at + marker.len()..].trim_end_matches(')').split(':');
+            let row: u64 = numbers.next()?.parse().ok()?;
+            let column = numbers.next()?;
+            let function = line[..at].trim().trim_start_matches("at ").trim_end_matches('(').trim();
+            let place = format!("line {}, column {column}", row.saturating_sub(1).max(1));
+            Some(match function {
+                "" | "<anonymous>" | "<eval>" => format!("    at {place}"),
+                function => format!("    at {function} ({place})"),
+            })
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// A syntax error's position, from its stack line (`at <eval>:3:10`), less

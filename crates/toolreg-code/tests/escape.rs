@@ -757,7 +757,7 @@ async fn a_dangerous_tool_never_runs_without_approval() {
     assert_eq!(value, json!(vec!["approval_required"; 5]));
     // Uncaught, it ends the program with the kind in its text.
     let error = sandbox.refuse("await tools.delete({path: '/'});").await;
-    assert_exception(&error, "ToolError: Error: `delete`: the tool needs approval and no approver is available");
+    assert_exception(&error, "ToolError: `delete`: the tool needs approval and no approver is available");
     assert!(sandbox.ran().is_empty());
 }
 
@@ -773,9 +773,6 @@ async fn a_huge_result_round_trips() {
 }
 
 #[tokio::test]
-#[ignore = "host.rs: results of calls made together that pass one message's limit end the program with \
-            `CodeError::Sandbox` (`Link::send` refuses the whole message, after the tools ran); `Session::answer` \
-            should answer the largest of them with `ToolError::ResultTooLarge` until the message fits"]
 async fn results_past_one_message_fail_only_their_calls() {
     // One result of 2 MiB fits in a message; two together do not.
     let sandbox = Sandbox::with(Limits { message_bytes: 3 << 20, ..limits() });
@@ -820,18 +817,18 @@ async fn a_deeply_nested_result_round_trips_or_fails_only_its_call() {
     assert_eq!(sandbox.ran(), ["deep", "deep", "add"]);
 }
 
+/// (Without an audit sink: the engine's audit record measures a result's
+/// text recursively, so a Rust tool of the host that returns a value this
+/// deep is the host's own stack overflow; MCP results are parsed at most
+/// 128 deep.)
 #[tokio::test]
-#[ignore = "the host overflows its stack: `host.rs` `program_value` clones the result recursively (then \
-            `Link::send` serialises it, and the engine's audit measures it the same way); the host must refuse a \
-            result nested past a bound before touching it"]
 async fn a_result_nested_10_000_levels_deep_is_refused_cleanly() {
-    let sandbox = Sandbox::new();
+    let mut sandbox = Sandbox::new();
+    sandbox.engine = toolreg::ToolEngine::builder(&common::registry(&sandbox.runs)).build();
     let value = deep_result(&sandbox, DEEP).await;
-    if value != json!(DEEP) {
-        assert_eq!(value[0], "ToolError", "{value}");
-        assert_eq!(value[1], "result_serialization", "{value}");
-        assert!(value[2].as_str().unwrap().contains("nested too deeply"), "{value}");
-    }
+    assert_eq!(value[0], "ToolError", "{value}");
+    assert_eq!(value[1], "result_serialization", "{value}");
+    assert!(value[2].as_str().unwrap().contains("nested more than 2000 levels deep"), "{value}");
     assert_eq!(sandbox.ran(), ["deep"]);
 }
 
