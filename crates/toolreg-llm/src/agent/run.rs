@@ -70,6 +70,7 @@ impl Agent {
         catalog::offer(&mut request, &inner.deferral, current.engine.tools(), &state.loaded, native);
         request.system = inner.system.clone();
         request.max_tokens = inner.max_tokens_per_request;
+        request.code_execution = inner.code_execution.clone();
         let on_stream = |event: StreamEvent| match event {
             StreamEvent::TextDelta(text) => self.emit(&AgentEvent::TextDelta(text)),
             StreamEvent::Retrying { attempt, delay } => self.emit(&AgentEvent::Retrying { attempt, delay }),

@@ -1,0 +1,176 @@
+//! Provider-hosted programmatic calls, end to end: an agent over the
+//! Anthropic client against a local server that answers as the Messages
+//! API documents programmatic tool calling. The model's program (run on
+//! the provider's side) calls one of our tools twice; each call goes
+//! through the agent's engine — the approver decides, the audit records —
+//! and every next request carries the turn verbatim, tool results only,
+//! and the container.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use toolreg::engine::ToolEngine;
+use toolreg::policy::{AuditDecision, MemorySink, approver_fn};
+use toolreg::provider::{Caller, CodeExecution};
+use toolreg::{FunctionRegistry, tool};
+use toolreg_llm::Message;
+use toolreg_llm::agent::{Agent, Outcome};
+use toolreg_llm::client::{AnthropicClient, ClientConfig};
+use wiremock::matchers::path;
+use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+
+/// Run a SQL query against the sales database.
+#[tool(safety = "dangerous")]
+fn query_database(sql: String) -> Value {
+    json!([{"region": "West", "revenue": 45000, "sql": sql}])
+}
+
+/// Answers in order, the last one again once the others are used.
+struct Sequence(Mutex<Vec<ResponseTemplate>>);
+
+impl Respond for Sequence {
+    fn respond(&self, _: &Request) -> ResponseTemplate {
+        let mut left = self.0.lock().unwrap();
+        if left.len() > 1 { left.remove(0) } else { left[0].clone() }
+    }
+}
+
+fn caller() -> Value {
+    json!({"type": "code_execution_20260120", "tool_id": "srvtoolu_1"})
+}
+
+/// The model's three turns: a program that calls `query_database`, the
+/// same program calling it again, and the answer once the program is done.
+fn turns() -> Vec<Value> {
+    let code = "rows = await query_database('select region, revenue from sales')\n\
+                await query_database('drop table sales')\nprint(rows[0]['region'])";
+    let container = json!({"id": "container_1", "expires_at": "2026-01-15T14:30:00Z"});
+    vec![
+        json!({"content": [
+            {"type": "text", "text": "I'll query the sales data."},
+            {"type": "server_tool_use", "id": "srvtoolu_1", "name": "code_execution", "input": {"code": code}},
+            {"type": "tool_use", "id": "toolu_1", "name": "query_database",
+             "input": {"sql": "select region, revenue from sales"}, "caller": caller()}],
+            "container": container, "stop_reason": "tool_use"}),
+        json!({"content": [
+            {"type": "tool_use", "id": "toolu_2", "name": "query_database",
+             "input": {"sql": "drop table sales"}, "caller": caller()}],
+            "container": container, "stop_reason": "tool_use"}),
+        json!({"content": [
+            {"type": "code_execution_tool_result", "tool_use_id": "srvtoolu_1", "content": {
+                "type": "code_execution_result", "stdout": "West\n", "stderr": "", "return_code": 0, "content": []}},
+            {"type": "text", "text": "West had the highest revenue."}],
+            "container": container, "stop_reason": "end_turn"}),
+    ]
+}
+
+fn message(turn: &Value) -> ResponseTemplate {
+    let mut body = json!({"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-x",
+        "usage": {"input_tokens": 10, "output_tokens": 5}});
+    for (k, v) in turn.as_object().unwrap() {
+        body[k] = v.clone();
+    }
+    ResponseTemplate::new(200).set_body_json(body)
+}
+
+async fn server(turns: &[Value]) -> MockServer {
+    let server = MockServer::start().await;
+    let answers = turns.iter().map(message).collect();
+    Mock::given(path("/v1/messages")).respond_with(Sequence(Mutex::new(answers))).mount(&server).await;
+    server
+}
+
+async fn bodies(server: &MockServer) -> Vec<Value> {
+    server.received_requests().await.unwrap().iter().map(|r| serde_json::from_slice(&r.body).unwrap()).collect()
+}
+
+fn client(server: &MockServer) -> AnthropicClient {
+    AnthropicClient::new(ClientConfig::new(server.uri()).request_timeout(Duration::from_secs(5))).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn calls_from_the_providers_code_are_approved_audited_and_answered_in_its_container() {
+    let mut registry = FunctionRegistry::new();
+    registry.register(query_database_tool::registration()).unwrap();
+    let audit = Arc::new(MemorySink::new());
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&asked);
+    let approver = approver_fn("read-only", move |request| {
+        seen.lock().unwrap().push(request.call_id().unwrap_or_default().to_owned());
+        async move {
+            match request.arguments()["sql"].as_str() {
+                Some(sql) if sql.starts_with("select") => request.approve(),
+                _ => request.deny("only reads are allowed"),
+            }
+        }
+    });
+    let engine = ToolEngine::builder(&registry).approver(approver).audit(audit.clone());
+    let turns = turns();
+    let server = server(&turns).await;
+    let agent = Agent::builder(client(&server), "claude-x", engine).code_execution(CodeExecution::new()).build();
+
+    let Outcome::Finished(done) = agent.run("Which region had the highest revenue?").await.unwrap() else {
+        panic!("the run should finish");
+    };
+    assert_eq!(done.answer, "West had the highest revenue.");
+
+    // Each call the program made went through the engine: approved, then denied.
+    assert_eq!(*asked.lock().unwrap(), ["toolu_1", "toolu_2"]);
+    let events = audit.events();
+    let decisions: Vec<_> = events.iter().map(|e| (e.call_id.as_str(), e.decision)).collect();
+    assert_eq!(decisions, [("toolu_1", AuditDecision::Approved), ("toolu_2", AuditDecision::Denied)]);
+
+    let bodies = bodies(&server).await;
+    assert_eq!(bodies.len(), 3);
+    // Declared callable from code, with the code execution tool; no container yet.
+    assert_eq!(bodies[0]["tools"][0]["allowed_callers"], json!(["direct", "code_execution_20260120"]));
+    assert_eq!(bodies[0]["tools"][1], json!({"type": "code_execution_20260120", "name": "code_execution"}));
+    assert!(bodies[0].get("container").is_none());
+    // Each next request: the turn verbatim, tool results only, the container.
+    for (i, body) in bodies.iter().enumerate().skip(1) {
+        assert_eq!(body["container"], "container_1", "request {i}");
+        let messages = body["messages"].as_array().unwrap();
+        assert_eq!(
+            messages[2 * i - 1],
+            json!({"role": "assistant", "content": turns[i - 1]["content"]}),
+            "request {i}"
+        );
+        let answer = &messages[2 * i];
+        assert_eq!(answer["role"], "user");
+        let blocks = answer["content"].as_array().unwrap();
+        assert_eq!(blocks.len(), 1, "request {i}");
+        assert_eq!(blocks[0]["type"], "tool_result");
+        assert_eq!(blocks[0]["tool_use_id"], format!("toolu_{i}"));
+    }
+    assert_eq!(bodies[1]["messages"][2]["content"][0]["is_error"], false);
+    assert!(bodies[1]["messages"][2]["content"][0]["content"].as_str().unwrap().contains("45000"));
+    assert_eq!(bodies[2]["messages"][4]["content"][0]["is_error"], true);
+    assert!(bodies[2]["messages"][4]["content"][0]["content"].as_str().unwrap().contains("only reads are allowed"));
+
+    // The transcript keeps the hosted turns with their callers, through serde.
+    let transcript: Vec<Message> = serde_json::from_value(serde_json::to_value(&done.transcript).unwrap()).unwrap();
+    assert_eq!(transcript, done.transcript);
+    let Message::Assistant { hosted: Some(first), .. } = &transcript[1] else { panic!("a hosted turn") };
+    assert_eq!(
+        first.caller("toolu_1"),
+        Some(&Caller::CodeExecution { kind: "code_execution_20260120".into(), tool_id: "srvtoolu_1".into() })
+    );
+    let Message::Assistant { hosted: Some(last), .. } = transcript.last().unwrap() else { panic!("a hosted turn") };
+    assert_eq!(last.content[0]["type"], "code_execution_tool_result");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn without_code_execution_the_requests_are_as_before() {
+    let mut registry = FunctionRegistry::new();
+    registry.register(query_database_tool::registration()).unwrap();
+    let answer = json!({"content": [{"type": "text", "text": "Nothing to do."}], "stop_reason": "end_turn"});
+    let server = server(&[answer]).await;
+    let agent = Agent::builder(client(&server), "claude-x", ToolEngine::builder(&registry)).build();
+    let Outcome::Finished(done) = agent.run("Hi").await.unwrap() else { panic!("the run should finish") };
+    assert_eq!(done.answer, "Nothing to do.");
+    let bodies = bodies(&server).await;
+    assert_eq!(bodies[0]["tools"].as_array().unwrap().len(), 1);
+    assert!(bodies[0]["tools"][0].get("allowed_callers").is_none());
+    assert!(bodies[0].get("container").is_none());
+}
