@@ -74,9 +74,43 @@ fn message(turn: &Value) -> ResponseTemplate {
     ResponseTemplate::new(200).set_body_json(body)
 }
 
-async fn server(turns: &[Value]) -> MockServer {
+/// The same turn as Anthropic streams it: the container in `message_start`,
+/// each block started (text and inputs empty) and filled by deltas.
+fn streamed(turn: &Value) -> ResponseTemplate {
+    let message = json!({"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-x", "content": [],
+        "container": turn["container"], "usage": {"input_tokens": 10, "output_tokens": 0}});
+    let mut events = vec![json!({"type": "message_start", "message": message})];
+    for (index, block) in turn["content"].as_array().unwrap().iter().enumerate() {
+        let mut start = block.clone();
+        let delta = match block["type"].as_str().unwrap() {
+            "text" => {
+                start["text"] = json!("");
+                Some(json!({"type": "text_delta", "text": block["text"]}))
+            }
+            "tool_use" | "server_tool_use" => {
+                start["input"] = json!({});
+                Some(json!({"type": "input_json_delta", "partial_json": block["input"].to_string()}))
+            }
+            _ => None,
+        };
+        events.push(json!({"type": "content_block_start", "index": index, "content_block": start}));
+        if let Some(delta) = delta {
+            events.push(json!({"type": "content_block_delta", "index": index, "delta": delta}));
+        }
+        events.push(json!({"type": "content_block_stop", "index": index}));
+    }
+    events.push(
+        json!({"type": "message_delta", "delta": {"stop_reason": turn["stop_reason"]}, "usage": {"output_tokens": 5}}),
+    );
+    events.push(json!({"type": "message_stop"}));
+    let body: String =
+        events.iter().map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap())).collect();
+    ResponseTemplate::new(200).insert_header("content-type", "text/event-stream").set_body_string(body)
+}
+
+async fn server(turns: &[Value], stream: bool) -> MockServer {
     let server = MockServer::start().await;
-    let answers = turns.iter().map(message).collect();
+    let answers = turns.iter().map(|t| if stream { streamed(t) } else { message(t) }).collect();
     Mock::given(path("/v1/messages")).respond_with(Sequence(Mutex::new(answers))).mount(&server).await;
     server
 }
@@ -85,12 +119,19 @@ async fn bodies(server: &MockServer) -> Vec<Value> {
     server.received_requests().await.unwrap().iter().map(|r| serde_json::from_slice(&r.body).unwrap()).collect()
 }
 
-fn client(server: &MockServer) -> AnthropicClient {
-    AnthropicClient::new(ClientConfig::new(server.uri()).request_timeout(Duration::from_secs(5))).unwrap()
+fn client(server: &MockServer, stream: bool) -> AnthropicClient {
+    let config = ClientConfig::new(server.uri()).stream(stream).request_timeout(Duration::from_secs(5));
+    AnthropicClient::new(config).unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn calls_from_the_providers_code_are_approved_audited_and_answered_in_its_container() {
+    for stream in [false, true] {
+        run(stream).await;
+    }
+}
+
+async fn run(stream: bool) {
     let mut registry = FunctionRegistry::new();
     registry.register(query_database_tool::registration()).unwrap();
     let audit = Arc::new(MemorySink::new());
@@ -107,8 +148,9 @@ async fn calls_from_the_providers_code_are_approved_audited_and_answered_in_its_
     });
     let engine = ToolEngine::builder(&registry).approver(approver).audit(audit.clone());
     let turns = turns();
-    let server = server(&turns).await;
-    let agent = Agent::builder(client(&server), "claude-x", engine).code_execution(CodeExecution::new()).build();
+    let server = server(&turns, stream).await;
+    let agent =
+        Agent::builder(client(&server, stream), "claude-x", engine).code_execution(CodeExecution::new()).build();
 
     let Outcome::Finished(done) = agent.run("Which region had the highest revenue?").await.unwrap() else {
         panic!("the run should finish");
@@ -129,7 +171,7 @@ async fn calls_from_the_providers_code_are_approved_audited_and_answered_in_its_
     assert!(bodies[0].get("container").is_none());
     // Each next request: the turn verbatim, tool results only, the container.
     for (i, body) in bodies.iter().enumerate().skip(1) {
-        assert_eq!(body["container"], "container_1", "request {i}");
+        assert_eq!(body["container"], "container_1", "request {i}, stream: {stream}");
         let messages = body["messages"].as_array().unwrap();
         assert_eq!(
             messages[2 * i - 1],
@@ -165,8 +207,8 @@ async fn without_code_execution_the_requests_are_as_before() {
     let mut registry = FunctionRegistry::new();
     registry.register(query_database_tool::registration()).unwrap();
     let answer = json!({"content": [{"type": "text", "text": "Nothing to do."}], "stop_reason": "end_turn"});
-    let server = server(&[answer]).await;
-    let agent = Agent::builder(client(&server), "claude-x", ToolEngine::builder(&registry)).build();
+    let server = server(&[answer], false).await;
+    let agent = Agent::builder(client(&server, false), "claude-x", ToolEngine::builder(&registry)).build();
     let Outcome::Finished(done) = agent.run("Hi").await.unwrap() else { panic!("the run should finish") };
     assert_eq!(done.answer, "Nothing to do.");
     let bodies = bodies(&server).await;
