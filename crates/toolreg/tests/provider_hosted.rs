@@ -192,3 +192,37 @@ fn only_anthropic_has_code_execution_and_the_others_ignore_the_option() {
         assert_eq!(with.tools, plain.tools, "{provider}");
     }
 }
+
+#[test]
+fn a_streamed_turn_is_rebuilt_as_the_whole_one() {
+    use toolreg::provider::CallAssembler;
+
+    let format = Anthropic::new().code_execution(CodeExecution::new());
+    let declared = format.declare(&[ToolRef::from(&query())]).unwrap();
+    let response = common::fixture("anthropic_programmatic_call.json");
+    let whole = format.read_calls(&response, &declared.mapping).unwrap();
+
+    let mut assembler = CallAssembler::new(Provider::Anthropic);
+    let message = json!({"type": "message_start", "message": {"id": "msg_1", "content": [], "container": null}});
+    assembler.push(&message).unwrap();
+    for (index, block) in response["content"].as_array().unwrap().iter().enumerate() {
+        let mut start = block.clone();
+        let delta = match block["type"].as_str().unwrap() {
+            "text" => {
+                start["text"] = json!("");
+                json!({"type": "text_delta", "text": block["text"]})
+            }
+            _ => {
+                start["input"] = json!({});
+                json!({"type": "input_json_delta", "partial_json": block["input"].to_string()})
+            }
+        };
+        assembler.push(&json!({"type": "content_block_start", "index": index, "content_block": start})).unwrap();
+        assembler.push(&json!({"type": "content_block_delta", "index": index, "delta": delta})).unwrap();
+    }
+    let end =
+        json!({"type": "message_delta", "delta": {"stop_reason": "tool_use", "container": response["container"]}});
+    assembler.push(&end).unwrap();
+    let streamed = assembler.finish(&format, &declared.mapping).unwrap();
+    assert_eq!(streamed, whole);
+}
