@@ -216,3 +216,30 @@ async fn without_code_execution_the_requests_are_as_before() {
     assert!(bodies[0]["tools"][0].get("allowed_callers").is_none());
     assert!(bodies[0].get("container").is_none());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_paused_turn_goes_back_as_it_is_and_the_model_carries_it_on() {
+    let registry = FunctionRegistry::new();
+    let container = json!({"id": "container_9", "expires_at": "2026-01-15T14:30:00Z"});
+    let paused = json!({"content": [
+        {"type": "server_tool_use", "id": "srvtoolu_9", "name": "code_execution", "input": {"code": "print(6 * 7)"}}],
+        "container": container, "stop_reason": "pause_turn"});
+    let done = json!({"content": [
+        {"type": "code_execution_tool_result", "tool_use_id": "srvtoolu_9", "content": {
+            "type": "code_execution_result", "stdout": "42\n", "stderr": "", "return_code": 0, "content": []}},
+        {"type": "text", "text": "42"}], "container": container, "stop_reason": "end_turn"});
+    let server = server(&[paused.clone(), done], false).await;
+    let agent = Agent::builder(client(&server, false), "claude-x", ToolEngine::builder(&registry))
+        .code_execution(CodeExecution::new())
+        .build();
+    let Outcome::Finished(finished) = agent.run("What is 6 * 7?").await.unwrap() else { panic!("should finish") };
+    assert_eq!(finished.answer, "42");
+    assert_eq!(finished.steps, 2);
+    let bodies = bodies(&server).await;
+    assert_eq!(bodies.len(), 2);
+    // The paused turn is the last message of the next request, as it came.
+    assert_eq!(bodies[1]["container"], "container_9");
+    let messages = bodies[1]["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 2);
+    assert_eq!(messages[1], json!({"role": "assistant", "content": paused["content"]}));
+}

@@ -15,7 +15,7 @@ use tracing::Instrument;
 use super::catalog;
 use super::suspend::{Deferred, suspension_id};
 use super::{Agent, AgentError, AgentEvent, Budget, Finished, Outcome, PendingApproval, RunState, Suspended};
-use crate::model::{Message, ModelRequest, ModelResponse, StreamEvent, ToolResultMessage, Usage};
+use crate::model::{FinishReason, Message, ModelRequest, ModelResponse, StreamEvent, ToolResultMessage, Usage};
 
 impl Agent {
     /// Run a task to the end.
@@ -136,6 +136,12 @@ impl Agent {
             self.emit(&AgentEvent::ModelResponse { step, usage: response.usage, total: state.usage });
             request.messages.push(response.to_message());
             if response.tool_calls.is_empty() && response.refused.is_empty() {
+                // The provider paused a turn in which it runs code
+                // (Anthropic's `pause_turn`): the turn goes back as it is,
+                // and the model carries it on (within the step limit).
+                if response.hosted.is_some() && response.finish == FinishReason::Other("pause_turn".into()) {
+                    continue;
+                }
                 state.messages = std::mem::take(&mut request.messages);
                 let run = self.run_state(&cancel, &state);
                 if let Some(value) = self.accept(&mut state, Value::String(response.text), &run).await {
