@@ -529,7 +529,8 @@ pub trait LlmClient: Send + Sync {
     /// calling the tools ([`WireFormat::code_execution`](toolreg::provider::WireFormat::code_execution)):
     /// it then honours [`ModelRequest::code_execution`], keeps each turn
     /// the provider ran code in, and names its container in the next
-    /// request. `false` unless a client says otherwise (Anthropic's does).
+    /// request. `false` unless a client says otherwise (the Anthropic and
+    /// OpenAI Responses clients do).
     fn code_execution(&self) -> bool {
         false
     }

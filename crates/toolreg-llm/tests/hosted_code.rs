@@ -4,7 +4,8 @@
 //! the provider's side) calls one of our tools twice; each call goes
 //! through the agent's engine — the approver decides, the audit records —
 //! and every next request carries the turn verbatim, tool results only,
-//! and the container.
+//! and the container. Then the same over the OpenAI Responses client, whose
+//! programs go back as `program` items.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -16,7 +17,7 @@ use toolreg::provider::{Caller, CodeExecution};
 use toolreg::{FunctionRegistry, tool};
 use toolreg_llm::Message;
 use toolreg_llm::agent::{Agent, Outcome};
-use toolreg_llm::client::{AnthropicClient, ClientConfig};
+use toolreg_llm::client::{AnthropicClient, ClientConfig, OpenAiResponsesClient};
 use wiremock::matchers::path;
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
@@ -242,4 +243,83 @@ async fn a_paused_turn_goes_back_as_it_is_and_the_model_carries_it_on() {
     let messages = bodies[1]["messages"].as_array().unwrap();
     assert_eq!(messages.len(), 2);
     assert_eq!(messages[1], json!({"role": "assistant", "content": paused["content"]}));
+}
+
+/// The Responses API's two turns: a program that calls `query_database`,
+/// then the program's output and the answer.
+fn responses_turns() -> Vec<Value> {
+    vec![
+        json!([
+            {"type": "program", "id": "prog_1", "call_id": "call_prog_1",
+             "code": "const rows = await query_database({sql: 'select region from sales'});\nreturn rows[0].region;",
+             "fingerprint": "fp_1"},
+            {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "query_database",
+             "arguments": "{\"sql\":\"select region from sales\"}", "status": "completed",
+             "caller": {"type": "program", "caller_id": "call_prog_1"}}]),
+        json!([
+            {"type": "program_output", "id": "po_1", "call_id": "call_prog_1", "result": "\"West\"", "status": "completed"},
+            {"type": "message", "id": "msg_1", "status": "completed", "role": "assistant",
+             "content": [{"type": "output_text", "text": "West.", "annotations": []}]}]),
+    ]
+}
+
+fn response(output: &Value, stream: bool) -> ResponseTemplate {
+    let usage = json!({"input_tokens": 10, "output_tokens": 5, "total_tokens": 15});
+    if !stream {
+        let body =
+            json!({"id": "resp_1", "object": "response", "status": "completed", "output": output, "usage": usage});
+        return ResponseTemplate::new(200).set_body_json(body);
+    }
+    let mut events: Vec<Value> = output
+        .as_array()
+        .unwrap()
+        .iter()
+        .enumerate()
+        .map(|(i, item)| json!({"type": "response.output_item.done", "output_index": i, "item": item}))
+        .collect();
+    events.push(json!({"type": "response.completed", "response": {"id": "resp_1", "status": "completed",
+        "output": [], "usage": usage}}));
+    let body: String =
+        events.iter().map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap())).collect();
+    ResponseTemplate::new(200).insert_header("content-type", "text/event-stream").set_body_string(body)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn openai_responses_programs_call_through_the_engine_and_go_back_as_they_came() {
+    for stream in [false, true] {
+        let mut registry = FunctionRegistry::new();
+        registry.register(query_database_tool::registration()).unwrap();
+        let audit = Arc::new(MemorySink::new());
+        let approver = approver_fn("yes", |request| async move { request.approve() });
+        let engine = ToolEngine::builder(&registry).approver(approver).audit(audit.clone());
+        let turns = responses_turns();
+        let server = MockServer::start().await;
+        let answers = turns.iter().map(|t| response(t, stream)).collect();
+        Mock::given(path("/responses")).respond_with(Sequence(Mutex::new(answers))).mount(&server).await;
+        let config = ClientConfig::new(server.uri()).stream(stream).request_timeout(Duration::from_secs(5));
+        let client = OpenAiResponsesClient::new(config).unwrap();
+        let agent = Agent::builder(client, "gpt-x", engine).code_execution(CodeExecution::new()).build();
+
+        let Outcome::Finished(done) = agent.run("Which region?").await.unwrap() else { panic!("should finish") };
+        assert_eq!(done.answer, "West.", "stream: {stream}");
+        let decisions: Vec<_> = audit.events().iter().map(|e| (e.call_id.clone(), e.decision)).collect();
+        assert_eq!(decisions, [("call_1".to_owned(), AuditDecision::Approved)], "stream: {stream}");
+
+        let bodies = bodies(&server).await;
+        assert_eq!(bodies.len(), 2);
+        assert_eq!(bodies[0]["tools"][0]["allowed_callers"], json!(["direct", "programmatic"]));
+        assert_eq!(bodies[0]["tools"][1], json!({"type": "programmatic_tool_calling"}));
+        let input = bodies[1]["input"].as_array().unwrap();
+        // The user's task, the program as it came, its call (no item id), our output.
+        assert_eq!(input.len(), 4, "stream: {stream}");
+        assert_eq!(input[1], turns[0][0]);
+        let mut call = turns[0][1].clone();
+        call.as_object_mut().unwrap().remove("id");
+        assert_eq!(input[2], call);
+        assert_eq!(input[3]["type"], "function_call_output");
+        assert_eq!(input[3]["call_id"], "call_1");
+        assert!(input[3]["output"].as_str().unwrap().contains("West"));
+        let Message::Assistant { hosted: Some(turn), .. } = &done.transcript[1] else { panic!("a hosted turn") };
+        assert_eq!(turn.caller("call_1"), Some(&Caller::Program { caller_id: "call_prog_1".into() }));
+    }
 }

@@ -8,6 +8,7 @@ mod common;
 
 use serde_json::{Value, json};
 use toolreg::provider::anthropic::Anthropic;
+use toolreg::provider::openai_responses::OpenAiResponses;
 use toolreg::provider::{
     Caller, CodeExecution, FormatOptions, HostedTurn, Provider, ProviderError, ToolRef, ToolStatus, WireFormat,
 };
@@ -178,13 +179,14 @@ fn a_caller_without_its_code_execution_id_refuses_the_response() {
 }
 
 #[test]
-fn only_anthropic_has_code_execution_and_the_others_ignore_the_option() {
+fn only_anthropic_and_openai_responses_have_code_execution_and_the_others_ignore_the_option() {
     let options = FormatOptions::new().code_execution(CodeExecution::new());
     let decl = query();
     for provider in Provider::ALL {
         let format = provider.wire_format_with(options.clone());
-        assert_eq!(format.code_execution(), provider == Provider::Anthropic, "{provider}");
-        if provider == Provider::Anthropic {
+        let has = matches!(provider, Provider::Anthropic | Provider::OpenAiResponses);
+        assert_eq!(format.code_execution(), has, "{provider}");
+        if has {
             continue;
         }
         let plain = provider.wire_format().declare(&[ToolRef::from(&decl)]).unwrap();
@@ -225,4 +227,79 @@ fn a_streamed_turn_is_rebuilt_as_the_whole_one() {
     assembler.push(&end).unwrap();
     let streamed = assembler.finish(&format, &declared.mapping).unwrap();
     assert_eq!(streamed, whole);
+}
+
+#[test]
+fn openai_responses_declares_functions_callable_from_programs() {
+    let tools = [query(), delete()];
+    let refs: Vec<ToolRef<'_>> = tools.iter().map(ToolRef::from).collect();
+    let plain = OpenAiResponses::new().declare(&refs).unwrap();
+    assert_eq!(plain.tools.as_array().unwrap().len(), 2);
+    assert!(plain.tools.as_array().unwrap().iter().all(|t| t.get("allowed_callers").is_none()));
+
+    let all = OpenAiResponses::new().code_execution(CodeExecution::new()).declare(&refs).unwrap();
+    assert_eq!(all.tools[0]["allowed_callers"], json!(["direct", "programmatic"]));
+    assert_eq!(all.tools[1]["allowed_callers"], json!(["direct", "programmatic"]));
+    assert_eq!(all.tools[2], json!({"type": "programmatic_tool_calling"}));
+
+    let code = CodeExecution::new().tools(["query_database"]).code_only(true);
+    let some = OpenAiResponses::new().code_execution(code).declare(&refs).unwrap();
+    assert_eq!(some.tools[0]["allowed_callers"], json!(["programmatic"]));
+    assert!(some.tools[1].get("allowed_callers").is_none());
+    assert_eq!(some.tools.as_array().unwrap().len(), 3);
+}
+
+#[test]
+fn openai_responses_reads_a_programs_call_and_sends_the_turn_back() {
+    let format = OpenAiResponses::new().code_execution(CodeExecution::new());
+    let declared = format.declare(&[ToolRef::from(&query())]).unwrap();
+    let response = common::fixture("openai_responses_programmatic_call.json");
+    let read = format.read_calls(&response, &declared.mapping).unwrap();
+    assert_eq!(read.calls.len(), 1);
+    assert_eq!(read.calls[0].id, "call_01");
+    assert_eq!(read.calls[0].name, "query_database");
+    assert_eq!(read.caller("call_01"), Some(&Caller::Program { caller_id: "call_prog_01".into() }));
+    let turn = read.hosted.as_ref().expect("a program ran");
+    assert_eq!(turn.container, None);
+
+    // Back as it came: the program with its fingerprint, the call with its
+    // caller (without its item id), no reasoning item.
+    let history = format.render_turn("", &read.sent, Some(turn), &declared.mapping);
+    let output = response["output"].as_array().unwrap();
+    assert_eq!(history.len(), 2);
+    assert_eq!(history[0], output[1]);
+    assert_eq!(history[0]["fingerprint"], "fp_3f9a1c");
+    let mut call = output[2].clone();
+    call.as_object_mut().unwrap().remove("id");
+    assert_eq!(history[1], call);
+    assert_eq!(history[1]["caller"], json!({"type": "program", "caller_id": "call_prog_01"}));
+
+    // Answered with an ordinary function_call_output.
+    let result =
+        ToolResult { id: "call_01".into(), name: "query_database".into(), outcome: Ok(ToolOutput::new(json!(3))) };
+    let answer = format.render_results(&[result], &declared.mapping).messages;
+    assert_eq!(answer, vec![json!({"type": "function_call_output", "call_id": "call_01", "output": "3"})]);
+
+    // The program's end: its output kept, the message as an assistant message.
+    let done = common::fixture("openai_responses_programmatic_done.json");
+    let read = format.read_calls(&done, &declared.mapping).unwrap();
+    let turn = read.hosted.expect("the program's output");
+    let history = format.render_turn("", &[], Some(&turn), &declared.mapping);
+    assert_eq!(history[0]["type"], "program_output");
+    assert_eq!(history[1], json!({"role": "assistant", "content": "West had the highest revenue."}));
+
+    // Without the option nothing is kept.
+    let read = OpenAiResponses::new().read_calls(&response, &declared.mapping).unwrap();
+    assert!(read.hosted.is_none());
+    assert_eq!(read.calls[0].id, "call_01");
+}
+
+#[test]
+fn openai_responses_refuses_a_program_caller_without_its_id() {
+    let format = OpenAiResponses::new().code_execution(CodeExecution::new());
+    let declared = format.declare(&[ToolRef::from(&query())]).unwrap();
+    let response = json!({"output": [{"type": "function_call", "call_id": "call_1", "name": "query_database",
+        "arguments": "{}", "caller": {"type": "program"}}]});
+    let error = format.read_calls(&response, &declared.mapping).unwrap_err();
+    assert!(error.to_string().contains("caller_id"), "{error}");
 }

@@ -166,7 +166,7 @@ impl AgentBuilder {
     }
 
     /// Let the provider's own code execution call the agent's tools
-    /// (Anthropic's programmatic tool calling; see
+    /// (Anthropic's and OpenAI Responses' programmatic tool calling; see
     /// [`toolreg::provider::hosted`]): the model may write a program the
     /// provider runs, and each call the program makes comes back as a tool
     /// call, which the agent runs through its engine like any other —
@@ -175,7 +175,7 @@ impl AgentBuilder {
     /// ([`LlmClient::code_execution`]) declares the tools as usual.
     ///
     /// A call from code that waits for an approval suspends the run as any
-    /// call does, but the provider's container keeps the program only
+    /// call does, but Anthropic's container keeps the program only
     /// until its `expires_at`
     /// ([`HostedTurn::expires_at`](toolreg::provider::HostedTurn::expires_at)):
     /// resume before then.

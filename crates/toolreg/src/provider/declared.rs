@@ -110,7 +110,7 @@ impl Serialize for DeclaredTools<'_> {
         let tools = self.tools.iter();
         match self.shape {
             Shape::OpenAiChat => serializer.collect_seq(tools.map(openai_chat::entry)),
-            Shape::OpenAiResponses => openai_responses::serialize(&self.tools, serializer),
+            Shape::OpenAiResponses => openai_responses::serialize(&self.tools, self.code.as_ref(), serializer),
             Shape::Anthropic => anthropic::serialize(&self.tools, self.code.as_ref(), serializer),
             Shape::Gemini { json_schema } => gemini::serialize(&self.tools, json_schema, serializer),
             Shape::Mcp => serializer.collect_seq(tools.map(mcp::entry)),

@@ -43,13 +43,18 @@
 //! waits for the answers only until its `expires_at`: a run suspended
 //! longer than that cannot continue the program.
 //!
-//! OpenAI's Responses API reference describes an equivalent
-//! (`{"type":"programmatic_tool_calling"}`, `allowed_callers` of
-//! `"direct"`/`"programmatic"`, `program` items whose `fingerprint` must be
-//! sent back, `function_call` items with a `caller` of
-//! `{"type":"program","caller_id"}`): not supported yet; only
-//! [`anthropic`](super::anthropic) honours [`CodeExecution`], every other
-//! format declares the tools as usual.
+//! OpenAI's Responses API reference describes the same for programs in
+//! JavaScript that OpenAI runs, and [`openai_responses`](super::openai_responses)
+//! speaks it: functions get `"allowed_callers": ["direct", "programmatic"]`,
+//! the tools end with `{"type":"programmatic_tool_calling"}`, the answer
+//! holds a `program` item (`call_id`, `code`, and a `fingerprint` that must
+//! be sent back) and `function_call` items with a `caller` of
+//! `{"type":"program","caller_id"}` ([`Caller::Program`]), answered with
+//! ordinary `function_call_output` items; `program_output` holds the
+//! program's result. There is no container: the `program` item sent back
+//! lets OpenAI go on. Only these two formats honour [`CodeExecution`]
+//! ([`WireFormat::code_execution`](super::WireFormat::code_execution));
+//! every other format declares the tools as usual.
 //!
 //! ```
 //! use serde_json::json;
@@ -186,6 +191,12 @@ pub enum Caller {
         /// The id of the provider's block that ran the program (Anthropic's
         /// `server_tool_use` id, `srvtoolu_…`).
         tool_id: String,
+    },
+    /// A program OpenAI ran (programmatic tool calling) called the tool: a
+    /// `function_call` item's `{"type":"program","caller_id"}`.
+    Program {
+        /// The `call_id` of the `program` item that made the call.
+        caller_id: String,
     },
 }
 

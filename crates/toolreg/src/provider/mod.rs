@@ -33,7 +33,7 @@
 //! [`native_search`].
 //!
 //! A format with provider-hosted code execution ([`WireFormat::code_execution`]:
-//! Anthropic) declares tools the provider's code may call when its
+//! Anthropic, OpenAI Responses) declares tools the provider's code may call when its
 //! [`FormatOptions::code_execution`] says so, reads those calls with their
 //! [`Caller`], and keeps the turn's server blocks ([`HostedTurn`]) for the
 //! history: see [`hosted`].

@@ -56,8 +56,8 @@ pub struct FormatOptions {
     /// What to do with names the provider cannot take.
     pub name_style: NameStyle,
     /// Tools the provider's own code execution may call (see
-    /// [`hosted`](super::hosted)); `None` (the default): none. Only
-    /// Anthropic has it ([`WireFormat::code_execution`](super::WireFormat::code_execution));
+    /// [`hosted`](super::hosted)); `None` (the default): none. Anthropic
+    /// and OpenAI Responses have it ([`WireFormat::code_execution`](super::WireFormat::code_execution));
     /// the other formats declare the tools as usual.
     pub code_execution: Option<CodeExecution>,
 }

@@ -393,7 +393,7 @@ pub trait WireFormat: sealed::Format + fmt::Debug + Send + Sync {
     /// Whether this format has provider-hosted code execution that calls
     /// the tools (see [`hosted`](super::hosted)): it then honours
     /// [`FormatOptions::code_execution`](super::FormatOptions::code_execution).
-    /// Anthropic only.
+    /// Anthropic (code execution) and OpenAI Responses (programmatic tool calling).
     fn code_execution(&self) -> bool {
         false
     }
