@@ -400,7 +400,9 @@ pub trait WireFormat: sealed::Format + fmt::Debug + Send + Sync {
 
     /// The model's turn as the conversation must repeat it, given what the
     /// provider ran in it ([`ReadCalls::hosted`]): with a hosted turn, its
-    /// content verbatim (server blocks and all, in order), as the provider
+    /// content as it came (server blocks and all, in order; for OpenAI
+    /// Responses less what a stateless request cannot take back, see
+    /// [`openai_responses`](super::openai_responses)), as the provider
     /// requires for the program to go on; without one,
     /// [`render_calls`](WireFormat::render_calls). A format without code
     /// execution ignores `hosted`.
