@@ -13,7 +13,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use toolreg::engine::ToolEngine;
 use toolreg::policy::{AuditDecision, MemorySink, approver_fn};
-use toolreg::provider::{Caller, CodeExecution};
+use toolreg::provider::{Caller, CodeExecution, HostedTurn};
 use toolreg::{FunctionRegistry, tool};
 use toolreg_llm::Message;
 use toolreg_llm::agent::{Agent, Outcome};
@@ -139,7 +139,10 @@ async fn run(stream: bool) {
     let asked = Arc::new(Mutex::new(Vec::new()));
     let seen = Arc::clone(&asked);
     let approver = approver_fn("read-only", move |request| {
-        seen.lock().unwrap().push(request.call_id().unwrap_or_default().to_owned());
+        // The approver sees which calls the provider's code made.
+        let id = request.call_id().unwrap_or_default().to_owned();
+        let from_code = request.extensions().get::<HostedTurn>().and_then(|t| t.caller(&id)).is_some();
+        seen.lock().unwrap().push((id, from_code));
         async move {
             match request.arguments()["sql"].as_str() {
                 Some(sql) if sql.starts_with("select") => request.approve(),
@@ -159,7 +162,7 @@ async fn run(stream: bool) {
     assert_eq!(done.answer, "West had the highest revenue.");
 
     // Each call the program made went through the engine: approved, then denied.
-    assert_eq!(*asked.lock().unwrap(), ["toolu_1", "toolu_2"]);
+    assert_eq!(*asked.lock().unwrap(), [("toolu_1".to_owned(), true), ("toolu_2".to_owned(), true)]);
     let events = audit.events();
     let decisions: Vec<_> = events.iter().map(|e| (e.call_id.as_str(), e.decision)).collect();
     assert_eq!(decisions, [("toolu_1", AuditDecision::Approved), ("toolu_2", AuditDecision::Denied)]);

@@ -174,6 +174,11 @@ impl AgentBuilder {
     /// program goes on. Off by default. A client without it
     /// ([`LlmClient::code_execution`]) declares the tools as usual.
     ///
+    /// An approver or hook tells a call from code by the turn in the call's
+    /// extensions:
+    /// `request.extensions().get::<HostedTurn>().and_then(|t| t.caller(id))`
+    /// ([`HostedTurn`](toolreg::provider::HostedTurn), [`Caller`](toolreg::provider::Caller)).
+    ///
     /// A call from code that waits for an approval suspends the run as any
     /// call does, but Anthropic's container keeps the program only
     /// until its `expires_at`

@@ -190,11 +190,14 @@ impl Agent {
             state.messages = std::mem::take(&mut request.messages);
             let run = self.run_state(&cancel, &state);
             let deferred = Arc::new(Deferred::default());
+            let mut batch = extensions(&run, Some(&deferred));
+            if let Some(turn) = &response.hosted {
+                // Approvers and hooks can tell the calls the provider's code
+                // made (`HostedTurn::caller`) from the model's own.
+                batch.insert(turn.clone());
+            }
             let results = engine
-                .execute_batch_with(
-                    local,
-                    CallOptions::new().cancel(cancel.child_token()).extensions(extensions(&run, Some(&deferred))),
-                )
+                .execute_batch_with(local, CallOptions::new().cancel(cancel.child_token()).extensions(batch))
                 .instrument(tracing::info_span!("tool_calls", step))
                 .await;
             state.usage += std::mem::take(&mut *run.spent_by_children.lock().unwrap_or_else(PoisonError::into_inner));
