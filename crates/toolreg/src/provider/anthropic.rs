@@ -22,7 +22,7 @@
 //!   [`ProviderError::NameCollision`]), a response's `tool_use` blocks keep
 //!   their `caller` ([`ReadCalls::caller`](super::ReadCalls::caller)), and
 //!   a turn in which Anthropic ran code is kept whole
-//!   ([`HostedTurn`](super::HostedTurn), with its container) and repeated
+//!   ([`HostedTurn`], with its container) and repeated
 //!   verbatim by [`render_turn`](WireFormat::render_turn). See [`hosted`](super::hosted).
 //! - Calls in: `tool_use` content blocks, whose `input` is an object.
 //! - Results out: one user turn of `tool_result` blocks with `is_error`.
