@@ -41,7 +41,9 @@
 //! but needs the `anthropic-beta: advanced-tool-use-2025-11-20` header
 //! (a client header, not the format's business). A program's container
 //! waits for the answers only until its `expires_at`: a run suspended
-//! longer than that cannot continue the program.
+//! longer than that cannot continue the program. A turn Anthropic pauses
+//! while the code runs (`"stop_reason": "pause_turn"`) goes back as it is
+//! for the model to carry on (toolreg-llm's agent does so).
 //!
 //! OpenAI's Responses API reference describes the same for programs in
 //! JavaScript that OpenAI runs, and [`openai_responses`](super::openai_responses)
@@ -119,8 +121,9 @@ pub const DEFAULT_CODE_EXECUTION: &str = "code_execution_20260120";
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct CodeExecution {
-    /// The code execution tool's type, also the caller the tools allow
-    /// ([`DEFAULT_CODE_EXECUTION`] unless set).
+    /// Anthropic's code execution tool's type, also the caller the tools
+    /// allow ([`DEFAULT_CODE_EXECUTION`] unless set). OpenAI Responses has
+    /// one programmatic tool calling tool and does not read it.
     pub version: String,
     /// The tools (real names) the code may call; empty: every tool declared.
     pub tools: BTreeSet<String>,
