@@ -17,7 +17,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::HashSet;
 
-use toolreg::provider::{CallMapping, ReadCalls, ToolChoice, ToolRef, tool_references, with_tool_references};
+use toolreg::provider::{
+    CallMapping, Caller, CodeExecution, HostedTurn, ReadCalls, ToolChoice, ToolRef, tool_references,
+    with_tool_references,
+};
 use toolreg::{BoxFuture, Content, ToolCall, ToolDeclaration, ToolEntry, ToolError, ToolOutput, ToolResult};
 
 /// One entry of a conversation, in no provider's format.
@@ -45,6 +48,12 @@ pub enum Message {
         /// sent none: the provider must not see them again.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         generated_ids: Vec<String>,
+        /// What the provider ran itself in this turn (its code execution
+        /// calling the tools, see [`toolreg::provider::hosted`]): the turn
+        /// verbatim, which later requests repeat instead of `text` and
+        /// `tool_calls`, and its container.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        hosted: Option<HostedTurn>,
     },
     /// The answers to the previous assistant message's tool calls, in its order.
     Tool {
@@ -61,7 +70,7 @@ impl Message {
 
     /// An assistant message.
     pub fn assistant(text: impl Into<String>, tool_calls: Vec<ToolCall>) -> Self {
-        Message::Assistant { text: text.into(), tool_calls, generated_ids: Vec::new() }
+        Message::Assistant { text: text.into(), tool_calls, generated_ids: Vec::new(), hosted: None }
     }
 
     /// The tool results of one turn.
@@ -184,6 +193,13 @@ pub struct ModelRequest {
     /// its `search_tools` when it defers tools and the client searches
     /// natively.
     pub search_tool: Option<String>,
+    /// Let the provider's own code execution call the tools (Anthropic's
+    /// programmatic tool calling; see [`toolreg::provider::hosted`]).
+    /// Honoured by a client whose format has it
+    /// ([`LlmClient::code_execution`]); any other client declares the tools
+    /// as usual. The agent sets it from
+    /// [`AgentBuilder::code_execution`](crate::agent::AgentBuilder::code_execution).
+    pub code_execution: Option<CodeExecution>,
     /// A cap on the answer's tokens.
     pub max_tokens: Option<u32>,
     /// Sampling temperature.
@@ -348,6 +364,9 @@ pub struct ModelResponse {
     /// [`CallMapping::is_generated_id`]); kept in the history's assistant
     /// message so later requests leave them out.
     pub generated_ids: Vec<String>,
+    /// What the provider ran itself in this turn ([`ReadCalls::hosted`]):
+    /// kept in the history's assistant message, with which calls code made.
+    pub hosted: Option<HostedTurn>,
 }
 
 impl ModelResponse {
@@ -363,7 +382,14 @@ impl ModelResponse {
             usage,
             finish,
             generated_ids: Vec::new(),
+            hosted: read.hosted,
         }
+    }
+
+    /// What made the call with this id, when code the provider ran did
+    /// (`None`: the model called the tool itself).
+    pub fn caller(&self, call_id: &str) -> Option<&Caller> {
+        self.hosted.as_ref()?.caller(call_id)
     }
 
     /// With the ids of its calls that `mapping` (the request's) made up.
@@ -383,6 +409,7 @@ impl ModelResponse {
             text: self.text.clone(),
             tool_calls: calls.clone(),
             generated_ids: self.generated_ids.clone(),
+            hosted: self.hosted.clone(),
         }
     }
 }
@@ -497,6 +524,16 @@ pub trait LlmClient: Send + Sync {
     fn native_tool_search(&self) -> bool {
         false
     }
+
+    /// Whether this client's wire format has the provider's code execution
+    /// calling the tools ([`WireFormat::code_execution`](toolreg::provider::WireFormat::code_execution)):
+    /// it then honours [`ModelRequest::code_execution`], keeps each turn
+    /// the provider ran code in, and names its container in the next
+    /// request. `false` unless a client says otherwise (the Anthropic and
+    /// OpenAI Responses clients do).
+    fn code_execution(&self) -> bool {
+        false
+    }
 }
 
 impl<C: LlmClient + ?Sized> LlmClient for Arc<C> {
@@ -514,6 +551,10 @@ impl<C: LlmClient + ?Sized> LlmClient for Arc<C> {
 
     fn native_tool_search(&self) -> bool {
         (**self).native_tool_search()
+    }
+
+    fn code_execution(&self) -> bool {
+        (**self).code_execution()
     }
 }
 
@@ -593,6 +634,7 @@ mod tests {
             text: String::new(),
             tool_calls: vec![ToolCall::new("gemini_call_0_x", "t", json!({}))],
             generated_ids: vec!["gemini_call_0_x".into()],
+            hosted: None,
         };
         let back: Message = serde_json::from_value(serde_json::to_value(&message).unwrap()).unwrap();
         assert_eq!(back, message);

@@ -5,6 +5,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex, RwLock};
 
 use toolreg::engine::EngineBuilder;
+use toolreg::provider::CodeExecution;
 use toolreg_builtins::store::Namespace;
 
 use super::{Agent, AgentEvent, Deferral, Inner, Limits, OnAgentEvent};
@@ -35,6 +36,7 @@ pub struct AgentBuilder {
     on_event: Option<OnAgentEvent>,
     claims: Option<Namespace>,
     deferral: Deferral,
+    code_execution: Option<CodeExecution>,
 }
 
 impl Agent {
@@ -61,6 +63,7 @@ impl Agent {
             on_event: None,
             claims: None,
             deferral: Deferral::new(),
+            code_execution: None,
         }
     }
 }
@@ -149,6 +152,7 @@ impl AgentBuilder {
                 claims: self.claims,
                 consumed: Mutex::default(),
                 deferral,
+                code_execution: self.code_execution,
             }),
         }
     }
@@ -158,6 +162,36 @@ impl AgentBuilder {
     /// [`AgentTools`](super::functions::AgentTools), so that it exists).
     pub fn defer(mut self, deferral: Deferral) -> Self {
         self.deferral = deferral;
+        self
+    }
+
+    /// Let the provider's own code execution call the agent's tools
+    /// (Anthropic's and OpenAI Responses' programmatic tool calling; see
+    /// [`toolreg::provider::hosted`]): the model may write a program the
+    /// provider runs, and each call the program makes comes back as a tool
+    /// call, which the agent runs through its engine like any other —
+    /// selection, validation, approval, hooks and audit — before the
+    /// program goes on. Off by default. A client without it
+    /// ([`LlmClient::code_execution`]) declares the tools as usual.
+    ///
+    /// An approver or hook tells a call from code by the turn in the call's
+    /// extensions:
+    /// `request.extensions().get::<HostedTurn>().and_then(|t| t.caller(id))`
+    /// ([`HostedTurn`](toolreg::provider::HostedTurn), [`Caller`](toolreg::provider::Caller)).
+    ///
+    /// A call from code that waits for an approval suspends the run as any
+    /// call does, but Anthropic's container keeps the program only
+    /// until its `expires_at`
+    /// ([`HostedTurn::expires_at`](toolreg::provider::HostedTurn::expires_at)):
+    /// resume before then.
+    pub fn code_execution(mut self, code: CodeExecution) -> Self {
+        if !self.client.code_execution() {
+            tracing::warn!(
+                client = self.client.name(),
+                "this client has no provider code execution: tools are declared as usual"
+            );
+        }
+        self.code_execution = Some(code);
         self
     }
 }

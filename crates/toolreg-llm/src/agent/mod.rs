@@ -354,6 +354,8 @@ struct Inner {
     consumed: Mutex<HashSet<String>>,
     /// The tools loaded only when the model searches for them.
     deferral: Deferral,
+    /// Tools the provider's code execution may call.
+    code_execution: Option<toolreg::provider::CodeExecution>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -500,6 +502,7 @@ impl Agent {
                 consumed: Mutex::default(),
                 // A sub-agent's catalog is deferred as its parent's.
                 deferral: inner.deferral.clone(),
+                code_execution: inner.code_execution.clone(),
             }),
         })
     }

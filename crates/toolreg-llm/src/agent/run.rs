@@ -15,7 +15,7 @@ use tracing::Instrument;
 use super::catalog;
 use super::suspend::{Deferred, suspension_id};
 use super::{Agent, AgentError, AgentEvent, Budget, Finished, Outcome, PendingApproval, RunState, Suspended};
-use crate::model::{Message, ModelRequest, ModelResponse, StreamEvent, ToolResultMessage, Usage};
+use crate::model::{FinishReason, Message, ModelRequest, ModelResponse, StreamEvent, ToolResultMessage, Usage};
 
 impl Agent {
     /// Run a task to the end.
@@ -70,6 +70,7 @@ impl Agent {
         catalog::offer(&mut request, &inner.deferral, current.engine.tools(), &state.loaded, native);
         request.system = inner.system.clone();
         request.max_tokens = inner.max_tokens_per_request;
+        request.code_execution = inner.code_execution.clone();
         let on_stream = |event: StreamEvent| match event {
             StreamEvent::TextDelta(text) => self.emit(&AgentEvent::TextDelta(text)),
             StreamEvent::Retrying { attempt, delay } => self.emit(&AgentEvent::Retrying { attempt, delay }),
@@ -135,6 +136,12 @@ impl Agent {
             self.emit(&AgentEvent::ModelResponse { step, usage: response.usage, total: state.usage });
             request.messages.push(response.to_message());
             if response.tool_calls.is_empty() && response.refused.is_empty() {
+                // The provider paused a turn in which it runs code
+                // (Anthropic's `pause_turn`): the turn goes back as it is,
+                // and the model carries it on (within the step limit).
+                if response.hosted.is_some() && response.finish == FinishReason::Other("pause_turn".into()) {
+                    continue;
+                }
                 state.messages = std::mem::take(&mut request.messages);
                 let run = self.run_state(&cancel, &state);
                 if let Some(value) = self.accept(&mut state, Value::String(response.text), &run).await {
@@ -183,11 +190,14 @@ impl Agent {
             state.messages = std::mem::take(&mut request.messages);
             let run = self.run_state(&cancel, &state);
             let deferred = Arc::new(Deferred::default());
+            let mut batch = extensions(&run, Some(&deferred));
+            if let Some(turn) = &response.hosted {
+                // Approvers and hooks can tell the calls the provider's code
+                // made (`HostedTurn::caller`) from the model's own.
+                batch.insert(turn.clone());
+            }
             let results = engine
-                .execute_batch_with(
-                    local,
-                    CallOptions::new().cancel(cancel.child_token()).extensions(extensions(&run, Some(&deferred))),
-                )
+                .execute_batch_with(local, CallOptions::new().cancel(cancel.child_token()).extensions(batch))
                 .instrument(tracing::info_span!("tool_calls", step))
                 .await;
             state.usage += std::mem::take(&mut *run.spent_by_children.lock().unwrap_or_else(PoisonError::into_inner));

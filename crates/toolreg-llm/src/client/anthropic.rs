@@ -2,6 +2,7 @@
 
 use serde_json::{Value, json};
 use toolreg::provider::anthropic::Anthropic;
+use toolreg::provider::hosted::last_container;
 use toolreg::provider::{CallAssembler, CallMapping, WireFormat};
 
 use super::openai_chat::{choice, declare, finish_reason, read_calls, refused};
@@ -38,7 +39,9 @@ fn messages(format: &dyn WireFormat, request: &ModelRequest, mapping: &CallMappi
     for message in &request.messages {
         match message {
             Message::User { text } => out.push(json!({"role": "user", "content": [{"type": "text", "text": text}]})),
-            Message::Assistant { text, tool_calls, .. } => out.extend(format.render_calls(text, tool_calls, mapping)),
+            Message::Assistant { text, tool_calls, hosted, .. } => {
+                out.extend(format.render_turn(text, tool_calls, hosted.as_ref(), mapping));
+            }
             Message::Tool { results } => out.extend(format.render_results(&super::results(results), mapping).messages),
         }
     }
@@ -47,7 +50,10 @@ fn messages(format: &dyn WireFormat, request: &ModelRequest, mapping: &CallMappi
 
 impl AnthropicClient {
     async fn complete_inner(&self, request: &ModelRequest, on_event: OnEvent<'_>) -> Result<ModelResponse, LlmError> {
-        let format = Anthropic::new();
+        let format = match &request.code_execution {
+            Some(code) => Anthropic::new().code_execution(code.clone()),
+            None => Anthropic::new(),
+        };
         let declared = declare(&format, request);
         let mut body = json!({
             "model": request.model,
@@ -62,6 +68,15 @@ impl AnthropicClient {
         }
         if let Some(t) = request.temperature {
             body["temperature"] = json!(t);
+        }
+        // A program waiting for our answers runs on in its container, which
+        // the request must name (the latest one, as Anthropic's SDKs do).
+        let hosted = request.messages.iter().filter_map(|m| match m {
+            Message::Assistant { hosted, .. } => hosted.as_ref(),
+            _ => None,
+        });
+        if let Some(container) = last_container(hosted) {
+            body["container"] = container.into();
         }
         let url = super::versioned_url(&self.http.config.base_url, "v1", "messages");
         let mut headers = vec![("anthropic-version", "2023-06-01".to_owned())];

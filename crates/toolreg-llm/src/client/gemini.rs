@@ -41,7 +41,7 @@ fn contents(format: &dyn WireFormat, request: &ModelRequest, mapping: &CallMappi
     for message in &request.messages {
         match message {
             Message::User { text } => out.push(json!({"role": "user", "parts": [{"text": text}]})),
-            Message::Assistant { text, tool_calls, generated_ids } => {
+            Message::Assistant { text, tool_calls, generated_ids, .. } => {
                 // Ids toolreg made up are known from the conversation's own
                 // record, so neither the call nor its result sends them.
                 for id in generated_ids {

@@ -537,6 +537,10 @@ macro_rules! llm_client {
             fn native_tool_search(&self) -> bool {
                 toolreg::provider::WireFormat::native_search(&$format)
             }
+
+            fn code_execution(&self) -> bool {
+                toolreg::provider::WireFormat::code_execution(&$format)
+            }
         }
     };
 }

@@ -23,6 +23,12 @@ const MAX_STREAMED_ITEMS: usize = toolreg::provider::MAX_STREAMED_CALLS;
 /// conversation and sent back as they came, and whose answer goes as a
 /// `tool_search_output` item with the found tools' definitions (see
 /// [`toolreg::provider::openai_responses`]).
+///
+/// It has programmatic tool calling
+/// ([`LlmClient::code_execution`](crate::LlmClient::code_execution)):
+/// with [`ModelRequest::code_execution`] the functions are callable from
+/// programs OpenAI runs, and a turn with a `program` goes back whole (see
+/// [`toolreg::provider::hosted`]).
 #[derive(Debug, Clone)]
 pub struct OpenAiResponsesClient {
     http: Http,
@@ -46,7 +52,9 @@ fn input(format: &dyn WireFormat, request: &ModelRequest, mapping: &CallMapping)
     for message in &request.messages {
         match message {
             Message::User { text } => out.push(json!({"role": "user", "content": text})),
-            Message::Assistant { text, tool_calls, .. } => out.extend(format.render_calls(text, tool_calls, mapping)),
+            Message::Assistant { text, tool_calls, hosted, .. } => {
+                out.extend(format.render_turn(text, tool_calls, hosted.as_ref(), mapping));
+            }
             Message::Tool { results } => out.extend(format.render_results(&super::results(results), mapping).messages),
         }
     }
@@ -82,7 +90,10 @@ fn read(answer: &Value, format: &OpenAiResponses, mapping: &CallMapping) -> Resu
 
 impl OpenAiResponsesClient {
     async fn complete_inner(&self, request: &ModelRequest, on_event: OnEvent<'_>) -> Result<ModelResponse, LlmError> {
-        let format = OpenAiResponses::new();
+        let format = match &request.code_execution {
+            Some(code) => OpenAiResponses::new().code_execution(code.clone()),
+            None => OpenAiResponses::new(),
+        };
         let declared = declare(&format, request);
         let mut body =
             json!({"model": request.model, "input": input(&format, request, &declared.mapping), "store": false});

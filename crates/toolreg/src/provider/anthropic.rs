@@ -14,6 +14,16 @@
 //!   `{"type":"tool_reference","tool_name"}` block per tool found that the
 //!   request declared deferred, as Anthropic documents for a custom tool
 //!   search tool.
+//! - Code execution calling the tools (Anthropic's programmatic tool
+//!   calling, off unless [`FormatOptions::code_execution`] is set): each
+//!   tool the code may call gets `allowed_callers`, the code execution tool
+//!   (`{"type":"code_execution_20260120","name":"code_execution"}`) ends
+//!   the tools (a tool of ours named `code_execution` is then refused as a
+//!   [`ProviderError::NameCollision`]), a response's `tool_use` blocks keep
+//!   their `caller` ([`ReadCalls::caller`](super::ReadCalls::caller)), and
+//!   a turn in which Anthropic ran code is kept whole
+//!   ([`HostedTurn`], with its container) and repeated
+//!   verbatim by [`render_turn`](WireFormat::render_turn). See [`hosted`](super::hosted).
 //! - Calls in: `tool_use` content blocks, whose `input` is an object.
 //! - Results out: one user turn of `tool_result` blocks with `is_error`.
 //!   Their `content` is the result's text, or, for a result with blocks
@@ -27,14 +37,18 @@
 
 use std::borrow::Cow;
 
-use serde::Serialize;
+use std::collections::BTreeMap;
+
+use serde::ser::SerializeSeq;
+use serde::{Serialize, Serializer};
 use serde_json::{Value, json};
 
 use super::blocks::{self, WEB_IMAGES, accepted};
+use super::hosted::CODE_EXECUTION_TOOL;
 use super::{
-    CallMapping, Declarations, DeclaredTools, Dialect, FormatOptions, LoweringError, Prepared, Provider, ProviderError,
-    RenderedResults, SchemaMode, Shape, Strictness, ToolRef, ToolStatus, WireFormat, find, generated_id, invalid,
-    object_arguments, prepare, result_text, sealed, str_field,
+    CallMapping, Caller, CodeExecution, Declarations, DeclaredTools, Dialect, FormatOptions, HostedTurn, LoweringError,
+    Prepared, Provider, ProviderError, RenderedResults, SchemaMode, Shape, Strictness, ToolRef, ToolStatus, WireFormat,
+    find, generated_id, invalid, object_arguments, prepare, result_text, sealed, str_field,
 };
 use crate::exec::{Content, ToolCall, ToolResult};
 
@@ -69,6 +83,38 @@ pub(crate) struct AnthropicTool<'a> {
     /// Present (and `true`) for deferred tools.
     #[serde(skip_serializing_if = "Option::is_none")]
     defer_loading: Option<bool>,
+    /// Who may call the tool, for tools the code execution may call.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    allowed_callers: Option<Vec<&'a str>>,
+}
+
+/// The code execution tool, as the last entry of `tools`.
+#[derive(Serialize)]
+struct CodeExecutionTool<'a> {
+    #[serde(rename = "type")]
+    kind: &'a str,
+    name: &'a str,
+}
+
+/// Anthropic's `tools`: the prepared tools, then, when code execution may
+/// call them, the code execution tool.
+pub(crate) fn serialize<S: Serializer>(
+    tools: &[Prepared<'_>],
+    code: Option<&CodeExecution>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    let mut seq = serializer.serialize_seq(Some(tools.len() + usize::from(code.is_some())))?;
+    for p in tools {
+        let mut tool = entry(p);
+        if let Some(code) = code.filter(|c| c.applies_to(&p.tool.declaration().name)) {
+            tool.allowed_callers = Some(code.allowed_callers());
+        }
+        seq.serialize_element(&tool)?;
+    }
+    if let Some(code) = code {
+        seq.serialize_element(&CodeExecutionTool { kind: &code.version, name: CODE_EXECUTION_TOOL })?;
+    }
+    seq.end()
 }
 
 /// A tool result as a `tool_result` content block.
@@ -98,6 +144,7 @@ pub(crate) fn entry<'b>(p: &'b Prepared<'_>) -> AnthropicTool<'b> {
         strict: p.strict.then_some(true),
         input_examples: &p.tool.declaration().input_examples,
         defer_loading: p.tool.is_deferred().then_some(true),
+        allowed_callers: None,
     }
 }
 
@@ -105,6 +152,13 @@ impl Anthropic {
     /// Default options: not strict, names checked.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Let Anthropic's code execution call the tools (programmatic tool
+    /// calling; see [`hosted`](super::hosted)).
+    pub fn code_execution(mut self, code: CodeExecution) -> Self {
+        self.options.code_execution = Some(code);
+        self
     }
 }
 
@@ -173,11 +227,45 @@ impl WireFormat for Anthropic {
             prepared.report[line].status = ToolStatus::NotStrict { reason };
             i += 1;
         }
-        prepared.finish(Shape::Anthropic)
+        // The code execution tool takes its name: a tool of ours with it
+        // would be ambiguous to the model.
+        if self.options.code_execution.is_some()
+            && let Some(i) = prepared.tools.iter().position(|p| p.name == CODE_EXECUTION_TOOL)
+        {
+            let reason = ProviderError::NameCollision {
+                provider: Provider::Anthropic,
+                first: CODE_EXECUTION_TOOL.to_owned(),
+                second: prepared.tools[i].tool.declaration().name.clone(),
+                spelled: CODE_EXECUTION_TOOL.to_owned(),
+            };
+            prepared.refuse(i, reason);
+        }
+        let mut declared = prepared.finish(Shape::Anthropic);
+        declared.tools = declared.tools.with_code_execution(self.options.code_execution.clone());
+        declared
     }
 
     fn native_search(&self) -> bool {
         true
+    }
+
+    fn code_execution(&self) -> bool {
+        true
+    }
+
+    fn render_turn(
+        &self,
+        text: &str,
+        calls: &[ToolCall],
+        hosted: Option<&HostedTurn>,
+        mapping: &CallMapping,
+    ) -> Vec<Value> {
+        match hosted {
+            // Anthropic checks the server blocks and the calls' callers
+            // against the program it is running: the turn goes back as it came.
+            Some(turn) if !turn.content.is_empty() => vec![json!({"role": "assistant", "content": turn.content})],
+            _ => self.render_calls(text, calls, mapping),
+        }
     }
 
     fn render_results(&self, results: &[ToolResult], mapping: &CallMapping) -> RenderedResults {
@@ -273,6 +361,51 @@ impl sealed::Format for Anthropic {
                 Ok(ToolCall { id, name: name.to_owned(), arguments: object_arguments(block.get("input")) })
             })
             .collect()
+    }
+
+    /// With code execution configured, a turn in which Anthropic ran code
+    /// (a server block, a call with a `caller`, or a container): its
+    /// content verbatim, its container, and each call's caller.
+    fn hosted_in(&self, body: &Value) -> Result<Option<HostedTurn>, ProviderError> {
+        if self.options.code_execution.is_none() {
+            return Ok(None);
+        }
+        let p = Provider::Anthropic;
+        let blocks = match body {
+            Value::Array(blocks) => blocks,
+            _ => match find(body, &["/content"]) {
+                Some(Value::Array(blocks)) => blocks,
+                _ => return Ok(None),
+            },
+        };
+        let mut callers = BTreeMap::new();
+        let mut server = false;
+        for block in blocks {
+            match block.get("type").and_then(Value::as_str).unwrap_or_default() {
+                "tool_use" => {
+                    let Some(caller) = block.get("caller") else { continue };
+                    let kind = str_field(p, caller, "type", "a tool_use caller")?;
+                    if kind == "direct" {
+                        continue;
+                    }
+                    let tool_id = str_field(p, caller, "tool_id", "a tool_use caller")?;
+                    let id = str_field(p, block, "id", "a tool_use block called from code")?;
+                    callers.insert(
+                        id.to_owned(),
+                        Caller::CodeExecution { kind: kind.to_owned(), tool_id: tool_id.to_owned() },
+                    );
+                }
+                "text" | "thinking" | "redacted_thinking" => {}
+                // `server_tool_use` and every server tool's result block.
+                _ => server = true,
+            }
+        }
+        let container = body.pointer("/container/id").and_then(Value::as_str).map(str::to_owned);
+        if !server && callers.is_empty() && container.is_none() {
+            return Ok(None);
+        }
+        let expires_at = body.pointer("/container/expires_at").and_then(Value::as_str).map(str::to_owned);
+        Ok(Some(HostedTurn { content: blocks.clone(), container, expires_at, callers }))
     }
 }
 

@@ -14,6 +14,7 @@
 use serde::{Serialize, Serializer};
 use serde_json::Value;
 
+use super::CodeExecution;
 use super::prepare::Prepared;
 use super::{anthropic, bedrock, gemini, mcp, mistral, ollama, openai_chat, openai_responses};
 
@@ -69,14 +70,24 @@ pub(crate) enum Shape {
 pub struct DeclaredTools<'a> {
     shape: Shape,
     tools: Vec<Prepared<'a>>,
+    /// The provider's code execution that may call the tools (Anthropic),
+    /// written after them.
+    code: Option<CodeExecution>,
 }
 
 impl<'a> DeclaredTools<'a> {
     pub(crate) fn new(shape: Shape, tools: Vec<Prepared<'a>>) -> Self {
-        DeclaredTools { shape, tools }
+        DeclaredTools { shape, tools, code: None }
     }
 
-    /// How many tools are declared (refused tools are not).
+    /// The same tools, callable from the provider's code execution.
+    pub(crate) fn with_code_execution(mut self, code: Option<CodeExecution>) -> Self {
+        self.code = code;
+        self
+    }
+
+    /// How many of our tools are declared (refused tools are not; the
+    /// provider's code execution tool, when declared, is not counted).
     pub fn len(&self) -> usize {
         self.tools.len()
     }
@@ -99,8 +110,8 @@ impl Serialize for DeclaredTools<'_> {
         let tools = self.tools.iter();
         match self.shape {
             Shape::OpenAiChat => serializer.collect_seq(tools.map(openai_chat::entry)),
-            Shape::OpenAiResponses => openai_responses::serialize(&self.tools, serializer),
-            Shape::Anthropic => serializer.collect_seq(tools.map(anthropic::entry)),
+            Shape::OpenAiResponses => openai_responses::serialize(&self.tools, self.code.as_ref(), serializer),
+            Shape::Anthropic => anthropic::serialize(&self.tools, self.code.as_ref(), serializer),
             Shape::Gemini { json_schema } => gemini::serialize(&self.tools, json_schema, serializer),
             Shape::Mcp => serializer.collect_seq(tools.map(mcp::entry)),
             Shape::Bedrock => serializer.collect_seq(tools.map(bedrock::entry)),

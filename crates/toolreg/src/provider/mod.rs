@@ -32,6 +32,12 @@
 //! ([`with_tool_references`]) with references the provider expands: see
 //! [`native_search`].
 //!
+//! A format with provider-hosted code execution ([`WireFormat::code_execution`]:
+//! Anthropic, OpenAI Responses) declares tools the provider's code may call when its
+//! [`FormatOptions::code_execution`] says so, reads those calls with their
+//! [`Caller`], and keeps the turn's server blocks ([`HostedTurn`]) for the
+//! history: see [`hosted`].
+//!
 //! Every tool has one canonical JSON Schema. What a provider accepts is
 //! derived from it by the [`lower`] transforms: OpenAI's strict mode,
 //! Anthropic's strict subset, Gemini's OpenAPI subset. For a tool taken from
@@ -117,6 +123,7 @@ pub mod anthropic;
 pub mod bedrock;
 mod choice;
 pub mod gemini;
+pub mod hosted;
 pub mod lower;
 pub mod mcp;
 pub mod mistral;
@@ -127,6 +134,7 @@ pub mod openai_chat;
 pub mod openai_responses;
 
 pub use choice::ToolChoice;
+pub use hosted::{Caller, CodeExecution, HostedTurn};
 pub(crate) use lower::Dialect;
 pub use lower::LoweringError;
 pub use names::{NameRule, NameStyle};

@@ -10,6 +10,22 @@
 //!   a data URL). Audio, other image types, links and embedded text
 //!   resources are their summary text
 //!   ([`Fallback::Summary`](super::Fallback::Summary)). Annotations are left out.
+//! - Programmatic tool calling (off unless [`FormatOptions::code_execution`]
+//!   is set; see [`hosted`](super::hosted)), as the API reference describes
+//!   it: each function the code may call gets `"allowed_callers":
+//!   ["direct", "programmatic"]` (`["programmatic"]` when
+//!   [`CodeExecution::code_only`]; [`CodeExecution::version`] is
+//!   Anthropic's and does not apply), and the tools end with
+//!   `{"type":"programmatic_tool_calling"}`. A `function_call` item whose
+//!   `caller` is `{"type":"program","caller_id"}` is read with that
+//!   [`Caller::Program`]; a turn with `program` or `program_output` items
+//!   or such calls is kept whole ([`HostedTurn`]) and goes back as it came
+//!   — `program` items with their `fingerprint`, which must be sent back —
+//!   except what the stateless requests (`store: false`) cannot take back:
+//!   reasoning items are left out, message items go back as
+//!   `{"role":"assistant","content"}` and `function_call` items without
+//!   their item `id`, as in every other turn. Its outputs are ordinary
+//!   `function_call_output` items.
 //! - Native tool search ([`WireFormat::native_search`]), client-executed as
 //!   OpenAI documents it (the `tool_search` tool's `"execution": "client"`):
 //!   - a tool marked [`ToolRef::deferred`] is declared with
@@ -55,10 +71,12 @@ use serde_json::{Value, json};
 
 use super::blocks::{self, WEB_IMAGES, accepted};
 use super::openai_chat::MAX_TOOLS;
+use std::collections::BTreeMap;
+
 use super::{
-    CallMapping, Declarations, DeclaredTools, Dialect, FormatOptions, Prepared, Provider, ProviderError,
-    RenderedResults, SchemaMode, Shape, Strictness, ToolRef, WireFormat, find, generated_id, invalid, prepare,
-    result_text, sealed, str_field,
+    CallMapping, Caller, CodeExecution, Declarations, DeclaredTools, Dialect, FormatOptions, HostedTurn, Prepared,
+    Provider, ProviderError, RenderedResults, SchemaMode, Shape, Strictness, ToolRef, WireFormat, find, generated_id,
+    invalid, prepare, result_text, sealed, str_field,
 };
 use crate::exec::{Content, ToolArguments, ToolCall, ToolResult};
 
@@ -90,6 +108,26 @@ pub(crate) struct ResponsesTool<'a> {
     /// Present (and `true`) for deferred functions.
     #[serde(skip_serializing_if = "Option::is_none")]
     defer_loading: Option<bool>,
+    /// Who may call the function, for functions a program may call.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    allowed_callers: Option<&'static [&'static str]>,
+}
+
+/// The `allowed_callers` of a function a program may call.
+fn allowed_callers(code: &CodeExecution) -> &'static [&'static str] {
+    if code.code_only { &["programmatic"] } else { &["direct", "programmatic"] }
+}
+
+/// A prepared tool as an entry of `tools`, callable from programs when
+/// `code` says so.
+fn entry_with<'b>(p: &'b Prepared<'_>, code: Option<&CodeExecution>) -> ResponsesTool<'b> {
+    let mut tool = entry(p);
+    if tool.kind == "function"
+        && let Some(code) = code.filter(|c| c.applies_to(&p.tool.declaration().name))
+    {
+        tool.allowed_callers = Some(allowed_callers(code));
+    }
+    tool
 }
 
 /// A prepared tool as an entry of `tools`.
@@ -104,6 +142,7 @@ pub(crate) fn entry<'b>(p: &'b Prepared<'_>) -> ResponsesTool<'b> {
             parameters: &p.schema,
             strict: None,
             defer_loading: None,
+            allowed_callers: None,
         };
     }
     ResponsesTool {
@@ -114,6 +153,7 @@ pub(crate) fn entry<'b>(p: &'b Prepared<'_>) -> ResponsesTool<'b> {
         parameters: &p.schema,
         strict: Some(p.strict),
         defer_loading: p.tool.is_deferred().then_some(true),
+        allowed_callers: None,
     }
 }
 
@@ -139,11 +179,16 @@ fn namespace_description(server: &str) -> String {
     format!("Tools of the `{server}` MCP server.")
 }
 
-/// An entry of `tools`: a tool, or a namespace grouping deferred tools.
+/// An entry of `tools`: a tool, a namespace grouping deferred tools, or
+/// the programmatic tool calling tool.
 #[derive(Serialize)]
 #[serde(untagged)]
 enum Entry<'b> {
     Tool(ResponsesTool<'b>),
+    Programmatic {
+        #[serde(rename = "type")]
+        kind: &'static str,
+    },
     Namespace {
         #[serde(rename = "type")]
         kind: &'static str,
@@ -153,9 +198,15 @@ enum Entry<'b> {
     },
 }
 
-/// The prepared tools as `tools`: each namespace where its first tool is.
-pub(crate) fn serialize<S: Serializer>(tools: &[Prepared<'_>], serializer: S) -> Result<S::Ok, S::Error> {
-    let mut entries: Vec<Entry<'_>> = Vec::with_capacity(tools.len());
+/// The prepared tools as `tools`: each namespace where its first tool is;
+/// then, when programs may call them, the programmatic tool calling tool.
+pub(crate) fn serialize<S: Serializer>(
+    tools: &[Prepared<'_>],
+    code: Option<&CodeExecution>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    let mut entries: Vec<Entry<'_>> = Vec::with_capacity(tools.len() + 1);
+    let entry = |p| entry_with(p, code);
     for p in tools {
         let Some((server, _)) = namespace(p) else {
             entries.push(Entry::Tool(entry(p)));
@@ -175,6 +226,9 @@ pub(crate) fn serialize<S: Serializer>(tools: &[Prepared<'_>], serializer: S) ->
             }),
         }
     }
+    if code.is_some() {
+        entries.push(Entry::Programmatic { kind: "programmatic_tool_calling" });
+    }
     serializer.collect_seq(entries)
 }
 
@@ -182,6 +236,13 @@ impl OpenAiResponses {
     /// Default options: strict if compatible, names checked.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Let programs OpenAI runs call the tools (programmatic tool calling;
+    /// see [`hosted`](super::hosted)).
+    pub fn code_execution(mut self, code: CodeExecution) -> Self {
+        self.options.code_execution = Some(code);
+        self
     }
 }
 
@@ -209,7 +270,10 @@ impl WireFormat for OpenAiResponses {
             .tools
             .iter()
             .filter(|p| p.tool.is_deferred() && !p.tool.is_search_tool())
-            .filter_map(|p| Some((p.tool.declaration().name.clone(), serde_json::to_value(entry(p)).ok()?)))
+            .filter_map(|p| {
+                let definition = serde_json::to_value(entry_with(p, self.options.code_execution.as_ref())).ok()?;
+                Some((p.tool.declaration().name.clone(), definition))
+            })
             .collect();
         prepared.mapping.loadable = loadable;
         prepared.mapping.namespaced = prepared
@@ -220,11 +284,50 @@ impl WireFormat for OpenAiResponses {
                 Some((p.tool.declaration().name.clone(), (server.to_owned(), bare.to_owned())))
             })
             .collect();
-        prepared.finish(Shape::OpenAiResponses)
+        let mut declared = prepared.finish(Shape::OpenAiResponses);
+        declared.tools = declared.tools.with_code_execution(self.options.code_execution.clone());
+        declared
     }
 
     fn native_search(&self) -> bool {
         true
+    }
+
+    fn code_execution(&self) -> bool {
+        true
+    }
+
+    fn render_turn(
+        &self,
+        text: &str,
+        calls: &[ToolCall],
+        hosted: Option<&HostedTurn>,
+        mapping: &CallMapping,
+    ) -> Vec<Value> {
+        let Some(turn) = hosted.filter(|t| !t.content.is_empty()) else {
+            return self.render_calls(text, calls, mapping);
+        };
+        turn.content
+            .iter()
+            .filter_map(|item| match item.get("type").and_then(Value::as_str).unwrap_or_default() {
+                // Needs its encrypted content to go back statelessly; never sent back.
+                "reasoning" => None,
+                "message" => {
+                    let parts = item.get("content").and_then(Value::as_array).into_iter().flatten();
+                    let text: String = parts.filter_map(|p| p.get("text").and_then(Value::as_str)).collect();
+                    Some(json!({"role": "assistant", "content": text}))
+                }
+                "function_call" => {
+                    let mut call = item.clone();
+                    if let Some(fields) = call.as_object_mut() {
+                        fields.remove("id");
+                    }
+                    Some(call)
+                }
+                // `program` (with its fingerprint), `program_output`, …: as they came.
+                _ => Some(item.clone()),
+            })
+            .collect()
     }
 
     fn render_results(&self, results: &[ToolResult], mapping: &CallMapping) -> RenderedResults {
@@ -349,6 +452,44 @@ impl sealed::Format for OpenAiResponses {
                 Ok(ToolCall { id, name: name.to_owned(), arguments })
             })
             .collect()
+    }
+
+    /// With programmatic tool calling configured, a turn in which OpenAI
+    /// ran a program (`program`/`program_output` items, or calls with a
+    /// program `caller`): its items verbatim, and each call's caller.
+    fn hosted_in(&self, body: &Value) -> Result<Option<HostedTurn>, ProviderError> {
+        if self.options.code_execution.is_none() {
+            return Ok(None);
+        }
+        let p = Provider::OpenAiResponses;
+        let items = match body {
+            Value::Array(items) => items,
+            _ => match find(body, &["/output"]) {
+                Some(Value::Array(items)) => items,
+                _ => return Ok(None),
+            },
+        };
+        let mut callers = BTreeMap::new();
+        let mut program = false;
+        for item in items {
+            match item.get("type").and_then(Value::as_str).unwrap_or_default() {
+                "program" | "program_output" => program = true,
+                "function_call" => {
+                    let Some(caller) = item.get("caller") else { continue };
+                    if str_field(p, caller, "type", "a function_call caller")? != "program" {
+                        continue;
+                    }
+                    let caller_id = str_field(p, caller, "caller_id", "a function_call caller")?;
+                    let id = str_field(p, item, "call_id", "a function_call made by a program")?;
+                    callers.insert(id.to_owned(), Caller::Program { caller_id: caller_id.to_owned() });
+                }
+                _ => {}
+            }
+        }
+        if !program && callers.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(HostedTurn { content: items.clone(), container: None, expires_at: None, callers }))
     }
 }
 

@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 
-use super::NameStyle;
+use super::{CodeExecution, NameStyle};
 
 /// Whether a tool is declared in the provider's strict mode (OpenAI's and
 /// Anthropic's constrained decoding).
@@ -55,6 +55,11 @@ pub struct FormatOptions {
     pub strict_for: HashMap<String, Strictness>,
     /// What to do with names the provider cannot take.
     pub name_style: NameStyle,
+    /// Tools the provider's own code execution may call (see
+    /// [`hosted`](super::hosted)); `None` (the default): none. Anthropic
+    /// and OpenAI Responses have it ([`WireFormat::code_execution`](super::WireFormat::code_execution));
+    /// the other formats declare the tools as usual.
+    pub code_execution: Option<CodeExecution>,
 }
 
 impl FormatOptions {
@@ -78,6 +83,12 @@ impl FormatOptions {
     /// What to do with names the provider cannot take.
     pub fn name_style(mut self, style: NameStyle) -> Self {
         self.name_style = style;
+        self
+    }
+
+    /// Let the provider's own code execution call the tools (see [`hosted`](super::hosted)).
+    pub fn code_execution(mut self, code: CodeExecution) -> Self {
+        self.code_execution = Some(code);
         self
     }
 

@@ -48,6 +48,8 @@ pub struct CallAssembler {
     /// Whole call parts or items, in order (Gemini parts, finished
     /// Responses items).
     whole: Vec<Value>,
+    /// The container Anthropic named (code execution), as it sent it.
+    container: Option<Value>,
 }
 
 /// One call being streamed.
@@ -59,12 +61,20 @@ struct Partial {
     /// Arguments that came whole with the call's start (Anthropic's
     /// `input`, used when no delta follows).
     start_input: Option<Value>,
+    /// Anthropic: the content block as it started (text, a call with its
+    /// `caller`, server tool blocks), so that a turn in which the provider
+    /// ran code is rebuilt whole.
+    start: Option<Value>,
+    /// Anthropic: the text (or thinking) the block's deltas added.
+    text: String,
+    /// Anthropic: a thinking block's signature.
+    signature: String,
 }
 
 impl CallAssembler {
     /// An assembler for this provider's stream.
     pub fn new(provider: Provider) -> Self {
-        CallAssembler { provider, calls: Vec::new(), whole: Vec::new() }
+        CallAssembler { provider, calls: Vec::new(), whole: Vec::new(), container: None }
     }
 
     /// Take one stream event (the JSON of one server-sent event's data).
@@ -88,18 +98,39 @@ impl CallAssembler {
                 }
             }
             Provider::Anthropic => match event.get("type").and_then(Value::as_str) {
-                Some("content_block_start") if event.pointer("/content_block/type") == Some(&json!("tool_use")) => {
+                Some("content_block_start") => {
                     let block = &event["content_block"];
-                    let call = self.at(index(event))?;
-                    call.id = block["id"].as_str().unwrap_or_default().to_owned();
-                    call.name = block["name"].as_str().unwrap_or_default().to_owned();
-                    call.start_input = block.get("input").cloned();
+                    let part = self.at(index(event))?;
+                    if block.get("type") == Some(&json!("tool_use")) {
+                        part.id = block["id"].as_str().unwrap_or_default().to_owned();
+                        part.name = block["name"].as_str().unwrap_or_default().to_owned();
+                        part.start_input = block.get("input").cloned();
+                    }
+                    // Every block is kept: a turn in which Anthropic ran code
+                    // goes back whole (see `hosted`); a plain call is
+                    // rebuilt from its parts as before.
+                    part.start = Some(block.clone());
                 }
-                Some("content_block_delta") if event.pointer("/delta/type") == Some(&json!("input_json_delta")) => {
-                    let text = event.pointer("/delta/partial_json").and_then(Value::as_str).unwrap_or_default();
-                    let at = index(event);
-                    if let Some(Some(call)) = self.calls.get_mut(at as usize) {
-                        call.arguments.push_str(text);
+                Some("content_block_delta") => {
+                    let Some(Some(part)) = self.calls.get_mut(index(event) as usize) else { return Ok(()) };
+                    let delta = &event["delta"];
+                    let text = |key: &str| delta.get(key).and_then(Value::as_str).unwrap_or_default();
+                    match delta.get("type").and_then(Value::as_str) {
+                        Some("input_json_delta") => part.arguments.push_str(text("partial_json")),
+                        Some("text_delta") => part.text.push_str(text("text")),
+                        Some("thinking_delta") => part.text.push_str(text("thinking")),
+                        Some("signature_delta") => part.signature.push_str(text("signature")),
+                        _ => {}
+                    }
+                }
+                Some("message_start") => {
+                    if let Some(container) = event.pointer("/message/container").filter(|c| !c.is_null()) {
+                        self.container = Some(container.clone());
+                    }
+                }
+                Some("message_delta") => {
+                    if let Some(container) = event.pointer("/delta/container").filter(|c| !c.is_null()) {
+                        self.container = Some(container.clone());
                     }
                 }
                 _ => {}
@@ -166,18 +197,11 @@ impl CallAssembler {
                 json!({"choices": [{"message": {"role": "assistant", "tool_calls": calls}}]})
             }
             Provider::Anthropic => {
-                let blocks: Vec<Value> = calls
-                    .map(|c| {
-                        // No delta: the input the block started with (`{}`
-                        // for a call without arguments).
-                        let input = match c.start_input {
-                            Some(start) if c.arguments.trim().is_empty() => start,
-                            _ => streamed_input(c.arguments),
-                        };
-                        json!({"type": "tool_use", "id": c.id, "name": c.name, "input": input})
-                    })
-                    .collect();
-                json!({"content": blocks})
+                let blocks: Vec<Value> = calls.map(anthropic_block).collect();
+                match self.container {
+                    Some(container) => json!({"content": blocks, "container": container}),
+                    None => json!({"content": blocks}),
+                }
             }
             Provider::OpenAiResponses => {
                 let items: Vec<Value> = calls
@@ -212,6 +236,47 @@ impl CallAssembler {
             self.calls.resize(index + 1, None);
         }
         Ok(self.calls[index].get_or_insert_with(Partial::default))
+    }
+}
+
+/// An Anthropic content block from its start and its deltas: a call
+/// rebuilt from its parts (with its `caller`, when code made it); any other
+/// block as it started, with the text, thinking or input its deltas added.
+fn anthropic_block(part: Partial) -> Value {
+    let mut block = part.start.unwrap_or_else(|| json!({"type": "tool_use"}));
+    match block.get("type").and_then(Value::as_str).unwrap_or_default() {
+        "tool_use" => {
+            // No delta: the input the block started with (`{}` for a call
+            // without arguments).
+            let input = match part.start_input {
+                Some(start) if part.arguments.trim().is_empty() => start,
+                _ => streamed_input(part.arguments),
+            };
+            let mut call = json!({"type": "tool_use", "id": part.id, "name": part.name, "input": input});
+            if let Some(caller) = block.get_mut("caller") {
+                call["caller"] = caller.take();
+            }
+            call
+        }
+        "text" => {
+            let text = block.get("text").and_then(Value::as_str).unwrap_or_default().to_owned() + &part.text;
+            block["text"] = Value::String(text);
+            block
+        }
+        "thinking" => {
+            let thinking = block.get("thinking").and_then(Value::as_str).unwrap_or_default().to_owned() + &part.text;
+            block["thinking"] = Value::String(thinking);
+            if !part.signature.is_empty() {
+                block["signature"] = Value::String(part.signature);
+            }
+            block
+        }
+        // A server tool's call (`server_tool_use`) streams its input too.
+        _ if !part.arguments.trim().is_empty() => {
+            block["input"] = streamed_input(part.arguments);
+            block
+        }
+        _ => block,
     }
 }
 

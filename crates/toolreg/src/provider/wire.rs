@@ -14,7 +14,7 @@ use std::fmt;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{CallMapping, DeclaredTools, LoweringError, Provider, ToolChoice, ToolRef};
+use super::{CallMapping, Caller, DeclaredTools, HostedTurn, LoweringError, Provider, ToolChoice, ToolRef};
 use crate::exec::{ToolCall, ToolError, ToolResult};
 
 /// Why tools could not be rendered for a provider, or a response not read.
@@ -355,7 +355,8 @@ pub trait WireFormat: sealed::Format + fmt::Debug + Send + Sync {
                 call.name.clone_from(real);
             }
         }
-        Ok(ReadCalls { calls, sent, refused })
+        let hosted = self.hosted_in(response)?;
+        Ok(ReadCalls { calls, sent, refused, hosted })
     }
 
     /// What to append to the conversation to answer a batch of calls
@@ -387,6 +388,33 @@ pub trait WireFormat: sealed::Format + fmt::Debug + Send + Sync {
     /// tool once a search has found it (toolreg-llm's agent does).
     fn native_search(&self) -> bool {
         false
+    }
+
+    /// Whether this format has provider-hosted code execution that calls
+    /// the tools (see [`hosted`](super::hosted)): it then honours
+    /// [`FormatOptions::code_execution`](super::FormatOptions::code_execution).
+    /// Anthropic (code execution) and OpenAI Responses (programmatic tool calling).
+    fn code_execution(&self) -> bool {
+        false
+    }
+
+    /// The model's turn as the conversation must repeat it, given what the
+    /// provider ran in it ([`ReadCalls::hosted`]): with a hosted turn, its
+    /// content as it came (server blocks and all, in order; for OpenAI
+    /// Responses less what a stateless request cannot take back, see
+    /// [`openai_responses`](super::openai_responses)), as the provider
+    /// requires for the program to go on; without one,
+    /// [`render_calls`](WireFormat::render_calls). A format without code
+    /// execution ignores `hosted`.
+    fn render_turn(
+        &self,
+        text: &str,
+        calls: &[ToolCall],
+        hosted: Option<&HostedTurn>,
+        mapping: &CallMapping,
+    ) -> Vec<Value> {
+        let _ = hosted;
+        self.render_calls(text, calls, mapping)
     }
 
     /// This provider's spelling of a [`ToolChoice`] (see [`ToolChoice::render`]).
@@ -423,6 +451,13 @@ pub(crate) mod sealed {
     /// wrote them, before names are mapped back.
     pub trait Format {
         fn calls_in(&self, response: &Value, mapping: &CallMapping) -> Result<Vec<ToolCall>, ProviderError>;
+
+        /// What the provider ran itself in this turn, for a format with
+        /// code execution configured; `None` otherwise.
+        fn hosted_in(&self, response: &Value) -> Result<Option<super::HostedTurn>, ProviderError> {
+            let _ = response;
+            Ok(None)
+        }
     }
 }
 
@@ -441,6 +476,19 @@ pub struct ReadCalls {
     /// format left out, or a name the model made up): never run, answered
     /// with [`ToolError::NotOffered`] naming tools that are offered.
     pub refused: Vec<ToolResult>,
+    /// What the provider ran itself in this turn (its code execution, see
+    /// [`hosted`](super::hosted)), when the format's options let it: the
+    /// turn's content verbatim for the history, the container to name next,
+    /// and which calls code made. `None` for every other response.
+    pub hosted: Option<HostedTurn>,
+}
+
+impl ReadCalls {
+    /// What made the call with this id, when code the provider ran did
+    /// (`None`: the model called the tool itself).
+    pub fn caller(&self, call_id: &str) -> Option<&Caller> {
+        self.hosted.as_ref()?.caller(call_id)
+    }
 }
 
 /// What [`WireFormat::render_results`] produced: the messages to append,
