@@ -13,9 +13,14 @@ use toolreg_builtins::store::{
 /// Where a case's store lives; [`Backend::open`] gives another handle on
 /// the same data (another process's connection, another host's pool).
 pub enum Backend {
-    Sqlite { path: PathBuf, _dir: tempfile::TempDir },
+    Sqlite {
+        path: PathBuf,
+        _dir: tempfile::TempDir,
+    },
     #[cfg(feature = "postgres")]
-    Postgres { url: String },
+    Postgres {
+        url: String,
+    },
 }
 
 impl Backend {

@@ -66,7 +66,8 @@ pub fn skip(why: &str) {
 pub async fn fresh_url(base: &str) -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
-    let schema = format!("t_{}_{}_{}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed), nanos % 1_000_000_000);
+    let schema =
+        format!("t_{}_{}_{}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed), nanos % 1_000_000_000);
     let (client, connection) =
         tokio_postgres::connect(base, tokio_postgres::NoTls).await.unwrap_or_else(|e| panic!("connect to {base}: {e}"));
     let task = tokio::spawn(connection);
@@ -84,7 +85,8 @@ pub fn with_search_path(base: &str, schema: &str) -> String {
 
 /// The directory holding `initdb`, `pg_ctl` and `postgres`.
 fn binaries() -> Option<PathBuf> {
-    let mut dirs: Vec<PathBuf> = std::env::var_os("PATH").map(|p| std::env::split_paths(&p).collect()).unwrap_or_default();
+    let mut dirs: Vec<PathBuf> =
+        std::env::var_os("PATH").map(|p| std::env::split_paths(&p).collect()).unwrap_or_default();
     let mut versions: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
         .map(|entries| entries.filter_map(|e| e.ok()).map(|e| e.path().join("bin")).collect())
         .unwrap_or_default();
@@ -147,10 +149,7 @@ impl Private {
             return Err(format!("initdb failed: {}", String::from_utf8_lossy(&out.stderr).trim()));
         }
         let fsync = if durable { "on" } else { "off" };
-        let options = format!(
-            "-h 127.0.0.1 -p {port} -k {} -c fsync={fsync} -c max_connections=200",
-            dir.display()
-        );
+        let options = format!("-h 127.0.0.1 -p {port} -k {} -c fsync={fsync} -c max_connections=200", dir.display());
         std::fs::write(dir.join("options"), &options).map_err(|e| e.to_string())?;
         server.resume()?;
         Ok(server)

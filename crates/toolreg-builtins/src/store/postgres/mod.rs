@@ -19,8 +19,8 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::{Config, NoTls, Row};
 
 use super::{
-    ContextStore, EncodedValue, Key, ListEntry, ListPage, ListQuery, Namespace, NamespaceName, StoreError,
-    StoreFuture, StoreLimits, StoreRef, StoredValue, Usage,
+    ContextStore, EncodedValue, Key, ListEntry, ListPage, ListQuery, Namespace, NamespaceName, StoreError, StoreFuture,
+    StoreLimits, StoreRef, StoredValue, Usage,
 };
 
 mod sql;
@@ -167,7 +167,8 @@ impl PostgresStore {
     /// that is refused, or a schema from a newer build is an error here, in
     /// one line that names the server but never the password.
     pub async fn connect_with(url: &str, options: PostgresOptions) -> Result<Self, StoreError> {
-        let mut config = Config::from_str(url).map_err(|e| StoreError::backend("read the PostgreSQL URL", one_line(&e)))?;
+        let mut config =
+            Config::from_str(url).map_err(|e| StoreError::backend("read the PostgreSQL URL", one_line(&e)))?;
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(options.connect_timeout);
         }
@@ -175,8 +176,7 @@ impl PostgresStore {
             config.application_name("toolreg");
         }
         let target = describe_target(&config);
-        let manager =
-            Manager::from_config(config, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
+        let manager = Manager::from_config(config, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
         let pool = Pool::builder(manager)
             .max_size(options.pool_size.max(1))
             .runtime(Runtime::Tokio1)
@@ -336,7 +336,12 @@ impl PostgresStore {
         Ok(latest.map(to_u64))
     }
 
-    async fn read(&self, namespace: &NamespaceName, key: &Key, version: Option<u64>) -> Result<StoredValue, StoreError> {
+    async fn read(
+        &self,
+        namespace: &NamespaceName,
+        key: &Key,
+        version: Option<u64>,
+    ) -> Result<StoredValue, StoreError> {
         let (ns, k) = (namespace.as_str(), key.as_str());
         let row = match version {
             None => self.query_opt("read the value", sql::GET_LATEST, &[&ns, &k]).await?,
