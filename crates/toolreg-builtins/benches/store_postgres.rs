@@ -73,7 +73,11 @@ fn bench_postgres(c: &mut Criterion) {
         client
     });
     let (get, insert, same) = rt.block_on(async {
-        (raw.prepare(GET_LATEST).await.unwrap(), raw.prepare(INSERT).await.unwrap(), raw.prepare(SAME_SQL).await.unwrap())
+        (
+            raw.prepare(GET_LATEST).await.unwrap(),
+            raw.prepare(INSERT).await.unwrap(),
+            raw.prepare(SAME_SQL).await.unwrap(),
+        )
     });
     let raw_get = |key: &str| {
         let row = rt.block_on(raw.query_one(&get, &[&"bench", &key])).unwrap();

@@ -148,3 +148,18 @@ async fn a_server_that_goes_away_fails_calls_cleanly_and_the_store_recovers() {
     let next = run.set("k", &json!("after")).await.unwrap();
     assert!(next.version > kept.version);
 }
+
+/// The URL form the README gives for a Unix socket connects.
+#[tokio::test]
+async fn a_unix_socket_url_connects() {
+    let server = match Private::start(false) {
+        Ok(server) => server,
+        Err(why) => return skip(&why),
+    };
+    assert!(PostgresStore::is_url(&server.socket_url));
+    let store = PostgresStore::connect(&server.socket_url).await.unwrap();
+    assert!(store.target().starts_with("toolreg@/"), "{}", store.target());
+    let run = store.namespace("run-1").unwrap();
+    run.set("k", &json!(1)).await.unwrap();
+    assert_eq!(run.get("k").await.unwrap().value, json!(1));
+}

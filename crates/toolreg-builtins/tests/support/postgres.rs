@@ -109,6 +109,8 @@ fn is_root() -> bool {
 pub struct Private {
     /// `postgres://toolreg@127.0.0.1:PORT/postgres`.
     pub url: String,
+    /// The same server over its Unix socket.
+    pub socket_url: String,
     bin: PathBuf,
     data: PathBuf,
     port: u16,
@@ -133,6 +135,7 @@ impl Private {
         let port = free_port()?;
         let server = Private {
             url: format!("postgres://toolreg@127.0.0.1:{port}/postgres"),
+            socket_url: format!("postgres:///postgres?user=toolreg&host={}&port={port}", dir.display()),
             _watchdog: watchdog(&bin, &dir, &data, as_nobody)?,
             bin,
             data,
