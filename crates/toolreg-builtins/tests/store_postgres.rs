@@ -59,7 +59,7 @@ async fn a_schema_from_a_newer_build_is_refused_with_a_clear_message() {
 async fn a_bad_or_unreachable_url_is_one_line_at_start_without_the_password() {
     let err = PostgresStore::connect("postgres://user@host:notaport/db").await.unwrap_err();
     assert!(matches!(err, StoreError::Backend { .. }), "{err}");
-    assert!(err.to_string().contains("PostgreSQL URL"), "{err}");
+    assert!(err.to_string().contains("PostgreSQL URL") && err.to_string().contains("port"), "{err}");
 
     // Nothing listens on a port just freed.
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
@@ -74,6 +74,7 @@ async fn a_bad_or_unreachable_url_is_one_line_at_start_without_the_password() {
     assert!(matches!(err, StoreError::Unavailable { .. }), "{text}");
     assert!(err.retryable());
     assert!(text.contains(&format!("someone@127.0.0.1:{port}/db")), "{text}");
+    assert!(text.to_lowercase().contains("refused"), "the cause is given: {text}");
     assert!(!text.contains("hunter2") && !text.contains('\n'), "{text}");
 
     // A server that is there, and a database that is not.
@@ -81,7 +82,7 @@ async fn a_bad_or_unreachable_url_is_one_line_at_start_without_the_password() {
     let missing = base.rsplit_once('/').map(|(server, _)| format!("{server}/no_such_database")).unwrap();
     let err = PostgresStore::connect(&missing).await.unwrap_err();
     let text = err.to_string();
-    assert!(text.contains("no_such_database") && !text.contains('\n'), "{text}");
+    assert!(text.contains("database \"no_such_database\" does not exist") && !text.contains('\n'), "{text}");
 }
 
 /// The store keeps the same compact JSON text SQLite keeps; a value damaged

@@ -482,10 +482,16 @@ fn describe_target(config: &Config) -> String {
     format!("{user}{host}:{port}/{db}")
 }
 
-/// An error's text on one line (the server's DETAIL and HINT lines joined;
-/// the driver's message already ends with its cause).
+/// An error's text and its causes on one line (the driver's own text is
+/// only the kind, "db error"; the server's DETAIL and HINT lines joined).
 fn one_line(error: &dyn std::error::Error) -> String {
-    let text = error.to_string();
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
     text.split('\n').map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join("; ")
 }
 
