@@ -135,7 +135,11 @@ fn bench_postgres(c: &mut Criterion) {
     group.throughput(Throughput::Elements(IN_FLIGHT as u64));
     group.bench_function("raw_tokio_postgres", |b| {
         b.iter(|| {
-            let gets = (0..IN_FLIGHT).map(|n| raw.query_one(&get, &[&"bench", &keys[(i + n * 13) % KEYS]]));
+            let gets = (0..IN_FLIGHT).map(|n| {
+                let key = &keys[(i + n * 13) % KEYS];
+                let (raw, get) = (&raw, &get);
+                async move { raw.query_one(get, &[&"bench", key]).await }
+            });
             black_box(rt.block_on(join_all(gets)));
             i = (i + 1) % KEYS;
         })
