@@ -6,9 +6,43 @@ use toolreg::{FunctionRegistry, SafetyLevel, Scope, ToolDeclaration, ToolError, 
 use toolreg_builtins::Builtins;
 use toolreg_builtins::store::{Namespace, SqliteStore, TOOL_NAMES};
 
-async fn registry_for(name: &str) -> (FunctionRegistry, Namespace) {
-    let store = SqliteStore::in_memory().await.unwrap();
-    let ns = store.namespace(name).unwrap();
+mod support;
+use support::conformance::Backend;
+
+/// The cases that need a store, once per backend.
+macro_rules! on_each_backend {
+    ($($case:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $case() {
+                    super::$case(&super::Backend::sqlite().await.unwrap()).await;
+                }
+            )*
+        }
+        #[cfg(feature = "postgres")]
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $case() {
+                    let Some(backend) = super::Backend::postgres().await else { return };
+                    super::$case(&backend).await;
+                }
+            )*
+        }
+    };
+}
+
+on_each_backend!(
+    the_six_tools_are_declared_with_their_safety_category_and_scope,
+    set_get_ref_list_summarize_delete_end_to_end,
+    tool_errors_are_text_a_model_can_act_on_and_change_nothing,
+    an_over_budget_result_goes_into_the_store_and_the_model_gets_a_handle,
+    a_stored_tool_output_comes_back_as_its_blocks,
+);
+
+async fn registry_for(backend: &Backend, name: &str) -> (FunctionRegistry, Namespace) {
+    let ns = Namespace::new(backend.store().await, name).unwrap();
     let mut registry = FunctionRegistry::new();
     Builtins::new().store(ns.clone()).register(&mut registry).unwrap();
     (registry, ns)
@@ -21,9 +55,8 @@ async fn call(registry: &FunctionRegistry, tool: &str, args: Value) -> Result<Va
     }
 }
 
-#[tokio::test]
-async fn the_six_tools_are_declared_with_their_safety_category_and_scope() {
-    let (registry, _) = registry_for("run-1").await;
+async fn the_six_tools_are_declared_with_their_safety_category_and_scope(backend: &Backend) {
+    let (registry, _) = registry_for(backend, "run-1").await;
     assert_eq!(registry.names().collect::<Vec<_>>(), TOOL_NAMES);
     for decl in registry.list() {
         let expected = if matches!(decl.name.as_str(), "store_set" | "store_delete") {
@@ -46,9 +79,8 @@ async fn the_six_tools_are_declared_with_their_safety_category_and_scope() {
     assert_eq!(output["required"], json!(["key", "version"]));
 }
 
-#[tokio::test]
-async fn set_get_ref_list_summarize_delete_end_to_end() {
-    let (registry, _) = registry_for("run-1").await;
+async fn set_get_ref_list_summarize_delete_end_to_end(backend: &Backend) {
+    let (registry, _) = registry_for(backend, "run-1").await;
     let first = call(&registry, "store_set", json!({"key": "notes/a", "value": {"todo": ["x", "y"]}})).await.unwrap();
     assert_eq!(first["key"], "notes/a");
     assert_eq!(first["size"], json!(r#"{"todo":["x","y"]}"#.len()));
@@ -86,9 +118,8 @@ async fn set_get_ref_list_summarize_delete_end_to_end() {
     assert!(err.contains("no value stored under key `notes/a`"), "{err}");
 }
 
-#[tokio::test]
-async fn tool_errors_are_text_a_model_can_act_on_and_change_nothing() {
-    let (registry, ns) = registry_for("run-1").await;
+async fn tool_errors_are_text_a_model_can_act_on_and_change_nothing(backend: &Backend) {
+    let (registry, ns) = registry_for(backend, "run-1").await;
     call(&registry, "store_set", json!({"key": "k", "value": 1})).await.unwrap();
     let before = ns.usage().await.unwrap();
 
@@ -148,12 +179,11 @@ async fn registration_is_all_or_nothing() {
     assert_eq!(registry.names().collect::<Vec<_>>(), ["store_list"]);
 }
 
-#[tokio::test]
-async fn an_over_budget_result_goes_into_the_store_and_the_model_gets_a_handle() {
+async fn an_over_budget_result_goes_into_the_store_and_the_model_gets_a_handle(backend: &Backend) {
     use toolreg::engine::{OutputBudget, ToolEngine};
     use toolreg::{ToolCall, ToolExecutor};
 
-    let (mut registry, ns) = registry_for("overflow").await;
+    let (mut registry, ns) = registry_for(backend, "overflow").await;
     let long: Vec<u32> = (0..2_000).collect();
     let answer = long.clone();
     registry
@@ -177,11 +207,10 @@ async fn an_over_budget_result_goes_into_the_store_and_the_model_gets_a_handle()
 /// returned): `store_get` of its handle gives the blocks back, later writes
 /// to the key do not change what the handle names, the summary previews
 /// the blocks rather than their base64, and host-only metadata is not kept.
-#[tokio::test]
-async fn a_stored_tool_output_comes_back_as_its_blocks() {
+async fn a_stored_tool_output_comes_back_as_its_blocks(backend: &Backend) {
     use toolreg::exec::{Content, ToolOutput};
 
-    let (mut registry, ns) = registry_for("run-1").await;
+    let (mut registry, ns) = registry_for(backend, "run-1").await;
     let root = tempfile::tempdir().unwrap();
     std::fs::write(root.path().join("pixel.gif"), b"GIF89a\x01\x00\x01\x00\x00\x00\x00;").unwrap();
     Builtins::new().files(root.path()).register(&mut registry).unwrap();

@@ -101,9 +101,11 @@ pub struct ToolsArgs {
     /// The directory the file and shell tools are confined to.
     #[arg(long, global = true, default_value = ".")]
     pub root: PathBuf,
-    /// The context store's SQLite file (default: ROOT/.toolreg/store.db).
-    #[arg(long, global = true)]
-    pub store: Option<PathBuf>,
+    /// The context store: an SQLite file (default: ROOT/.toolreg/store.db),
+    /// or a PostgreSQL URL (postgres://user@host/db) that several hosts
+    /// share. Also read from TOOLREG_STORE.
+    #[arg(long, global = true, value_name = "FILE|URL")]
+    pub store: Option<String>,
     /// An `mcpServers` JSON file: import every tool of those servers.
     #[arg(long, global = true)]
     pub config: Option<PathBuf>,

@@ -8,7 +8,7 @@ use toolreg::FunctionRegistry;
 use toolreg::policy::{AuditSink, JsonLinesSink};
 use toolreg::seal::Key;
 use toolreg_builtins::Builtins;
-use toolreg_builtins::store::{ContextStore, SqliteStore};
+use toolreg_builtins::store::{ContextStore, Namespace, PostgresStore, SqliteStore};
 
 use crate::CliError;
 use toolreg_mcp::client::RemoteServer;
@@ -79,22 +79,42 @@ impl Tools {
     }
 }
 
+/// The environment variable that names the store when `--store` does not.
+pub const STORE_VAR: &str = "TOOLREG_STORE";
+
+/// The store's `default` namespace: `--store` (or `TOOLREG_STORE`) as a
+/// PostgreSQL URL or an SQLite file, else `ROOT/.toolreg/store.db`.
+async fn open_store(flag: Option<&str>, root: &Path) -> Result<Namespace, CliError> {
+    let from_env = std::env::var(STORE_VAR).ok().filter(|v| !v.is_empty());
+    let location = flag.map(str::to_owned).or(from_env);
+    let store: Arc<dyn ContextStore> = match location {
+        Some(url) if PostgresStore::is_url(&url) => {
+            // The error names the server but not the password.
+            Arc::new(
+                PostgresStore::connect(&url).await.map_err(|e| CliError::new(format!("cannot open the store: {e}")))?,
+            )
+        }
+        location => {
+            let path = location.map(PathBuf::from).unwrap_or_else(|| root.join(".toolreg").join("store.db"));
+            if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+                std::fs::create_dir_all(parent)
+                    .map_err(|e| CliError::new(format!("cannot create {} for the store: {e}", parent.display())))?;
+            }
+            let store = SqliteStore::open(&path)
+                .await
+                .map_err(|e| CliError::new(format!("cannot open the store {}: {e}", path.display())))?;
+            Arc::new(store)
+        }
+    };
+    Namespace::new(store, "default").map_err(|e| CliError::new(e.to_string()))
+}
+
 /// Build the registry the arguments describe.
 pub async fn load(args: &ToolsArgs) -> Result<Tools, CliError> {
     let root = std::fs::canonicalize(&args.root)
         .map_err(|e| CliError::new(format!("the root directory {} cannot be used: {e}", args.root.display())))?;
-    let store_path = match &args.store {
-        Some(path) => path.clone(),
-        None => root.join(".toolreg").join("store.db"),
-    };
-    if let Some(parent) = store_path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent)
-            .map_err(|e| CliError::new(format!("cannot create {} for the store: {e}", parent.display())))?;
-    }
-    let store = SqliteStore::open(&store_path)
-        .await
-        .map_err(|e| CliError::new(format!("cannot open the store {}: {e}", store_path.display())))?;
-    let namespace = store.namespace("default").map_err(|e| CliError::new(e.to_string()))?;
+    let namespace = open_store(args.store.as_deref(), &root).await?;
+    let store = Arc::clone(namespace.store());
 
     let mut builtins = Builtins::new().store(namespace).files(&root);
     #[cfg(target_os = "linux")]
@@ -112,7 +132,6 @@ pub async fn load(args: &ToolsArgs) -> Result<Tools, CliError> {
         Some(path) => connect_all(path, args.strict_servers).await?,
         None => Vec::new(),
     };
-    let store: Arc<dyn ContextStore> = Arc::new(store);
     let mut tools = Tools { builtins: registry.clone(), registry, audit, remotes, store, root };
     if !tools.remotes.is_empty() {
         tools.registry = tools.rebuild();

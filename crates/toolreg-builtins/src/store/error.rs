@@ -132,6 +132,17 @@ pub enum StoreError {
     /// Another writer held the store for longer than the busy timeout.
     #[error("the store is busy with another writer; try again")]
     Busy,
+    /// The store's database could not be reached (a shared backend whose
+    /// server is down, restarting or out of connections). Retryable: the
+    /// pool reconnects when the server is back. A write that fails this way
+    /// may or may not have been applied, as with any lost connection.
+    #[error("the store's database cannot be reached while trying to {operation}: {reason}; try again shortly")]
+    Unavailable {
+        /// What the store was doing.
+        operation: &'static str,
+        /// What the connection reported.
+        reason: String,
+    },
     /// The store's worker threads have stopped; no operation can run.
     #[error("the store is closed")]
     Closed,
@@ -163,7 +174,7 @@ impl StoreError {
     /// assert!(!StoreError::NotFound { key: "k".into() }.retryable());
     /// ```
     pub fn retryable(&self) -> bool {
-        matches!(self, StoreError::Busy)
+        matches!(self, StoreError::Busy | StoreError::Unavailable { .. })
     }
 
     /// A backend error from any error type (for backends other than SQLite).

@@ -2,7 +2,9 @@
 //! window and hands to sub-agents by reference.
 //!
 //! - [`ContextStore`] is the backend trait; [`SqliteStore`] is the embedded
-//!   default (one SQLite file in WAL mode, or `:memory:`).
+//!   default (one SQLite file in WAL mode, or `:memory:`), and
+//!   `PostgresStore` (feature `postgres`) the one several hosts share. One
+//!   conformance suite runs against both, so they behave alike.
 //! - [`Namespace`] is what agents use: one namespace per agent run, so
 //!   concurrent runs never see each other's keys. Its [`Namespace::tools`]
 //!   are the six model-facing tools (`store_set`, `store_get`, `store_ref`,
@@ -41,6 +43,8 @@ use toolreg::exec::ToolOutput;
 
 mod error;
 mod output;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod sqlite;
 mod tools;
 mod types;
@@ -48,6 +52,8 @@ mod value;
 
 pub use error::StoreError;
 pub use output::OUTPUT_TAG;
+#[cfg(feature = "postgres")]
+pub use postgres::{PostgresOptions, PostgresStore};
 pub use sqlite::{SqliteOptions, SqliteStore, Synchronous};
 pub use tools::{DeleteOutcome, SetOutcome, TOOL_NAMES};
 pub use types::{
