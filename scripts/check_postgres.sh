@@ -64,3 +64,5 @@ echo "PostgreSQL $("$bin/postgres" --version | awk '{print $3}') on 127.0.0.1:$p
 
 cargo test -p toolreg-builtins --features postgres --test store --test store_tools --test store_postgres
 cargo test -p toolreg-cli --test store_postgres
+# The replicas behind HAProxy again, sharing this server as their store.
+TOOLREG_REPLICA_STORE="$TOOLREG_TEST_POSTGRES_URL" scripts/check_replicas.sh
