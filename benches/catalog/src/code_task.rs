@@ -65,17 +65,14 @@ const TOPICS: [&str; FILES] = [
     "troubleshooting",
 ];
 
-const WORDS: [&str; 94] = [
-    "the", "service", "request", "client", "server", "token", "cache", "queue", "worker", "config", "value",
-    "default", "timeout", "retry", "policy", "user", "account", "project", "file", "record", "index", "field",
-    "schema", "version", "release", "build", "deploy", "cluster", "node", "region", "replica", "backup", "restore",
-    "metric", "trace", "log", "alert", "error", "status", "response", "header", "endpoint", "route", "handler",
-    "event", "message", "batch", "limit", "quota", "window", "secret", "key", "permission", "role", "scope",
-    "session", "job", "schedule", "task", "migration", "table", "column", "query", "result", "page", "cursor",
-    "is", "are", "runs", "stores", "returns", "reads", "writes", "checks", "keeps", "sends", "uses", "needs",
-    "when", "before", "after", "with", "without", "for", "each", "every", "one", "two", "new", "old", "first",
-    "last", "only", "also",
-];
+/// The words the generator writes sentences from.
+const VOCABULARY: &str = "the service request client server token cache queue worker config value default timeout \
+                          retry policy user account project file record index field schema version release build \
+                          deploy cluster node region replica backup restore metric trace log alert error status \
+                          response header endpoint route handler event message batch limit quota window secret key \
+                          permission role scope session job schedule task migration table column query result page \
+                          cursor is are runs stores returns reads writes checks keeps sends uses needs when before \
+                          after with without for each every one two new old first last only also";
 
 const HEADINGS: [&str; 12] = [
     "Overview",
@@ -108,9 +105,9 @@ impl Rng {
     }
 }
 
-fn sentence(rng: &mut Rng) -> String {
+fn sentence(rng: &mut Rng, vocabulary: &[&str]) -> String {
     let n = 8 + rng.below(11);
-    let words: Vec<&str> = (0..n).map(|_| WORDS[rng.below(WORDS.len())]).collect();
+    let words: Vec<&str> = (0..n).map(|_| vocabulary[rng.below(vocabulary.len())]).collect();
     let mut text = format!("{}.", words.join(" "));
     text[..1].make_ascii_uppercase();
     text
@@ -125,6 +122,7 @@ pub fn target_bytes(i: usize) -> usize {
 /// The 20 files, in listing order.
 pub fn files() -> Vec<File> {
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let vocabulary: Vec<&str> = VOCABULARY.split_whitespace().collect();
     TOPICS
         .iter()
         .enumerate()
@@ -140,7 +138,7 @@ pub fn files() -> Vec<File> {
                     heading = (heading + 1 + rng.below(3)) % HEADINGS.len();
                     vec![format!("## {}", HEADINGS[heading]), String::new()]
                 } else if paragraph % 5 == 3 {
-                    let cmd = WORDS[rng.below(WORDS.len())];
+                    let cmd = vocabulary[rng.below(vocabulary.len())];
                     vec![
                         "```sh".to_owned(),
                         format!("toolreg {cmd} --{topic} {}", rng.below(1000)),
@@ -149,7 +147,7 @@ pub fn files() -> Vec<File> {
                     ]
                 } else {
                     let n = 2 + rng.below(3);
-                    vec![(0..n).map(|_| sentence(&mut rng)).collect::<Vec<_>>().join(" "), String::new()]
+                    vec![(0..n).map(|_| sentence(&mut rng, &vocabulary)).collect::<Vec<_>>().join(" "), String::new()]
                 };
                 let len: usize = lines.iter().chain(&next).map(|l| l.len() + 1).sum();
                 if len > target {

@@ -52,10 +52,8 @@ async fn every_variant_stores_every_summary_and_names_the_three_largest() {
                 toolreg_llm::Message::Tool { results } => Some(results[0].value.clone()),
                 _ => None,
             });
-            let expected: Vec<_> = code_task::largest(&files, 3)
-                .iter()
-                .map(|f| json!({"path": f.path, "bytes": f.text.len()}))
-                .collect();
+            let expected: Vec<_> =
+                code_task::largest(&files, 3).iter().map(|f| json!({"path": f.path, "bytes": f.text.len()})).collect();
             assert_eq!(
                 result,
                 Some(Some(json!({"result": {"stored": code_task::FILES, "largest": expected}}))),
@@ -81,12 +79,8 @@ async fn the_rendering_carries_every_file_text_and_every_call() {
     assert!(last.tools.contains("store_summary") && last.body.contains(&last.tools));
     assert!(last.body.contains(code_task::SYSTEM) && last.body.contains(code_task::TASK));
 
-    let setup = code_task::setup(
-        Variant::Program { sequential: false, offer: Offer::RunCodeOnly },
-        &files,
-        &worker(),
-        true,
-    );
+    let setup =
+        code_task::setup(Variant::Program { sequential: false, offer: Offer::RunCodeOnly }, &files, &worker(), true);
     setup.agent.run(code_task::TASK).await.unwrap();
     let first = code_task::render(&setup.model.requests()[0]);
     // `run_code` alone, its description declaring the three tools.
