@@ -8,10 +8,14 @@
 //!   `code_mode/engine_100_sequential`: a program awaiting 100 calls of a
 //!   trivial tool one after the other, and the same 100 calls through
 //!   `ToolExecutor::execute_call`, one after the other. Per call from a
-//!   program: (program − `return_1` − engine) / 100.
+//!   program: (program − `return_1` − engine) / 100. Also on a
+//!   current-thread runtime (`program_100_sequential_current_thread`).
 //! - `code_mode/program_100_promise_all` against
 //!   `code_mode/engine_100_batch`: the 100 calls started together
 //!   (`Promise.all`, one batch) and the same 100 as one `execute_batch`.
+//! - `cpu/*`: the same runs timed in CPU time instead of wall time (this
+//!   process's, all threads, plus the reaped workers'), which a machine
+//!   busy with other work inflates far less than wall time.
 //! - `startup_parts/*`: where start-up goes — a process that does nothing
 //!   (`/bin/true`), the worker process started and ended without a program
 //!   (it reads end-of-file and exits), a QuickJS runtime and context as the
@@ -57,6 +61,19 @@ fn expected() -> Value {
     json!((1..=N).sum::<usize>())
 }
 
+/// `N` calls one after the other, summing the results.
+fn sequential_program() -> String {
+    format!("let sum = 0;\nfor (let i = 0; i < {N}; i++) sum += await tools.inc({{ n: i }});\nreturn sum;")
+}
+
+/// `N` calls started together (`Promise.all`: one batch), summed.
+fn together_program() -> String {
+    format!(
+        "const all = await Promise.all(Array.from({{ length: {N} }}, (_, i) => tools.inc({{ n: i }})));\nreturn \
+         all.reduce((a, b) => a + b, 0);"
+    )
+}
+
 fn end_to_end(c: &mut Criterion) {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     let engine = engine();
@@ -71,15 +88,19 @@ fn end_to_end(c: &mut Criterion) {
         })
     });
 
-    let sequential =
-        format!("let sum = 0;\nfor (let i = 0; i < {N}; i++) sum += await tools.inc({{ n: i }});\nreturn sum;");
-    let together = format!(
-        "const all = await Promise.all(Array.from({{ length: {N} }}, (_, i) => tools.inc({{ n: i }})));\nreturn \
-         all.reduce((a, b) => a + b, 0);"
-    );
+    let (sequential, together) = (sequential_program(), together_program());
     group.throughput(Throughput::Elements(N as u64));
     group.bench_function("program_100_sequential", |b| {
         b.to_async(&runtime).iter(|| async {
+            let out = code.run(&engine, &sequential).await.unwrap();
+            assert_eq!(out.value, expected());
+        })
+    });
+    // The same on a current-thread runtime: no hand-over between the
+    // runtime's threads on each message from the worker.
+    let single = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    group.bench_function("program_100_sequential_current_thread", |b| {
+        b.to_async(&single).iter(|| async {
             let out = code.run(&engine, &sequential).await.unwrap();
             assert_eq!(out.value, expected());
         })
@@ -108,6 +129,78 @@ fn end_to_end(c: &mut Criterion) {
     });
     group.finish();
 }
+
+/// CPU time used so far by this process (all threads) and its reaped
+/// children (the workers).
+#[cfg(unix)]
+fn cpu_time() -> Duration {
+    use nix::sys::resource::{UsageWho, getrusage};
+    let used = |who| {
+        let usage = getrusage(who).unwrap();
+        let (user, system) = (usage.user_time(), usage.system_time());
+        let micros = |t: nix::sys::time::TimeVal| t.tv_sec() as u64 * 1_000_000 + t.tv_usec() as u64;
+        Duration::from_micros(micros(user) + micros(system))
+    };
+    used(UsageWho::RUSAGE_SELF) + used(UsageWho::RUSAGE_CHILDREN)
+}
+
+#[cfg(unix)]
+fn cpu(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let engine = engine();
+    let code = CodeMode::new(Worker::new(WORKER));
+    let mut group = c.benchmark_group("cpu");
+    group.sample_size(20).measurement_time(Duration::from_secs(8));
+    let programs = [
+        ("return_1", "return 1".to_owned()),
+        ("program_100_sequential", sequential_program()),
+        ("program_100_promise_all", together_program()),
+    ];
+    for (name, program) in &programs {
+        group.bench_function(*name, |b| {
+            b.to_async(&runtime).iter_custom(|iters| {
+                let (code, engine) = (&code, &engine);
+                async move {
+                    let start = cpu_time();
+                    for _ in 0..iters {
+                        code.run(engine, program).await.unwrap();
+                    }
+                    cpu_time() - start
+                }
+            })
+        });
+    }
+    group.bench_function("engine_100_sequential", |b| {
+        b.to_async(&runtime).iter_custom(|iters| {
+            let engine = &engine;
+            async move {
+                let start = cpu_time();
+                for _ in 0..iters {
+                    for call in calls() {
+                        engine.execute_call(call).await.outcome.unwrap();
+                    }
+                }
+                cpu_time() - start
+            }
+        })
+    });
+    group.bench_function("engine_100_batch", |b| {
+        b.to_async(&runtime).iter_custom(|iters| {
+            let engine = &engine;
+            async move {
+                let start = cpu_time();
+                for _ in 0..iters {
+                    engine.execute_batch(calls()).await;
+                }
+                cpu_time() - start
+            }
+        })
+    });
+    group.finish();
+}
+
+#[cfg(not(unix))]
+fn cpu(_: &mut Criterion) {}
 
 /// The worker's choice of built-ins (`worker.rs`): no `Performance`, no `WeakRef`.
 type Intrinsics = (
@@ -171,5 +264,5 @@ fn startup_parts(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, end_to_end, startup_parts);
+criterion_group!(benches, end_to_end, cpu, startup_parts);
 criterion_main!(benches);
