@@ -179,7 +179,7 @@ pub fn summary(text: &str) -> String {
 /// The `n` largest files (by bytes of text), largest first.
 pub fn largest(files: &[File], n: usize) -> Vec<&File> {
     let mut sorted: Vec<&File> = files.iter().collect();
-    sorted.sort_by(|a, b| b.text.len().cmp(&a.text.len()));
+    sorted.sort_by_key(|f| std::cmp::Reverse(f.text.len()));
     sorted.truncate(n);
     sorted
 }
