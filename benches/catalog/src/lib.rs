@@ -4,6 +4,11 @@
 //! (the held-out set), and the always-on core an agent keeps
 //! (toolreg's file tools, user tools and agent functions, `search_tools`
 //! among them). See the README for what the bench measures.
+//!
+//! [`code_task`] is the multi-step task of the code-mode bench (issue 22):
+//! the same work done by direct tool calls and by one program.
+
+pub mod code_task;
 
 use std::collections::HashSet;
 
