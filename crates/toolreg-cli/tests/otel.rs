@@ -183,6 +183,33 @@ async fn a_tool_call_is_exported_as_an_execute_tool_span() {
     assert_eq!(span.status.map(|s| s.code), Some(2), "status error");
 }
 
+/// An approved dangerous call: the decision and the approver on its span,
+/// the written content nowhere.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_approval_decision_is_on_the_tool_span() {
+    let (endpoint, received) = receiver().await;
+    let dir = workspace();
+    let out = tokio::task::spawn_blocking({
+        let root = dir.path().to_owned();
+        move || {
+            toolreg(&root, &endpoint, "approvals")
+                .args(["call", "write_file", r#"{"path": "out.txt", "content": "top secret"}"#, "--yes"])
+                .output()
+                .unwrap()
+        }
+    })
+    .await
+    .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    settle(&received, "execute_tool write_file").await;
+    let span = received.one("execute_tool write_file", None);
+    assert_eq!(attribute(&span, "toolreg.tool.safety").as_deref(), Some("dangerous"));
+    assert_eq!(attribute(&span, "toolreg.approval.decision").as_deref(), Some("approved"));
+    assert_eq!(attribute(&span, "toolreg.approval.approver").as_deref(), Some("--yes"));
+    assert_eq!(attribute(&span, "toolreg.outcome").as_deref(), Some("ok"));
+    nowhere(&received, "top secret");
+}
+
 const TRACE_ID: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 const PARENT_ID: &str = "00f067aa0ba902b7";
 
