@@ -367,6 +367,34 @@ fn a_collector_that_is_down_never_fails_or_slows_a_call() {
     assert!(took < Duration::from_secs(3), "took {took:?}");
 }
 
+/// A collector that takes the connection and never answers: the result is
+/// printed at once; only the exit waits, at most the flush timeout (5 s).
+#[test]
+fn a_collector_that_hangs_never_slows_a_call() {
+    let hole = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let endpoint = format!("http://{}", hole.local_addr().unwrap());
+    let dir = workspace();
+    let started = Instant::now();
+    let mut child = StdCommand::new(assert_cmd::cargo::cargo_bin("toolreg"))
+        .current_dir(dir.path())
+        .args(["call", "read_file", r#"{"path": "notes.txt"}"#])
+        .env_remove("TOOLREG_LOG")
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // The result is on stdout before the process ends.
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    assert!(lines.any(|line| line.unwrap().contains("second line")));
+    let answered = started.elapsed();
+    assert!(answered < Duration::from_secs(3), "answered after {answered:?}");
+    assert!(child.wait().unwrap().success());
+    let exited = started.elapsed();
+    assert!(exited < Duration::from_secs(9), "exited after {exited:?}");
+    drop(hole);
+}
+
 /// A protocol that is not built in (gRPC): one warning line on stderr, no
 /// export, and the call runs.
 #[test]
