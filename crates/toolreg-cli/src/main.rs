@@ -7,6 +7,7 @@ mod blocks;
 mod cli;
 mod run;
 mod setup;
+pub mod telemetry;
 
 use std::fmt;
 use std::io::{IsTerminal, Write};
@@ -52,15 +53,8 @@ fn main() -> ExitCode {
     if matches!(cli.command, Some(Command::CodeWorker)) {
         return toolreg_code::worker::serve();
     }
-    // Logs go to stderr: on stdio, stdout carries the protocol.
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("TOOLREG_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,rmcp=off")),
-        )
-        .init();
+    // Logs to stderr; OTLP export when the OTEL_* variables ask for it.
+    let telemetry = telemetry::init();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {
@@ -68,7 +62,11 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(cli)) {
+    let outcome = runtime.block_on(run(cli));
+    // The runtime's tasks end before the last spans are flushed.
+    drop(runtime);
+    telemetry.shutdown();
+    match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             // One line, whatever the message: a model's error text may run over several.

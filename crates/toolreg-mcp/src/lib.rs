@@ -13,6 +13,15 @@
 //! results as [`CallToolResult`](toolreg::provider::mcp::CallToolResult)
 //! writes them (every content block, annotations, `structuredContent`).
 //!
+//! Every `tools/call` the server answers and the client sends is a
+//! `tracing` span named after OpenTelemetry's MCP conventions
+//! (`tools/call {tool}`, with `mcp.method.name`, `gen_ai.tool.name`,
+//! `jsonrpc.request.id`, `mcp.session.id`). With the `otel` feature, W3C
+//! trace context travels in the request's `_meta` (`traceparent`,
+//! `tracestate`) both ways, through OpenTelemetry's global propagator: the
+//! server's span becomes a child of the caller's, and the client sends its
+//! own, so a call through the gateway to a remote server is one trace.
+//!
 //! ```
 //! use serde_json::json;
 //! use toolreg::provider::{ToolRef, WireFormat, mcp::Mcp};
@@ -28,6 +37,7 @@ pub mod client;
 pub mod config;
 mod oversize;
 pub mod server;
+mod trace;
 
 pub use server::{McpServer, ServeError, ServerOptions};
 

@@ -29,7 +29,32 @@ impl Agent {
         self.check_post_process()?;
         let state =
             LoopState { messages, usage: Usage::default(), steps: 0, started: Instant::now(), loaded: Vec::new() };
-        self.drive(state, cancel).instrument(tracing::info_span!("agent_run", depth = self.inner.depth)).await
+        // OpenTelemetry's GenAI `invoke_agent` span (the `otel.*` fields are
+        // read by `tracing-opentelemetry`): the model, then the run's usage.
+        let span = tracing::info_span!(
+            "agent_run",
+            depth = self.inner.depth,
+            otel.name = "invoke_agent",
+            otel.kind = "internal",
+            gen_ai.operation.name = "invoke_agent",
+            gen_ai.request.model = %self.inner.model,
+            gen_ai.usage.input_tokens = tracing::field::Empty,
+            gen_ai.usage.output_tokens = tracing::field::Empty,
+            error.type = tracing::field::Empty,
+        );
+        let outcome = self.drive(state, cancel).instrument(span.clone()).await;
+        if !span.is_disabled() {
+            match &outcome {
+                Ok(Outcome::Finished(Finished { usage, .. }) | Outcome::Suspended(Suspended { usage, .. })) => {
+                    span.record("gen_ai.usage.input_tokens", usage.input_tokens);
+                    span.record("gen_ai.usage.output_tokens", usage.output_tokens);
+                }
+                Err(_) => {
+                    span.record("error.type", "agent_error");
+                }
+            }
+        }
+        outcome
     }
 
     pub(super) fn emit(&self, event: &AgentEvent) {
@@ -108,9 +133,21 @@ impl Agent {
             state.steps += 1;
             let step = state.steps;
             self.emit(&AgentEvent::ModelRequest { step, depth: inner.depth });
+            // OpenTelemetry's GenAI `chat` span; usage is recorded when the
+            // response arrives.
+            let span = tracing::info_span!(
+                "model_request",
+                step,
+                otel.name = format_args!("chat {}", request.model),
+                otel.kind = "client",
+                gen_ai.operation.name = "chat",
+                gen_ai.request.model = %request.model,
+                gen_ai.usage.input_tokens = tracing::field::Empty,
+                gen_ai.usage.output_tokens = tracing::field::Empty,
+                error.type = tracing::field::Empty,
+            );
             let answer = {
-                let call =
-                    inner.client.complete(&request, &on_stream).instrument(tracing::info_span!("model_request", step));
+                let call = inner.client.complete(&request, &on_stream).instrument(span.clone());
                 let timeout = async {
                     match left {
                         Some(left) => tokio::time::sleep(left).await,
@@ -124,14 +161,23 @@ impl Agent {
                 }
             };
             let response: ModelResponse = match answer {
-                Ok(Ok(response)) => response,
-                Ok(Err(error)) => return Err(AgentError::Model { error, transcript: request.messages }),
+                Ok(Ok(response)) => {
+                    span.record("gen_ai.usage.input_tokens", response.usage.input_tokens);
+                    span.record("gen_ai.usage.output_tokens", response.usage.output_tokens);
+                    response
+                }
+                Ok(Err(error)) => {
+                    span.record("error.type", "model_error");
+                    return Err(AgentError::Model { error, transcript: request.messages });
+                }
                 Err(Stop::Cancelled) => return Err(AgentError::Cancelled { transcript: request.messages }),
                 Err(Stop::Time) => {
                     let limit = limits.max_time.unwrap_or_default();
                     return Err(AgentError::TimeLimit { limit, transcript: request.messages });
                 }
             };
+            // The `chat` span ends with the response, before the tools run.
+            drop(span);
             state.usage += response.usage;
             self.emit(&AgentEvent::ModelResponse { step, usage: response.usage, total: state.usage });
             request.messages.push(response.to_message());

@@ -20,6 +20,7 @@ use toolreg::{
     CallContext, Content, ErasedTool, FunctionRegistry, ProgressReporter, RegistryError, SafetyLevel, ToolDeclaration,
     ToolError, ToolFuture, ToolOutput, ToolRegistration,
 };
+use tracing::Instrument;
 
 use super::forward::Question;
 use super::{RemoteServer, SEPARATOR};
@@ -168,7 +169,9 @@ impl RemoteServer {
             Value::Null => Default::default(),
             other => return Err(ToolError::failed(format!("arguments must be an object, got {other}"))),
         };
-        let params = CallToolRequestParams::new(remote.to_owned()).with_arguments(arguments);
+        let mut params = CallToolRequestParams::new(remote.to_owned()).with_arguments(arguments);
+        // W3C trace context of this call's span (feature `otel`).
+        params.meta = crate::trace::outgoing_meta();
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let timeout = self.inner.config.call_timeout;
         let mut options = PeerRequestOptions::no_options();
@@ -486,7 +489,14 @@ impl ErasedTool for RemoteTool {
     fn call(&self, cx: CallContext, args: Value) -> ToolFuture {
         let server = self.server.clone();
         let remote = self.remote.clone();
-        ToolFuture::new(async move { server.call(&remote, &cx, args).await })
+        ToolFuture::new(async move {
+            let span = crate::trace::client_tool_call(&server.inner.name, &remote);
+            let answer = server.call(&remote, &cx, args).instrument(span.clone()).await;
+            if let Err(error) = &answer {
+                crate::trace::failed(&span, error.kind());
+            }
+            answer
+        })
     }
 }
 

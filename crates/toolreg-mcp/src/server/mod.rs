@@ -76,6 +76,7 @@ use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer};
 use toolreg::engine::EngineBuilder;
 use toolreg::policy::ApproveAll;
 use toolreg::{FunctionRegistry, ToolEngine};
+use tracing::Instrument;
 
 pub use approval::{APPROVAL_KEY, ElicitationApprover};
 pub(crate) use approval::{APPROVAL_STATE, APPROVED};
@@ -407,7 +408,18 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        self.call(request, context).await
+        // Made before the call runs, so that the engine's `execute_tool`
+        // span is its child (and, with a `traceparent`, the caller's).
+        let span = crate::trace::server_tool_call(&request.name, &context.id, &context.meta, &context.extensions);
+        let answer = self.call(request, context).instrument(span.clone()).await;
+        match &answer {
+            Err(_) => crate::trace::failed(&span, "mcp_error"),
+            Ok(CallToolResponse::Complete(result)) if result.is_error == Some(true) => {
+                crate::trace::failed(&span, "tool_error")
+            }
+            Ok(_) => {}
+        }
+        answer
     }
 
     async fn list_resources(

@@ -18,6 +18,7 @@ use indexmap::IndexMap;
 use tokio::sync::{AcquireError, OwnedSemaphorePermit, Semaphore, TryAcquireError};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use super::pipeline::{self, Control};
 use super::record::Record;
@@ -125,11 +126,13 @@ pub(crate) async fn run(
     }
 
     let mut tasks = JoinSet::new();
+    // The workers' calls stay children of the caller's span (a trace of
+    // an agent step holds its tool calls).
     for share in shares.into_iter().filter(|share| !share.is_empty()) {
-        tasks.spawn(work(shared.clone(), share, false));
+        tasks.spawn(work(shared.clone(), share, false).in_current_span());
     }
     for (_, queue) in lanes {
-        tasks.spawn(work(shared.clone(), queue, true));
+        tasks.spawn(work(shared.clone(), queue, true).in_current_span());
     }
     while let Some(joined) = tasks.join_next().await {
         match joined {

@@ -13,6 +13,12 @@
 //! 6. **audit**: the [`AuditEvent`](crate::policy::AuditEvent) to every
 //!    sink, in a `tool_call` span (written in [`record`](super::record)).
 //!
+//! The `tool_call` span follows OpenTelemetry's GenAI conventions for an
+//! `execute_tool` span (`gen_ai.tool.name`, `gen_ai.tool.call.id`,
+//! `error.type`), with toolreg's own `toolreg.tool.safety`,
+//! `toolreg.arguments.hash`, `toolreg.approval.decision`,
+//! `toolreg.approval.approver` and `toolreg.outcome`.
+//!
 //! A call has one panic boundary (in [`run`]); the [`site`](super::site)
 //! marks say whether a panic started in the approver, a hook or the tool.
 //! The only state passed between the steps travels in [`Chain`], owned by
@@ -124,7 +130,28 @@ pub(crate) fn run<'a>(
     call: ToolCall,
     control: Control<'a>,
 ) -> impl Future<Output = ToolResult> + Send + 'a {
-    let span = tracing::info_span!("tool_call", tool = %call.name, call_id = %call.id);
+    // Named and shaped as OpenTelemetry's GenAI `execute_tool` span (the
+    // `otel.*` fields are read by `tracing-opentelemetry`); the fields
+    // recorded at the end are `Empty` until then. Nothing here is formatted
+    // unless a subscriber takes the span. The arguments' hash, never their
+    // content, goes on the span.
+    let span = tracing::info_span!(
+        "tool_call",
+        otel.name = format_args!("execute_tool {}", call.name),
+        otel.kind = "internal",
+        otel.status_code = tracing::field::Empty,
+        gen_ai.operation.name = "execute_tool",
+        gen_ai.tool.type = "function",
+        gen_ai.tool.name = %call.name,
+        gen_ai.tool.call.id = %call.id,
+        toolreg.tool.safety = tracing::field::Empty,
+        toolreg.arguments.hash = tracing::field::Empty,
+        toolreg.approval.decision = tracing::field::Empty,
+        toolreg.approval.approver = tracing::field::Empty,
+        toolreg.outcome = tracing::field::Empty,
+        error.type = tracing::field::Empty,
+    );
+    let fields = span.clone();
     async move {
         let ToolCall { id, name, arguments } = call;
         let mut record = Record::new(p.sinks, id, name, control.stopped);
@@ -207,10 +234,37 @@ pub(crate) fn run<'a>(
             }
             _ => Ok(output),
         });
+        record_span_fields(&fields, trail, &outcome);
         // 6. Audit.
         record.finish(outcome)
     }
     .instrument(span)
+}
+
+/// The `tool_call` span's fields known only at the end: safety, the
+/// arguments' hash, the approval decision and approver, the outcome.
+fn record_span_fields(span: &tracing::Span, trail: &Trail, outcome: &Result<crate::exec::ToolOutput, ToolError>) {
+    if span.is_disabled() {
+        return;
+    }
+    if let Some(safety) = trail.safety {
+        span.record("toolreg.tool.safety", safety.as_str());
+    }
+    if let Some(hash) = &trail.hash {
+        span.record("toolreg.arguments.hash", tracing::field::display(hash));
+    }
+    span.record("toolreg.approval.decision", tracing::field::display(&trail.decision));
+    if let Some(approver) = &trail.approver {
+        span.record("toolreg.approval.approver", approver.as_str());
+    }
+    match outcome {
+        Ok(_) => span.record("toolreg.outcome", "ok"),
+        Err(error) => {
+            span.record("toolreg.outcome", error.kind());
+            span.record("error.type", error.kind());
+            span.record("otel.status_code", "error")
+        }
+    };
 }
 
 impl Next {
