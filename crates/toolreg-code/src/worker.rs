@@ -20,15 +20,18 @@ use std::io::{self, BufRead, Read, Write};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use rquickjs::context::EvalOptions;
 use rquickjs::context::intrinsic;
-use rquickjs::{CatchResultExt, CaughtError, Context, Ctx, Exception, Function, Promise, Runtime};
+use rquickjs::{CatchResultExt, Context, Ctx, Exception, Function, Promise, Runtime};
 use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
+use toolreg::validate::json_depth_exceeds;
+
+mod exception;
 
 use crate::protocol::{FromWorker, ProgramCall, ToWorker};
 use crate::{CodeError, Limits};
+use exception::{PROGRAM_FILE, classify, named};
 
 const PRELUDE: &str = include_str!("prelude.js");
 
@@ -402,7 +405,7 @@ fn prelude<'js>(ctx: &Ctx<'js>, tools: &[String], state: &Rc<RefCell<Run>>) -> R
             );
             return Err(Exception::throw_range(&ctx, &message));
         }
-        if nests_deeper(&args, MAX_DEPTH) {
+        if json_depth_exceeds(&args, MAX_DEPTH) {
             let message = format!("the arguments of {tool} are nested more than {MAX_DEPTH} levels deep");
             return Err(Exception::throw_range(&ctx, &message));
         }
@@ -442,139 +445,10 @@ fn finish(text: &str, limits: &Limits) -> Result<Value, CodeError> {
         });
     }
     // Deeper, the host could not read the message that carries it.
-    if nests_deeper(text, MAX_DEPTH) {
+    if json_depth_exceeds(text, MAX_DEPTH) {
         return Err(CodeError::BadResult { message: format!("it is nested more than {MAX_DEPTH} levels deep") });
     }
     serde_json::from_str(text).map_err(|e| CodeError::BadResult { message: e.to_string() })
-}
-
-/// Whether JSON `text` nests arrays and objects more than `limit` deep
-/// (a scan, not a parse: it does not recurse).
-fn nests_deeper(text: &str, limit: usize) -> bool {
-    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
-    for b in text.bytes() {
-        if in_string {
-            match (escaped, b) {
-                (true, _) => escaped = false,
-                (false, b'\\') => escaped = true,
-                (false, b'"') => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match b {
-            b'"' => in_string = true,
-            b'[' | b'{' => {
-                depth += 1;
-                if depth > limit {
-                    return true;
-                }
-            }
-            b']' | b'}' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    false
-}
-
-/// The error for an exception that ended the program (at compile time when
-/// `compiling`): a limit's own error where the exception is the interpreter
-/// enforcing one.
-fn classify(caught: &CaughtError<'_>, state: &Rc<RefCell<Run>>, compiling: bool) -> CodeError {
-    if let Some(stop) = state.borrow_mut().stop.take() {
-        return stop;
-    }
-    let limits = state.borrow().limits;
-    // QuickJS throws `null` when memory is so exhausted that it cannot
-    // build an error object (`JS_ThrowError2`). A program that throws
-    // `null` itself and never catches it reads the same: told apart from
-    // nothing, the memory limit is the likelier cause.
-    if matches!(caught, CaughtError::Value(v) if v.is_null()) {
-        return CodeError::MemoryLimit { limit_bytes: limits.memory_bytes };
-    }
-    let (name, message, stack) = match caught {
-        CaughtError::Exception(e) => (
-            e.get::<_, String>("name").unwrap_or_default(),
-            e.message().unwrap_or_default(),
-            e.stack().unwrap_or_default(),
-        ),
-        CaughtError::Value(v) => (String::new(), describe(v), String::new()),
-        CaughtError::Error(e) => (String::new(), e.to_string(), String::new()),
-    };
-    if message.contains("out of memory") || matches!(caught, CaughtError::Error(rquickjs::Error::Allocation)) {
-        return CodeError::MemoryLimit { limit_bytes: limits.memory_bytes };
-    }
-    // A `RangeError` with this text is QuickJS's stack overflow in
-    // bytecode; "stack overflow" in some native paths.
-    if message.contains("stack overflow") || (name == "RangeError" && message == "Maximum call stack size exceeded") {
-        return CodeError::StackOverflow { limit_bytes: limits.stack_bytes };
-    }
-    if compiling && name == "SyntaxError" {
-        return CodeError::Syntax { message: format!("{message}{}", location(&stack)) };
-    }
-    let mut text = if name.is_empty() { message } else { format!("{name}: {message}") };
-    let stack = program_stack(&stack);
-    if !stack.is_empty() {
-        text.push('\n');
-        text.push_str(&stack);
-    }
-    CodeError::Exception { message: text }
-}
-
-/// The name the program is evaluated under, as stack traces show it.
-const PROGRAM_FILE: &str = "program.js";
-
-fn named(file: &str) -> EvalOptions {
-    let mut options = EvalOptions::default();
-    options.filename = Some(file.to_owned());
-    options
-}
-
-/// A stack trace as the model can use it: the program's own frames only
-/// (not the prelude's), each at its line in the program the model wrote.
-fn program_stack(stack: &str) -> String {
-    let marker = format!("{PROGRAM_FILE}:");
-    stack
-        .lines()
-        .filter_map(|line| {
-            let at = line.find(&marker)?;
-            let mut numbers = line[at + marker.len()..].trim_end_matches(')').split(':');
-            let row: u64 = numbers.next()?.parse().ok()?;
-            let column = numbers.next()?;
-            let function = line[..at].trim().trim_start_matches("at ").trim_end_matches('(').trim();
-            let place = format!("line {}, column {column}", row.saturating_sub(1).max(1));
-            Some(match function {
-                "" | "<anonymous>" | "<eval>" => format!("    at {place}"),
-                function => format!("    at {function} ({place})"),
-            })
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-/// A syntax error's position, from its stack line (`at <eval>:3:10`), less
-/// the line the wrapper adds before the program.
-fn location(stack: &str) -> String {
-    // `    at <file>:<line>:<column>` (the file is the evaluator's name).
-    let Some(at) = stack.lines().find_map(|l| l.trim().strip_prefix("at ")) else { return String::new() };
-    let mut parts = at.trim_end_matches(')').rsplit(':');
-    let column = parts.next();
-    let line = parts.next();
-    let mut parts = [line, column].into_iter().flatten();
-    match (parts.next().and_then(|l| l.parse::<u64>().ok()), parts.next()) {
-        (Some(line), Some(column)) => format!(" (line {}, column {column})", line.saturating_sub(1).max(1)),
-        _ => String::new(),
-    }
-}
-
-fn describe(value: &rquickjs::Value<'_>) -> String {
-    value
-        .ctx()
-        .json_stringify(value.clone())
-        .ok()
-        .flatten()
-        .and_then(|s| s.to_string().ok())
-        .unwrap_or_else(|| format!("a thrown {}", value.type_name()))
 }
 
 /// Cap this process: its address space a margin above the heap limit, its
@@ -631,14 +505,6 @@ mod tests {
                 (4, true, deep),
             ]
         );
-    }
-
-    #[test]
-    fn depth_is_counted_outside_strings_only() {
-        assert!(!nests_deeper(r#"[[1]]"#, 2));
-        assert!(nests_deeper(r#"[[[1]]]"#, 2));
-        assert!(!nests_deeper(r#"["[[[[", {"k\"[[[": "]"}]"#, 2));
-        assert!(nests_deeper(r#"[{"a": [{}]}]"#, 3));
     }
 
     #[test]

@@ -485,9 +485,18 @@ pub(crate) fn render_errors(errors: &[ArgumentError]) -> String {
     out
 }
 
-/// Depth of the deepest array/object nesting in a JSON text, stopping early
-/// once `limit` is passed. Strings are skipped, escapes honoured.
-pub(crate) fn json_depth_exceeds(text: &str, limit: usize) -> bool {
+/// Whether JSON `text` nests arrays and objects more than `limit` deep.
+///
+/// A byte scan, not a parse: it neither recurses nor allocates, so it can
+/// guard text from outside before a recursive parser sees it. Strings are
+/// skipped, escapes honoured; it stops as soon as `limit` is passed.
+///
+/// ```
+/// use toolreg::validate::json_depth_exceeds;
+/// assert!(json_depth_exceeds("[[[1]]]", 2));
+/// assert!(!json_depth_exceeds(r#"["[[[[", {"k": "]"}]"#, 2));
+/// ```
+pub fn json_depth_exceeds(text: &str, limit: usize) -> bool {
     // Every level opens with `{` or `[`, so text with no more openers than the
     // limit cannot pass it. Counting bytes vectorises; the exact scan below
     // runs only for text with many brackets.

@@ -230,4 +230,6 @@ fn measures_depth_outside_strings() {
     assert!(json_depth_exceeds("[[[[]]]]", 3));
     assert!(!json_depth_exceeds("[[[]]]", 3));
     assert!(!json_depth_exceeds(r#"{"a": "\"[[[["}"#, 1));
+    assert!(!json_depth_exceeds(r#"["[[[[", {"k\"[[[": "]"}]"#, 2));
+    assert!(json_depth_exceeds(r#"[{"a": [{}]}]"#, 2));
 }
