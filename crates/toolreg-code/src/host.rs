@@ -5,15 +5,16 @@
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
+use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
-use std::process::Stdio;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::runtime::Handle;
 use tokio_util::sync::CancellationToken;
-use toolreg::{CallOptions, Extensions, ToolCall, ToolEngine, ToolError, ToolOutput};
+use toolreg::{CallOptions, Extensions, ToolCall, ToolEngine, ToolError, ToolExecutor, ToolOutput};
 
 use crate::journal::{Entry, Journal};
 use crate::protocol::{Answer, FromWorker, ProgramCall, Reply, ToWorker};
@@ -43,7 +44,7 @@ impl Worker {
 
     /// Start one, with an empty environment (no secret reaches the
     /// program's process) and nothing but its stdin and stdout.
-    fn spawn(&self) -> Result<(Child, ChildStdin, BufReader<ChildStdout>), CodeError> {
+    fn spawn(&self) -> Result<(Child, ChildStdin, ChildStdout), CodeError> {
         let mut child = Command::new(&self.program)
             .args(&self.args)
             .env_clear()
@@ -54,7 +55,6 @@ impl Worker {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
-            .kill_on_drop(true)
             .spawn()
             .map_err(|e| CodeError::Sandbox {
                 message: format!("could not start the worker `{}`: {e}", self.program.display()),
@@ -62,7 +62,7 @@ impl Worker {
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             return Err(CodeError::Sandbox { message: "the worker has no pipes".into() });
         };
-        Ok((child, stdin, BufReader::new(stdout)))
+        Ok((child, stdin, stdout))
     }
 }
 
@@ -107,14 +107,14 @@ pub(crate) enum Ended {
 }
 
 /// One program's run.
-pub(crate) struct Session<'a> {
-    pub(crate) engine: &'a ToolEngine,
+pub(crate) struct Session {
+    pub(crate) engine: ToolEngine,
     /// The tools the program may call.
-    pub(crate) offered: &'a HashSet<String>,
+    pub(crate) offered: Arc<HashSet<String>>,
     pub(crate) limits: Limits,
     /// The id of the call that runs the program: each call it makes gets
     /// the id `<run_id>/<n>`, which is how the audit trail ties them to it.
-    pub(crate) run_id: &'a str,
+    pub(crate) run_id: String,
     pub(crate) extensions: Extensions,
     pub(crate) cancel: CancellationToken,
     /// The calls recorded before a suspension, to answer again.
@@ -124,54 +124,71 @@ pub(crate) struct Session<'a> {
     pub(crate) can_wait: bool,
 }
 
-impl Session<'_> {
+impl Session {
+    /// Run `program` in a new worker.
+    ///
+    /// The conversation with the worker runs on a blocking thread of its
+    /// own, over plain pipes, and drives the engine's calls from there
+    /// (`Handle::block_on`: the tools still run on the caller's runtime).
+    /// A call from the program is then one write and one read on one
+    /// thread. Over the runtime's async pipes the same round trip cost
+    /// about 65 µs a call on a multi-thread runtime — the worker's message
+    /// read on one runtime thread and its task woken on another — against
+    /// the figure in BENCHMARKS.md ("Issue 22") this way.
     pub(crate) async fn run(self, worker: &Worker, program: &str) -> Ended {
         if program.len() > self.limits.program_bytes {
             let error = CodeError::ProgramTooLarge { bytes: program.len(), limit_bytes: self.limits.program_bytes };
             return Ended::Failed { error, output: String::new() };
         }
-        let (mut child, stdin, stdout) = match worker.spawn() {
+        let (child, stdin, stdout) = match worker.spawn() {
             Ok(started) => started,
             Err(error) => return Ended::Failed { error, output: String::new() },
         };
-        let mut link = Link { stdin, stdout, limit: self.limits.message_bytes };
-        let ended = self.converse(&mut link, program).await;
-        let ended = match ended {
-            Err(CodeError::Sandbox { message }) => {
+        let child = Arc::new(Mutex::new(child));
+        // However this future ends (answered, cancelled, dropped), the
+        // worker is killed; the thread then reads end of file and reaps it.
+        let _kill = KillOnDrop(Arc::clone(&child));
+        let cancel = self.cancel.clone();
+        let runtime = Handle::current();
+        let program = program.to_owned();
+        let conversation = tokio::task::spawn_blocking(move || {
+            let mut link = Link { stdin, stdout: BufReader::new(stdout), limit: self.limits.message_bytes };
+            let ended = match self.converse(&runtime, &mut link, &program) {
                 // The worker's own account of its death says more.
-                let status = tokio::time::timeout(Duration::from_secs(1), child.wait()).await;
-                Ended::Failed {
-                    error: died(message, status.ok().and_then(Result::ok), &self.limits),
-                    output: String::new(),
+                Err(CodeError::Sandbox { message }) => {
+                    Ended::Failed { error: died(message, exit_status(&child), &self.limits), output: String::new() }
                 }
-            }
-            Err(error) => Ended::Failed { error, output: String::new() },
-            Ok(ended) => ended,
-        };
-        let _ = child.start_kill();
-        let _ = child.wait().await;
-        ended
+                Err(error) => Ended::Failed { error, output: String::new() },
+                Ok(ended) => ended,
+            };
+            end(&child);
+            ended
+        });
+        tokio::select! {
+            joined = conversation => joined.unwrap_or_else(|e| Ended::Failed {
+                error: CodeError::Sandbox { message: format!("the program's session ended abnormally: {e}") },
+                output: String::new(),
+            }),
+            () = cancel.cancelled() => Ended::Failed { error: CodeError::Cancelled, output: String::new() },
+        }
     }
 
-    async fn converse(&self, link: &mut Link, program: &str) -> Result<Ended, CodeError> {
+    /// Talk to the worker until the program ends (on the session's thread).
+    fn converse(&self, runtime: &Handle, link: &mut Link, program: &str) -> Result<Ended, CodeError> {
         let tools: Vec<String> = self.offered.iter().cloned().collect();
-        link.send(&ToWorker::Start { program: program.to_owned(), tools, limits: self.limits }).await?;
-        // The worker stops itself at its time limit; this clock is for a
-        // worker stuck where its interrupt never comes.
-        let allowed = self.limits.time + GRACE;
-        let mut used = Duration::ZERO;
+        link.send(&ToWorker::Start { program: program.to_owned(), tools, limits: self.limits })?;
+        // The worker stops itself at its time limit; this clock, which
+        // runs only while the worker has the turn, is for a worker stuck
+        // where its interrupt never comes.
+        let mut left = self.limits.time + GRACE;
         let mut journal = Journal::default();
         let mut made = 0usize;
         loop {
             let started = Instant::now();
-            let message = tokio::select! {
-                message = tokio::time::timeout(allowed.saturating_sub(used), link.receive()) => match message {
-                    Ok(message) => message?,
-                    Err(_) => return Err(CodeError::Timeout { limit_ms: millis(self.limits.time) }),
-                },
-                () = self.cancel.cancelled() => return Err(CodeError::Cancelled),
+            let Some(message) = link.receive(left)? else {
+                return Err(CodeError::Timeout { limit_ms: millis(self.limits.time) });
             };
-            used += started.elapsed();
+            left = left.saturating_sub(started.elapsed());
             let calls = match message {
                 FromWorker::Done { value, output } => {
                     return Ok(Ended::Finished(ProgramOutput { value, output, calls: made }));
@@ -183,11 +200,11 @@ impl Session<'_> {
             if made > self.limits.max_calls {
                 return Err(CodeError::CallLimit { limit: self.limits.max_calls });
             }
-            let (replies, waiting) = self.answer(calls, &mut journal).await?;
+            let (replies, waiting) = runtime.block_on(self.answer(calls, &mut journal))?;
             if let Some(reason) = waiting {
                 return Ok(Ended::Waiting { journal, reason });
             }
-            link.send(&ToWorker::Results { results: replies }).await?;
+            link.send(&ToWorker::Results { results: replies })?;
         }
     }
 
@@ -221,7 +238,12 @@ impl Session<'_> {
             .map(|c| ToolCall::new(format!("{}/{}", self.run_id, c.id), c.tool.clone(), c.args.clone()))
             .collect();
         let options = CallOptions::new().cancel(self.cancel.child_token()).extensions(self.extensions.clone());
-        let results = self.engine.execute_batch_with(batch, options).await;
+        // A call awaited alone runs right here, on the session's thread;
+        // a batch spreads over the runtime's threads.
+        let results = match <[ToolCall; 1]>::try_from(batch) {
+            Ok([call]) => vec![self.engine.execute_call_with(call, options).await],
+            Err(batch) => self.engine.execute_batch_with(batch, options).await,
+        };
         let new_tools: HashMap<u64, String> = new.iter().map(|c| (c.id, c.tool.clone())).collect();
         let mut waiting = None;
         for (call, result) in new.into_iter().zip(results) {
@@ -370,7 +392,7 @@ struct Link {
 }
 
 impl Link {
-    async fn send(&mut self, message: &ToWorker) -> Result<(), CodeError> {
+    fn send(&mut self, message: &ToWorker) -> Result<(), CodeError> {
         let lost = |e: std::io::Error| CodeError::Sandbox { message: format!("could not write to the worker: {e}") };
         let mut line = serde_json::to_vec(message).map_err(|e| CodeError::Sandbox { message: e.to_string() })?;
         if line.len() > self.limit {
@@ -379,27 +401,97 @@ impl Link {
             });
         }
         line.push(b'\n');
-        self.stdin.write_all(&line).await.map_err(lost)?;
-        self.stdin.flush().await.map_err(lost)
+        self.stdin.write_all(&line).map_err(lost)?;
+        self.stdin.flush().map_err(lost)
     }
 
-    async fn receive(&mut self) -> Result<FromWorker, CodeError> {
+    /// The worker's next message, or `None` if it sends none within `wait`.
+    fn receive(&mut self, wait: Duration) -> Result<Option<FromWorker>, CodeError> {
+        let lost = |e: std::io::Error| CodeError::Sandbox { message: format!("could not read from the worker: {e}") };
+        let deadline = Instant::now() + wait;
         let mut line = Vec::new();
-        let bound = u64::try_from(self.limit).unwrap_or(u64::MAX).saturating_add(1);
-        let read = (&mut self.stdout)
-            .take(bound)
-            .read_until(b'\n', &mut line)
-            .await
-            .map_err(|e| CodeError::Sandbox { message: format!("could not read from the worker: {e}") })?;
-        if read == 0 {
-            return Err(CodeError::Sandbox { message: "the worker stopped answering".into() });
-        }
-        if line.len() > self.limit {
-            return Err(CodeError::Sandbox {
-                message: format!("the worker sent more than {} bytes at once", self.limit),
-            });
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if self.stdout.buffer().is_empty() && !readable(self.stdout.get_ref(), left).map_err(lost)? {
+                return Ok(None);
+            }
+            let available = self.stdout.fill_buf().map_err(lost)?;
+            if available.is_empty() {
+                return Err(CodeError::Sandbox { message: "the worker stopped answering".into() });
+            }
+            let end = available.iter().position(|&b| b == b'\n');
+            let chunk = &available[..end.unwrap_or(available.len())];
+            if line.len() + chunk.len() > self.limit {
+                return Err(CodeError::Sandbox {
+                    message: format!("the worker sent more than {} bytes at once", self.limit),
+                });
+            }
+            line.extend_from_slice(chunk);
+            let taken = chunk.len() + usize::from(end.is_some());
+            self.stdout.consume(taken);
+            if end.is_some() {
+                break;
+            }
         }
         serde_json::from_slice(&line)
+            .map(Some)
             .map_err(|e| CodeError::Sandbox { message: format!("the worker sent a malformed message: {e}") })
     }
+}
+
+/// Whether the worker's pipe has something to read (or is closed) within
+/// `wait`.
+#[cfg(unix)]
+fn readable(pipe: &ChildStdout, wait: Duration) -> std::io::Result<bool> {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    use std::os::fd::AsFd;
+    // Whole milliseconds, rounded up: a wait never ends early.
+    let millis = wait.as_micros().div_ceil(1000);
+    let timeout = PollTimeout::try_from(millis).unwrap_or(PollTimeout::MAX);
+    loop {
+        let mut fds = [PollFd::new(pipe.as_fd(), PollFlags::POLLIN)];
+        match poll(&mut fds, timeout) {
+            Ok(ready) => return Ok(ready > 0),
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// Elsewhere the read blocks: the worker's own interrupt and CPU limit
+/// bound it, and cancelling the run kills the worker.
+#[cfg(not(unix))]
+fn readable(_: &ChildStdout, _: Duration) -> std::io::Result<bool> {
+    Ok(true)
+}
+
+/// Kills the worker when dropped.
+struct KillOnDrop(Arc<Mutex<Child>>);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        // A worker already reaped is not signalled again (std keeps its
+        // status), so this never reaches a process that took its pid.
+        let _ = self.0.lock().unwrap_or_else(PoisonError::into_inner).kill();
+    }
+}
+
+/// The status of a worker that is ending or has ended, waiting up to a
+/// second for it.
+fn exit_status(child: &Mutex<Child>) -> Option<std::process::ExitStatus> {
+    let started = Instant::now();
+    loop {
+        match child.lock().unwrap_or_else(PoisonError::into_inner).try_wait() {
+            Ok(Some(status)) => return Some(status),
+            Ok(None) if started.elapsed() < Duration::from_secs(1) => std::thread::sleep(Duration::from_millis(5)),
+            _ => return None,
+        }
+    }
+}
+
+/// Kill the worker and reap it.
+fn end(child: &Mutex<Child>) {
+    let mut child = child.lock().unwrap_or_else(PoisonError::into_inner);
+    let _ = child.kill();
+    let _ = child.wait();
 }

@@ -79,12 +79,11 @@ impl CodeMode {
     /// approval from outside fails inside the program (it cannot stop
     /// here: use the `run_code` tool in an agent for that).
     pub async fn run(&self, engine: &ToolEngine, program: &str) -> Result<ProgramOutput, CodeError> {
-        let offered = offered(engine);
         let session = Session {
-            engine,
-            offered: &offered,
+            engine: engine.clone(),
+            offered: Arc::new(offered(engine)),
             limits: self.limits,
-            run_id: "program",
+            run_id: "program".to_owned(),
             extensions: toolreg::Extensions::default(),
             cancel: toolreg::CancellationToken::new(),
             replay: Journal::default(),
@@ -188,10 +187,10 @@ impl ErasedTool for CodeTool {
                 None => Journal::default(),
             };
             let session = Session {
-                engine: &engine,
-                offered: &offered,
+                engine,
+                offered,
                 limits: mode.limits,
-                run_id: &run_id,
+                run_id: run_id.clone(),
                 extensions: cx.extensions().clone(),
                 cancel: cx.cancellation().cloned().unwrap_or_default(),
                 replay,
@@ -199,6 +198,7 @@ impl ErasedTool for CodeTool {
             };
             match session.run(&mode.worker, program).await {
                 Ended::Finished(output) => Ok(output.into_tool_output()),
+                Ended::Failed { error: CodeError::Cancelled, .. } => Err(ToolError::Cancelled),
                 Ended::Failed { error, output } => Err(ToolError::failed(failure_text(&error, &output))),
                 Ended::Waiting { journal, reason } => {
                     if let Some(checkpoints) = checkpoints {

@@ -145,3 +145,45 @@ async fn run_code_is_a_tool_of_the_engine() {
     let result = engine.execute_call(ToolCall::new("c2", "run_code", json!({"code": "throw new Error('x')"}))).await;
     assert!(result.outcome.unwrap_err().to_string().contains("uncaught exception"));
 }
+
+/// The session talks to the worker on a thread of its own; the tools still
+/// run on the caller's runtime: one that spawns a task and sleeps on its
+/// timer works from a program, on both kinds of runtime.
+async fn a_runtime_bound_tool_works_from_a_program() {
+    let mut registry = toolreg::FunctionRegistry::new();
+    let declaration = toolreg::ToolDeclaration::builder("later")
+        .description("Answer n, a little later.")
+        .param("n", toolreg::ParamType::Integer, "The number")
+        .safety(toolreg::SafetyLevel::Safe)
+        .build();
+    registry
+        .register_async_tool(
+            "later",
+            |args: serde_json::Value| async move {
+                let n = args["n"].as_i64().unwrap_or(0);
+                tokio::spawn(async move {
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                    n
+                })
+                .await
+                .map_err(|e| e.to_string())
+            },
+            declaration,
+        )
+        .unwrap();
+    let engine = ToolEngine::builder(&registry).build();
+    let program = "let sum = 0;\nfor (let i = 0; i < 20; i++) sum += await tools.later({n: i});\nreturn sum;";
+    let out = code().run(&engine, program).await.unwrap();
+    assert_eq!(out.value, json!(190));
+    assert_eq!(out.calls, 20);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_program_runs_on_a_multi_thread_runtime() {
+    a_runtime_bound_tool_works_from_a_program().await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_program_runs_on_a_current_thread_runtime() {
+    a_runtime_bound_tool_works_from_a_program().await;
+}
