@@ -6,10 +6,15 @@
 
 mod support;
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
 use support::postgres::{Private, base_url, fresh_url, skip};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::{TcpListener, TcpStream};
 use toolreg_builtins::store::{PostgresOptions, PostgresStore, StoreError};
 
 async fn raw(url: &str) -> tokio_postgres::Client {
@@ -165,4 +170,112 @@ async fn a_unix_socket_url_connects() {
     let run = store.namespace("run-1").unwrap();
     run.set("k", &json!(1)).await.unwrap();
     assert_eq!(run.get("k").await.unwrap().value, json!(1));
+}
+
+/// A statement held up by a lock another host keeps is cancelled by the
+/// server at the statement timeout: a retryable error, and the store works
+/// again (its counters intact) once the lock is gone.
+#[tokio::test]
+async fn a_statement_held_up_past_its_timeout_fails_cleanly() {
+    let Some(base) = base_url() else { return };
+    let url = fresh_url(&base).await;
+    let options = PostgresOptions::default().with_statement_timeout(Duration::from_millis(500));
+    let store = PostgresStore::connect_with(&url, options).await.unwrap();
+    let run = store.namespace("run-1").unwrap();
+    run.set("k", &json!("before")).await.unwrap();
+
+    // Another host holds the namespace's row, in a transaction left open.
+    let other = raw(&url).await;
+    other
+        .batch_execute("BEGIN; SELECT * FROM toolreg_store_namespaces WHERE namespace = 'run-1' FOR UPDATE")
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let err = run.set("k", &json!("during")).await.unwrap_err();
+    assert!(matches!(err, StoreError::Unavailable { .. }) && err.retryable(), "{err}");
+    assert!(err.to_string().contains("statement timeout"), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+
+    other.batch_execute("ROLLBACK").await.unwrap();
+    run.set("k", &json!("after")).await.unwrap();
+    assert_eq!(run.get("k").await.unwrap().value, json!("after"));
+    let usage = run.usage().await.unwrap();
+    assert_eq!(usage.keys, 1);
+}
+
+/// A relay to the server that can be made to stop passing bytes without
+/// closing anything: a server that froze, or a network that drops packets.
+struct Relay {
+    url: String,
+    frozen: Arc<AtomicBool>,
+}
+
+async fn relay(url: &str) -> Relay {
+    // `postgres://user@127.0.0.1:PORT/db`: the same through the relay's port.
+    let (head, rest) = url.rsplit_once(':').unwrap();
+    let (port, db) = rest.split_once('/').unwrap();
+    let upstream = format!("127.0.0.1:{port}");
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("{head}:{}/{db}", listener.local_addr().unwrap().port());
+    let frozen = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&frozen);
+    tokio::spawn(async move {
+        while let Ok((inbound, _)) = listener.accept().await {
+            let Ok(outbound) = TcpStream::connect(&upstream).await else { continue };
+            let (from_client, to_client) = inbound.into_split();
+            let (from_server, to_server) = outbound.into_split();
+            tokio::spawn(pass(from_client, to_server, Arc::clone(&flag)));
+            tokio::spawn(pass(from_server, to_client, Arc::clone(&flag)));
+        }
+    });
+    Relay { url, frozen }
+}
+
+async fn pass(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, frozen: Arc<AtomicBool>) {
+    let mut buffer = vec![0; 16 << 10];
+    while let Ok(read @ 1..) = from.read(&mut buffer).await {
+        while frozen.load(Ordering::Relaxed) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        if to.write_all(&buffer[..read]).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// A server that stops answering mid-statement: the call gives up a little
+/// after the statement timeout with a retryable error naming the server,
+/// the connection is not reused, and once the server answers again the
+/// store does too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_stops_answering_fails_calls_and_the_store_recovers() {
+    let Some(base) = base_url() else { return };
+    let relay = relay(&fresh_url(&base).await).await;
+    let options = PostgresOptions::default()
+        .with_statement_timeout(Duration::from_millis(500))
+        .with_connect_timeout(Duration::from_secs(1))
+        .with_wait_timeout(Duration::from_secs(2));
+    let store = PostgresStore::connect_with(&relay.url, options).await.unwrap();
+    let run = store.namespace("run-1").unwrap();
+    run.set("k", &json!("before")).await.unwrap();
+
+    relay.frozen.store(true, Ordering::Relaxed);
+    let started = Instant::now();
+    let err = run.get("k").await.unwrap_err();
+    assert!(matches!(err, StoreError::Unavailable { .. }) && err.retryable(), "{err}");
+    assert!(err.to_string().contains("no answer within"), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(6), "{:?}", started.elapsed());
+
+    relay.frozen.store(false, Ordering::Relaxed);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let value = loop {
+        match run.get("k").await {
+            Ok(stored) => break stored.value,
+            Err(e) if e.retryable() && Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(100)).await
+            }
+            Err(e) => panic!("{e}"),
+        }
+    };
+    assert_eq!(value, json!("before"));
 }

@@ -50,6 +50,11 @@ pub struct PostgresOptions {
     /// How long a call waits for a free connection (default 10 s) before
     /// failing with [`StoreError::Unavailable`].
     pub wait_timeout: Duration,
+    /// How long one statement may run (default 30 s): the server cancels it
+    /// past this (`statement_timeout`, unless the URL's `options` set it),
+    /// and a server that stops answering altogether is given up on a little
+    /// later. Either way the call fails with [`StoreError::Unavailable`].
+    pub statement_timeout: Duration,
 }
 
 impl Default for PostgresOptions {
@@ -59,6 +64,7 @@ impl Default for PostgresOptions {
             pool_size: 16,
             connect_timeout: Duration::from_secs(5),
             wait_timeout: Duration::from_secs(10),
+            statement_timeout: Duration::from_secs(30),
         }
     }
 }
@@ -87,6 +93,12 @@ impl PostgresOptions {
         self.wait_timeout = timeout;
         self
     }
+
+    /// Set how long one statement may run.
+    pub fn with_statement_timeout(mut self, timeout: Duration) -> Self {
+        self.statement_timeout = timeout;
+        self
+    }
 }
 
 /// The context store on PostgreSQL: what several hosts share.
@@ -104,7 +116,9 @@ impl PostgresOptions {
 /// - When the server goes away, calls fail with
 ///   [`StoreError::Unavailable`] (retryable) instead of hanging past the
 ///   pool's wait timeout; the pool drops dead connections and opens new
-///   ones when the server is back.
+///   ones when the server is back. A statement that runs past
+///   [`PostgresOptions::statement_timeout`] (a lock held elsewhere, a
+///   server that froze) fails the same way.
 /// - Connections are unencrypted (`NoTls`): reach the server over a Unix
 ///   socket, a private network, or a TLS-terminating proxy.
 ///
@@ -134,7 +148,15 @@ struct Inner {
     pool: Pool,
     limits: StoreLimits,
     target: String,
+    /// How long a statement's answer is awaited: the statement timeout and
+    /// [`ANSWER_GRACE`].
+    answer_timeout: Duration,
 }
+
+/// How much longer than the statement timeout an answer is awaited before
+/// the server is taken for gone (it cancels a statement itself at the
+/// timeout; one that does not answer at all has frozen or vanished).
+const ANSWER_GRACE: Duration = Duration::from_secs(2);
 
 impl fmt::Debug for PostgresStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -175,6 +197,11 @@ impl PostgresStore {
         if config.get_application_name().is_none() {
             config.application_name("toolreg");
         }
+        let given = config.get_options().unwrap_or_default().to_owned();
+        if !given.contains("statement_timeout") {
+            let millis = options.statement_timeout.as_millis().max(1);
+            config.options(format!("{given} -c statement_timeout={millis}").trim_start());
+        }
         let target = describe_target(&config);
         let manager = Manager::from_config(config, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
         let pool = Pool::builder(manager)
@@ -185,7 +212,8 @@ impl PostgresStore {
             .recycle_timeout(Some(options.connect_timeout))
             .build()
             .map_err(|e| StoreError::backend("set up the connection pool", e.to_string()))?;
-        let store = PostgresStore { inner: Arc::new(Inner { pool, limits: options.limits, target }) };
+        let answer_timeout = options.statement_timeout + ANSWER_GRACE;
+        let store = PostgresStore { inner: Arc::new(Inner { pool, limits: options.limits, target, answer_timeout }) };
         store.migrate().await.map_err(|e| store.at_start(e))?;
         Ok(store)
     }
@@ -267,8 +295,11 @@ impl PostgresStore {
         params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
     ) -> Result<Option<Row>, StoreError> {
         let client = self.client().await?;
-        let statement = client.prepare_cached(statement).await.map_err(pg(operation))?;
-        client.query_opt(&statement, params).await.map_err(pg(operation))
+        self.answered(client, operation, async |client| {
+            let statement = client.prepare_cached(statement).await?;
+            client.query_opt(&statement, params).await
+        })
+        .await
     }
 
     async fn query(
@@ -278,8 +309,37 @@ impl PostgresStore {
         params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
     ) -> Result<Vec<Row>, StoreError> {
         let client = self.client().await?;
-        let statement = client.prepare_cached(statement).await.map_err(pg(operation))?;
-        client.query(&statement, params).await.map_err(pg(operation))
+        self.answered(client, operation, async |client| {
+            let statement = client.prepare_cached(statement).await?;
+            client.query(&statement, params).await
+        })
+        .await
+    }
+
+    /// Run `work` on `client`, awaiting its answer no longer than the
+    /// answer timeout. A connection whose answer never came is not given
+    /// back to the pool: whatever it was waiting for would answer the next
+    /// statement sent on it.
+    async fn answered<T>(
+        &self,
+        client: deadpool_postgres::Object,
+        operation: &'static str,
+        work: impl AsyncFnOnce(&deadpool_postgres::Object) -> Result<T, tokio_postgres::Error>,
+    ) -> Result<T, StoreError> {
+        match tokio::time::timeout(self.inner.answer_timeout, work(&client)).await {
+            Ok(answer) => answer.map_err(pg(operation)),
+            Err(_) => {
+                drop(deadpool_postgres::Object::take(client));
+                Err(StoreError::Unavailable {
+                    operation,
+                    reason: format!(
+                        "{}: no answer within {} s (the server froze or the network dropped the connection)",
+                        self.inner.target,
+                        self.inner.answer_timeout.as_secs()
+                    ),
+                })
+            }
+        }
     }
 
     async fn write(
@@ -511,6 +571,8 @@ fn map_pg(operation: &'static str, error: &tokio_postgres::Error) -> StoreError 
         {
             StoreError::Busy
         }
+        // The statement timeout (or an operator) cancelled it.
+        Some(code) if *code == SqlState::QUERY_CANCELED => StoreError::Unavailable { operation, reason: reason() },
         Some(code)
             if code.code().starts_with("08")
                 || *code == SqlState::ADMIN_SHUTDOWN
