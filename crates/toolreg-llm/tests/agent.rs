@@ -1110,3 +1110,34 @@ async fn tools_added_and_removed_mid_run_are_offered_from_the_next_step() {
     assert_eq!(names(3).last().map(String::as_str), Some("convert_currency"));
     assert_eq!(results[3], ("c4".into(), "2 EUR is 4 USD".into(), false));
 }
+
+/// The names of the spans opened while it is the default subscriber.
+struct SpanNames(Arc<Mutex<Vec<&'static str>>>);
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for SpanNames {
+    fn on_new_span(
+        &self,
+        attrs: &tracing::span::Attributes<'_>,
+        _: &tracing::span::Id,
+        _: tracing_subscriber::layer::Context<'_, S>,
+    ) {
+        self.0.lock().unwrap().push(attrs.metadata().name());
+    }
+}
+
+/// A resumed run is traced as a run of its own (`agent_run`, exported as
+/// OpenTelemetry's `invoke_agent`), like the run that suspended.
+#[tokio::test]
+async fn a_resumed_run_is_traced_as_an_agent_run() {
+    use tracing_subscriber::layer::SubscriberExt;
+    let names = Arc::new(Mutex::new(Vec::new()));
+    let _default = tracing::subscriber::set_default(tracing_subscriber::registry().with(SpanNames(names.clone())));
+    let model = ScriptedClient::new().then_call("t1", "wipe", json!({"path": "/x"})).then_text("done");
+    let agent = Agent::builder(model, "m", engine(&registry())).build();
+    let Outcome::Suspended(suspended) = agent.run("wipe it").await.unwrap() else { panic!("not suspended") };
+    let runs = |names: &Mutex<Vec<&str>>| names.lock().unwrap().iter().filter(|n| **n == "agent_run").count();
+    assert_eq!(runs(&names), 1);
+    let approval = suspended.approvals[0].approve();
+    finished(agent.resume(suspended, vec![approval], CancellationToken::new()).await.unwrap());
+    assert_eq!(runs(&names), 2);
+}

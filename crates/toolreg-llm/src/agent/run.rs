@@ -29,8 +29,16 @@ impl Agent {
         self.check_post_process()?;
         let state =
             LoopState { messages, usage: Usage::default(), steps: 0, started: Instant::now(), loaded: Vec::new() };
-        // OpenTelemetry's GenAI `invoke_agent` span (the `otel.*` fields are
-        // read by `tracing-opentelemetry`): the model, then the run's usage.
+        self.traced(self.drive(state, cancel)).await
+    }
+
+    /// `run` (a run from its start, or resumed) in OpenTelemetry's GenAI
+    /// `invoke_agent` span (the `otel.*` fields are read by
+    /// `tracing-opentelemetry`): the model, then the run's usage.
+    pub(super) async fn traced(
+        &self,
+        run: impl Future<Output = Result<Outcome, AgentError>>,
+    ) -> Result<Outcome, AgentError> {
         let span = tracing::info_span!(
             "agent_run",
             depth = self.inner.depth,
@@ -42,7 +50,7 @@ impl Agent {
             gen_ai.usage.output_tokens = tracing::field::Empty,
             error.type = tracing::field::Empty,
         );
-        let outcome = self.drive(state, cancel).instrument(span.clone()).await;
+        let outcome = run.instrument(span.clone()).await;
         if !span.is_disabled() {
             match &outcome {
                 Ok(Outcome::Finished(Finished { usage, .. }) | Outcome::Suspended(Suspended { usage, .. })) => {

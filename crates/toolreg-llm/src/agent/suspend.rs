@@ -141,6 +141,15 @@ impl Agent {
         resolutions: Vec<Resolution>,
         cancel: CancellationToken,
     ) -> Result<Outcome, AgentError> {
+        self.traced(self.resume_untraced(suspended, resolutions, cancel)).await
+    }
+
+    async fn resume_untraced(
+        &self,
+        suspended: Suspended,
+        resolutions: Vec<Resolution>,
+        cancel: CancellationToken,
+    ) -> Result<Outcome, AgentError> {
         self.check_post_process()?;
         let by_id: HashMap<&str, &Resolution> = resolutions.iter().map(|r| (r.call_id(), r)).collect();
         for pending in suspended.approvals.iter().map(|p| &p.call_id).chain(suspended.external.iter().map(|c| &c.id)) {
