@@ -21,7 +21,7 @@ import sys
 import time
 
 import anyio
-from mcp import Client
+from mcp import Client, types
 
 BIN, STORE, ROOT = sys.argv[1], sys.argv[2], sys.argv[3]
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -184,6 +184,32 @@ async def main():
                 got = await call(client, "store_get", {"key": "shared"})
             value = json.loads(got[2]).get("value") if got[0] else None
             check(value == {"from": "replica1"}, f"... read through replica {replica.n}", got[2])
+
+        # An approval asked as a Multi Round-Trip Request (a 2026-07-28
+        # client): the question comes from one replica, and HAProxy's round
+        # robin sends the retry that answers it to another, which opens the
+        # state with the shared key; the store records its one use.
+        asked = []
+
+        async def on_approve(context, params):
+            asked.append(params.message)
+            return types.ElicitResult(action="accept", content={"approve": True})
+
+        async with Client(lb, elicitation_callback=on_approve) as client:
+            check(client.protocol_version == "2026-07-28", "the approval client speaks 2026-07-28", client.protocol_version)
+            approved = [await call(client, "write_file", {"path": f"approved-{i}.txt", "content": "x"}) for i in range(3)]
+        check(all(r[0] for r in approved) and len(asked) == 3, "3 approvals asked and answered through HAProxy",
+              [r[2][:160] for r in approved])
+        check(all(os.path.exists(os.path.join(ROOT, f"approved-{i}.txt")) for i in range(3)), "... and the files written")
+        where = {}
+        for replica in replicas:
+            with open(replica.audit) as f:
+                for line in f:
+                    event = json.loads(line)
+                    if event.get("tool") == "write_file":
+                        where.setdefault(event.get("call_id"), []).append((event.get("decision"), replica.n))
+        crossed = [rounds for rounds in where.values() if len({n for _, n in rounds}) > 1]
+        check(crossed, "a question asked by one replica was answered through another", where)
 
         # Replica 2 killed with SIGKILL mid-load: only the calls in flight on
         # it fail, each cleanly; no client is stuck; no acknowledged write is

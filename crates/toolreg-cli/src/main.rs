@@ -19,8 +19,9 @@ use serde_json::Value;
 use toolreg::policy::{ApproveAll, Approver, TerminalApprover};
 use toolreg::provider::{Provider, ToolRef};
 use toolreg::{SafetyLevel, ToolCall, ToolEngine, ToolExecutor};
+use toolreg_builtins::store::Namespace;
 use toolreg_code::{CodeMode, RUN_CODE, Worker};
-use toolreg_mcp::server::{Deferral, HttpOptions, McpServer, ServerOptions, bearer_token_from_env};
+use toolreg_mcp::server::{Deferral, HttpOptions, McpServer, RequestStates, ServerOptions, bearer_token_from_env};
 
 use cli::{Cli, Command, ServeArgs};
 
@@ -231,6 +232,18 @@ fn with_ask_user(mut registry: toolreg::FunctionRegistry) -> toolreg::FunctionRe
 async fn serve(mut tools: setup::Tools, args: ServeArgs) -> Result<(), CliError> {
     tools.registry = with_ask_user(std::mem::take(&mut tools.registry));
     let mut options = ServerOptions::default().allow_dangerous(args.allow_dangerous);
+    // Multi Round-Trip request state is sealed with the host key and each
+    // state's one use claimed in the store: replicas sharing both (and a
+    // restarted server) accept a client's retry, each state once.
+    // Without a key to keep (a root it cannot write), a key of this process.
+    let spent =
+        Namespace::new(Arc::clone(&tools.store), "mcp-request-states").map_err(|e| CliError::new(e.to_string()))?;
+    match tools.host_key() {
+        Ok(key) => options = options.request_states(RequestStates::shared(key, spent)),
+        Err(error) => eprintln!(
+            "toolreg: warning: {error}; MCP request state is sealed with a key of this process only (set TOOLREG_KEY)"
+        ),
+    }
     let code = if args.code_mode { Some(code_mode()?) } else { None };
     if code.is_some() {
         // Only `run_code` listed; every other tool is found by search.

@@ -34,36 +34,67 @@ pub struct Tools {
 
 impl Tools {
     /// The host's key, which seals what it stores to pick up later
-    /// (suspended runs, a program's record of calls): `TOOLREG_KEY` (64 hex
-    /// digits) when set — hosts sharing a store must share it — else the
-    /// file `ROOT/.toolreg/key`, made on first use, readable by its owner only.
+    /// (suspended runs, a program's record of calls, MCP request state):
+    /// `TOOLREG_KEY` (64 hex digits) when set — hosts sharing a store must
+    /// share it — else the file `ROOT/.toolreg/key`, made on first use,
+    /// readable by its owner only.
     pub fn host_key(&self) -> Result<Key, CliError> {
         if let Ok(text) = std::env::var("TOOLREG_KEY") {
             return Key::from_hex(&text).ok_or_else(|| CliError::new("TOOLREG_KEY must be 64 hex digits"));
         }
-        let path = self.root.join(".toolreg").join("key");
-        if let Ok(text) = std::fs::read_to_string(&path) {
-            return Key::from_hex(&text)
-                .ok_or_else(|| CliError::new(format!("{} is not a key (64 hex digits)", path.display())));
-        }
-        let key = Key::random();
-        write_private(&path, &key.to_hex())
-            .map_err(|e| CliError::new(format!("cannot keep the host key in {}: {e}", path.display())))?;
-        Ok(key)
+        key_file(&self.root)
     }
 }
 
-/// Write `text` to a new file only its owner can read (not replacing one).
+/// The key kept in `ROOT/.toolreg/key`, made if there is none yet.
+fn key_file(root: &Path) -> Result<Key, CliError> {
+    {
+        let path = root.join(".toolreg").join("key");
+        let read = |path: &Path| -> Result<Option<Key>, CliError> {
+            match std::fs::read_to_string(path) {
+                Ok(text) => Key::from_hex(&text)
+                    .map(Some)
+                    .ok_or_else(|| CliError::new(format!("{} is not a key (64 hex digits)", path.display()))),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                Err(e) => Err(CliError::new(format!("cannot read the host key {}: {e}", path.display()))),
+            }
+        };
+        if let Some(key) = read(&path)? {
+            return Ok(key);
+        }
+        let key = Key::random();
+        match write_private(&path, &key.to_hex()) {
+            Ok(()) => Ok(key),
+            // Another process sharing the root (a replica starting at the
+            // same time) made it first: use theirs.
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                read(&path)?.ok_or_else(|| CliError::new(format!("the host key {} vanished", path.display())))
+            }
+            Err(e) => Err(CliError::new(format!("cannot keep the host key in {}: {e}", path.display()))),
+        }
+    }
+}
+
+/// Write `text` to a new file only its owner can read, whole or not at all:
+/// written beside it, then linked into place (which fails, `AlreadyExists`,
+/// if another process put one there first).
 fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
     use std::io::Write;
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent)?;
-    }
+    let Some(parent) = path.parent() else { return Err(std::io::Error::other("no directory")) };
+    std::fs::create_dir_all(parent)?;
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    options.open(path)?.write_all(text.as_bytes())
+    // A name no other writer uses (they may be threads of this process).
+    let draft = parent.join(format!(".key-{}", &Key::random().to_hex()[..16]));
+    let written = options.open(&draft).and_then(|mut file| {
+        file.write_all(text.as_bytes())?;
+        file.sync_all()
+    });
+    let linked = written.and_then(|()| std::fs::hard_link(&draft, path));
+    let _ = std::fs::remove_file(&draft);
+    linked
 }
 
 impl Tools {
@@ -184,4 +215,30 @@ fn open_audit(path: &PathBuf) -> Result<Arc<dyn AuditSink>, CliError> {
         .open(path)
         .map_err(|e| CliError::new(format!("cannot open the audit file {}: {e}", path.display())))?;
     Ok(Arc::new(JsonLinesSink::new(file)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Replicas sharing a root start at once: one key is made, and every
+    /// one of them reads that one.
+    #[test]
+    fn processes_starting_at_once_share_one_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let keys: Vec<String> = std::thread::scope(|scope| {
+            let started: Vec<_> = (0..8).map(|_| scope.spawn(|| key_file(dir.path()).unwrap().to_hex())).collect();
+            started.into_iter().map(|t| t.join().unwrap()).collect()
+        });
+        assert!(keys.iter().all(|k| k == &keys[0]), "{keys:?}");
+        assert_eq!(key_file(dir.path()).unwrap().to_hex(), keys[0]);
+        let leftovers: Vec<_> = std::fs::read_dir(dir.path().join(".toolreg")).unwrap().collect();
+        assert_eq!(leftovers.len(), 1, "only the key is left");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(dir.path().join(".toolreg/key")).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+    }
 }

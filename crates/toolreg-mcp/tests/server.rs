@@ -12,7 +12,7 @@ use toolreg::{
     CallContext, Content, FunctionRegistry, ParamType, SafetyLevel, ToolDeclaration, ToolEngine, ToolOutput,
     ToolRegistration,
 };
-use toolreg_mcp::server::{ElicitationApprover, InputRound, McpServer, ServerOptions, StdioOptions};
+use toolreg_mcp::server::{ElicitationApprover, InputRound, McpServer, RequestStates, ServerOptions, StdioOptions};
 
 mod common;
 use common::{HANG, Raw};
@@ -530,6 +530,42 @@ async fn a_2026_07_28_client_approves_with_a_multi_round_trip_request() {
     assert_eq!(refused["isError"], true, "{refused}");
     assert!(refused["content"][0]["text"].as_str().unwrap().contains("cannot be asked"), "{refused}");
     assert!(!seen.wiped.load(Ordering::SeqCst));
+}
+
+/// Replicas behind a load balancer: a retry may reach another replica than
+/// the question came from. Sharing the key and a store, any of them opens
+/// the state, and the approval in it runs the call once between them.
+#[tokio::test]
+async fn replicas_sharing_a_key_and_a_store_answer_each_others_rounds_once() {
+    let store = toolreg_builtins::store::SqliteStore::in_memory().await.unwrap();
+    let key = toolreg::seal::Key::new([3; 32]);
+    let seen = seen();
+    let replica = || {
+        let states = RequestStates::shared(key.clone(), store.namespace("mcp-request-states").unwrap());
+        Raw::start(server(&seen, ServerOptions::default().request_states(states)), StdioOptions::default())
+    };
+    let (mut first, mut second) = (replica(), replica());
+    let elicits = json!({"elicitation": {}});
+    first.send(call_2026(1, json!({"n": 7}), elicits.clone(), None)).await;
+    let asked = first.answer(json!(1)).await["result"].take();
+    let state = asked["requestState"].as_str().unwrap().to_owned();
+    let yes = json!({toolreg_mcp::server::APPROVAL_KEY: {"action": "accept", "content": {"approve": true}}});
+    second.send(call_2026(2, json!({"n": 7}), elicits.clone(), Some((&state, yes.clone())))).await;
+    let done = second.answer(json!(2)).await["result"].take();
+    assert_eq!((&done["resultType"], &done["isError"]), (&json!("complete"), &json!(false)), "{done}");
+    assert!(seen.wiped.swap(false, Ordering::SeqCst));
+    // Replayed to either replica: refused, and nothing runs.
+    for (id, raw) in [(3, &mut first), (4, &mut second)] {
+        raw.send(call_2026(id, json!({"n": 7}), elicits.clone(), Some((&state, yes.clone())))).await;
+        let replayed = raw.answer(json!(id)).await;
+        assert_eq!(replayed["error"]["code"], -32602, "{replayed}");
+        assert!(replayed["error"]["message"].as_str().unwrap().contains("already used"), "{replayed}");
+    }
+    assert!(!seen.wiped.load(Ordering::SeqCst));
+    // A server with its own key does not open it at all.
+    let mut stranger = Raw::start(server(&seen, ServerOptions::default()), StdioOptions::default());
+    stranger.send(call_2026(5, json!({"n": 7}), elicits, Some((&state, yes)))).await;
+    assert_eq!(stranger.answer(json!(5)).await["error"]["code"], -32602);
 }
 
 /// A tool that asks its client in two rounds, keeping state between them.

@@ -45,7 +45,7 @@ impl McpServer {
         let round = if is_2026_07_28(&context) {
             let state = match &request.request_state {
                 Some(sealed) => {
-                    let reopened = self.shared.seal.open(sealed, name, &arguments)?;
+                    let reopened = self.shared.seal.open(sealed, name, &arguments).await?;
                     id = reopened.call;
                     checkpoints = Some(Arc::new(Checkpoints::restoring(reopened.checkpoints)));
                     Some(reopened.state)

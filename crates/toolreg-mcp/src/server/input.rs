@@ -15,17 +15,26 @@
 //! approval is. A state is good for one retry: the server remembers the
 //! states it accepted until they expire, so an approval cannot be replayed to
 //! run the call again.
+//!
+//! Replicas behind a load balancer share both halves with
+//! [`RequestStates::shared`]: the key that seals states (so a retry may
+//! reach any replica) and a store namespace where each state's one use is
+//! claimed atomically (so no replica accepts a state another already did).
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rmcp::model::{
     ClientCapabilities, ErrorData, InputRequests, InputRequiredResult, InputResponses, RequestStateCodec, SealOptions,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 use toolreg::policy::ArgumentsHash;
+use toolreg::seal::Key;
+use toolreg_builtins::store::{Namespace, StoreError};
 
 /// How long a sealed `requestState` is accepted after it was handed out.
 pub const STATE_TTL: Duration = Duration::from_secs(10 * 60);
@@ -120,6 +129,11 @@ struct Envelope {
     /// code-mode program's record of the calls it made), by call id.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     checkpoints: BTreeMap<String, Value>,
+    /// When it stops being accepted, in milliseconds since the epoch: where
+    /// uses are claimed in a store, the claims are kept in this order and
+    /// dropped once past it.
+    #[serde(default)]
+    expires_ms: u64,
 }
 
 /// What a later round gets back of the first: its call id, the approval
@@ -130,18 +144,66 @@ pub(crate) struct Reopened {
     pub(crate) checkpoints: BTreeMap<String, Value>,
 }
 
-/// Seals and opens `requestState` with a key made when the server starts
-/// (so a state outlives neither the process nor [`STATE_TTL`]).
+/// How a server seals `requestState` and remembers which states were used:
+/// by default a key made when it starts and a memory of its own, so a
+/// client's retry must reach the same process; [`shared`](Self::shared) for
+/// replicas behind a load balancer.
+#[derive(Clone)]
+pub struct RequestStates {
+    key: Key,
+    spent: Option<Namespace>,
+}
+
+impl RequestStates {
+    /// A key nobody else has and uses remembered in this process.
+    pub fn local() -> Self {
+        RequestStates { key: Key::random(), spent: None }
+    }
+
+    /// Sealed with `key` and each use claimed in `spent`: every server
+    /// given the same key and a namespace of the same store opens the
+    /// others' states, and accepts each of them once between them. A state
+    /// whose use cannot be recorded (the store is down or full) is refused.
+    pub fn shared(key: Key, spent: Namespace) -> Self {
+        RequestStates { key, spent: Some(spent) }
+    }
+}
+
+impl Default for RequestStates {
+    fn default() -> Self {
+        Self::local()
+    }
+}
+
+impl std::fmt::Debug for RequestStates {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let spent = self.spent.as_ref().map(|n| n.name().as_str().to_owned());
+        f.debug_struct("RequestStates").field("spent", &spent).finish_non_exhaustive()
+    }
+}
+
+/// Seals and opens `requestState` as [`RequestStates`] says (a state
+/// outlives neither its key nor [`STATE_TTL`]).
 pub(crate) struct StateSeal {
     codec: RequestStateCodec,
-    /// The states already accepted, with when: each is good for one retry.
+    /// The states already accepted here, with when: each is good for one
+    /// retry.
     spent: Mutex<HashMap<String, Instant>>,
+    /// Where uses are claimed instead, when shared.
+    shared: Option<Namespace>,
+    /// Claims made, to prune the expired ones now and then.
+    claims: AtomicU32,
 }
 
 /// Spent states remembered at most (the oldest are forgotten past it, so
 /// memory stays bounded under any load; a state is remembered until it
 /// expires unless this many are accepted within [`STATE_TTL`]).
 const SPENT_STATES: usize = 100_000;
+
+/// A shared store's expired claims are pruned every this many claims, at
+/// most [`PRUNED_AT_ONCE`] of them each time.
+const PRUNE_EVERY: u32 = 64;
+const PRUNED_AT_ONCE: u64 = 200;
 
 impl std::fmt::Debug for StateSeal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -150,19 +212,16 @@ impl std::fmt::Debug for StateSeal {
 }
 
 impl StateSeal {
-    pub(crate) fn new() -> Self {
-        let mut key = [0u8; 32];
-        if getrandom::fill(&mut key).is_err() {
-            // No system randomness: a key nobody knows is still needed; the
-            // per-process hasher seeds are random enough to be unguessable
-            // from outside, and this path is not expected on any platform
-            // the server runs on.
-            use std::hash::{BuildHasher, RandomState};
-            for (i, chunk) in key.chunks_mut(8).enumerate() {
-                chunk.copy_from_slice(&RandomState::new().hash_one(i).to_le_bytes());
-            }
+    pub(crate) fn new(states: &RequestStates) -> Self {
+        // The codec's key is derived from the host's, never the key itself,
+        // so a state sealed here cannot pass for anything else it seals.
+        let derived = states.key.seal(&[b"toolreg mcp requestState"]);
+        StateSeal {
+            codec: RequestStateCodec::new_unchecked(derived.into_bytes()),
+            spent: Mutex::new(HashMap::new()),
+            shared: states.spent.clone(),
+            claims: AtomicU32::new(0),
         }
-        StateSeal { codec: RequestStateCodec::new_unchecked(key.to_vec()), spent: Mutex::new(HashMap::new()) }
     }
 
     /// The `input_required` result for a round that asked, or `None`; the
@@ -179,7 +238,8 @@ impl StateSeal {
             return Err(ErrorData::missing_required_client_capability(required));
         }
         let Some((requests, state)) = round.take() else { return Ok(None) };
-        let envelope = Envelope { call: call.to_owned(), state, checkpoints };
+        let expires_ms = now_ms().saturating_add(u64::try_from(STATE_TTL.as_millis()).unwrap_or(u64::MAX));
+        let envelope = Envelope { call: call.to_owned(), state, checkpoints, expires_ms };
         let bound = binding(tool, arguments);
         let sealed =
             self.codec.seal_json_with(&envelope, &SealOptions::new().associated_data(&bound).ttl(STATE_TTL)).map_err(
@@ -191,7 +251,7 @@ impl StateSeal {
     /// Open a `requestState` the client echoed for a call of `tool` with
     /// `arguments`: the first round's call id and the state it left. A state
     /// is accepted once.
-    pub(crate) fn open(&self, sealed: &str, tool: &str, arguments: &Value) -> Result<Reopened, ErrorData> {
+    pub(crate) async fn open(&self, sealed: &str, tool: &str, arguments: &Value) -> Result<Reopened, ErrorData> {
         let bound = binding(tool, arguments);
         let envelope: Envelope = self.codec.open_json_with(sealed, &bound).map_err(|error| {
             ErrorData::invalid_params(
@@ -203,13 +263,18 @@ impl StateSeal {
                 None,
             )
         })?;
+        match &self.shared {
+            Some(store) => self.claim(store, sealed, envelope.expires_ms).await?,
+            None => self.spend_here(sealed)?,
+        }
+        Ok(Reopened { call: envelope.call, state: envelope.state, checkpoints: envelope.checkpoints })
+    }
+
+    fn spend_here(&self, sealed: &str) -> Result<(), ErrorData> {
         let now = Instant::now();
         let mut spent = self.spent.lock().unwrap_or_else(PoisonError::into_inner);
         if spent.contains_key(sealed) {
-            return Err(ErrorData::invalid_params(
-                "requestState was refused: it was already used (each state is good for one retry)",
-                None,
-            ));
+            return Err(already_used());
         }
         if spent.len() >= SPENT_STATES {
             spent.retain(|_, at| now.duration_since(*at) < STATE_TTL);
@@ -220,8 +285,52 @@ impl StateSeal {
             }
         }
         spent.insert(sealed.to_owned(), now);
-        Ok(Reopened { call: envelope.call, state: envelope.state, checkpoints: envelope.checkpoints })
+        Ok(())
     }
+
+    /// Claim the state's one use in the shared store: the key is its expiry
+    /// (zero-padded, so claims sort oldest first) and its hash.
+    async fn claim(&self, store: &Namespace, sealed: &str, expires_ms: u64) -> Result<(), ErrorData> {
+        let digest = Sha256::digest(sealed.as_bytes());
+        let hash: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+        let key = format!("{expires_ms:015}-{hash}");
+        match store.create(&key, &Value::Null).await {
+            Ok(_) => {}
+            Err(StoreError::Exists { .. }) => return Err(already_used()),
+            Err(error) => {
+                return Err(ErrorData::internal_error(
+                    format!("requestState was refused: its use could not be recorded ({error}); try again"),
+                    None,
+                ));
+            }
+        }
+        if self.claims.fetch_add(1, Ordering::Relaxed) % PRUNE_EVERY == PRUNE_EVERY - 1 {
+            prune(store).await;
+        }
+        Ok(())
+    }
+}
+
+/// Drop the oldest claims that have expired (a state past its expiry is
+/// refused by its seal, so its claim is no longer needed).
+async fn prune(store: &Namespace) {
+    let Ok(page) = store.list("", PRUNED_AT_ONCE, None).await else { return };
+    let now = now_ms();
+    for entry in page.entries {
+        let expired = entry.key.split_once('-').and_then(|(at, _)| at.parse::<u64>().ok()).is_some_and(|at| at < now);
+        if !expired {
+            break;
+        }
+        let _ = store.delete(&entry.key).await;
+    }
+}
+
+fn already_used() -> ErrorData {
+    ErrorData::invalid_params("requestState was refused: it was already used (each state is good for one retry)", None)
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)).unwrap_or(0)
 }
 
 /// What a sealed state is bound to: the tool and its canonical arguments.
@@ -238,28 +347,70 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    #[test]
-    fn a_sealed_state_opens_only_for_its_tool_and_arguments() {
-        let seal = StateSeal::new();
+    #[tokio::test]
+    async fn a_sealed_state_opens_only_for_its_tool_and_arguments() {
+        let seal = StateSeal::new(&RequestStates::local());
         let round = InputRound::new(InputResponses::new(), None, None);
         round.ask(InputRequests::new(), json!({"step": 2}));
         let args = json!({"path": "a"});
         let kept = BTreeMap::from([("7".to_owned(), json!({"journal": 1}))]);
         let answer = seal.answer(&round, "7", "rm", &args, kept.clone()).unwrap().unwrap();
         let sealed = answer.request_state.unwrap();
-        assert!(seal.open(&sealed, "rm", &json!({"path": "b"})).is_err());
-        assert!(seal.open(&sealed, "write", &args).is_err());
+        assert!(seal.open(&sealed, "rm", &json!({"path": "b"})).await.is_err());
+        assert!(seal.open(&sealed, "write", &args).await.is_err());
         let mut tampered = sealed.clone().into_bytes();
         let last = tampered.len() - 1;
         tampered[last] = if tampered[last] == b'A' { b'B' } else { b'A' };
-        assert!(seal.open(&String::from_utf8(tampered).unwrap(), "rm", &args).is_err());
+        assert!(seal.open(&String::from_utf8(tampered).unwrap(), "rm", &args).await.is_err());
         // Another server's key (a restart) does not open it.
-        assert!(StateSeal::new().open(&sealed, "rm", &args).is_err());
+        assert!(StateSeal::new(&RequestStates::local()).open(&sealed, "rm", &args).await.is_err());
         // Untouched, for its tool and arguments, it opens once.
-        let reopened = seal.open(&sealed, "rm", &json!({"path": "a"})).unwrap();
+        let reopened = seal.open(&sealed, "rm", &json!({"path": "a"})).await.unwrap();
         assert_eq!((reopened.call, reopened.state, reopened.checkpoints), ("7".to_owned(), json!({"step": 2}), kept));
-        assert!(seal.open(&sealed, "rm", &args).is_err());
+        assert!(seal.open(&sealed, "rm", &args).await.is_err());
         // A round that did not ask has no answer.
         assert!(seal.answer(&round, "7", "rm", &args, BTreeMap::new()).unwrap().is_none());
+    }
+
+    /// Replicas sharing a key and a store open each other's states, and
+    /// accept each once between them; a replica with another key does not.
+    #[tokio::test]
+    async fn replicas_sharing_a_key_and_a_store_accept_a_state_once_between_them() {
+        use toolreg_builtins::store::SqliteStore;
+        let store = SqliteStore::in_memory().await.unwrap();
+        let key = Key::new([5; 32]);
+        let replica = || StateSeal::new(&RequestStates::shared(key.clone(), store.namespace("spent").unwrap()));
+        let (first, second, third) = (replica(), replica(), replica());
+        let round = InputRound::new(InputResponses::new(), None, None);
+        round.ask(InputRequests::new(), json!({"step": 1}));
+        let args = json!({"path": "a"});
+        let sealed = first.answer(&round, "9", "rm", &args, BTreeMap::new()).unwrap().unwrap().request_state.unwrap();
+        let other = StateSeal::new(&RequestStates::shared(Key::new([6; 32]), store.namespace("spent").unwrap()));
+        assert!(other.open(&sealed, "rm", &args).await.is_err());
+        assert_eq!(second.open(&sealed, "rm", &args).await.unwrap().call, "9");
+        let Err(again) = third.open(&sealed, "rm", &args).await else { panic!("accepted twice") };
+        assert!(again.message.contains("already used"), "{again:?}");
+        assert!(first.open(&sealed, "rm", &args).await.is_err());
+        // One claim, keyed by its expiry first.
+        let page = store.namespace("spent").unwrap().list("", 10, None).await.unwrap();
+        assert_eq!(page.entries.len(), 1);
+        let (expiry, _) = page.entries[0].key.split_once('-').unwrap();
+        assert!(expiry.parse::<u64>().unwrap() > now_ms());
+    }
+
+    #[tokio::test]
+    async fn expired_claims_are_pruned_oldest_first() {
+        use toolreg_builtins::store::SqliteStore;
+        let store = SqliteStore::in_memory().await.unwrap();
+        let spent = store.namespace("spent").unwrap();
+        let past = now_ms() - 1_000;
+        for i in 0..3 {
+            spent.create(&format!("{:015}-{i:032x}", past + i), &Value::Null).await.unwrap();
+        }
+        let future = format!("{:015}-{:032x}", now_ms() + 600_000, 7);
+        spent.create(&future, &Value::Null).await.unwrap();
+        prune(&spent).await;
+        let left: Vec<String> = spent.list("", 10, None).await.unwrap().entries.into_iter().map(|e| e.key).collect();
+        assert_eq!(left, [future]);
     }
 }

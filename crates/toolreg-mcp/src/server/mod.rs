@@ -83,7 +83,7 @@ pub(crate) use approval::{APPROVAL_STATE, APPROVED};
 pub use ask::{ASK_KEY, ask_user};
 pub use catalog::{CALL_TOOL, Deferral, MAX_SEARCH_RESULTS, SEARCH_TOOLS};
 pub use http::{HttpOptions, bearer_token_from_env};
-pub use input::{InputRound, STATE_TTL};
+pub use input::{InputRound, RequestStates, STATE_TTL};
 pub use stdio::{SERVER_BUSY, StdioOptions};
 
 /// Why a server could not start or stopped with an error.
@@ -121,6 +121,10 @@ pub struct ServerOptions {
     /// names are found with `search_tools` and run with `call_tool` (or by
     /// name once a session has found them); see [`Deferral`].
     pub deferred: Option<Deferral>,
+    /// How Multi Round-Trip Requests' `requestState` is sealed and its one
+    /// use recorded: per process by default; shared by replicas with
+    /// [`RequestStates::shared`].
+    pub request_states: RequestStates,
 }
 
 impl Default for ServerOptions {
@@ -132,6 +136,7 @@ impl Default for ServerOptions {
             page_size: 100,
             allow_dangerous: false,
             deferred: None,
+            request_states: RequestStates::local(),
         }
     }
 }
@@ -158,6 +163,12 @@ impl ServerOptions {
     /// Run dangerous tools without asking.
     pub fn allow_dangerous(mut self, allow: bool) -> Self {
         self.allow_dangerous = allow;
+        self
+    }
+
+    /// Seal and record Multi Round-Trip request state as `states` says.
+    pub fn request_states(mut self, states: RequestStates) -> Self {
+        self.request_states = states;
         self
     }
 
@@ -225,6 +236,7 @@ impl McpServer {
     /// ([`engine_builder`](Self::engine_builder) does).
     pub fn new(engine: ToolEngine, options: ServerOptions) -> Self {
         let served = Served::new(engine, &options);
+        let seal = input::StateSeal::new(&options.request_states);
         McpServer {
             session: Arc::new(catalog::Session::new(catalog::Transport::Stream)),
             shared: Arc::new(Shared {
@@ -234,7 +246,7 @@ impl McpServer {
                 log_level: Mutex::new(None),
                 listeners: Mutex::new(Vec::new()),
                 remotes: RwLock::new(Vec::new()),
-                seal: input::StateSeal::new(),
+                seal,
                 subscriptions: subscribe::Subscriptions::default(),
             }),
         }
