@@ -132,9 +132,9 @@ impl Session {
     /// (`Handle::block_on`: the tools still run on the caller's runtime).
     /// A call from the program is then one write and one read on one
     /// thread. Over the runtime's async pipes the same round trip cost
-    /// about 65 µs a call on a multi-thread runtime — the worker's message
-    /// read on one runtime thread and its task woken on another — against
-    /// the figure in BENCHMARKS.md ("Issue 22") this way.
+    /// about 65 µs a call on a multi-thread runtime (the worker's message
+    /// read on one runtime thread and its task woken on another), about
+    /// 30 µs this way (BENCHMARKS.md, "Issue 22").
     pub(crate) async fn run(self, worker: &Worker, program: &str) -> Ended {
         if program.len() > self.limits.program_bytes {
             let error = CodeError::ProgramTooLarge { bytes: program.len(), limit_bytes: self.limits.program_bytes };
