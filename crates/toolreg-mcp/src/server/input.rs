@@ -104,6 +104,11 @@ impl InputRound {
         *self.missing.lock().unwrap_or_else(PoisonError::into_inner) = Some(required);
     }
 
+    /// The questions asked in this round and the state kept with them, taken.
+    pub(crate) fn take_asked(&self) -> Option<(InputRequests, Value)> {
+        self.take()
+    }
+
     fn take(&self) -> Option<(InputRequests, Value)> {
         self.asked.lock().unwrap_or_else(PoisonError::into_inner).take()
     }

@@ -64,6 +64,7 @@ use catalog::Served;
 mod remote;
 mod stdio;
 mod subscribe;
+mod tasks;
 
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
@@ -85,6 +86,7 @@ pub use catalog::{CALL_TOOL, Deferral, MAX_SEARCH_RESULTS, SEARCH_TOOLS};
 pub use http::{HttpOptions, bearer_token_from_env};
 pub use input::{InputRound, STATE_TTL};
 pub use stdio::{SERVER_BUSY, StdioOptions};
+pub use tasks::{TASK_ID_LEN, TaskOptions, is_task_id};
 
 /// Why a server could not start or stopped with an error.
 #[derive(Debug, thiserror::Error)]
@@ -121,6 +123,10 @@ pub struct ServerOptions {
     /// names are found with `search_tools` and run with `call_tool` (or by
     /// name once a session has found them); see [`Deferral`].
     pub deferred: Option<Deferral>,
+    /// Run long-running tools as MCP tasks (`None`: no tasks; every call
+    /// is answered directly and tools are listed without `execution`). See
+    /// [`TaskOptions`].
+    pub tasks: Option<TaskOptions>,
 }
 
 impl Default for ServerOptions {
@@ -132,6 +138,7 @@ impl Default for ServerOptions {
             page_size: 100,
             allow_dangerous: false,
             deferred: None,
+            tasks: None,
         }
     }
 }
@@ -158,6 +165,12 @@ impl ServerOptions {
     /// Run dangerous tools without asking.
     pub fn allow_dangerous(mut self, allow: bool) -> Self {
         self.allow_dangerous = allow;
+        self
+    }
+
+    /// Run tools that declare task support as MCP tasks, kept as `tasks` says.
+    pub fn tasks(mut self, tasks: TaskOptions) -> Self {
+        self.tasks = Some(tasks);
         self
     }
 
@@ -193,6 +206,8 @@ struct Shared {
     seal: input::StateSeal,
     /// Clients' subscriptions to the imported servers' resources.
     subscriptions: subscribe::Subscriptions,
+    /// The tasks, when [`ServerOptions::tasks`] enables them.
+    tasks: Option<Arc<tasks::Tasks>>,
 }
 
 /// The engine as `options` would have it served: with `allow_dangerous`,
@@ -225,6 +240,7 @@ impl McpServer {
     /// ([`engine_builder`](Self::engine_builder) does).
     pub fn new(engine: ToolEngine, options: ServerOptions) -> Self {
         let served = Served::new(engine, &options);
+        let tasks = options.tasks.clone().map(|o| Arc::new(tasks::Tasks::new(o)));
         McpServer {
             session: Arc::new(catalog::Session::new(catalog::Transport::Stream)),
             shared: Arc::new(Shared {
@@ -236,6 +252,7 @@ impl McpServer {
                 remotes: RwLock::new(Vec::new()),
                 seal: input::StateSeal::new(),
                 subscriptions: subscribe::Subscriptions::default(),
+                tasks,
             }),
         }
     }
@@ -312,12 +329,13 @@ impl McpServer {
         W: tokio::io::AsyncWrite + Send + Unpin + 'static,
     {
         let transport = stdio::LineTransport::new(read, write, options);
-        let running = match rmcp::serve_server(self.connection(catalog::Transport::Stream), transport).await {
-            Ok(running) => running,
-            // The client left before saying anything: nothing to serve, no error.
-            Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
-            Err(error) => return Err(ServeError::Handshake(error.to_string())),
-        };
+        let running =
+            match rmcp::serve_server(tasks::Serving(self.connection(catalog::Transport::Stream)), transport).await {
+                Ok(running) => running,
+                // The client left before saying anything: nothing to serve, no error.
+                Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
+                Err(error) => return Err(ServeError::Handshake(error.to_string())),
+            };
         running.waiting().await.map_err(|error| ServeError::Handshake(error.to_string()))?;
         Ok(())
     }
@@ -326,6 +344,12 @@ impl McpServer {
     /// (`None`: it has not asked; send what matters).
     pub fn log_level(&self) -> Option<rmcp::model::LoggingLevel> {
         *self.shared.log_level.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn task_store(&self) -> Result<&Arc<tasks::Tasks>, ErrorData> {
+        // rmcp answers `tasks/*` with "method not found" unless the
+        // extension is advertised, which it is only with tasks enabled.
+        self.shared.tasks.as_ref().ok_or_else(|| ErrorData::method_not_found::<rmcp::model::GetTaskMethod>())
     }
 
     fn served(&self) -> Arc<Served> {
@@ -375,8 +399,11 @@ fn is_2026_07_28(context: &RequestContext<RoleServer>) -> bool {
 
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
-        let mut capabilities =
-            ServerCapabilities::builder().enable_logging().enable_tools().enable_tool_list_changed().build();
+        let mut builder = ServerCapabilities::builder().enable_logging().enable_tools().enable_tool_list_changed();
+        if self.shared.tasks.is_some() {
+            builder = builder.enable_tasks();
+        }
+        let mut capabilities = builder.build();
         // The imported servers' resources and prompts (a gateway's): the
         // lists are empty when nothing is imported, and answered either way,
         // so both are declared either way.
@@ -494,6 +521,30 @@ impl ServerHandler for McpServer {
     ) -> Result<(), ErrorData> {
         *self.shared.log_level.lock().unwrap_or_else(PoisonError::into_inner) = Some(request.level);
         Ok(())
+    }
+
+    async fn get_task(
+        &self,
+        request: rmcp::model::GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetTaskResult, ErrorData> {
+        self.task_store()?.get(&request.task_id).await
+    }
+
+    async fn cancel_task(
+        &self,
+        request: rmcp::model::CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.task_store()?.cancel(&request.task_id).await
+    }
+
+    async fn update_task(
+        &self,
+        request: rmcp::model::UpdateTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.task_store()?.update(&request.task_id, request.input_responses).await
     }
 
     fn accepted_subscription_filter(

@@ -50,6 +50,16 @@ pub(crate) struct McpTool<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     output_schema: Option<&'a Value>,
     annotations: ToolAnnotations,
+    /// The tasks extension's `execution.taskSupport`, when declared.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    execution: Option<Execution>,
+}
+
+/// MCP's `execution` of a tool (the tasks extension).
+#[derive(Debug, Clone, Copy, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Execution {
+    task_support: crate::declaration::TaskSupport,
 }
 
 /// MCP tool annotations, from [`SafetyLevel`]: `safe` is read-only,
@@ -202,6 +212,7 @@ pub(crate) fn entry<'b>(p: &'b Prepared<'_>) -> McpTool<'b> {
         input_schema: &p.schema,
         output_schema,
         annotations: ToolAnnotations::from(decl),
+        execution: decl.task_support.map(|task_support| Execution { task_support }),
     }
 }
 
