@@ -1,0 +1,295 @@
+//! MCP tasks on the server: a long-running tool answered with a task, its
+//! state in the context store (shared by two servers), cancellation, a
+//! runner that died, and every bad id refused with a typed error.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use toolreg::{CallContext, FunctionRegistry, ParamType, SafetyLevel, TaskSupport, ToolDeclaration, ToolRegistration};
+use toolreg_builtins::store::SqliteStore;
+use toolreg_mcp::server::{McpServer, ServerOptions, StdioOptions, TaskOptions, is_task_id};
+
+mod common;
+use common::Raw;
+
+const TASKS: &str = "io.modelcontextprotocol/tasks";
+
+fn decl(name: &str, support: Option<TaskSupport>) -> ToolDeclaration {
+    let decl = ToolDeclaration::builder(name)
+        .description(format!("The {name} tool."))
+        .optional_param("ms", ParamType::Integer, "milliseconds")
+        .optional_param("bytes", ParamType::Integer, "result size")
+        .safety(SafetyLevel::Safe)
+        .build();
+    match support {
+        Some(support) => decl.with_task_support(support),
+        None => decl,
+    }
+}
+
+/// `sleepy` reports progress, sleeps `ms` and answers; `waiter` waits for
+/// its cancellation and records it; `big` answers `bytes` characters;
+/// `must` runs only as a task; `plain` never does.
+fn registry(cancelled: &Arc<AtomicBool>) -> FunctionRegistry {
+    let mut r = FunctionRegistry::new();
+    r.register(ToolRegistration::new(
+        decl("sleepy", Some(TaskSupport::Optional)),
+        |cx: CallContext, args: Value| async move {
+            cx.report_progress(1.0, Some(2.0), Some("halfway"));
+            let ms = args.get("ms").and_then(Value::as_u64).unwrap_or(0);
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+            Ok::<_, String>(json!(format!("slept {ms} ms")))
+        },
+    ))
+    .unwrap();
+    let seen = Arc::clone(cancelled);
+    r.register(ToolRegistration::new(decl("waiter", Some(TaskSupport::Optional)), move |cx: CallContext, _: Value| {
+        let seen = Arc::clone(&seen);
+        async move {
+            cx.cancelled().await;
+            seen.store(true, Ordering::SeqCst);
+            Ok::<_, String>(json!("stopped"))
+        }
+    }))
+    .unwrap();
+    r.register_sync_tool(
+        "big",
+        |args: Value| Ok::<_, String>(json!("x".repeat(args["bytes"].as_u64().unwrap_or(0) as usize))),
+        decl("big", Some(TaskSupport::Optional)),
+    )
+    .unwrap();
+    r.register_sync_tool("must", |_: Value| Ok::<_, String>(json!("ran")), decl("must", Some(TaskSupport::Required)))
+        .unwrap();
+    r.register_sync_tool("plain", |_: Value| Ok::<_, String>(json!("plain")), decl("plain", None)).unwrap();
+    r
+}
+
+fn fast(options: TaskOptions) -> TaskOptions {
+    options.heartbeat(Duration::from_millis(20), Duration::from_millis(300)).poll_interval(Duration::from_millis(10))
+}
+
+async fn server_on(
+    store: &SqliteStore,
+    cancelled: &Arc<AtomicBool>,
+    tune: impl FnOnce(TaskOptions) -> TaskOptions,
+) -> McpServer {
+    let tasks = tune(fast(TaskOptions::new(store.namespace("mcp-tasks").unwrap())));
+    McpServer::from_registry(&registry(cancelled), ServerOptions::default().tasks(tasks))
+}
+
+async fn client(server: McpServer) -> Raw {
+    let mut raw = Raw::start(server, StdioOptions::default());
+    let init = raw.initialize(json!({"extensions": {TASKS: {}}})).await;
+    assert!(init["result"]["capabilities"]["extensions"][TASKS].is_object(), "{init}");
+    raw
+}
+
+async fn request(raw: &mut Raw, id: i64, method: &str, params: Value) -> Value {
+    raw.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).await;
+    raw.answer(json!(id)).await
+}
+
+/// Poll `tasks/get` until the task ends; every answer seen, in order.
+async fn until_done(raw: &mut Raw, first_id: i64, task: &str) -> Vec<Value> {
+    let started = Instant::now();
+    let mut seen = Vec::new();
+    for id in first_id.. {
+        let answer = request(raw, id, "tasks/get", json!({"taskId": task})).await;
+        let result = answer["result"].clone();
+        assert!(result.is_object(), "{answer}");
+        seen.push(result.clone());
+        if ["completed", "failed", "cancelled"].contains(&result["status"].as_str().unwrap_or("")) {
+            return seen;
+        }
+        assert!(started.elapsed() < Duration::from_secs(20), "the task never ended: {seen:?}");
+        tokio::time::sleep(Duration::from_millis(15)).await;
+    }
+    unreachable!()
+}
+
+fn task_id(created: &Value) -> String {
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    let id = created["result"]["taskId"].as_str().expect("a task id").to_owned();
+    assert!(is_task_id(&id), "{id}");
+    id
+}
+
+#[tokio::test]
+async fn a_task_is_created_polled_with_its_progress_and_ends_with_the_result() {
+    let store = SqliteStore::in_memory().await.unwrap();
+    let mut raw = client(server_on(&store, &Arc::default(), |o| o).await).await;
+
+    // tools/list says which tools may run as tasks.
+    let list = request(&mut raw, 1, "tools/list", json!({})).await;
+    let tools = list["result"]["tools"].as_array().unwrap();
+    let support = |name: &str| tools.iter().find(|t| t["name"] == name).unwrap()["execution"]["taskSupport"].clone();
+    assert_eq!(support("sleepy"), "optional");
+    assert_eq!(support("must"), "required");
+    assert_eq!(support("plain"), Value::Null);
+
+    let created = raw.call(2, "sleepy", json!({"ms": 300})).await;
+    let id = task_id(&created);
+    assert_eq!(created["result"]["status"], "working");
+    assert_eq!(created["result"]["pollIntervalMs"], 10);
+    assert!(created["result"]["ttlMs"].as_u64().unwrap() > 0);
+    let seen = until_done(&mut raw, 3, &id).await;
+    let working = &seen[0];
+    assert_eq!(working["status"], "working", "{working}");
+    assert_eq!(working["statusMessage"], "1/2: halfway", "{working}");
+    let done = seen.last().unwrap();
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["result"]["content"][0]["text"], "slept 300 ms", "{done}");
+    assert!(done.get("error").is_none());
+
+    // A tool that never runs as a task is answered directly.
+    let plain = raw.call(100, "plain", json!({})).await;
+    assert_eq!(plain["result"]["content"][0]["text"], "plain", "{plain}");
+    assert!(plain["result"].get("taskId").is_none());
+}
+
+#[tokio::test]
+async fn cancelling_a_task_cancels_the_running_call() {
+    let store = SqliteStore::in_memory().await.unwrap();
+    let cancelled = Arc::new(AtomicBool::new(false));
+    let mut raw = client(server_on(&store, &cancelled, |o| o).await).await;
+    let id = task_id(&raw.call(1, "waiter", json!({})).await);
+    let ack = request(&mut raw, 2, "tasks/cancel", json!({"taskId": id})).await;
+    assert!(ack["result"].get("taskId").is_none() && ack.get("error").is_none(), "{ack}");
+    let done = until_done(&mut raw, 3, &id).await;
+    assert_eq!(done.last().unwrap()["status"], "cancelled");
+    let started = Instant::now();
+    while !cancelled.load(Ordering::SeqCst) {
+        assert!(started.elapsed() < Duration::from_secs(10), "the tool never saw its cancellation");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Cancelling again (a task that ended) is acknowledged the same way.
+    let again = request(&mut raw, 50, "tasks/cancel", json!({"taskId": id})).await;
+    assert!(again.get("error").is_none(), "{again}");
+}
+
+#[tokio::test]
+async fn a_task_started_on_one_server_is_polled_and_cancelled_on_another_sharing_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tasks.db");
+    let (store_a, store_b) = (SqliteStore::open(&path).await.unwrap(), SqliteStore::open(&path).await.unwrap());
+    let cancelled = Arc::new(AtomicBool::new(false));
+    let mut a = client(server_on(&store_a, &cancelled, |o| o).await).await;
+    let mut b = client(server_on(&store_b, &Arc::default(), |o| o).await).await;
+
+    let id = task_id(&a.call(1, "sleepy", json!({"ms": 200})).await);
+    let seen = until_done(&mut b, 2, &id).await;
+    assert_eq!(seen[0]["status"], "working", "{seen:?}");
+    assert_eq!(seen.last().unwrap()["result"]["content"][0]["text"], "slept 200 ms");
+
+    // Cancelled through B, the call running on A stops at A's next heartbeat.
+    let id = task_id(&a.call(100, "waiter", json!({})).await);
+    let ack = request(&mut b, 101, "tasks/cancel", json!({"taskId": id})).await;
+    assert!(ack.get("error").is_none(), "{ack}");
+    let started = Instant::now();
+    while !cancelled.load(Ordering::SeqCst) {
+        assert!(started.elapsed() < Duration::from_secs(10), "the call on A was not cancelled");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(until_done(&mut a, 102, &id).await.last().unwrap()["status"], "cancelled");
+}
+
+#[test]
+fn a_task_whose_runner_died_ends_failed_saying_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tasks.db");
+    // Server A runs on a runtime of its own, shut down mid-task as a process
+    // would die: the runner vanishes without writing anything.
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let id = runtime.block_on(async {
+        let store = SqliteStore::open(&path).await.unwrap();
+        let mut a = client(server_on(&store, &Arc::default(), |o| o).await).await;
+        let id = task_id(&a.call(1, "waiter", json!({})).await);
+        // Let it beat at least once.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        id
+    });
+    runtime.shutdown_background();
+
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        let store = SqliteStore::open(&path).await.unwrap();
+        let mut b = client(server_on(&store, &Arc::default(), |o| o).await).await;
+        let seen = until_done(&mut b, 1, &id).await;
+        let failed = seen.last().unwrap();
+        assert_eq!(failed["status"], "failed", "{failed}");
+        assert_eq!(failed["error"]["code"], -32603);
+        let message = failed["error"]["message"].as_str().unwrap();
+        assert!(message.contains("stopped") && message.contains("lease"), "{message}");
+        assert!(failed.get("result").is_none());
+        // Decided once: asked again, the same answer.
+        let again = request(&mut b, 500, "tasks/get", json!({"taskId": id})).await;
+        assert_eq!(again["result"]["error"], failed["error"]);
+    });
+}
+
+#[tokio::test]
+async fn bad_and_unknown_task_ids_are_typed_errors() {
+    let store = SqliteStore::in_memory().await.unwrap();
+    let mut raw = client(server_on(&store, &Arc::default(), |o| o).await).await;
+    let long = "f".repeat(10_000);
+    for (n, bad) in ["", "../../etc/passwd", "ABCDEF0123456789ABCDEF0123456789", long.as_str()].into_iter().enumerate()
+    {
+        for (m, method) in ["tasks/get", "tasks/cancel"].into_iter().enumerate() {
+            let answer = request(&mut raw, (n * 2 + m) as i64 + 1, method, json!({"taskId": bad})).await;
+            assert_eq!(answer["error"]["code"], -32602, "{answer}");
+            let message = answer["error"]["message"].as_str().unwrap();
+            assert!(message.contains("invalid task id") && message.len() < 300, "{message}");
+        }
+    }
+    let unknown = "0123456789abcdef0123456789abcdef";
+    for (n, method) in ["tasks/get", "tasks/cancel", "tasks/update"].into_iter().enumerate() {
+        let answer = request(&mut raw, 100 + n as i64, method, json!({"taskId": unknown, "inputResponses": {}})).await;
+        assert_eq!(answer["error"]["code"], -32602, "{answer}");
+        assert!(answer["error"]["message"].as_str().unwrap().contains("unknown task"), "{answer}");
+    }
+}
+
+#[tokio::test]
+async fn a_client_without_the_extension_gets_no_task() {
+    let store = SqliteStore::in_memory().await.unwrap();
+    let server = server_on(&store, &Arc::default(), |o| o).await;
+    let mut raw = Raw::start(server, StdioOptions::default());
+    raw.initialize(json!({})).await;
+    // Optional: answered directly.
+    let direct = raw.call(1, "sleepy", json!({"ms": 1})).await;
+    assert_eq!(direct["result"]["content"][0]["text"], "slept 1 ms", "{direct}");
+    // Required: refused, naming the extension.
+    let refused = raw.call(2, "must", json!({})).await;
+    assert_eq!(refused["error"]["code"], -32021, "{refused}");
+    assert!(refused["error"]["data"]["requiredCapabilities"]["extensions"][TASKS].is_object(), "{refused}");
+    let get = request(&mut raw, 3, "tasks/get", json!({"taskId": "0123456789abcdef0123456789abcdef"})).await;
+    assert_eq!(get["error"]["code"], -32021, "{get}");
+}
+
+#[tokio::test]
+async fn live_tasks_and_result_sizes_are_bounded() {
+    let store = SqliteStore::in_memory().await.unwrap();
+    let mut raw = client(server_on(&store, &Arc::default(), |o| o.max_live(1).max_result_bytes(1_000)).await).await;
+    let first = task_id(&raw.call(1, "waiter", json!({})).await);
+    let refused = raw.call(2, "sleepy", json!({"ms": 1})).await;
+    assert!(refused["error"]["message"].as_str().unwrap().contains("too many tasks running (1)"), "{refused}");
+    request(&mut raw, 3, "tasks/cancel", json!({"taskId": first})).await;
+    until_done(&mut raw, 4, &first).await;
+    // The slot is free once the runner has gone.
+    let started = Instant::now();
+    let big = loop {
+        let answer = raw.call(1000, "big", json!({"bytes": 5_000})).await;
+        if answer.get("error").is_none() {
+            break task_id(&answer);
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "{answer}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    let done = until_done(&mut raw, 1001, &big).await;
+    let failed = done.last().unwrap();
+    assert_eq!(failed["status"], "failed", "{failed}");
+    assert_eq!(failed["error"]["code"], -32603);
+    assert!(failed["error"]["message"].as_str().unwrap().contains("over this server's task limit of 1000 bytes"));
+}
