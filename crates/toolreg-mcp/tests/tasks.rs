@@ -293,3 +293,40 @@ async fn live_tasks_and_result_sizes_are_bounded() {
     assert_eq!(failed["error"]["code"], -32603);
     assert!(failed["error"]["message"].as_str().unwrap().contains("over this server's task limit of 1000 bytes"));
 }
+
+/// The gateway: a remote server's task-only tool is re-served with its
+/// `execution`, and a client with the extension gets a task of the gateway's
+/// whose runner calls the remote task to its end.
+#[tokio::test]
+async fn the_gateway_serves_a_remote_task_tool_on_with_its_execution() {
+    use toolreg_mcp::client::RemoteServer;
+    use toolreg_mcp::config::{ServerConfig, Transport};
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/servers/fake_server.py");
+    let args = vec!["-u".to_owned(), script.to_owned()];
+    let config = ServerConfig::new(Transport::Command {
+        command: "python3".into(),
+        args,
+        env: std::collections::BTreeMap::new(),
+        cwd: None,
+    })
+    .call_timeout(Duration::from_secs(10));
+    let remote = RemoteServer::connect("fake", config).await.unwrap();
+    let mut registry = FunctionRegistry::new();
+    assert!(remote.register_into(&mut registry).is_empty());
+    let store = SqliteStore::in_memory().await.unwrap();
+    let options = ServerOptions::default().tasks(fast(TaskOptions::new(store.namespace("mcp-tasks").unwrap())));
+    let mut raw = client(McpServer::from_registry(&registry, options)).await;
+
+    let list = request(&mut raw, 1, "tools/list", json!({})).await;
+    let tools = list["result"]["tools"].as_array().unwrap();
+    let execution = |name: &str| tools.iter().find(|t| t["name"] == name).unwrap()["execution"].clone();
+    assert_eq!(execution("fake__research"), json!({"taskSupport": "required"}));
+    assert_eq!(execution("fake__maybe"), json!({"taskSupport": "optional"}));
+    assert_eq!(execution("fake__echo"), Value::Null);
+
+    let id = task_id(&raw.call(2, "fake__research", json!({"topic": "reefs"})).await);
+    let done = until_done(&mut raw, 3, &id).await;
+    let last = done.last().unwrap();
+    assert_eq!(last["status"], "completed", "{last}");
+    assert_eq!(last["result"]["content"][0]["text"], "found: reefs", "{last}");
+}
