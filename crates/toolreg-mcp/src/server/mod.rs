@@ -349,7 +349,7 @@ impl McpServer {
     fn task_store(&self) -> Result<&Arc<tasks::Tasks>, ErrorData> {
         // rmcp answers `tasks/*` with "method not found" unless the
         // extension is advertised, which it is only with tasks enabled.
-        self.shared.tasks.as_ref().ok_or_else(|| ErrorData::method_not_found::<rmcp::model::GetTaskMethod>())
+        self.shared.tasks.as_ref().ok_or_else(ErrorData::method_not_found::<rmcp::model::GetTaskMethod>)
     }
 
     fn served(&self) -> Arc<Served> {
