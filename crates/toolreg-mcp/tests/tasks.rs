@@ -330,3 +330,56 @@ async fn the_gateway_serves_a_remote_task_tool_on_with_its_execution() {
     assert_eq!(last["status"], "completed", "{last}");
     assert_eq!(last["result"]["content"][0]["text"], "found: reefs", "{last}");
 }
+
+/// Over streamable HTTP too, `tools/list` shows each tool's `execution`
+/// (a JSON answer when stateless, an SSE one with sessions).
+#[tokio::test]
+async fn tools_list_over_http_shows_task_support() {
+    use toolreg_mcp::server::HttpOptions;
+    for stateless in [true, false] {
+        let store = SqliteStore::in_memory().await.unwrap();
+        let server = server_on(&store, &Arc::default(), |o| o).await;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let options = HttpOptions::default().stateless(stateless);
+        let shutdown = options.shutdown.clone();
+        tokio::spawn(async move { server.serve_http_on(listener, options).await });
+        let http = reqwest::Client::new();
+        let post = |body: Value, session: Option<String>| {
+            let mut request = http
+                .post(format!("http://{addr}/mcp"))
+                .header("accept", "application/json, text/event-stream")
+                .header("mcp-protocol-version", "2025-06-18")
+                .json(&body);
+            if let Some(session) = session {
+                request = request.header("mcp-session-id", session);
+            }
+            request.send()
+        };
+        let init = post(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
+                "capabilities": {"extensions": {TASKS: {}}}, "clientInfo": {"name": "t", "version": "1"}}}),
+            None,
+        )
+        .await
+        .unwrap();
+        let session = init.headers().get("mcp-session-id").map(|v| v.to_str().unwrap().to_owned());
+        assert_eq!(session.is_none(), stateless);
+        drop(init.text().await);
+        post(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}), session.clone()).await.unwrap();
+        let listed = post(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}), session).await.unwrap();
+        assert!(listed.status().is_success(), "{}", listed.status());
+        let body = listed.text().await.unwrap();
+        let json = body
+            .lines()
+            .find_map(|line| line.strip_prefix("data:").map(str::trim).filter(|d| d.starts_with('{')))
+            .unwrap_or(&body);
+        let answer: Value = serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {body}"));
+        let tools = answer["result"]["tools"].as_array().unwrap_or_else(|| panic!("{answer}"));
+        let sleepy = tools.iter().find(|t| t["name"] == "sleepy").unwrap();
+        assert_eq!(sleepy["execution"]["taskSupport"], "optional", "stateless: {stateless}: {sleepy}");
+        let plain = tools.iter().find(|t| t["name"] == "plain").unwrap();
+        assert!(plain.get("execution").is_none());
+        shutdown.cancel();
+    }
+}
