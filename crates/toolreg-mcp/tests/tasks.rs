@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use toolreg::{CallContext, FunctionRegistry, ParamType, SafetyLevel, TaskSupport, ToolDeclaration, ToolRegistration};
 use toolreg_builtins::store::SqliteStore;
-use toolreg_mcp::server::{McpServer, ServerOptions, StdioOptions, TaskOptions, is_task_id};
+use toolreg_mcp::server::{InputRound, McpServer, ServerOptions, StdioOptions, TaskOptions, is_task_id};
 
 mod common;
 use common::Raw;
@@ -63,6 +63,25 @@ fn registry(cancelled: &Arc<AtomicBool>) -> FunctionRegistry {
     r.register_sync_tool("must", |_: Value| Ok::<_, String>(json!("ran")), decl("must", Some(TaskSupport::Required)))
         .unwrap();
     r.register_sync_tool("plain", |_: Value| Ok::<_, String>(json!("plain")), decl("plain", None)).unwrap();
+    // Asks two questions at once, then answers with both replies.
+    r.register(ToolRegistration::new(
+        decl("ask", Some(TaskSupport::Optional)),
+        |cx: CallContext, _: Value| async move {
+            let round = cx.extensions().get::<InputRound>().ok_or("no round")?;
+            let reply = |key: &str| round.response(key).and_then(|a| a["content"]["name"].as_str()).map(str::to_owned);
+            if let (Some(a), Some(b)) = (reply("first"), reply("second")) {
+                return Ok::<_, String>(json!(format!("{a} and {b}")));
+            }
+            let question = |message: &str| {
+                json!({"method": "elicitation/create", "params": {"mode": "form",
+            "message": message, "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}}})
+            };
+            let asked = json!({"first": question("First?"), "second": question("Second?")});
+            round.ask(serde_json::from_value(asked).map_err(|e| e.to_string())?, Value::Null);
+            Ok(Value::Null)
+        },
+    ))
+    .unwrap();
     r
 }
 
@@ -382,4 +401,47 @@ async fn tools_list_over_http_shows_task_support() {
         assert!(plain.get("execution").is_none());
         shutdown.cancel();
     }
+}
+
+/// A tool that asks parks its task in `input_required`; answers come with
+/// `tasks/update` through any server sharing the store, one at a time, and
+/// the task goes on once every question has one (unknown keys ignored).
+#[tokio::test]
+async fn questions_park_the_task_until_tasks_update_answers_them_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tasks.db");
+    let (store_a, store_b) = (SqliteStore::open(&path).await.unwrap(), SqliteStore::open(&path).await.unwrap());
+    let mut a = client(server_on(&store_a, &Arc::default(), |o| o).await).await;
+    let mut b = client(server_on(&store_b, &Arc::default(), |o| o).await).await;
+    let id = task_id(&a.call(1, "ask", json!({})).await);
+    let parked = loop {
+        let got = request(&mut b, 2, "tasks/get", json!({"taskId": id})).await;
+        if got["result"]["status"] == "input_required" {
+            break got["result"].clone();
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    let mut keys: Vec<&String> = parked["inputRequests"].as_object().unwrap().keys().collect();
+    keys.sort();
+    assert_eq!(keys, ["first", "second"]);
+    assert_eq!(parked["inputRequests"]["first"]["method"], "elicitation/create");
+    let answer = |name: &str| json!({"action": "accept", "content": {"name": name}});
+
+    // An unknown key and one answer (through B): still waiting on the other.
+    let ack = request(
+        &mut b,
+        3,
+        "tasks/update",
+        json!({"taskId": id, "inputResponses": {"nope": {}, "first": answer("Ada")}}),
+    )
+    .await;
+    assert!(ack.get("error").is_none() && ack["result"].get("status").is_none(), "{ack}");
+    let waiting = request(&mut a, 4, "tasks/get", json!({"taskId": id})).await;
+    assert_eq!(waiting["result"]["status"], "input_required", "{waiting}");
+    let left: Vec<&String> = waiting["result"]["inputRequests"].as_object().unwrap().keys().collect();
+    assert_eq!(left, ["second"]);
+
+    request(&mut a, 5, "tasks/update", json!({"taskId": id, "inputResponses": {"second": answer("Bo")}})).await;
+    let done = until_done(&mut b, 6, &id).await;
+    assert_eq!(done.last().unwrap()["result"]["content"][0]["text"], "Ada and Bo", "{done:?}");
 }

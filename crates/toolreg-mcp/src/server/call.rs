@@ -123,7 +123,6 @@ impl McpServer {
                     arguments: arguments.clone(),
                     extensions,
                     capabilities: context.client_capabilities(),
-                    rounds: is_2026_07_28(context),
                 };
                 let tasks = Arc::clone(tasks);
                 Ok(Some(async move { tasks.start(started).await }))

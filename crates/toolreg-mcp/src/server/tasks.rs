@@ -304,9 +304,6 @@ pub(super) struct Started {
     pub(super) arguments: Value,
     pub(super) extensions: Extensions,
     pub(super) capabilities: Option<ClientCapabilities>,
-    /// Whether the client speaks Multi Round-Trip (a 2026-07-28 client):
-    /// its tool may ask questions, which park the task.
-    pub(super) rounds: bool,
 }
 
 impl Tasks {
@@ -452,7 +449,7 @@ impl Tasks {
         message: &Arc<Mutex<Option<String>>>,
         answered: &Notify,
     ) -> End {
-        let Started { engine, tool, arguments, extensions, capabilities, rounds } = started;
+        let Started { engine, tool, arguments, extensions, capabilities } = started;
         // The task id is the call id: unique, and what the audit trail shows.
         let call = ToolCall::new(id, tool, arguments);
         let mut responses = InputResponses::new();
@@ -473,20 +470,19 @@ impl Tasks {
         for round_number in 1u64.. {
             let mut round_extensions = extensions.clone();
             round_extensions.insert(reporter.clone());
-            let round =
-                rounds.then(|| Arc::new(InputRound::new(responses.clone(), state.clone(), capabilities.clone())));
+            // Whatever the client's revision, a task asks its questions the
+            // extension's way (`input_required`, answered by `tasks/update`):
+            // the request that started it may be long gone.
+            let round = Arc::new(InputRound::new(responses.clone(), state.clone(), capabilities.clone()));
             let checkpoints = Arc::new(Checkpoints::restoring(std::mem::take(&mut saved)));
-            if let Some(round) = &round {
-                round_extensions.insert_arc(Arc::clone(round));
-                round_extensions.insert_arc(Arc::clone(&checkpoints));
-            }
+            round_extensions.insert_arc(Arc::clone(&round));
+            round_extensions.insert_arc(Arc::clone(&checkpoints));
             let options = CallOptions::new().cancel(cancel.clone()).extensions(round_extensions);
             let result = engine.execute_call_with(call.clone(), options).await;
             if cancel.is_cancelled() {
                 return self.ended(TaskStatus::Cancelled, None, None);
             }
-            let asked = round.as_ref().and_then(|round| round.take_asked());
-            let Some((requests, next_state)) = asked else {
+            let Some((requests, next_state)) = round.take_asked() else {
                 return self.outcome(&result);
             };
             saved = checkpoints.take_saved();
