@@ -36,7 +36,12 @@
 //!   request's `_meta` is `cx.extensions().get::<rmcp::model::LoggingLevel>()`
 //!   (none: send it no log messages);
 //! - with [`ServerOptions::deferred`], a large catalog is served as a short
-//!   list plus `search_tools` and `call_tool` (see [`Deferral`]).
+//!   list plus `search_tools` and `call_tool` (see [`Deferral`]);
+//! - with [`ServerOptions::tasks`], tools that declare task support
+//!   ([`ToolDeclaration::task_support`](toolreg::ToolDeclaration::task_support))
+//!   run as MCP tasks (the `io.modelcontextprotocol/tasks` extension) for
+//!   clients that declare it, their state in the context store (see
+//!   [`TaskOptions`]).
 //!
 //! ```no_run
 //! use toolreg::FunctionRegistry;

@@ -273,6 +273,25 @@ mod tests {
     }
 
     #[test]
+    fn task_support_renders_as_execution() {
+        use crate::declaration::TaskSupport;
+        use crate::provider::{ToolRef, WireFormat};
+        let plain = ToolDeclaration::new("plain", "p", json!({"type": "object"}));
+        let long =
+            ToolDeclaration::new("long", "l", json!({"type": "object"})).with_task_support(TaskSupport::Optional);
+        let only =
+            ToolDeclaration::new("only", "o", json!({"type": "object"})).with_task_support(TaskSupport::Required);
+        let tools = Mcp::new().declare(&[ToolRef::from(&plain), ToolRef::from(&long), ToolRef::from(&only)]).unwrap();
+        assert!(tools.tools[0].get("execution").is_none());
+        assert_eq!(tools.tools[1]["execution"], json!({"taskSupport": "optional"}));
+        assert_eq!(tools.tools[2]["execution"], json!({"taskSupport": "required"}));
+        // And back: a declaration keeps it through serde.
+        let text = serde_json::to_value(&only).unwrap();
+        assert_eq!(text["task_support"], "required");
+        assert_eq!(serde_json::from_value::<ToolDeclaration>(text).unwrap(), only);
+    }
+
+    #[test]
     fn a_text_result_renders_as_it_always_did() {
         for value in [json!("plain"), json!({"a": [1, "b"]}), json!([1, 2]), json!(null)] {
             let rendered = CallToolResult::new(&result(Ok(ToolOutput::new(value.clone()))));
