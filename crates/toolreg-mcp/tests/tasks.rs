@@ -445,3 +445,27 @@ async fn questions_park_the_task_until_tasks_update_answers_them_all() {
     let done = until_done(&mut b, 6, &id).await;
     assert_eq!(done.last().unwrap()["result"]["content"][0]["text"], "Ada and Bo", "{done:?}");
 }
+
+/// A task past its TTL is forgotten: swept from the store once it has
+/// ended (when another task is created), and unknown when asked for.
+#[tokio::test]
+async fn ended_tasks_past_their_ttl_are_swept_and_forgotten() {
+    let store = SqliteStore::in_memory().await.unwrap();
+    let ns = store.namespace("mcp-tasks").unwrap();
+    let mut raw = client(server_on(&store, &Arc::default(), |o| o.ttl(Duration::from_millis(200))).await).await;
+    let old = task_id(&raw.call(1, "sleepy", json!({"ms": 0})).await);
+    assert_eq!(until_done(&mut raw, 2, &old).await.last().unwrap()["status"], "completed");
+    assert!(!ns.list(&format!("task/{old}"), 10, None).await.unwrap().entries.is_empty());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // A new task sweeps the old one away.
+    let new = task_id(&raw.call(100, "sleepy", json!({"ms": 0})).await);
+    assert_ne!(new, old);
+    let started = Instant::now();
+    while !ns.list(&format!("task/{old}"), 10, None).await.unwrap().entries.is_empty() {
+        assert!(started.elapsed() < Duration::from_secs(10), "never swept");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let gone = request(&mut raw, 101, "tasks/get", json!({"taskId": old})).await;
+    assert_eq!(gone["error"]["code"], -32602, "{gone}");
+    assert!(gone["error"]["message"].as_str().unwrap().contains("unknown task"), "{gone}");
+}

@@ -51,8 +51,10 @@
 //! as failed (`-32603`, as an oversized answer of a child server is); task
 //! ids are 32 lowercase hex characters (128 random bits), and anything else
 //! is refused before the store is asked; a task is forgotten after its TTL
-//! ([`TaskOptions::ttl`]) when next asked for, and the store's namespace
-//! quotas bound what unpolled tasks can hold.
+//! ([`TaskOptions::ttl`]): when next asked for, or, once it has ended, by
+//! the sweep each new task makes over the next few dozen keys (so ended
+//! tasks nobody polls again do not pile up); the store's namespace quotas
+//! bound the rest.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -229,7 +231,12 @@ pub(super) struct Tasks {
     /// This process, as heartbeats name it.
     owner: String,
     live: Mutex<HashMap<String, Live>>,
+    /// Where the next sweep for expired tasks goes on in the store's keys.
+    sweep_from: Mutex<Option<String>>,
 }
+
+/// Keys looked at per sweep (one sweep per task created).
+const SWEEP_KEYS: u64 = 64;
 
 fn now_ms() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX)).unwrap_or(0)
@@ -308,7 +315,7 @@ pub(super) struct Started {
 
 impl Tasks {
     pub(super) fn new(options: TaskOptions) -> Tasks {
-        Tasks { options, owner: random_hex(8), live: Mutex::new(HashMap::new()) }
+        Tasks { options, owner: random_hex(8), live: Mutex::new(HashMap::new()), sweep_from: Mutex::new(None) }
     }
 
     fn base(&self, id: &str, created: &Created, updated: String, status: TaskStatus) -> Task {
@@ -358,12 +365,47 @@ impl Tasks {
         }
         let tasks = Arc::clone(self);
         let task_id = id.clone();
+        // Ended tasks nobody asks for again are removed a few at a time, each
+        // creation sweeping on from where the last one stopped.
+        let sweeper = Arc::clone(self);
+        tokio::spawn(async move { sweeper.sweep().await });
         tokio::spawn(async move {
             tasks.run(&task_id, started, cancel, message, answered).await;
             tasks.live.lock().unwrap_or_else(PoisonError::into_inner).remove(&task_id);
         });
         let task = self.base(&id, &created, at, TaskStatus::Working);
         Ok(CreateTaskResult::new(task))
+    }
+
+    /// Remove the ended tasks past their TTL among the next [`SWEEP_KEYS`]
+    /// keys (a task still running is left to its runner, and to `tasks/get`).
+    async fn sweep(&self) {
+        let ns = &self.options.namespace;
+        let from = self.sweep_from.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        let page = match ns.list("task/", SWEEP_KEYS, from.as_deref()).await {
+            Ok(page) => page,
+            Err(error) => {
+                tracing::debug!(%error, "task sweep skipped");
+                return;
+            }
+        };
+        *self.sweep_from.lock().unwrap_or_else(PoisonError::into_inner) = page.next_cursor;
+        let now = now_ms();
+        for entry in page.entries {
+            // Only the records themselves (`task/<id>`), old enough.
+            let Some(id) = entry.key.strip_prefix("task/").filter(|id| is_task_id(id)) else { continue };
+            if now.saturating_sub(entry.created_ms) <= i64::try_from(millis(self.options.ttl)).unwrap_or(i64::MAX) {
+                continue;
+            }
+            let Ok(stored) = ns.get(&entry.key).await else { continue };
+            let Ok(created) = serde_json::from_value::<Created>(stored.value) else { continue };
+            let expired = now.saturating_sub(created.created_ms) > i64::try_from(created.ttl_ms).unwrap_or(i64::MAX);
+            if expired && ns.reference(&key(id, "end")).await.is_ok() {
+                for part in ["beat", "end", "ask", "answers", ""] {
+                    let _ = ns.delete(&key(id, part)).await;
+                }
+            }
+        }
     }
 
     fn beat(&self, message: Option<String>) -> Beat {
