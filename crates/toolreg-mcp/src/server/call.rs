@@ -91,7 +91,6 @@ impl McpServer {
     /// The task to answer this call with, when the tool runs as one; `None`:
     /// answer it directly. A task-required tool called without the tasks
     /// extension is refused with `-32021`, naming it.
-    #[allow(clippy::type_complexity)]
     fn as_task<'a>(
         &'a self,
         served: &catalog::Served,

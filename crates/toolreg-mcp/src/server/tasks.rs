@@ -286,7 +286,7 @@ fn unknown(id: &str) -> ErrorData {
 }
 
 /// Refuse an id that is not one this server hands out, before the store is
-/// asked (the id is quoted only up to its first 64 bytes).
+/// asked (the id is quoted only up to its first 64 characters).
 fn check_id(id: &str) -> Result<(), ErrorData> {
     if is_task_id(id) {
         return Ok(());
