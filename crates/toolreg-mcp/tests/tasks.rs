@@ -8,11 +8,17 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use toolreg::{CallContext, FunctionRegistry, ParamType, SafetyLevel, TaskSupport, ToolDeclaration, ToolRegistration};
-use toolreg_builtins::store::SqliteStore;
+use toolreg_builtins::store::{Namespace, PostgresStore, SqliteStore};
 use toolreg_mcp::server::{InputRound, McpServer, ServerOptions, StdioOptions, TaskOptions, is_task_id};
 
 mod common;
 use common::Raw;
+
+// The store's own PostgreSQL test support: a server from
+// `TOOLREG_TEST_POSTGRES_URL` or started privately, else one line saying
+// what was skipped.
+#[path = "../../toolreg-builtins/tests/support/postgres.rs"]
+mod postgres;
 
 const TASKS: &str = "io.modelcontextprotocol/tasks";
 
@@ -94,7 +100,15 @@ async fn server_on(
     cancelled: &Arc<AtomicBool>,
     tune: impl FnOnce(TaskOptions) -> TaskOptions,
 ) -> McpServer {
-    let tasks = tune(fast(TaskOptions::new(store.namespace("mcp-tasks").unwrap())));
+    server_in(store.namespace("mcp-tasks").unwrap(), cancelled, tune)
+}
+
+fn server_in(
+    namespace: Namespace,
+    cancelled: &Arc<AtomicBool>,
+    tune: impl FnOnce(TaskOptions) -> TaskOptions,
+) -> McpServer {
+    let tasks = tune(fast(TaskOptions::new(namespace)));
     McpServer::from_registry(&registry(cancelled), ServerOptions::default().tasks(tasks))
 }
 
@@ -470,4 +484,33 @@ async fn ended_tasks_past_their_ttl_are_swept_and_forgotten() {
     let gone = request(&mut raw, 101, "tasks/get", json!({"taskId": old})).await;
     assert_eq!(gone["error"]["code"], -32602, "{gone}");
     assert!(gone["error"]["message"].as_str().unwrap().contains("unknown task"), "{gone}");
+}
+
+/// The same across replicas on PostgreSQL: created through one server,
+/// polled and cancelled through another.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn servers_sharing_a_postgresql_store_answer_for_each_others_tasks() {
+    let Some(base) = postgres::base_url() else { return };
+    let url = postgres::fresh_url(&base).await;
+    let store_a = PostgresStore::connect(&url).await.unwrap();
+    let store_b = PostgresStore::connect(&url).await.unwrap();
+    let cancelled = Arc::new(AtomicBool::new(false));
+    let mut a = client(server_in(store_a.namespace("mcp-tasks").unwrap(), &cancelled, |o| o)).await;
+    let mut b = client(server_in(store_b.namespace("mcp-tasks").unwrap(), &Arc::default(), |o| o)).await;
+
+    let id = task_id(&a.call(1, "sleepy", json!({"ms": 300})).await);
+    let seen = until_done(&mut b, 2, &id).await;
+    assert_eq!(seen.last().unwrap()["result"]["content"][0]["text"], "slept 300 ms", "{seen:?}");
+
+    let id = task_id(&a.call(100, "waiter", json!({})).await);
+    let ack = request(&mut b, 101, "tasks/cancel", json!({"taskId": id})).await;
+    assert!(ack.get("error").is_none(), "{ack}");
+    let started = Instant::now();
+    while !cancelled.load(Ordering::SeqCst) {
+        assert!(started.elapsed() < Duration::from_secs(10), "the call on A was not cancelled");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(until_done(&mut b, 102, &id).await.last().unwrap()["status"], "cancelled");
+    let unknown = request(&mut b, 200, "tasks/get", json!({"taskId": "0123456789abcdef0123456789abcdef"})).await;
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
 }
