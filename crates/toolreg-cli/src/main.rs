@@ -21,7 +21,9 @@ use toolreg::provider::{Provider, ToolRef};
 use toolreg::{SafetyLevel, ToolCall, ToolEngine, ToolExecutor};
 use toolreg_builtins::store::Namespace;
 use toolreg_code::{CodeMode, RUN_CODE, Worker};
-use toolreg_mcp::server::{Deferral, HttpOptions, McpServer, RequestStates, ServerOptions, bearer_token_from_env};
+use toolreg_mcp::server::{
+    Deferral, HttpOptions, McpServer, RequestStates, ServerOptions, TaskOptions, bearer_token_from_env,
+};
 
 use cli::{Cli, Command, ServeArgs};
 
@@ -244,6 +246,11 @@ async fn serve(mut tools: setup::Tools, args: ServeArgs) -> Result<(), CliError>
             "toolreg: warning: {error}; MCP request state is sealed with a key of this process only (set TOOLREG_KEY)"
         ),
     }
+    // MCP tasks (tools that declare task support, a gateway's remote task
+    // tools) live in the store's `mcp-tasks` namespace: replicas sharing the
+    // store answer for each other's tasks.
+    let tasks = Namespace::new(Arc::clone(&tools.store), "mcp-tasks").map_err(|e| CliError::new(e.to_string()))?;
+    options = options.tasks(TaskOptions::new(tasks));
     let code = if args.code_mode { Some(code_mode()?) } else { None };
     if code.is_some() {
         // Only `run_code` listed; every other tool is found by search.

@@ -52,14 +52,15 @@ fn a_server_that_is_down_is_reported_in_one_line_and_the_rest_served() {
     let table = String::from_utf8(out.stdout).unwrap();
     assert!(table.lines().any(|l| l.starts_with("fake__echo ")), "{table}");
     assert!(table.lines().any(|l| l.starts_with("read_file ")), "{table}");
-    // A tool that only runs as an MCP task is not offered, and the table says so.
-    assert!(!table.lines().any(|l| l.starts_with("fake__research")), "{table}");
-    assert!(table.contains("Left out") && table.contains("fake: `research`: it runs only as an MCP task"), "{table}");
+    // A tool that only runs as an MCP task is offered (called through the
+    // tasks extension), not left out.
+    assert!(table.lines().any(|l| l.starts_with("fake__research")), "{table}");
+    assert!(!table.contains("Left out"), "{table}");
     let json = toolreg(dir.path()).args(["tools", "--json", "--config"]).arg(&config).output().unwrap();
     let listed: Value = serde_json::from_slice(&json.stdout).unwrap();
-    assert!(!listed.to_string().contains("research"), "{listed}");
+    assert!(listed.to_string().contains("fake__research"), "{listed}");
     let json_stderr = String::from_utf8(json.stderr).unwrap();
-    assert!(json_stderr.contains("`research` from MCP server `fake` left out"), "{json_stderr}");
+    assert!(!json_stderr.contains("`research`"), "{json_stderr}");
     assert_eq!(
         stderr,
         format!(
@@ -213,13 +214,81 @@ fn serve_announces_a_server_that_comes_up_later() {
     }
     assert!(announced, "no list_changed; last list: {listed:?}");
     assert!(listed.iter().any(|n| n == "late__echo"), "{listed:?}");
-    assert!(!listed.iter().any(|n| n.contains("research")), "{listed:?}");
+    assert!(listed.iter().any(|n| n == "late__research"), "{listed:?}");
     drop(stdin);
     let _ = child.wait();
-    // The log says what did not start, and which tools are not offered.
+    // The log says what did not start.
     let log = log.join().unwrap();
     assert!(log.contains("cannot connect to MCP server 'late'"), "{log}");
-    assert!(log.contains("`research` from MCP server `late` left out"), "{log}");
+    assert!(!log.contains("`research`"), "{log}");
+}
+
+/// `toolreg serve` runs MCP tasks: a remote task-only tool is listed with its
+/// `execution`, and a client with the tasks extension gets a task (kept in
+/// the store) that ends with the remote task's result.
+#[test]
+fn the_gateway_serves_remote_task_tools_as_tasks() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), json!({"fake": fake(&[])}));
+    let mut child = StdCommand::new(assert_cmd::cargo::cargo_bin("toolreg"))
+        .current_dir(dir.path())
+        .args(["serve", "--no-shell", "--strict-servers", "--config"])
+        .arg(&config)
+        .env_remove("TOOLREG_LOG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let (lines_tx, lines) = mpsc::channel();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(message) = serde_json::from_str::<Value>(&line.unwrap_or_default()) else { continue };
+            if lines_tx.send(message).is_err() {
+                return;
+            }
+        }
+    });
+    let mut ask = |id: i64, method: &str, params: Value| -> Value {
+        writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).unwrap();
+        loop {
+            let message =
+                lines.recv_timeout(Duration::from_secs(20)).unwrap_or_else(|_| panic!("no answer to {method}"));
+            if message["id"] == id {
+                return message;
+            }
+        }
+    };
+    let init = ask(
+        1,
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "clientInfo": {"name": "t", "version": "1"},
+        "capabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}}),
+    );
+    assert!(init["result"]["capabilities"]["extensions"]["io.modelcontextprotocol/tasks"].is_object(), "{init}");
+    let list = ask(2, "tools/list", json!({}));
+    let tools = list["result"]["tools"].as_array().unwrap();
+    let research = tools.iter().find(|t| t["name"] == "fake__research").expect("listed");
+    assert_eq!(research["execution"]["taskSupport"], "required", "{research}");
+
+    let created = ask(3, "tools/call", json!({"name": "fake__research", "arguments": {"topic": "kelp"}}));
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    let task = created["result"]["taskId"].as_str().unwrap().to_owned();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let done = loop {
+        let got = ask(4, "tasks/get", json!({"taskId": task}));
+        if got["result"]["status"] != "working" {
+            break got;
+        }
+        assert!(Instant::now() < deadline, "{got}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(done["result"]["status"], "completed", "{done}");
+    assert_eq!(done["result"]["result"]["content"][0]["text"], "found: kelp", "{done}");
+    drop(stdin);
+    let _ = child.wait();
 }
 
 /// A local model speaking OpenAI's Chat protocol, streamed: `reply` turns

@@ -12,7 +12,9 @@
 //! The content scenarios show a tool returning blocks: an image, audio, an
 //! embedded resource, or several of them in a `ToolOutput`. The
 //! `test_input_required_result_*` tools ask their questions to clients on the
-//! 2026-07-28 revision with Multi Round-Trip Requests ([`InputRound`]).
+//! 2026-07-28 revision with Multi Round-Trip Requests ([`InputRound`]). The
+//! tasks scenarios' tools (`slow_compute`, `failing_job`, ...) declare task
+//! support and run as MCP tasks kept in a context store.
 
 // The suite tests MCP logging and sampling, which rmcp marks deprecated
 // (a protocol draft drops them); every revision it tests has them.
@@ -24,8 +26,9 @@ use std::time::Duration;
 use rmcp::model::{CreateMessageRequestParams, ElicitRequestParams, InputRequests, LoggingMessageNotificationParam};
 use rmcp::service::{Peer, RoleServer};
 use serde_json::{Value, json};
-use toolreg::{CallContext, Content, FunctionRegistry, ToolOutput, tool};
-use toolreg_mcp::server::{HttpOptions, InputRound, McpServer, ServerOptions};
+use toolreg::{CallContext, Content, FunctionRegistry, TaskSupport, ToolOutput, tool};
+use toolreg_builtins::store::SqliteStore;
+use toolreg_mcp::server::{HttpOptions, InputRound, McpServer, ServerOptions, TaskOptions};
 
 fn peer(cx: &CallContext) -> Result<Peer<RoleServer>, String> {
     cx.extensions().get::<Peer<RoleServer>>().cloned().ok_or_else(|| "not called over MCP".to_owned())
@@ -418,6 +421,80 @@ async fn test_logging_tool(#[context] cx: CallContext) -> Result<String, String>
     Ok("Logging complete".to_owned())
 }
 
+/// Greets by name (answered directly, never a task).
+#[tool(safety = "safe")]
+fn greet(name: String) -> String {
+    format!("Hello, {name}!")
+}
+
+/// Computes for `seconds` seconds, reporting progress each second, then
+/// answers. May run as an MCP task; stops when cancelled.
+#[tool(safety = "safe")]
+async fn slow_compute(#[context] cx: CallContext, seconds: f64, label: Option<String>) -> Result<String, String> {
+    let total = seconds.clamp(0.0, 3600.0);
+    let mut done = 0.0;
+    while done < total {
+        let step = (total - done).min(1.0);
+        tokio::select! {
+            () = cx.cancelled() => return Err("cancelled".to_owned()),
+            () = tokio::time::sleep(Duration::from_secs_f64(step)) => {}
+        }
+        done += step;
+        cx.report_progress(done, Some(total), Some("computing"));
+    }
+    Ok(format!("Computed {} in {total} s", label.unwrap_or_default()))
+}
+
+/// Fails after a second, as a tool error. Runs only as an MCP task.
+#[tool(safety = "safe")]
+async fn failing_job() -> Result<String, String> {
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    Err("the job failed".to_owned())
+}
+
+/// Panics: a task that fails with a protocol error, not a tool error.
+#[tool(safety = "safe")]
+#[allow(clippy::panic)]
+fn protocol_error_job() -> String {
+    panic!("the job broke down")
+}
+
+fn ask_confirm(key: &str, message: &str) -> Value {
+    json!({key: {"method": "elicitation/create", "params": {"mode": "form", "message": message,
+        "requestedSchema": {"type": "object", "properties": {"confirm": {"type": "boolean"}}, "required": ["confirm"]}}}})
+}
+
+fn accepted_answer(answer: Option<&Value>) -> bool {
+    answer.and_then(|a| a.get("action")).is_some_and(|action| action == "accept")
+}
+
+/// Asks the user to confirm, then "deletes" the file. As an MCP task, the
+/// question parks the task in `input_required` until `tasks/update`.
+#[tool(safety = "safe")]
+fn confirm_delete(#[context] cx: CallContext, filename: String) -> Result<String, String> {
+    let round = round(&cx)?;
+    if accepted_answer(round.response("confirm")) {
+        return Ok(format!("Deleted {filename}"));
+    }
+    round.ask(questions(ask_confirm("confirm", &format!("Delete {filename}?"))), Value::Null);
+    Ok(String::new())
+}
+
+/// Asks two questions at once.
+#[tool(safety = "safe")]
+fn multi_input(#[context] cx: CallContext) -> Result<String, String> {
+    let round = round(&cx)?;
+    if accepted_answer(round.response("first")) && accepted_answer(round.response("second")) {
+        return Ok("Both answered".to_owned());
+    }
+    let mut asked = ask_name("first", "First name?");
+    if let (Some(all), Value::Object(second)) = (asked.as_object_mut(), ask_name("second", "Second name?")) {
+        all.extend(second);
+    }
+    round.ask(questions(asked), Value::Null);
+    Ok(String::new())
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let bind: SocketAddr = std::env::args().nth(1).unwrap_or_else(|| "127.0.0.1:3001".to_owned()).parse()?;
@@ -448,9 +525,26 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             test_missing_capability_tool,
             test_streaming_elicitation_tool,
             test_logging_tool_tool,
+            greet_tool,
         ]
     )?;
-    let server = McpServer::from_registry(&registry, ServerOptions::default().name("toolreg-conformance"));
+    // The tasks scenarios' tools: `slow_compute` and its kin may run as MCP
+    // tasks, `failing_job` only as one.
+    for (registration, support) in [
+        (slow_compute_tool::registration(), TaskSupport::Optional),
+        (failing_job_tool::registration(), TaskSupport::Required),
+        (protocol_error_job_tool::registration(), TaskSupport::Optional),
+        (confirm_delete_tool::registration(), TaskSupport::Optional),
+        (multi_input_tool::registration(), TaskSupport::Optional),
+    ] {
+        registry.register(registration.map_declaration(|decl| decl.with_task_support(support)))?;
+    }
+    // Task state in the context store (here in memory; a shared file or
+    // PostgreSQL lets replicas answer for each other's tasks).
+    let store = SqliteStore::in_memory().await?;
+    let options =
+        ServerOptions::default().name("toolreg-conformance").tasks(TaskOptions::new(store.namespace("mcp-tasks")?));
+    let server = McpServer::from_registry(&registry, options);
     eprintln!("conformance server at http://{bind}/mcp");
     server.serve_http(HttpOptions::default().bind(bind)).await?;
     Ok(())

@@ -362,19 +362,51 @@ async fn a_legacy_sse_url_is_named_as_such() {
     assert!(error.ends_with("it closed the connection before answering `initialize`"), "{error}");
 }
 
-/// A tool that runs only as an MCP task cannot be called with a plain
-/// `tools/call`: it is left out, and named as such; one where tasks are
-/// optional is imported.
+/// A tool that runs only as an MCP task is imported with its task support
+/// (which the gateway serves on) and called through the tasks extension:
+/// the server answers with a task, polled to its result, its status
+/// messages reported as progress; a call cancelled or timed out cancels the
+/// remote task.
 #[tokio::test]
-async fn tools_that_require_mcp_tasks_are_left_out() {
+async fn tools_that_require_mcp_tasks_are_called_as_tasks() {
     let server = RemoteServer::connect("fake", fake()).await.unwrap();
     let registry = import(&server).await;
-    assert!(!registry.names().any(|n| n.contains("research")), "{:?}", registry.names().collect::<Vec<_>>());
-    assert!(registry.contains("fake__maybe"));
-    let left = server.left_out();
-    assert_eq!(left.len(), 1, "{left:?}");
-    assert_eq!(left[0].0, "research");
-    assert!(left[0].1.contains("MCP task"), "{left:?}");
+    assert!(server.left_out().is_empty(), "{:?}", server.left_out());
+    let research = registry.get("fake__research").expect("imported");
+    assert_eq!(research.declaration().task_support, Some(toolreg::TaskSupport::Required));
+    assert_eq!(registry.get("fake__maybe").unwrap().declaration().task_support, Some(toolreg::TaskSupport::Optional));
+    assert_eq!(registry.get("fake__echo").unwrap().declaration().task_support, None);
+
+    // Polled to its result, the status messages as progress.
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = std::sync::Arc::clone(&seen);
+    let reporter = toolreg::ProgressReporter::new(move |p| log.lock().unwrap().push(p.message.unwrap_or_default()));
+    let options = toolreg::CallOptions::new().extension(reporter);
+    let found = registry.execute_call_with(ToolCall::new("c1", "fake__research", json!({"topic": "tides"})), options);
+    let found = tokio::time::timeout(HANG, found).await.unwrap();
+    assert_eq!(found.value(), Some(&json!("found: tides")), "{:?}", found.outcome);
+    assert_eq!(*seen.lock().unwrap(), ["step 1", "step 2"]);
+
+    // Cancelled by the caller: the remote task is cancelled.
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let stop = cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        stop.cancel();
+    });
+    let options = toolreg::CallOptions::new().cancel(cancel);
+    let call_forever = ToolCall::new("c2", "fake__research", json!({"forever": true}));
+    let stopped = tokio::time::timeout(HANG, registry.execute_call_with(call_forever, options)).await.unwrap();
+    assert!(matches!(stopped.error(), Some(ToolError::Cancelled)), "{:?}", stopped.outcome);
+
+    // Past the call's timeout (2 s here): timed out, the remote task cancelled.
+    let timed_out = call(&registry, "fake__research", json!({"forever": true})).await;
+    assert!(matches!(timed_out.error(), Some(ToolError::Timeout { .. })), "{:?}", timed_out.outcome);
+    let seen = call(&registry, "fake__cancelled", json!({})).await;
+    let ids: Vec<Value> = serde_json::from_str(seen.value().unwrap().as_str().unwrap()).unwrap();
+    // (A poll in flight when the call ended is cancelled too, by its request id.)
+    let tasks: Vec<&Value> = ids.iter().filter(|id| id.is_string()).collect();
+    assert_eq!(tasks, [&json!("task:task-2"), &json!("task:task-3")]);
 }
 
 /// More tools than one server may bring is a typed error, not memory spent.

@@ -41,7 +41,7 @@ pub mod transform;
 pub mod validate;
 
 pub use args::ArgumentLimits;
-pub use declaration::{DeclarationBuilder, ParamType, SafetyLevel, Scope, ToolDeclaration, ToolHints};
+pub use declaration::{DeclarationBuilder, ParamType, SafetyLevel, Scope, TaskSupport, ToolDeclaration, ToolHints};
 pub use engine::{BatchOptions, ToolEngine};
 pub use exec::{
     CallContext, CallOptions, Checkpoints, Content, Extensions, Finish, Progress, ProgressReporter, ToolArguments,

@@ -2,18 +2,20 @@
 //! through the oversize relay and a scanner for task-only tools, the child
 //! it owns, and the environment it starts with.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 
 use serde_json::Value;
+use toolreg::TaskSupport;
 
 use super::{INHERITED_ENV, MAX_LIST_BYTES};
 
 /// A child server's standard output, as rmcp reads it, with an eye on the
-/// `tools/list` answers going by: rmcp's `Tool` drops `execution`, so the
-/// tools that run only as MCP tasks are picked out of the raw lines here.
+/// `tools/list` answers going by: rmcp's `Tool` drops `execution`, so each
+/// tool's task support (the tasks extension) is picked out of the raw lines
+/// here, for the gateway to serve it on.
 /// It owns the child, which is killed when rmcp drops the transport.
 pub(super) struct ChildOut {
     /// The child's stdout, through the relay that answers oversized lines.
@@ -26,25 +28,25 @@ impl ChildOut {
     pub(super) fn new(
         stdout: tokio::io::DuplexStream,
         child: tokio::process::Child,
-        task_only: Arc<Mutex<HashSet<String>>>,
+        task_support: Arc<Mutex<HashMap<String, TaskSupport>>>,
     ) -> Self {
-        ChildOut { stdout, child: Some(child), scanner: TaskScanner::new(task_only) }
+        ChildOut { stdout, child: Some(child), scanner: TaskScanner::new(task_support) }
     }
 }
 
-/// Picks the tools that require tasks out of newline-delimited JSON-RPC
+/// Picks the tools' task support out of newline-delimited JSON-RPC
 /// messages, fed in whatever pieces they arrive.
 struct TaskScanner {
     /// The line read so far, up to [`MAX_LIST_BYTES`]; a longer line is
     /// not a tool list toolreg would accept, and is not kept.
     line: Vec<u8>,
     overflow: bool,
-    task_only: Arc<Mutex<HashSet<String>>>,
+    task_support: Arc<Mutex<HashMap<String, TaskSupport>>>,
 }
 
 impl TaskScanner {
-    fn new(task_only: Arc<Mutex<HashSet<String>>>) -> Self {
-        TaskScanner { line: Vec::new(), overflow: false, task_only }
+    fn new(task_support: Arc<Mutex<HashMap<String, TaskSupport>>>) -> Self {
+        TaskScanner { line: Vec::new(), overflow: false, task_support }
     }
 
     fn scan(&mut self, bytes: &[u8]) {
@@ -59,7 +61,7 @@ impl TaskScanner {
             }
             if chunk.ends_with(b"\n") {
                 if !self.overflow && contains(&self.line, b"\"taskSupport\"") {
-                    self.note_task_only();
+                    self.note_task_support();
                 }
                 self.overflow = false;
                 // Keep a small buffer for the next line, not a large one.
@@ -71,15 +73,20 @@ impl TaskScanner {
         }
     }
 
-    /// Record the tools of a `tools/list` page that require tasks.
-    fn note_task_only(&self) {
+    /// Record the task support of the tools of a `tools/list` page.
+    fn note_task_support(&self) {
         let Ok(message) = serde_json::from_slice::<Value>(&self.line) else { return };
         let Some(tools) = message.pointer("/result/tools").and_then(Value::as_array) else { return };
-        let mut task_only = self.task_only.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut found = self.task_support.lock().unwrap_or_else(PoisonError::into_inner);
         for tool in tools {
-            let required = tool.pointer("/execution/taskSupport").and_then(Value::as_str) == Some("required");
-            if let (true, Some(name)) = (required, tool.get("name").and_then(Value::as_str)) {
-                task_only.insert(name.to_owned());
+            let support = match tool.pointer("/execution/taskSupport").and_then(Value::as_str) {
+                Some("required") => TaskSupport::Required,
+                Some("optional") => TaskSupport::Optional,
+                Some("forbidden") => TaskSupport::Forbidden,
+                _ => continue,
+            };
+            if let Some(name) = tool.get("name").and_then(Value::as_str) {
+                found.insert(name.to_owned(), support);
             }
         }
     }
@@ -133,7 +140,7 @@ mod tests {
 
     #[test]
     fn task_only_tools_are_found_in_lines_split_anywhere() {
-        let found = Arc::new(Mutex::new(HashSet::new()));
+        let found = Arc::new(Mutex::new(HashMap::new()));
         let mut scanner = TaskScanner::new(Arc::clone(&found));
         let page = serde_json::json!({"jsonrpc": "2.0", "id": 2, "result": {"tools": [
             {"name": "plain", "inputSchema": {"type": "object"}},
@@ -145,7 +152,9 @@ mod tests {
         for byte in text.as_bytes() {
             scanner.scan(std::slice::from_ref(byte));
         }
-        assert_eq!(*found.lock().unwrap(), HashSet::from(["only".to_owned()]));
+        let both =
+            HashMap::from([("only".to_owned(), TaskSupport::Required), ("maybe".to_owned(), TaskSupport::Optional)]);
+        assert_eq!(*found.lock().unwrap(), both);
 
         // A line past the bound is not kept, and the next line is read whole.
         let mut scanner = TaskScanner::new(Arc::clone(&found));
@@ -154,6 +163,6 @@ mod tests {
         assert!(scanner.line.is_empty() && scanner.overflow);
         scanner.scan(b"\n");
         scanner.scan(format!("{page}\n").as_bytes());
-        assert_eq!(*found.lock().unwrap(), HashSet::from(["only".to_owned()]));
+        assert_eq!(*found.lock().unwrap(), both);
     }
 }

@@ -34,15 +34,22 @@
 //!   the call it answers fails at once, saying the answer is too large,
 //!   instead of waiting for its timeout.
 //!
-//! A tool that can only run as an MCP task (`execution.taskSupport:
-//! "required"`) is left out until toolreg supports tasks: a plain
-//! `tools/call` to it always fails. [`RemoteServer::left_out`] names such
-//! tools (and listing them logs them at `info`). rmcp's `Tool` has no
-//! `execution` field, so toolreg reads it from the raw answer; it can do so
-//! on stdio, where it reads the lines itself. Over streamable HTTP the field
-//! is not seen, so such a tool is imported; its first call fails with
-//! "method not found", as the specification has the server answer, and
-//! from then on it is left out (and [`RemoteServer::changes`] announces it).
+//! The client declares the MCP tasks extension (`io.modelcontextprotocol/tasks`),
+//! so a server may answer a call with a task instead of its result; the
+//! call then polls `tasks/get` (at the interval the server suggests, backing
+//! off up to 5 s, the call's status messages as its progress) until the task
+//! ends, within the call's timeout. A call cancelled or timed out cancels
+//! the remote task with `tasks/cancel`. A tool that runs only as a task
+//! (`execution.taskSupport: "required"`) is called that way. rmcp's `Tool`
+//! has no `execution` field, so toolreg reads it from the raw answer of a
+//! command server (where it reads the lines itself) and keeps it on the
+//! imported declaration ([`ToolDeclaration::task_support`](toolreg::ToolDeclaration::task_support)),
+//! which the gateway serves on. A server that still refuses a plain call
+//! with "method not found" has that tool left out from then on
+//! ([`RemoteServer::left_out`]; [`RemoteServer::changes`] announces it). A
+//! remote task that asks its client a question (`input_required`) is
+//! cancelled and the call fails saying so: questions inside remote tasks
+//! are not forwarded.
 //!
 //! Its elicitation and sampling requests go to the MCP client whose call is
 //! running on it (behind the gateway, the gateway's client), else to the
@@ -171,8 +178,9 @@ struct Inner {
     connection: Mutex<Option<Arc<RunningService<RoleClient, Handler>>>>,
     reconnecting: AtomicBool,
     tools: Mutex<Vec<Tool>>,
-    /// Remote names of the listed tools that can only run as MCP tasks.
-    task_only: Arc<Mutex<HashSet<String>>>,
+    /// The task support (`execution.taskSupport`) of the listed tools that
+    /// declare one, by remote name, as read from a child's raw lines.
+    task_support: Arc<Mutex<HashMap<String, toolreg::TaskSupport>>>,
     /// Remote names of tools whose plain `tools/call` the server refused as
     /// "method not found", which the specification reserves for a tool that
     /// must run as a task: how such a tool is found where the listing does
@@ -222,6 +230,12 @@ impl ClientHandler for Handler {
         let mut info = rmcp::model::ClientConfig::default();
         info.capabilities.elicitation = Some(rmcp::model::ElicitationCapability::default());
         info.capabilities.sampling = Some(rmcp::model::SamplingCapability::default());
+        // The tasks extension: a server may answer any call of a tool that
+        // supports tasks with a task, which the call then polls (`tools`).
+        info.capabilities
+            .extensions
+            .get_or_insert_with(Default::default)
+            .insert(rmcp::model::TASKS_EXTENSION_ID.to_owned(), Default::default());
         info.client_info = rmcp::model::Implementation::new("toolreg", env!("CARGO_PKG_VERSION"));
         info
     }
@@ -330,7 +344,7 @@ impl RemoteServer {
             connection: Mutex::new(None),
             reconnecting: AtomicBool::new(false),
             tools: Mutex::new(Vec::new()),
-            task_only: Arc::default(),
+            task_support: Arc::default(),
             task_only_called: Mutex::default(),
             changes: watch::channel(0).0,
             child: Mutex::new(None),
@@ -374,19 +388,19 @@ impl RemoteServer {
         self.inner.changes.subscribe()
     }
 
-    /// The listed tools that are not offered, by remote name, with why: today
-    /// the ones that can only run as MCP tasks, which toolreg does not
-    /// support yet.
+    /// The listed tools that are not offered, by remote name, with why: the
+    /// ones whose plain `tools/call` the server refused as "method not
+    /// found" (a server that wants a task but did not answer with one,
+    /// though this client declares the tasks extension).
     pub fn left_out(&self) -> Vec<(String, String)> {
-        let task_only = self.inner.task_only.lock().unwrap_or_else(PoisonError::into_inner);
         let called = self.inner.task_only_called.lock().unwrap_or_else(PoisonError::into_inner);
         let mut left: Vec<(String, String)> = self
             .tools()
             .iter()
-            .filter(|tool| task_only.contains(tool.name.as_ref()) || called.contains(tool.name.as_ref()))
+            .filter(|tool| called.contains(tool.name.as_ref()))
             .map(|tool| {
-                let why = "it runs only as an MCP task (execution.taskSupport: required), which toolreg does not \
-                           support yet";
+                let why = "the server refused a plain call of it (\"method not found\") and did not run it as an \
+                           MCP task";
                 (tool.name.to_string(), why.to_owned())
             })
             .collect();
@@ -424,7 +438,7 @@ impl RemoteServer {
         let mut cursors = HashSet::new();
         let mut cursor = None;
         // Filled again, page by page, as the reader sees the answers.
-        self.inner.task_only.lock().unwrap_or_else(PoisonError::into_inner).clear();
+        self.inner.task_support.lock().unwrap_or_else(PoisonError::into_inner).clear();
         for _ in 0..MAX_LIST_PAGES {
             let params = PaginatedRequestParams::default().with_cursor(cursor.take());
             let page = peer
@@ -498,7 +512,7 @@ impl RemoteServer {
                 };
                 *self.inner.child.lock().unwrap_or_else(PoisonError::into_inner) = child.id();
                 let stdout = crate::oversize::relay(stdout, crate::oversize::MAX_LINE);
-                let reader = ChildOut::new(stdout, child, Arc::clone(&self.inner.task_only));
+                let reader = ChildOut::new(stdout, child, Arc::clone(&self.inner.task_support));
                 tokio::time::timeout(wait, handler.serve((reader, stdin))).await
             }
             Transport::Url { url, headers } => {

@@ -4,10 +4,10 @@
 
 use std::sync::Arc;
 
-use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, ErrorData};
+use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ErrorData};
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::Value;
-use toolreg::{CallOptions, Checkpoints, Extensions, ToolCall, ToolExecutor};
+use toolreg::{CallOptions, Checkpoints, Extensions, TaskSupport, ToolCall, ToolExecutor};
 
 use super::progress::ProgressSender;
 use super::{InputRound, McpServer, catalog, is_2026_07_28};
@@ -25,6 +25,10 @@ impl McpServer {
             catalog::Route::Answered(result) => return Ok(result.into()),
         };
         let name = name.as_str();
+        if let Some(created) = self.as_task(&served, name, &arguments, request.request_state.is_some(), &context)? {
+            let created = created.await?;
+            return Ok(CallToolResponse::Task(created));
+        }
         let mut extensions = Extensions::default();
         let progress =
             context.meta.get_progress_token().map(|token| ProgressSender::start(token, context.peer.clone()));
@@ -80,6 +84,50 @@ impl McpServer {
             return Ok(CallToolResponse::InputRequired(asked));
         }
         to_call_tool_result(&result).map(CallToolResponse::from)
+    }
+}
+
+impl McpServer {
+    /// The task to answer this call with, when the tool runs as one; `None`:
+    /// answer it directly. A task-required tool called without the tasks
+    /// extension is refused with `-32021`, naming it.
+    fn as_task<'a>(
+        &'a self,
+        served: &catalog::Served,
+        name: &str,
+        arguments: &Value,
+        later_round: bool,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<
+        Option<impl std::future::Future<Output = Result<rmcp::model::CreateTaskResult, ErrorData>> + 'a>,
+        ErrorData,
+    > {
+        let Some(tasks) = &self.shared.tasks else { return Ok(None) };
+        let support = served.engine.tools().get(name).and_then(|entry| entry.declaration().task_support);
+        let declared = context.client_capabilities().is_some_and(|caps| caps.supports_tasks());
+        match support {
+            Some(TaskSupport::Required) if !declared => {
+                Err(ErrorData::missing_required_client_capability(ClientCapabilities::builder().enable_tasks().build()))
+            }
+            // A later round of a Multi Round-Trip call goes on as it began.
+            Some(TaskSupport::Required | TaskSupport::Optional) if declared && !later_round => {
+                let mut extensions = Extensions::default();
+                extensions.insert(context.peer.clone());
+                if let Some(level) = context.meta.log_level() {
+                    extensions.insert(level);
+                }
+                let started = super::tasks::Started {
+                    engine: served.engine.clone(),
+                    tool: name.to_owned(),
+                    arguments: arguments.clone(),
+                    extensions,
+                    capabilities: context.client_capabilities(),
+                };
+                let tasks = Arc::clone(tasks);
+                Ok(Some(async move { tasks.start(started).await }))
+            }
+            _ => Ok(None),
+        }
     }
 }
 

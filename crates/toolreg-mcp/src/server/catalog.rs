@@ -82,6 +82,9 @@ pub(super) struct Served {
     pub(super) listed: Vec<Tool>,
     /// In deferred mode, `listed` split into the short list and the rest.
     pub(super) catalog: Option<Catalog>,
+    /// Each tool's `execution` (the tasks extension), which rmcp's `Tool`
+    /// cannot carry: added to `tools/list` answers on their way out.
+    pub(super) execution: HashMap<String, Value>,
 }
 
 impl Served {
@@ -92,9 +95,16 @@ impl Served {
         for (tool, reason) in declared.refused() {
             tracing::warn!(tool, %reason, "tool not served over MCP");
         }
+        let mut execution = HashMap::new();
         let listed = match declared.tools {
             Value::Array(tools) => tools
                 .into_iter()
+                .inspect(|tool| {
+                    if let (Some(name), Some(value)) = (tool.get("name").and_then(Value::as_str), tool.get("execution"))
+                    {
+                        execution.insert(name.to_owned(), value.clone());
+                    }
+                })
                 .filter_map(|tool| match serde_json::from_value::<Tool>(tool) {
                     Ok(tool) => Some(tool),
                     Err(error) => {
@@ -106,7 +116,7 @@ impl Served {
             _ => Vec::new(),
         };
         let catalog = options.deferred.as_ref().map(|deferral| Catalog::new(&engine, &listed, deferral));
-        Served { engine, listed, catalog }
+        Served { engine, listed, catalog, execution }
     }
 }
 

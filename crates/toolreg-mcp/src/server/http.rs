@@ -140,7 +140,18 @@ impl McpServer {
             Arc::new(LocalSessionManager::default()),
             config,
         );
-        let router = Router::new().route_service(&options.path, service);
+        let mut router = Router::new().route_service(&options.path, service);
+        if self.shared.tasks.is_some() {
+            // rmcp's `Tool` has no `execution` (the tasks extension's), and its
+            // HTTP service takes only a `ServerHandler`: the field is added to
+            // `tools/list` answers here, on their way out.
+            let server = self.clone();
+            let limit = options.max_body_bytes;
+            router = router.layer(middleware::from_fn(move |request: Request, next: Next| {
+                let server = server.clone();
+                async move { with_execution(&server, limit, request, next).await }
+            }));
+        }
         match &options.bearer_token {
             None => router,
             Some(token) => {
@@ -170,6 +181,68 @@ impl McpServer {
         axum::serve(listener, router).with_graceful_shutdown(async move { shutdown.cancelled().await }).await?;
         Ok(())
     }
+}
+
+/// The largest `tools/list` answer rewritten (a bigger one passes as it is).
+const MAX_LIST_ANSWER: usize = 64 << 20;
+
+/// Pass `request` on; when it is a `tools/list`, add each tool's
+/// `execution` to the answer (a JSON body, or the `data:` lines of an SSE
+/// one).
+async fn with_execution(server: &McpServer, limit: usize, request: Request, next: Next) -> Response {
+    if request.method() != http::Method::POST {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    // Over the limit: rmcp answers 413 for the body it is given again.
+    let Ok(bytes) = axum::body::to_bytes(body, limit.saturating_add(1)).await else {
+        return StatusCode::PAYLOAD_TOO_LARGE.into_response();
+    };
+    let listing = serde_json::from_slice::<serde_json::Value>(&bytes)
+        .is_ok_and(|message| message.get("method").and_then(serde_json::Value::as_str) == Some("tools/list"));
+    let response = next.run(Request::from_parts(parts, axum::body::Body::from(bytes))).await;
+    if !listing || !response.status().is_success() {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, MAX_LIST_ANSWER).await else {
+        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+    };
+    let served = server.served();
+    let Ok(text) = std::str::from_utf8(&bytes) else { return Response::from_parts(parts, bytes.into()) };
+    let sse = parts.headers.get(header::CONTENT_TYPE).is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
+    let rewritten = if sse {
+        text.split_inclusive('\n')
+            .map(|line| match line.strip_prefix("data:") {
+                Some(data) => {
+                    let end = if line.ends_with('\n') { "\n" } else { "" };
+                    match add_execution(data.trim(), &served.execution) {
+                        Some(json) => format!("data: {json}{end}"),
+                        None => line.to_owned(),
+                    }
+                }
+                None => line.to_owned(),
+            })
+            .collect()
+    } else {
+        add_execution(text, &served.execution).unwrap_or_else(|| text.to_owned())
+    };
+    parts.headers.remove(header::CONTENT_LENGTH);
+    Response::from_parts(parts, rewritten.into())
+}
+
+/// A JSON-RPC answer with a tool list, with `execution` added to the tools
+/// that have one; `None` for anything else.
+fn add_execution(text: &str, execution: &std::collections::HashMap<String, serde_json::Value>) -> Option<String> {
+    let mut message: serde_json::Value = serde_json::from_str(text).ok()?;
+    let tools = message.pointer_mut("/result/tools")?.as_array_mut()?;
+    for tool in tools {
+        let found = tool.get("name").and_then(serde_json::Value::as_str).and_then(|name| execution.get(name)).cloned();
+        if let (Some(found), Some(fields)) = (found, tool.as_object_mut()) {
+            fields.insert("execution".to_owned(), found);
+        }
+    }
+    serde_json::to_string(&message).ok()
 }
 
 async fn require_bearer(expected: &[u8], request: Request, next: Next) -> Response {

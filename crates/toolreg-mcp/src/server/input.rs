@@ -113,7 +113,8 @@ impl InputRound {
         *self.missing.lock().unwrap_or_else(PoisonError::into_inner) = Some(required);
     }
 
-    fn take(&self) -> Option<(InputRequests, Value)> {
+    /// The questions asked in this round and the state kept with them, taken.
+    pub(crate) fn take_asked(&self) -> Option<(InputRequests, Value)> {
         self.asked.lock().unwrap_or_else(PoisonError::into_inner).take()
     }
 }
@@ -237,7 +238,7 @@ impl StateSeal {
         if let Some(required) = round.missing.lock().unwrap_or_else(PoisonError::into_inner).take() {
             return Err(ErrorData::missing_required_client_capability(required));
         }
-        let Some((requests, state)) = round.take() else { return Ok(None) };
+        let Some((requests, state)) = round.take_asked() else { return Ok(None) };
         let expires_ms = now_ms().saturating_add(u64::try_from(STATE_TTL.as_millis()).unwrap_or(u64::MAX));
         let envelope = Envelope { call: call.to_owned(), state, checkpoints, expires_ms };
         let bound = binding(tool, arguments);

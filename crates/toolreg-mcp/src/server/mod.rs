@@ -36,7 +36,12 @@
 //!   request's `_meta` is `cx.extensions().get::<rmcp::model::LoggingLevel>()`
 //!   (none: send it no log messages);
 //! - with [`ServerOptions::deferred`], a large catalog is served as a short
-//!   list plus `search_tools` and `call_tool` (see [`Deferral`]).
+//!   list plus `search_tools` and `call_tool` (see [`Deferral`]);
+//! - with [`ServerOptions::tasks`], tools that declare task support
+//!   ([`ToolDeclaration::task_support`](toolreg::ToolDeclaration::task_support))
+//!   run as MCP tasks (the `io.modelcontextprotocol/tasks` extension) for
+//!   clients that declare it, their state in the context store (see
+//!   [`TaskOptions`]).
 //!
 //! ```no_run
 //! use toolreg::FunctionRegistry;
@@ -64,6 +69,7 @@ use catalog::Served;
 mod remote;
 mod stdio;
 mod subscribe;
+mod tasks;
 
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
@@ -85,6 +91,7 @@ pub use catalog::{CALL_TOOL, Deferral, MAX_SEARCH_RESULTS, SEARCH_TOOLS};
 pub use http::{HttpOptions, bearer_token_from_env};
 pub use input::{InputRound, RequestStates, STATE_TTL};
 pub use stdio::{SERVER_BUSY, StdioOptions};
+pub use tasks::{TASK_ID_LEN, TaskOptions, is_task_id};
 
 /// Why a server could not start or stopped with an error.
 #[derive(Debug, thiserror::Error)]
@@ -125,6 +132,10 @@ pub struct ServerOptions {
     /// use recorded: per process by default; shared by replicas with
     /// [`RequestStates::shared`].
     pub request_states: RequestStates,
+    /// Run long-running tools as MCP tasks (`None`: no tasks; every call
+    /// is answered directly and tools are listed without `execution`). See
+    /// [`TaskOptions`].
+    pub tasks: Option<TaskOptions>,
 }
 
 impl Default for ServerOptions {
@@ -137,6 +148,7 @@ impl Default for ServerOptions {
             allow_dangerous: false,
             deferred: None,
             request_states: RequestStates::local(),
+            tasks: None,
         }
     }
 }
@@ -172,6 +184,12 @@ impl ServerOptions {
         self
     }
 
+    /// Run tools that declare task support as MCP tasks, kept as `tasks` says.
+    pub fn tasks(mut self, tasks: TaskOptions) -> Self {
+        self.tasks = Some(tasks);
+        self
+    }
+
     /// Serve in deferred mode, holding back what `deferral` names.
     pub fn deferred(mut self, deferral: Deferral) -> Self {
         self.deferred = Some(deferral);
@@ -204,6 +222,8 @@ struct Shared {
     seal: input::StateSeal,
     /// Clients' subscriptions to the imported servers' resources.
     subscriptions: subscribe::Subscriptions,
+    /// The tasks, when [`ServerOptions::tasks`] enables them.
+    tasks: Option<Arc<tasks::Tasks>>,
 }
 
 /// The engine as `options` would have it served: with `allow_dangerous`,
@@ -237,6 +257,7 @@ impl McpServer {
     pub fn new(engine: ToolEngine, options: ServerOptions) -> Self {
         let served = Served::new(engine, &options);
         let seal = input::StateSeal::new(&options.request_states);
+        let tasks = options.tasks.clone().map(|o| Arc::new(tasks::Tasks::new(o)));
         McpServer {
             session: Arc::new(catalog::Session::new(catalog::Transport::Stream)),
             shared: Arc::new(Shared {
@@ -248,6 +269,7 @@ impl McpServer {
                 remotes: RwLock::new(Vec::new()),
                 seal,
                 subscriptions: subscribe::Subscriptions::default(),
+                tasks,
             }),
         }
     }
@@ -324,12 +346,13 @@ impl McpServer {
         W: tokio::io::AsyncWrite + Send + Unpin + 'static,
     {
         let transport = stdio::LineTransport::new(read, write, options);
-        let running = match rmcp::serve_server(self.connection(catalog::Transport::Stream), transport).await {
-            Ok(running) => running,
-            // The client left before saying anything: nothing to serve, no error.
-            Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
-            Err(error) => return Err(ServeError::Handshake(error.to_string())),
-        };
+        let running =
+            match rmcp::serve_server(tasks::Serving(self.connection(catalog::Transport::Stream)), transport).await {
+                Ok(running) => running,
+                // The client left before saying anything: nothing to serve, no error.
+                Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
+                Err(error) => return Err(ServeError::Handshake(error.to_string())),
+            };
         running.waiting().await.map_err(|error| ServeError::Handshake(error.to_string()))?;
         Ok(())
     }
@@ -338,6 +361,12 @@ impl McpServer {
     /// (`None`: it has not asked; send what matters).
     pub fn log_level(&self) -> Option<rmcp::model::LoggingLevel> {
         *self.shared.log_level.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn task_store(&self) -> Result<&Arc<tasks::Tasks>, ErrorData> {
+        // rmcp answers `tasks/*` with "method not found" unless the
+        // extension is advertised, which it is only with tasks enabled.
+        self.shared.tasks.as_ref().ok_or_else(ErrorData::method_not_found::<rmcp::model::GetTaskMethod>)
     }
 
     fn served(&self) -> Arc<Served> {
@@ -387,8 +416,11 @@ fn is_2026_07_28(context: &RequestContext<RoleServer>) -> bool {
 
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
-        let mut capabilities =
-            ServerCapabilities::builder().enable_logging().enable_tools().enable_tool_list_changed().build();
+        let mut builder = ServerCapabilities::builder().enable_logging().enable_tools().enable_tool_list_changed();
+        if self.shared.tasks.is_some() {
+            builder = builder.enable_tasks();
+        }
+        let mut capabilities = builder.build();
         // The imported servers' resources and prompts (a gateway's): the
         // lists are empty when nothing is imported, and answered either way,
         // so both are declared either way.
@@ -506,6 +538,30 @@ impl ServerHandler for McpServer {
     ) -> Result<(), ErrorData> {
         *self.shared.log_level.lock().unwrap_or_else(PoisonError::into_inner) = Some(request.level);
         Ok(())
+    }
+
+    async fn get_task(
+        &self,
+        request: rmcp::model::GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetTaskResult, ErrorData> {
+        self.task_store()?.get(&request.task_id).await
+    }
+
+    async fn cancel_task(
+        &self,
+        request: rmcp::model::CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.task_store()?.cancel(&request.task_id).await
+    }
+
+    async fn update_task(
+        &self,
+        request: rmcp::model::UpdateTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.task_store()?.update(&request.task_id, request.input_responses).await
     }
 
     fn accepted_subscription_filter(

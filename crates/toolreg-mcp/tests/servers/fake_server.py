@@ -5,6 +5,9 @@ die (exits mid-call), garbage (writes a line that is not JSON, then answers),
 hang (never answers), slow (answers only if not cancelled: never), change (adds a
 tool and sends notifications/tools/list_changed), cancelled (the ids cancelled so far),
 env (its environment and working directory), huge (a 17 MiB answer), tasky (answers a plain call -32601, as a task-only tool must),
+research (only as an MCP task: answers with a task, which tasks/get reports working with a status message, then
+completed with "found: TOPIC"; with "forever": true it never ends; tasks/cancel cancels it and is recorded in
+`cancelled` as "task:ID"),
 blocks (every content block type, annotated, with structuredContent: BLOCKS below), bad_blocks (a good
 block, an image whose data is not base64 and a block of an unknown type), progress (two
 notifications/progress on the request's progress token, if it has one; answers with the token it got).
@@ -110,6 +113,15 @@ def ask_client(method, params):
 
 
 subscribed = set()
+tasks = {}
+NOW = "2026-01-01T00:00:00Z"
+
+
+def task_fields(task_id, status):
+    return {"taskId": task_id, "status": status, "createdAt": NOW, "lastUpdatedAt": NOW, "ttlMs": 60000,
+            "pollIntervalMs": 10}
+
+
 for line in sys.stdin:
     line = line.strip()
     if not line:
@@ -122,7 +134,8 @@ for line in sys.stdin:
         continue
     if method == "initialize":
         result(id, {"protocolVersion": params.get("protocolVersion", "2025-06-18"),
-                    "capabilities": {"tools": {"listChanged": True}, "resources": {"subscribe": True}, "prompts": {}},
+                    "capabilities": {"tools": {"listChanged": True}, "resources": {"subscribe": True}, "prompts": {},
+                                     "extensions": {"io.modelcontextprotocol/tasks": {}}},
                     "serverInfo": {"name": "fake", "version": "1"}})
     elif method == "notifications/cancelled":
         cancelled.append(params.get("requestId"))
@@ -160,10 +173,34 @@ for line in sys.stdin:
         result(id, {"messages": [{"role": "user", "content": {"type": "text", "text": "Hello, " + who}}]})
     elif method == "ping":
         result(id, {})
+    elif method in ("tasks/get", "tasks/cancel"):
+        task_id = params.get("taskId")
+        task = tasks.get(task_id)
+        if task is None:
+            send({"jsonrpc": "2.0", "id": id, "error": {"code": -32602, "message": "unknown task " + str(task_id)}})
+        elif method == "tasks/cancel":
+            task["cancelled"] = True
+            cancelled.append("task:" + task_id)
+            result(id, {"resultType": "complete"})
+        else:
+            task["polls"] += 1
+            if task["cancelled"]:
+                result(id, dict(task_fields(task_id, "cancelled"), resultType="complete"))
+            elif task["forever"] or task["polls"] < 3:
+                result(id, dict(task_fields(task_id, "working"), resultType="complete",
+                                statusMessage="step %d" % task["polls"]))
+            else:
+                result(id, dict(task_fields(task_id, "completed"), resultType="complete", result={
+                    "content": [{"type": "text", "text": "found: " + task["topic"]}], "isError": False}))
     elif method == "tools/call":
         name = params.get("name")
         args = params.get("arguments") or {}
-        if name == "echo":
+        if name == "research":
+            task_id = "task-%d" % (len(tasks) + 1)
+            tasks[task_id] = {"polls": 0, "topic": str(args.get("topic", "")), "cancelled": False,
+                              "forever": bool(args.get("forever"))}
+            result(id, dict(task_fields(task_id, "working"), resultType="task"))
+        elif name == "echo":
             text(id, json.dumps(args), structured=args)
         elif name == "tasky":
             send({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "tools/call needs task augmentation"}})

@@ -239,6 +239,39 @@ pub struct ToolDeclaration {
     /// request pays for does not grow behind the author's back.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub input_examples: Vec<Value>,
+    /// Whether the tool may run as an MCP task (MCP's `execution.taskSupport`,
+    /// the tasks extension): a long-running tool says `Optional`, and an MCP
+    /// server that has tasks enabled then answers its `tools/call` with a task
+    /// the client polls. `None` is MCP's default (`forbidden`). Set with
+    /// [`with_task_support`](ToolDeclaration::with_task_support); an imported
+    /// MCP tool keeps its server's value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_support: Option<TaskSupport>,
+}
+
+/// Whether a tool runs as an MCP task (the tasks extension's
+/// `execution.taskSupport`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum TaskSupport {
+    /// Never as a task: every call is answered with its result.
+    Forbidden,
+    /// As a task when the client supports tasks, else answered directly.
+    Optional,
+    /// Only as a task: a client without the tasks extension cannot call it.
+    Required,
+}
+
+impl TaskSupport {
+    /// The name MCP uses (`forbidden`, `optional`, `required`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskSupport::Forbidden => "forbidden",
+            TaskSupport::Optional => "optional",
+            TaskSupport::Required => "required",
+        }
+    }
 }
 
 /// MCP-style behaviour hints derived from a [`SafetyLevel`]
@@ -272,6 +305,7 @@ impl ToolDeclaration {
             idempotent: None,
             open_world: None,
             input_examples: Vec::new(),
+            task_support: None,
         }
     }
 
@@ -347,6 +381,13 @@ impl ToolDeclaration {
     /// Declare whether the tool reaches outside systems (the web, other services).
     pub fn with_open_world(mut self, open_world: bool) -> Self {
         self.open_world = Some(open_world);
+        self
+    }
+
+    /// Declare whether the tool may run as an MCP task (see
+    /// [`task_support`](ToolDeclaration::task_support)).
+    pub fn with_task_support(mut self, task_support: TaskSupport) -> Self {
+        self.task_support = Some(task_support);
         self
     }
 

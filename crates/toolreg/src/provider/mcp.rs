@@ -50,6 +50,16 @@ pub(crate) struct McpTool<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     output_schema: Option<&'a Value>,
     annotations: ToolAnnotations,
+    /// The tasks extension's `execution.taskSupport`, when declared.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    execution: Option<Execution>,
+}
+
+/// MCP's `execution` of a tool (the tasks extension).
+#[derive(Debug, Clone, Copy, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Execution {
+    task_support: crate::declaration::TaskSupport,
 }
 
 /// MCP tool annotations, from [`SafetyLevel`]: `safe` is read-only,
@@ -202,6 +212,7 @@ pub(crate) fn entry<'b>(p: &'b Prepared<'_>) -> McpTool<'b> {
         input_schema: &p.schema,
         output_schema,
         annotations: ToolAnnotations::from(decl),
+        execution: decl.task_support.map(|task_support| Execution { task_support }),
     }
 }
 
@@ -259,6 +270,25 @@ mod tests {
 
     fn result(outcome: Result<ToolOutput, ToolError>) -> ToolResult {
         ToolResult { id: "1".into(), name: "t".into(), outcome }
+    }
+
+    #[test]
+    fn task_support_renders_as_execution() {
+        use crate::declaration::TaskSupport;
+        use crate::provider::{ToolRef, WireFormat};
+        let plain = ToolDeclaration::new("plain", "p", json!({"type": "object"}));
+        let long =
+            ToolDeclaration::new("long", "l", json!({"type": "object"})).with_task_support(TaskSupport::Optional);
+        let only =
+            ToolDeclaration::new("only", "o", json!({"type": "object"})).with_task_support(TaskSupport::Required);
+        let tools = Mcp::new().declare(&[ToolRef::from(&plain), ToolRef::from(&long), ToolRef::from(&only)]).unwrap();
+        assert!(tools.tools[0].get("execution").is_none());
+        assert_eq!(tools.tools[1]["execution"], json!({"taskSupport": "optional"}));
+        assert_eq!(tools.tools[2]["execution"], json!({"taskSupport": "required"}));
+        // And back: a declaration keeps it through serde.
+        let text = serde_json::to_value(&only).unwrap();
+        assert_eq!(text["task_support"], "required");
+        assert_eq!(serde_json::from_value::<ToolDeclaration>(text).unwrap(), only);
     }
 
     #[test]

@@ -1,0 +1,843 @@
+//! MCP tasks (the `io.modelcontextprotocol/tasks` extension, SEP-2663): a
+//! long-running tool answers `tools/call` at once with a task the client
+//! polls, instead of holding the request open for minutes.
+//!
+//! A tool runs as a task when its declaration says it may
+//! ([`ToolDeclaration::task_support`](toolreg::ToolDeclaration::task_support):
+//! `Optional` or `Required`), the server was given [`TaskOptions`]
+//! ([`ServerOptions::tasks`](super::ServerOptions::tasks)), and the request
+//! declared the extension (at `initialize`, or in the request's own
+//! `_meta`). A `Required` tool called by a client without the extension is
+//! refused with `-32021` (Missing Required Client Capability); an `Optional`
+//! one runs as an ordinary call.
+//!
+//! Task state lives in the context store ([`TaskOptions::namespace`], SQLite
+//! or PostgreSQL), so a task started through one `--http --stateless`
+//! replica is polled and cancelled through any other that shares the store.
+//! Per task, under `task/<id>`:
+//!
+//! - `task/<id>`: written once when the task is created (tool, times, TTL);
+//! - `task/<id>/beat`: the runner's heartbeat, rewritten every
+//!   [`TaskOptions::heartbeat`] with the tool's latest progress message;
+//! - `task/<id>/end`: the outcome, written with the store's atomic `create`,
+//!   so exactly one of the runner (completed, failed), `tasks/cancel`
+//!   (cancelled) and a poller that finds the runner gone (failed) decides it,
+//!   whichever comes first, on whatever replica;
+//! - `task/<id>/ask` and `task/<id>/answers`: the questions of a task waiting
+//!   for its client (`input_required`) and the answers `tasks/update` brought.
+//!
+//! A runner that dies with its process stops beating. A `tasks/get` that
+//! finds no outcome and a heartbeat older than [`TaskOptions::lease`] ends
+//! the task as failed, saying the server running it stopped: a lease, rather
+//! than an owner registry, because it needs nothing but the store and works
+//! for any number of replicas that come and go. It compares wall clocks of
+//! different hosts, so the lease must exceed their skew (the default, 30 s,
+//! does for hosts kept in time by NTP). A task whose heartbeat names this
+//! very process but which no longer runs here is failed at once.
+//!
+//! Cancellation: `tasks/cancel` writes the outcome `cancelled` and cancels
+//! the call's token when the task runs on this process; a runner elsewhere
+//! sees the outcome at its next heartbeat and cancels its own call, which
+//! the tool sees through [`CallContext::cancelled`](toolreg::CallContext::cancelled).
+//!
+//! A tool that asks its client a question ([`InputRound::ask`], as a
+//! 2026-07-28 tool does) parks the task in `input_required` with the
+//! questions as `inputRequests`; once `tasks/update` has brought an answer
+//! to every one, the tool runs again with them (the same round-by-round
+//! model as a Multi Round-Trip Request).
+//!
+//! Bounds: at most [`TaskOptions::max_live`] tasks run on one process (more
+//! are refused); a result over [`TaskOptions::max_result_bytes`] ends the task
+//! as failed (`-32603`, as an oversized answer of a child server is); task
+//! ids are 32 lowercase hex characters (128 random bits), and anything else
+//! is refused before the store is asked; a task is forgotten after its TTL
+//! ([`TaskOptions::ttl`]): when next asked for, or, once it has ended, by
+//! the sweep each new task makes over the next few dozen keys (so ended
+//! tasks nobody polls again do not pile up); the store's namespace quotas
+//! bound the rest.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use rmcp::model::{
+    CallToolResult, ClientCapabilities, CreateTaskResult, DetailedTask, ErrorData, GetTaskResult, InputRequests,
+    InputResponses, JsonObject, Task, TaskPayload, TaskStatus,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+use toolreg::{CallOptions, Checkpoints, Extensions, ProgressReporter, ToolCall, ToolEngine, ToolError, ToolExecutor};
+use toolreg_builtins::store::{Namespace, StoreError};
+
+use super::InputRound;
+use super::call::to_call_tool_result;
+
+/// The length of a task id: 32 lowercase hex characters (128 random bits).
+pub const TASK_ID_LEN: usize = 32;
+
+/// How the server runs tasks, and where it keeps them.
+///
+/// ```
+/// use toolreg_builtins::store::SqliteStore;
+/// use toolreg_mcp::server::{ServerOptions, TaskOptions};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let store = SqliteStore::in_memory().await?;
+/// let options = ServerOptions::default().tasks(TaskOptions::new(store.namespace("mcp-tasks")?));
+/// # let _ = options;
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct TaskOptions {
+    /// Where task state lives: every replica that should answer for a task
+    /// must share this namespace of one store.
+    pub namespace: Namespace,
+    /// Tasks running at once on this process (default 64); more are refused.
+    pub max_live: usize,
+    /// The largest result a task keeps, as JSON (default 4 MiB); a larger
+    /// one ends the task as failed.
+    pub max_result_bytes: usize,
+    /// How long a task is kept after it was created (`ttlMs`, default 1 hour).
+    pub ttl: Duration,
+    /// The polling interval suggested to clients (`pollIntervalMs`, default 1 s).
+    pub poll_interval: Duration,
+    /// How often a runner writes its heartbeat and looks for a cancellation
+    /// from another replica (default 2 s).
+    pub heartbeat: Duration,
+    /// A task whose heartbeat is older than this is failed: its runner died
+    /// (default 30 s; keep it well above `heartbeat` and the hosts' clock skew).
+    pub lease: Duration,
+}
+
+impl TaskOptions {
+    /// Keep tasks in `namespace`, with the default bounds.
+    pub fn new(namespace: Namespace) -> Self {
+        TaskOptions {
+            namespace,
+            max_live: 64,
+            max_result_bytes: 4 << 20,
+            ttl: Duration::from_secs(60 * 60),
+            poll_interval: Duration::from_secs(1),
+            heartbeat: Duration::from_secs(2),
+            lease: Duration::from_secs(30),
+        }
+    }
+
+    /// Set the most tasks running at once on this process (at least one).
+    pub fn max_live(mut self, max_live: usize) -> Self {
+        self.max_live = max_live.max(1);
+        self
+    }
+
+    /// Set the largest result kept, in bytes of JSON.
+    pub fn max_result_bytes(mut self, bytes: usize) -> Self {
+        self.max_result_bytes = bytes;
+        self
+    }
+
+    /// Set how long a task is kept after its creation.
+    pub fn ttl(mut self, ttl: Duration) -> Self {
+        self.ttl = ttl;
+        self
+    }
+
+    /// Set the polling interval suggested to clients (at least 1 ms).
+    pub fn poll_interval(mut self, interval: Duration) -> Self {
+        self.poll_interval = interval.max(Duration::from_millis(1));
+        self
+    }
+
+    /// Set the heartbeat interval (at least 10 ms) and the lease after which
+    /// a silent runner counts as dead (at least twice the heartbeat).
+    pub fn heartbeat(mut self, heartbeat: Duration, lease: Duration) -> Self {
+        self.heartbeat = heartbeat.max(Duration::from_millis(10));
+        self.lease = lease.max(self.heartbeat * 2);
+        self
+    }
+}
+
+/// Whether `id` has the form of a task id this server hands out.
+pub fn is_task_id(id: &str) -> bool {
+    id.len() == TASK_ID_LEN && id.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// The record written when a task is created.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Created {
+    tool: String,
+    created_at: String,
+    created_ms: i64,
+    ttl_ms: u64,
+}
+
+/// A runner's heartbeat.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Beat {
+    at: String,
+    at_ms: i64,
+    /// The process running the task.
+    owner: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    message: Option<String>,
+}
+
+/// A task's outcome (written once).
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct End {
+    status: TaskStatus,
+    at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    message: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    result: Option<JsonObject>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    error: Option<JsonObject>,
+}
+
+/// The questions a task waits on, round by round.
+#[derive(Serialize, Deserialize)]
+struct Ask {
+    round: u64,
+    requests: InputRequests,
+}
+
+/// The answers `tasks/update` brought for one round.
+#[derive(Serialize, Deserialize)]
+struct Answers {
+    round: u64,
+    responses: InputResponses,
+}
+
+/// A task running on this process.
+struct Live {
+    cancel: CancellationToken,
+    /// The tool's latest progress, as a status message.
+    message: Arc<Mutex<Option<String>>>,
+    /// Woken by a `tasks/update` on this process.
+    answered: Arc<Notify>,
+}
+
+/// The tasks of one server (every connection shares them).
+pub(super) struct Tasks {
+    options: TaskOptions,
+    /// This process, as heartbeats name it.
+    owner: String,
+    live: Mutex<HashMap<String, Live>>,
+    /// Where the next sweep for expired tasks goes on in the store's keys.
+    sweep_from: Mutex<Option<String>>,
+}
+
+/// Keys looked at per sweep (one sweep per task created).
+const SWEEP_KEYS: u64 = 64;
+
+fn now_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX)).unwrap_or(0)
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+fn random_hex(bytes: usize) -> String {
+    let mut buf = vec![0u8; bytes];
+    if getrandom::fill(&mut buf).is_err() {
+        // No system randomness (not expected where the server runs): the
+        // per-process hasher seeds still make ids nobody can guess.
+        use std::hash::{BuildHasher, RandomState};
+        for (i, chunk) in buf.chunks_mut(8).enumerate() {
+            let seed = RandomState::new().hash_one((i, now_ms())).to_le_bytes();
+            chunk.copy_from_slice(&seed[..chunk.len()]);
+        }
+    }
+    buf.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn key(id: &str, part: &str) -> String {
+    if part.is_empty() { format!("task/{id}") } else { format!("task/{id}/{part}") }
+}
+
+fn object(value: Value) -> JsonObject {
+    match value {
+        Value::Object(map) => map,
+        _ => JsonObject::new(),
+    }
+}
+
+/// A store failure as the client sees it: an internal error that says what.
+fn store_error(what: &str, error: &StoreError) -> ErrorData {
+    ErrorData::internal_error(format!("the task store failed while {what}: {error}"), None)
+}
+
+fn read<T: serde::de::DeserializeOwned>(value: Value, what: &str) -> Result<T, ErrorData> {
+    serde_json::from_value(value)
+        .map_err(|error| ErrorData::internal_error(format!("the stored {what} is unreadable: {error}"), None))
+}
+
+fn unknown(id: &str) -> ErrorData {
+    ErrorData::invalid_params(format!("unknown task `{id}` (it never existed here, or its TTL ran out)"), None)
+}
+
+/// Refuse an id that is not one this server hands out, before the store is
+/// asked (the id is quoted only up to its first 64 characters).
+fn check_id(id: &str) -> Result<(), ErrorData> {
+    if is_task_id(id) {
+        return Ok(());
+    }
+    let shown: String = id.chars().take(64).collect();
+    Err(ErrorData::invalid_params(
+        format!("invalid task id `{shown}`: a task id is {TASK_ID_LEN} lowercase hex characters"),
+        None,
+    ))
+}
+
+/// The JSON-RPC error a failed task carries.
+fn rpc_error(code: i32, message: String) -> JsonObject {
+    object(json!({"code": code, "message": message}))
+}
+
+/// What a task runs: the call (its id will be the task's) and what its
+/// context carries.
+pub(super) struct Started {
+    pub(super) engine: ToolEngine,
+    pub(super) tool: String,
+    pub(super) arguments: Value,
+    pub(super) extensions: Extensions,
+    pub(super) capabilities: Option<ClientCapabilities>,
+}
+
+impl Tasks {
+    pub(super) fn new(options: TaskOptions) -> Tasks {
+        Tasks { options, owner: random_hex(8), live: Mutex::new(HashMap::new()), sweep_from: Mutex::new(None) }
+    }
+
+    fn base(&self, id: &str, created: &Created, updated: String, status: TaskStatus) -> Task {
+        let mut task = Task::new(id, status, created.created_at.clone(), updated)
+            .with_poll_interval_ms(millis(self.options.poll_interval).max(1));
+        task.ttl_ms = Some(created.ttl_ms.max(1));
+        task
+    }
+
+    /// Create a task for `started` and run it; the answer to `tools/call`.
+    /// The task is in the store (a `tasks/get` anywhere finds it) before
+    /// this returns.
+    pub(super) async fn start(self: &Arc<Self>, started: Started) -> Result<CreateTaskResult, ErrorData> {
+        let ns = &self.options.namespace;
+        let id = random_hex(TASK_ID_LEN / 2);
+        let cancel = CancellationToken::new();
+        let message = Arc::new(Mutex::new(None));
+        let answered = Arc::new(Notify::new());
+        {
+            let mut live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
+            if live.len() >= self.options.max_live {
+                return Err(ErrorData::invalid_request(
+                    format!("too many tasks running ({}); try again when one has finished", self.options.max_live),
+                    None,
+                ));
+            }
+            live.insert(
+                id.clone(),
+                Live { cancel: cancel.clone(), message: Arc::clone(&message), answered: Arc::clone(&answered) },
+            );
+        }
+        let at = rmcp::task_manager::current_timestamp();
+        let created = Created {
+            tool: started.tool.clone(),
+            created_at: at.clone(),
+            created_ms: now_ms(),
+            ttl_ms: millis(self.options.ttl),
+        };
+        let written = async {
+            ns.create(&key(&id, ""), &json!(created)).await?;
+            ns.set(&key(&id, "beat"), &json!(self.beat(None))).await
+        }
+        .await;
+        if let Err(error) = written {
+            self.live.lock().unwrap_or_else(PoisonError::into_inner).remove(&id);
+            return Err(store_error("creating the task", &error));
+        }
+        let tasks = Arc::clone(self);
+        let task_id = id.clone();
+        // Ended tasks nobody asks for again are removed a few at a time, each
+        // creation sweeping on from where the last one stopped.
+        let sweeper = Arc::clone(self);
+        tokio::spawn(async move { sweeper.sweep().await });
+        tokio::spawn(async move {
+            tasks.run(&task_id, started, cancel, message, answered).await;
+            tasks.live.lock().unwrap_or_else(PoisonError::into_inner).remove(&task_id);
+        });
+        let task = self.base(&id, &created, at, TaskStatus::Working);
+        Ok(CreateTaskResult::new(task))
+    }
+
+    /// Remove the ended tasks past their TTL among the next [`SWEEP_KEYS`]
+    /// keys (a task still running is left to its runner, and to `tasks/get`).
+    async fn sweep(&self) {
+        let ns = &self.options.namespace;
+        let from = self.sweep_from.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        let page = match ns.list("task/", SWEEP_KEYS, from.as_deref()).await {
+            Ok(page) => page,
+            Err(error) => {
+                tracing::debug!(%error, "task sweep skipped");
+                return;
+            }
+        };
+        *self.sweep_from.lock().unwrap_or_else(PoisonError::into_inner) = page.next_cursor;
+        let now = now_ms();
+        for entry in page.entries {
+            // Only the records themselves (`task/<id>`), old enough.
+            let Some(id) = entry.key.strip_prefix("task/").filter(|id| is_task_id(id)) else { continue };
+            if now.saturating_sub(entry.created_ms) <= i64::try_from(millis(self.options.ttl)).unwrap_or(i64::MAX) {
+                continue;
+            }
+            let Ok(stored) = ns.get(&entry.key).await else { continue };
+            let Ok(created) = serde_json::from_value::<Created>(stored.value) else { continue };
+            let expired = now.saturating_sub(created.created_ms) > i64::try_from(created.ttl_ms).unwrap_or(i64::MAX);
+            if expired && ns.reference(&key(id, "end")).await.is_ok() {
+                for part in ["beat", "end", "ask", "answers", ""] {
+                    let _ = ns.delete(&key(id, part)).await;
+                }
+            }
+        }
+    }
+
+    fn beat(&self, message: Option<String>) -> Beat {
+        Beat { at: rmcp::task_manager::current_timestamp(), at_ms: now_ms(), owner: self.owner.clone(), message }
+    }
+
+    /// Run the call to its end (round by round when it asks questions),
+    /// beating all along, and write its outcome.
+    async fn run(
+        &self,
+        id: &str,
+        started: Started,
+        cancel: CancellationToken,
+        message: Arc<Mutex<Option<String>>>,
+        answered: Arc<Notify>,
+    ) {
+        let beating = CancellationToken::new();
+        let heart = self.heartbeat(id, cancel.clone(), Arc::clone(&message), beating.clone());
+        let work = self.rounds(id, started, &cancel, &message, &answered);
+        let (end, ()) = tokio::join!(
+            async {
+                let end = work.await;
+                beating.cancel();
+                end
+            },
+            heart
+        );
+        let ns = &self.options.namespace;
+        // The first outcome written stands: a cancellation (or a poller that
+        // gave this runner up) may have come first.
+        match ns.create(&key(id, "end"), &json!(end)).await {
+            Ok(_) | Err(StoreError::Exists { .. }) => {}
+            Err(error) => {
+                // The result cannot be kept: say so, smaller.
+                tracing::warn!(task = id, %error, "task outcome not stored");
+                let failed = End {
+                    status: TaskStatus::Failed,
+                    at: rmcp::task_manager::current_timestamp(),
+                    message: None,
+                    result: None,
+                    error: Some(rpc_error(-32603, format!("the task's outcome could not be stored: {error}"))),
+                };
+                let _ = ns.create(&key(id, "end"), &json!(failed)).await;
+            }
+        }
+        // Heartbeats and questions are of no use once it ended.
+        for part in ["beat", "ask", "answers"] {
+            let _ = ns.delete(&key(id, part)).await;
+        }
+    }
+
+    /// Write the heartbeat every interval until `stop`; cancel the call when
+    /// an outcome (a cancellation) appears in the store.
+    async fn heartbeat(
+        &self,
+        id: &str,
+        cancel: CancellationToken,
+        message: Arc<Mutex<Option<String>>>,
+        stop: CancellationToken,
+    ) {
+        let ns = &self.options.namespace;
+        loop {
+            tokio::select! {
+                () = stop.cancelled() => return,
+                () = tokio::time::sleep(self.options.heartbeat) => {}
+            }
+            let now = message.lock().unwrap_or_else(PoisonError::into_inner).clone();
+            if let Err(error) = ns.set(&key(id, "beat"), &json!(self.beat(now))).await {
+                tracing::warn!(task = id, %error, "task heartbeat not stored");
+            }
+            if ns.get(&key(id, "end")).await.is_ok() {
+                cancel.cancel();
+            }
+        }
+    }
+
+    /// The call, round after round while it asks its client questions.
+    async fn rounds(
+        &self,
+        id: &str,
+        started: Started,
+        cancel: &CancellationToken,
+        message: &Arc<Mutex<Option<String>>>,
+        answered: &Notify,
+    ) -> End {
+        let Started { engine, tool, arguments, extensions, capabilities } = started;
+        // The task id is the call id: unique, and what the audit trail shows.
+        let call = ToolCall::new(id, tool, arguments);
+        let mut responses = InputResponses::new();
+        let mut state = None;
+        let mut saved = BTreeMap::new();
+        let reporter = {
+            let message = Arc::clone(message);
+            ProgressReporter::new(move |progress| {
+                let text = match (progress.total, progress.message) {
+                    (Some(total), Some(text)) => format!("{}/{total}: {text}", progress.progress),
+                    (None, Some(text)) => format!("{}: {text}", progress.progress),
+                    (Some(total), None) => format!("{}/{total}", progress.progress),
+                    (None, None) => format!("{}", progress.progress),
+                };
+                *message.lock().unwrap_or_else(PoisonError::into_inner) = Some(text);
+            })
+        };
+        for round_number in 1u64.. {
+            let mut round_extensions = extensions.clone();
+            round_extensions.insert(reporter.clone());
+            // Whatever the client's revision, a task asks its questions the
+            // extension's way (`input_required`, answered by `tasks/update`):
+            // the request that started it may be long gone.
+            let round = Arc::new(InputRound::new(responses.clone(), state.clone(), capabilities.clone()));
+            let checkpoints = Arc::new(Checkpoints::restoring(std::mem::take(&mut saved)));
+            round_extensions.insert_arc(Arc::clone(&round));
+            round_extensions.insert_arc(Arc::clone(&checkpoints));
+            let options = CallOptions::new().cancel(cancel.clone()).extensions(round_extensions);
+            let result = engine.execute_call_with(call.clone(), options).await;
+            if cancel.is_cancelled() {
+                return self.ended(TaskStatus::Cancelled, None, None);
+            }
+            let Some((requests, next_state)) = round.take_asked() else {
+                return self.outcome(&result);
+            };
+            saved = checkpoints.take_saved();
+            state = Some(next_state);
+            match self.wait_for_answers(id, round_number, requests, cancel, answered).await {
+                Some(answers) => responses = answers,
+                None => return self.ended(TaskStatus::Cancelled, None, None),
+            }
+        }
+        self.ended(TaskStatus::Failed, None, Some(rpc_error(-32603, "too many rounds".to_owned())))
+    }
+
+    fn ended(&self, status: TaskStatus, result: Option<JsonObject>, error: Option<JsonObject>) -> End {
+        End { status, at: rmcp::task_manager::current_timestamp(), message: None, result, error }
+    }
+
+    /// The outcome of a finished call: its result (a tool's own error
+    /// included, as `isError`), or failed for what is not the tool's answer
+    /// (a panic, a result that cannot be sent or kept).
+    fn outcome(&self, result: &toolreg::ToolResult) -> End {
+        if let Err(ToolError::Panicked { .. }) = &result.outcome {
+            let message = result.outcome.as_ref().err().map(ToString::to_string).unwrap_or_default();
+            return self.ended(TaskStatus::Failed, None, Some(rpc_error(-32603, message)));
+        }
+        if let Err(ToolError::Cancelled) = &result.outcome {
+            return self.ended(TaskStatus::Cancelled, None, None);
+        }
+        let rendered: Result<CallToolResult, ErrorData> = to_call_tool_result(result);
+        let value = rendered.and_then(|r| {
+            serde_json::to_value(r).map_err(|e| ErrorData::internal_error(format!("unwritable result: {e}"), None))
+        });
+        match value {
+            Ok(value) => {
+                let size = serde_json::to_vec(&value).map(|v| v.len()).unwrap_or(usize::MAX);
+                if size > self.options.max_result_bytes {
+                    let message = format!(
+                        "the result of `{}` is {size} bytes, over this server's task limit of {} bytes",
+                        result.name, self.options.max_result_bytes
+                    );
+                    return self.ended(
+                        TaskStatus::Failed,
+                        None,
+                        Some(rpc_error(crate::oversize::TOO_LARGE as i32, message)),
+                    );
+                }
+                self.ended(TaskStatus::Completed, Some(object(value)), None)
+            }
+            Err(error) => {
+                let error = object(serde_json::to_value(&error).unwrap_or_default());
+                self.ended(TaskStatus::Failed, None, Some(error))
+            }
+        }
+    }
+
+    /// Park the task on `requests` until every one has an answer (`None`:
+    /// cancelled while waiting).
+    async fn wait_for_answers(
+        &self,
+        id: &str,
+        round: u64,
+        requests: InputRequests,
+        cancel: &CancellationToken,
+        answered: &Notify,
+    ) -> Option<InputResponses> {
+        let ns = &self.options.namespace;
+        let keys: Vec<String> = requests.keys().cloned().collect();
+        let _ = ns.delete(&key(id, "answers")).await;
+        if let Err(error) = ns.set(&key(id, "ask"), &json!(Ask { round, requests })).await {
+            tracing::warn!(task = id, %error, "task questions not stored");
+        }
+        // Answers from this process wake it at once; from another replica,
+        // they are found at the next look.
+        let look = self.options.heartbeat.min(Duration::from_millis(250));
+        loop {
+            if let Ok(stored) = ns.get(&key(id, "answers")).await
+                && let Ok(answers) = serde_json::from_value::<Answers>(stored.value)
+                && answers.round == round
+                && keys.iter().all(|k| answers.responses.contains_key(k))
+            {
+                let _ = ns.delete(&key(id, "ask")).await;
+                return Some(answers.responses);
+            }
+            tokio::select! {
+                () = cancel.cancelled() => return None,
+                () = answered.notified() => {}
+                () = tokio::time::sleep(look) => {}
+            }
+        }
+    }
+
+    /// `tasks/get`.
+    pub(super) async fn get(&self, id: &str) -> Result<GetTaskResult, ErrorData> {
+        check_id(id)?;
+        let ns = &self.options.namespace;
+        let created: Created = match ns.get(&key(id, "")).await {
+            Ok(stored) => read(stored.value, "task")?,
+            Err(StoreError::NotFound { .. }) => return Err(unknown(id)),
+            Err(error) => return Err(store_error("reading the task", &error)),
+        };
+        if now_ms().saturating_sub(created.created_ms) > i64::try_from(created.ttl_ms).unwrap_or(i64::MAX) {
+            for part in ["", "beat", "end", "ask", "answers"] {
+                let _ = ns.delete(&key(id, part)).await;
+            }
+            return Err(unknown(id));
+        }
+        if let Some(end) = self.end(id).await? {
+            return Ok(self.detailed(id, &created, end));
+        }
+        let beat: Option<Beat> = match ns.get(&key(id, "beat")).await {
+            Ok(stored) => Some(read(stored.value, "heartbeat")?),
+            Err(StoreError::NotFound { .. }) => None,
+            Err(error) => return Err(store_error("reading the heartbeat", &error)),
+        };
+        let here = self.live.lock().unwrap_or_else(PoisonError::into_inner).get(id).map(|l| Arc::clone(&l.message));
+        let gone = match (&here, &beat) {
+            (Some(_), _) => None,
+            (None, Some(beat)) if beat.owner == self.owner => {
+                Some("the task no longer runs on the server that started it".to_owned())
+            }
+            (None, Some(beat))
+                if now_ms().saturating_sub(beat.at_ms)
+                    > i64::try_from(millis(self.options.lease)).unwrap_or(i64::MAX) =>
+            {
+                Some(format!(
+                    "the server running this task stopped (no heartbeat since {}, over the {} ms lease); its result is lost",
+                    beat.at,
+                    millis(self.options.lease)
+                ))
+            }
+            (None, None) => Some("the server running this task stopped before its first heartbeat".to_owned()),
+            _ => None,
+        };
+        if let Some(why) = gone {
+            let failed = self.ended(TaskStatus::Failed, None, Some(rpc_error(-32603, why)));
+            return match ns.create(&key(id, "end"), &json!(failed)).await {
+                Ok(_) => Ok(self.detailed(id, &created, failed)),
+                Err(StoreError::Exists { .. }) => match self.end(id).await? {
+                    Some(end) => Ok(self.detailed(id, &created, end)),
+                    None => Err(unknown(id)),
+                },
+                Err(error) => Err(store_error("ending the task", &error)),
+            };
+        }
+        let message = match &here {
+            Some(message) => message.lock().unwrap_or_else(PoisonError::into_inner).clone(),
+            None => beat.as_ref().and_then(|b| b.message.clone()),
+        };
+        let updated = beat.map(|b| b.at).unwrap_or_else(|| created.created_at.clone());
+        let mut task = self.base(id, &created, updated, TaskStatus::Working);
+        task.status_message = message;
+        // A task waiting on its client: the questions still unanswered.
+        if let Ok(stored) = ns.get(&key(id, "ask")).await
+            && let Ok(ask) = serde_json::from_value::<Ask>(stored.value)
+        {
+            let answered: InputResponses = match ns.get(&key(id, "answers")).await {
+                Ok(stored) => serde_json::from_value::<Answers>(stored.value)
+                    .ok()
+                    .filter(|a| a.round == ask.round)
+                    .map(|a| a.responses)
+                    .unwrap_or_default(),
+                Err(_) => InputResponses::new(),
+            };
+            let pending: InputRequests = ask.requests.into_iter().filter(|(k, _)| !answered.contains_key(k)).collect();
+            if !pending.is_empty() {
+                return Ok(GetTaskResult::new(DetailedTask::new(
+                    task,
+                    TaskPayload::InputRequired { input_requests: pending },
+                )));
+            }
+        }
+        Ok(GetTaskResult::new(DetailedTask::new(task, TaskPayload::Working)))
+    }
+
+    async fn end(&self, id: &str) -> Result<Option<End>, ErrorData> {
+        match self.options.namespace.get(&key(id, "end")).await {
+            Ok(stored) => Ok(Some(read(stored.value, "task outcome")?)),
+            Err(StoreError::NotFound { .. }) => Ok(None),
+            Err(error) => Err(store_error("reading the task outcome", &error)),
+        }
+    }
+
+    fn detailed(&self, id: &str, created: &Created, end: End) -> GetTaskResult {
+        let mut task = self.base(id, created, end.at, end.status);
+        task.status_message = end.message;
+        let payload = match end.status {
+            TaskStatus::Completed => TaskPayload::Completed { result: end.result.unwrap_or_default() },
+            TaskStatus::Failed => TaskPayload::Failed {
+                error: end.error.unwrap_or_else(|| rpc_error(-32603, "the task failed".to_owned())),
+            },
+            _ => TaskPayload::Cancelled,
+        };
+        GetTaskResult::new(DetailedTask::new(task, payload))
+    }
+
+    /// `tasks/cancel`: idempotent on a task that already ended.
+    pub(super) async fn cancel(&self, id: &str) -> Result<(), ErrorData> {
+        check_id(id)?;
+        let ns = &self.options.namespace;
+        match ns.reference(&key(id, "")).await {
+            Ok(_) => {}
+            Err(StoreError::NotFound { .. }) => return Err(unknown(id)),
+            Err(error) => return Err(store_error("reading the task", &error)),
+        }
+        let mut cancelled = self.ended(TaskStatus::Cancelled, None, None);
+        cancelled.message = Some("cancelled by the client".to_owned());
+        match ns.create(&key(id, "end"), &json!(cancelled)).await {
+            Ok(_) | Err(StoreError::Exists { .. }) => {}
+            Err(error) => return Err(store_error("cancelling the task", &error)),
+        }
+        if let Some(live) = self.live.lock().unwrap_or_else(PoisonError::into_inner).get(id) {
+            live.cancel.cancel();
+        }
+        Ok(())
+    }
+
+    /// `tasks/update`: answers to the questions a task waits on. Answers
+    /// to keys it did not ask (or no longer asks) are ignored, as the
+    /// extension says.
+    pub(super) async fn update(&self, id: &str, responses: InputResponses) -> Result<(), ErrorData> {
+        check_id(id)?;
+        let ns = &self.options.namespace;
+        match ns.reference(&key(id, "")).await {
+            Ok(_) => {}
+            Err(StoreError::NotFound { .. }) => return Err(unknown(id)),
+            Err(error) => return Err(store_error("reading the task", &error)),
+        }
+        let Ok(stored) = ns.get(&key(id, "ask")).await else { return Ok(()) };
+        let Ok(ask) = serde_json::from_value::<Ask>(stored.value) else { return Ok(()) };
+        let mut answers = match ns.get(&key(id, "answers")).await {
+            Ok(stored) => serde_json::from_value::<Answers>(stored.value)
+                .ok()
+                .filter(|a| a.round == ask.round)
+                .unwrap_or(Answers { round: ask.round, responses: InputResponses::new() }),
+            Err(_) => Answers { round: ask.round, responses: InputResponses::new() },
+        };
+        let before = answers.responses.len();
+        for (k, v) in responses {
+            if ask.requests.contains_key(&k) {
+                answers.responses.insert(k, v);
+            }
+        }
+        if answers.responses.len() == before {
+            return Ok(());
+        }
+        ns.set(&key(id, "answers"), &json!(answers)).await.map_err(|e| store_error("keeping the answers", &e))?;
+        if let Some(live) = self.live.lock().unwrap_or_else(PoisonError::into_inner).get(id) {
+            live.answered.notify_one();
+        }
+        Ok(())
+    }
+}
+
+/// The server as rmcp runs it: [`McpServer`](super::McpServer), with each
+/// listed tool's `execution` added to `tools/list` answers when tasks are
+/// enabled. rmcp's `Tool` has no `execution` field, so the answer leaves
+/// here as the same JSON with the field added.
+#[derive(Clone)]
+pub(super) struct Serving(pub(super) super::McpServer);
+
+impl rmcp::Service<rmcp::RoleServer> for Serving {
+    async fn handle_request(
+        &self,
+        request: rmcp::model::ClientRequest,
+        context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Result<rmcp::model::ServerResult, ErrorData> {
+        let answer = rmcp::Service::handle_request(&self.0, request, context).await?;
+        let rmcp::model::ServerResult::ListToolsResult(list) = answer else { return Ok(answer) };
+        let served = self.0.served();
+        if self.0.shared.tasks.is_none() || served.execution.is_empty() {
+            return Ok(rmcp::model::ServerResult::ListToolsResult(list));
+        }
+        let mut value = serde_json::to_value(&list)
+            .map_err(|e| ErrorData::internal_error(format!("the tool list cannot be sent: {e}"), None))?;
+        if let Some(tools) = value.get_mut("tools").and_then(Value::as_array_mut) {
+            for tool in tools {
+                let execution = tool.get("name").and_then(Value::as_str).and_then(|n| served.execution.get(n));
+                if let (Some(execution), Some(fields)) = (execution.cloned(), tool.as_object_mut()) {
+                    fields.insert("execution".to_owned(), execution);
+                }
+            }
+        }
+        Ok(rmcp::model::ServerResult::CustomResult(rmcp::model::CustomResult(value)))
+    }
+
+    async fn handle_notification(
+        &self,
+        notification: rmcp::model::ClientNotification,
+        context: rmcp::service::NotificationContext<rmcp::RoleServer>,
+    ) -> Result<(), ErrorData> {
+        rmcp::Service::handle_notification(&self.0, notification, context).await
+    }
+
+    fn get_info(&self) -> rmcp::model::ServerConfig {
+        rmcp::Service::<rmcp::RoleServer>::get_info(&self.0)
+    }
+
+    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [rmcp::model::ProtocolVersion]> {
+        rmcp::Service::<rmcp::RoleServer>::supported_protocol_versions(&self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn task_ids_are_32_lowercase_hex() {
+        let id = random_hex(TASK_ID_LEN / 2);
+        assert!(is_task_id(&id), "{id}");
+        assert!(!is_task_id(&id.to_uppercase()));
+        assert!(!is_task_id(""));
+        assert!(!is_task_id("../../etc/passwd"));
+        assert!(!is_task_id(&"a".repeat(33)));
+        assert_ne!(random_hex(16), random_hex(16));
+    }
+}
