@@ -246,18 +246,11 @@ fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
+/// `bytes` random bytes as hex (at most 32: a fresh key's worth).
 fn random_hex(bytes: usize) -> String {
-    let mut buf = vec![0u8; bytes];
-    if getrandom::fill(&mut buf).is_err() {
-        // No system randomness (not expected where the server runs): the
-        // per-process hasher seeds still make ids nobody can guess.
-        use std::hash::{BuildHasher, RandomState};
-        for (i, chunk) in buf.chunks_mut(8).enumerate() {
-            let seed = RandomState::new().hash_one((i, now_ms())).to_le_bytes();
-            chunk.copy_from_slice(&seed[..chunk.len()]);
-        }
-    }
-    buf.iter().map(|b| format!("{b:02x}")).collect()
+    let mut hex = toolreg::seal::Key::random().to_hex();
+    hex.truncate(bytes * 2);
+    hex
 }
 
 fn key(id: &str, part: &str) -> String {
