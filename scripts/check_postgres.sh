@@ -64,5 +64,7 @@ echo "PostgreSQL $("$bin/postgres" --version | awk '{print $3}') on 127.0.0.1:$p
 
 cargo test -p toolreg-builtins --features postgres --test store --test store_tools --test store_postgres
 cargo test -p toolreg-cli --test store_postgres
+# MCP tasks kept in the store: two servers sharing this server.
+cargo test -p toolreg-mcp --test tasks servers_sharing_a_postgresql_store
 # The replicas behind HAProxy again, sharing this server as their store.
 TOOLREG_REPLICA_STORE="$TOOLREG_TEST_POSTGRES_URL" scripts/check_replicas.sh
