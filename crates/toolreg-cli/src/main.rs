@@ -82,7 +82,8 @@ fn main() -> ExitCode {
 
 async fn run(cli: Cli) -> Result<(), CliError> {
     let tools = setup::load(&cli.tools).await?;
-    match cli.command {
+    let remotes = tools.remotes.clone();
+    let outcome = match cli.command {
         None => serve(tools, ServeArgs::default()).await,
         Some(Command::Serve(args)) => serve(tools, args).await,
         Some(Command::Tools { json }) => list(&tools, json),
@@ -93,7 +94,11 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         Some(Command::Run(args)) => run::run(tools, args).await,
         Some(Command::Resume(args)) => run::resume(tools, args).await,
         Some(Command::CodeWorker) => Ok(()),
-    }
+    };
+    // The imported servers end as the MCP stdio transport asks (input
+    // closed, time to exit, then SIGTERM), not killed with the runtime.
+    futures_util::future::join_all(remotes.iter().map(toolreg_mcp::client::RemoteServer::close)).await;
+    outcome
 }
 
 fn list(tools: &setup::Tools, json: bool) -> Result<(), CliError> {

@@ -124,6 +124,23 @@ fn an_imported_server_does_not_see_the_hosts_api_keys() {
     assert!(!stdout.contains("sk-host-secret"), "{stdout}");
 }
 
+/// When toolreg exits, an imported server is ended as the MCP stdio
+/// transport asks: its input closes and it exits on its own (here, writing
+/// down that it saw the end of its input), rather than being killed.
+#[test]
+fn imported_servers_exit_on_their_own_when_toolreg_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("exited");
+    let config = write_config(dir.path(), json!({"fake": fake(&["--on-exit", marker.to_str().unwrap()])}));
+    let out = toolreg(dir.path())
+        .args(["call", "fake__echo", r#"{"text": "hi"}"#, "--config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(std::fs::read_to_string(&marker).unwrap(), "eof\n");
+}
+
 /// Five servers that each take two seconds to start are connected at once.
 #[test]
 fn servers_are_connected_concurrently() {

@@ -663,3 +663,52 @@ async fn the_hosts_answerer_answers_questions_no_mcp_client_can() {
     let got: Value = serde_json::from_str(sampled.value().unwrap().as_str().unwrap()).unwrap();
     assert!(got["error"]["message"].as_str().unwrap().ends_with("this host has no model"), "{got}");
 }
+
+/// Whether a process whose command line names `marker` still runs.
+#[cfg(target_os = "linux")]
+fn runs_with(marker: &std::path::Path) -> bool {
+    let marker = marker.to_string_lossy().into_owned();
+    std::fs::read_dir("/proc").unwrap().flatten().any(|entry| {
+        std::fs::read(entry.path().join("cmdline"))
+            .is_ok_and(|line| String::from_utf8_lossy(&line).replace('\0', " ").contains(&marker))
+    })
+}
+
+/// Closing a command server ends it as the MCP stdio transport asks: its
+/// input closes and it exits on its own, doing what it does on the way out.
+/// Nothing reconnects it; a call after it fails saying so.
+#[tokio::test]
+async fn closing_a_child_server_lets_it_exit_on_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("exit");
+    let config = fake_with(&["--on-exit", marker.to_str().unwrap()], BTreeMap::new(), None);
+    let server = RemoteServer::connect("fake", config).await.unwrap();
+    let registry = import(&server).await;
+    let started = std::time::Instant::now();
+    server.close().await;
+    assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
+    assert_eq!(std::fs::read_to_string(&marker).unwrap(), "eof\n");
+    #[cfg(target_os = "linux")]
+    assert!(!runs_with(&marker));
+    let error = call(&registry, "fake__echo", json!({})).await.outcome.unwrap_err().to_string();
+    assert!(error.contains("the connection was closed"), "{error}");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(!server.is_connected(), "reconnected after close");
+}
+
+/// A server that stays when its input closes gets SIGTERM, and one that
+/// stays after that is killed: `close` returns either way, in bounded time.
+#[tokio::test]
+async fn a_child_server_that_stays_gets_sigterm_then_is_killed() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("exit");
+    let config = fake_with(&["--on-exit", marker.to_str().unwrap(), "--stubborn"], BTreeMap::new(), None);
+    let server = RemoteServer::connect("fake", config).await.unwrap();
+    let started = std::time::Instant::now();
+    server.close().await;
+    let took = started.elapsed();
+    assert!(took >= Duration::from_secs(3) && took < Duration::from_secs(8), "{took:?}");
+    assert_eq!(std::fs::read_to_string(&marker).unwrap(), "eof\nterm\n");
+    #[cfg(target_os = "linux")]
+    assert!(!runs_with(&marker));
+}

@@ -1,11 +1,12 @@
 //! A command server's process as the client reads it: its standard output
 //! through the oversize relay and a scanner for task-only tools, the child
-//! it owns, and the environment it starts with.
+//! it owns and ends, and the environment it starts with.
 
 use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use serde_json::Value;
 use toolreg::TaskSupport;
@@ -16,22 +17,52 @@ use super::{INHERITED_ENV, MAX_LIST_BYTES};
 /// `tools/list` answers going by: rmcp's `Tool` drops `execution`, so each
 /// tool's task support (the tasks extension) is picked out of the raw lines
 /// here, for the gateway to serve it on.
-/// It owns the child, which is killed when rmcp drops the transport.
+/// It owns the child, which is ended ([`shut_down`]) when rmcp drops the
+/// transport.
 pub(super) struct ChildOut {
     /// The child's stdout, through the relay that answers oversized lines.
     stdout: tokio::io::DuplexStream,
     child: Option<tokio::process::Child>,
     scanner: TaskScanner,
+    /// Told once the child has exited.
+    exited: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
 impl ChildOut {
+    /// The reader, and what hears that the child has exited once it ends.
     pub(super) fn new(
         stdout: tokio::io::DuplexStream,
         child: tokio::process::Child,
         task_support: Arc<Mutex<HashMap<String, TaskSupport>>>,
-    ) -> Self {
-        ChildOut { stdout, child: Some(child), scanner: TaskScanner::new(task_support) }
+    ) -> (Self, tokio::sync::oneshot::Receiver<()>) {
+        let (exited, heard) = tokio::sync::oneshot::channel();
+        let out =
+            ChildOut { stdout, child: Some(child), scanner: TaskScanner::new(task_support), exited: Some(exited) };
+        (out, heard)
     }
+}
+
+/// How long a child server has to exit on its own once its input is closed,
+/// and then again after SIGTERM, before it is killed.
+pub(super) const EXIT_GRACE: Duration = Duration::from_secs(2);
+
+/// End a child server as the MCP stdio transport asks: its input is closed
+/// (with the transport that held it), it gets [`EXIT_GRACE`] to exit, then
+/// SIGTERM and [`EXIT_GRACE`] again, then SIGKILL; and it is reaped. A server
+/// that flushes or saves something on the way out gets to.
+async fn shut_down(mut child: tokio::process::Child) {
+    if tokio::time::timeout(EXIT_GRACE, child.wait()).await.is_ok() {
+        return;
+    }
+    #[cfg(unix)]
+    if let Some(pid) = child.id().and_then(|id| i32::try_from(id).ok()) {
+        use nix::sys::signal::{Signal, kill};
+        let _ = kill(nix::unistd::Pid::from_raw(pid), Signal::SIGTERM);
+        if tokio::time::timeout(EXIT_GRACE, child.wait()).await.is_ok() {
+            return;
+        }
+    }
+    let _ = child.kill().await;
 }
 
 /// Picks the tools' task support out of newline-delimited JSON-RPC
@@ -110,12 +141,15 @@ impl tokio::io::AsyncRead for ChildOut {
 
 impl Drop for ChildOut {
     fn drop(&mut self) {
-        let Some(mut child) = self.child.take() else { return };
-        // Kill and wait, so no zombie is left; without a runtime, the
-        // child's own kill-on-drop still kills it.
+        let Some(child) = self.child.take() else { return };
+        let exited = self.exited.take();
+        // Without a runtime, the child's own kill-on-drop kills it.
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
-                let _ = child.kill().await;
+                shut_down(child).await;
+                if let Some(exited) = exited {
+                    let _ = exited.send(());
+                }
             });
         }
     }

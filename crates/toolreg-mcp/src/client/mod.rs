@@ -75,8 +75,10 @@
 //! next one after it is back succeeds. When the server sends
 //! `notifications/tools/list_changed` the tool list is read again and
 //! [`RemoteServer::changes`] ticks, so a host can rebuild its registry (the
-//! gateway in the `toolreg` binary does). A child process is killed when the
-//! last handle to its server is dropped.
+//! gateway in the `toolreg` binary does). [`RemoteServer::close`] ends a
+//! child process as the MCP stdio transport asks: its input is closed and
+//! it has a moment to exit on its own, then SIGTERM, then SIGKILL (the same
+//! happens, without waiting, when the last handle to its server is dropped).
 //!
 //! ```no_run
 //! use toolreg::FunctionRegistry;
@@ -189,6 +191,10 @@ struct Inner {
     changes: watch::Sender<u64>,
     /// The child process of the live connection, for a command server.
     child: Mutex<Option<u32>>,
+    /// Hears that the live connection's child has exited, once it ends.
+    exited: Mutex<Option<tokio::sync::oneshot::Receiver<()>>>,
+    /// [`RemoteServer::close`] was called: no reconnecting.
+    closed: AtomicBool,
     /// The calls in flight whose caller takes progress, by the progress
     /// token sent to the server for them (an entry lives as long as its call).
     progress: Mutex<HashMap<ProgressToken, CallContext>>,
@@ -348,6 +354,8 @@ impl RemoteServer {
             task_only_called: Mutex::default(),
             changes: watch::channel(0).0,
             child: Mutex::new(None),
+            exited: Mutex::new(None),
+            closed: AtomicBool::new(false),
             progress: Mutex::default(),
             updates: broadcast::channel(64).0,
             links: Mutex::default(),
@@ -365,6 +373,26 @@ impl RemoteServer {
     /// holds for this connection and every later one.
     pub fn answer_with(&self, answerer: Arc<dyn Answerer>) {
         *self.inner.answerer.lock().unwrap_or_else(PoisonError::into_inner) = Some(answerer);
+    }
+
+    /// Close the connection for good (it is not re-established; later calls
+    /// fail saying so) and, for a command server, end its process as the
+    /// MCP stdio transport asks: its input is closed and it has a moment to
+    /// exit on its own, then SIGTERM, then SIGKILL. Returns once it has
+    /// exited (at most about five seconds), so a host that calls this before
+    /// it exits lets its servers finish what they do on the way out.
+    pub async fn close(&self) {
+        self.inner.closed.store(true, Ordering::SeqCst);
+        let connection = self.inner.connection.lock().unwrap_or_else(PoisonError::into_inner).take();
+        let exited = self.inner.exited.lock().unwrap_or_else(PoisonError::into_inner).take();
+        if let Some(connection) = connection {
+            // Ends the connection's task, which drops the transport: the
+            // child's input closes and `child::shut_down` takes over.
+            connection.cancellation_token().cancel();
+        }
+        if let Some(exited) = exited {
+            let _ = tokio::time::timeout(child::EXIT_GRACE * 2 + Duration::from_secs(1), exited).await;
+        }
     }
 
     /// Whether the server is connected now.
@@ -475,11 +503,12 @@ impl RemoteServer {
     }
 
     fn reconnecting_error(&self) -> ClientError {
-        ClientError::Connect {
-            server: self.inner.name.clone(),
-            target: self.target(),
-            message: "not connected; reconnecting, try again shortly".to_owned(),
-        }
+        let message = if self.inner.closed.load(Ordering::SeqCst) {
+            "the connection was closed"
+        } else {
+            "not connected; reconnecting, try again shortly"
+        };
+        ClientError::Connect { server: self.inner.name.clone(), target: self.target(), message: message.to_owned() }
     }
 
     /// Where the server is, for messages: `at <url>` or ``started as `<command>` ``.
@@ -512,7 +541,8 @@ impl RemoteServer {
                 };
                 *self.inner.child.lock().unwrap_or_else(PoisonError::into_inner) = child.id();
                 let stdout = crate::oversize::relay(stdout, crate::oversize::MAX_LINE);
-                let reader = ChildOut::new(stdout, child, Arc::clone(&self.inner.task_support));
+                let (reader, exited) = ChildOut::new(stdout, child, Arc::clone(&self.inner.task_support));
+                *self.inner.exited.lock().unwrap_or_else(PoisonError::into_inner) = Some(exited);
                 tokio::time::timeout(wait, handler.serve((reader, stdin))).await
             }
             Transport::Url { url, headers } => {
@@ -561,7 +591,7 @@ impl RemoteServer {
     /// backing off, unless that is under way already.
     fn lost(&self) {
         *self.inner.connection.lock().unwrap_or_else(PoisonError::into_inner) = None;
-        if self.inner.reconnecting.swap(true, Ordering::SeqCst) {
+        if self.inner.closed.load(Ordering::SeqCst) || self.inner.reconnecting.swap(true, Ordering::SeqCst) {
             return;
         }
         let weak = Arc::downgrade(&self.inner);
@@ -570,6 +600,9 @@ impl RemoteServer {
             loop {
                 tokio::time::sleep(delay).await;
                 let Some(inner) = weak.upgrade() else { return };
+                if inner.closed.load(Ordering::SeqCst) {
+                    return;
+                }
                 let server = RemoteServer { inner };
                 match server.open().await {
                     Ok(connection) => {

@@ -24,10 +24,13 @@ Flags: --mute (never answers initialize), --slow-start SECONDS (sleeps before
 reading anything), --fail-first FILE (exits at once unless FILE exists, creating
 it: the next start succeeds), --endless-pages (tools/list always has a next page),
 --same-cursor (tools/list always names the same next page), --many N (lists N
-more tools).
+more tools), --on-exit FILE (when its input ends, writes "eof" to FILE and exits;
+on SIGTERM it appends "term"), --stubborn (with --on-exit: when its input ends it
+stays, and SIGTERM does not end it either).
 """
 import json
 import os
+import signal
 import sys
 import time
 
@@ -37,6 +40,21 @@ endless = "--endless-pages" in flags
 same_cursor = "--same-cursor" in flags
 if "--slow-start" in flags:
     time.sleep(float(flags[flags.index("--slow-start") + 1]))
+on_exit = flags[flags.index("--on-exit") + 1] if "--on-exit" in flags else None
+stubborn = "--stubborn" in flags
+
+
+def note_exit(what):
+    with open(on_exit, "a") as f:
+        f.write(what + "\n")
+
+
+if on_exit:
+    def on_term(signum, frame):
+        note_exit("term")
+        if not stubborn:
+            sys.exit(0)
+    signal.signal(signal.SIGTERM, on_term)
 if "--fail-first" in flags:
     marker = flags[flags.index("--fail-first") + 1]
     if not os.path.exists(marker):
@@ -254,3 +272,8 @@ for line in sys.stdin:
             send({"jsonrpc": "2.0", "id": id, "error": {"code": -32602, "message": "unknown tool " + str(name)}})
     elif id is not None:
         send({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "no method " + str(method)}})
+
+if on_exit:
+    note_exit("eof")
+    while stubborn:
+        time.sleep(1)
