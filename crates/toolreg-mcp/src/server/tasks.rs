@@ -712,15 +712,20 @@ impl Tasks {
         GetTaskResult::new(DetailedTask::new(task, payload))
     }
 
+    /// Refuse an id that is malformed or names no task.
+    async fn known(&self, id: &str) -> Result<(), ErrorData> {
+        check_id(id)?;
+        match self.options.namespace.reference(&key(id, "")).await {
+            Ok(_) => Ok(()),
+            Err(StoreError::NotFound { .. }) => Err(unknown(id)),
+            Err(error) => Err(store_error("reading the task", &error)),
+        }
+    }
+
     /// `tasks/cancel`: idempotent on a task that already ended.
     pub(super) async fn cancel(&self, id: &str) -> Result<(), ErrorData> {
-        check_id(id)?;
+        self.known(id).await?;
         let ns = &self.options.namespace;
-        match ns.reference(&key(id, "")).await {
-            Ok(_) => {}
-            Err(StoreError::NotFound { .. }) => return Err(unknown(id)),
-            Err(error) => return Err(store_error("reading the task", &error)),
-        }
         let mut cancelled = self.ended(TaskStatus::Cancelled, None, None);
         cancelled.message = Some("cancelled by the client".to_owned());
         match ns.create(&key(id, "end"), &json!(cancelled)).await {
@@ -737,13 +742,8 @@ impl Tasks {
     /// to keys it did not ask (or no longer asks) are ignored, as the
     /// extension says.
     pub(super) async fn update(&self, id: &str, responses: InputResponses) -> Result<(), ErrorData> {
-        check_id(id)?;
+        self.known(id).await?;
         let ns = &self.options.namespace;
-        match ns.reference(&key(id, "")).await {
-            Ok(_) => {}
-            Err(StoreError::NotFound { .. }) => return Err(unknown(id)),
-            Err(error) => return Err(store_error("reading the task", &error)),
-        }
         let Ok(stored) = ns.get(&key(id, "ask")).await else { return Ok(()) };
         let Ok(ask) = serde_json::from_value::<Ask>(stored.value) else { return Ok(()) };
         let mut answers = match ns.get(&key(id, "answers")).await {
