@@ -514,3 +514,21 @@ async fn servers_sharing_a_postgresql_store_answer_for_each_others_tasks() {
     let unknown = request(&mut b, 200, "tasks/get", json!({"taskId": "0123456789abcdef0123456789abcdef"})).await;
     assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
 }
+
+/// The store keeps every version of a key: a running task's heartbeat is
+/// rewritten when its message changes or a quarter of the lease has passed,
+/// not at every tick.
+#[tokio::test]
+async fn a_heartbeat_is_rewritten_only_when_it_says_something_new_or_is_due() {
+    let store = SqliteStore::in_memory().await.unwrap();
+    let tune = |o: TaskOptions| o.heartbeat(Duration::from_millis(20), Duration::from_secs(4));
+    let mut raw = client(server_on(&store, &Arc::default(), tune).await).await;
+    let id = task_id(&raw.call(1, "sleepy", json!({"ms": 800})).await);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let beat = store.namespace("mcp-tasks").unwrap().reference(&format!("task/{id}/beat")).await.unwrap();
+    // The first beat, and the one with the tool's progress message: not
+    // the 25 ticks of 20 ms.
+    assert!(beat.version <= 3, "{beat:?}");
+    let done = until_done(&mut raw, 2, &id).await;
+    assert_eq!(done.last().unwrap()["status"], "completed");
+}

@@ -17,8 +17,10 @@
 //! Per task, under `task/<id>`:
 //!
 //! - `task/<id>`: written once when the task is created (tool, times, TTL);
-//! - `task/<id>/beat`: the runner's heartbeat, rewritten every
-//!   [`TaskOptions::heartbeat`] with the tool's latest progress message;
+//! - `task/<id>/beat`: the runner's heartbeat with the tool's latest
+//!   progress message, looked at every [`TaskOptions::heartbeat`] and
+//!   rewritten when the message changed or a quarter of the lease has
+//!   passed (the store keeps every version, so not at every tick);
 //! - `task/<id>/end`: the outcome, written with the store's atomic `create`,
 //!   so exactly one of the runner (completed, failed), `tasks/cancel`
 //!   (cancelled) and a poller that finds the runner gone (failed) decides it,
@@ -460,14 +462,21 @@ impl Tasks {
         stop: CancellationToken,
     ) {
         let ns = &self.options.namespace;
+        // The store keeps every version of a key: a beat is written when the
+        // message changed, and otherwise a few times per lease (enough for
+        // a poller to see the runner alive), not at every tick.
+        let mut written: (Option<String>, tokio::time::Instant) = (None, tokio::time::Instant::now());
         loop {
             tokio::select! {
                 () = stop.cancelled() => return,
                 () = tokio::time::sleep(self.options.heartbeat) => {}
             }
             let now = message.lock().unwrap_or_else(PoisonError::into_inner).clone();
-            if let Err(error) = ns.set(&key(id, "beat"), &json!(self.beat(now))).await {
-                tracing::warn!(task = id, %error, "task heartbeat not stored");
+            if now != written.0 || written.1.elapsed() >= self.options.lease / 4 {
+                match ns.set(&key(id, "beat"), &json!(self.beat(now.clone()))).await {
+                    Ok(_) => written = (now, tokio::time::Instant::now()),
+                    Err(error) => tracing::warn!(task = id, %error, "task heartbeat not stored"),
+                }
             }
             if ns.get(&key(id, "end")).await.is_ok() {
                 cancel.cancel();
