@@ -2,8 +2,9 @@
 //! `run_code` (with search) and runs programs in its own sandboxed worker
 //! (`toolreg code-worker`); `toolreg run --code-mode` lets the model send one.
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Command as StdCommand, Stdio};
+mod common;
+
+use std::io::Write;
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -18,28 +19,7 @@ fn serve_code_mode_lists_run_code_and_runs_a_program_over_the_built_ins() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("a.txt"), "alpha").unwrap();
     std::fs::write(dir.path().join("b.txt"), "beta beta").unwrap();
-    let bin = assert_cmd::cargo::cargo_bin("toolreg");
-    let mut child = StdCommand::new(&bin)
-        .current_dir(dir.path())
-        .args(["serve", "--no-shell", "--code-mode"])
-        .env_remove("TOOLREG_LOG")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, lines) = mpsc::channel::<Value>();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if let Ok(message) = serde_json::from_str(&line)
-                && tx.send(message).is_err()
-            {
-                return;
-            }
-        }
-    });
+    let (mut child, mut stdin, lines) = common::serve_stdio(dir.path(), &["serve", "--no-shell", "--code-mode"]);
     let mut send = |message: Value| writeln!(stdin, "{message}").unwrap();
     send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}));

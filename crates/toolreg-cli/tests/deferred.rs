@@ -2,8 +2,10 @@
 //! found with `search_tools` (the `--config` servers' case is in
 //! scripts/mcp_python_client.py, with the official SDK's client).
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Command as StdCommand, Stdio};
+mod common;
+
+use std::io::Write;
+use std::process::Command as StdCommand;
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -19,27 +21,8 @@ fn serve_deferred_past_lists_the_first_tools_and_loads_the_rest_on_search() {
     let all: Vec<String> = all.as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_owned()).collect();
     assert!(all.len() > 3, "{all:?}");
 
-    let mut child = StdCommand::new(&bin)
-        .current_dir(dir.path())
-        .args(["serve", "--no-shell", "--deferred-past", "2"])
-        .env_remove("TOOLREG_LOG")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, lines) = mpsc::channel::<Value>();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if let Ok(message) = serde_json::from_str(&line)
-                && tx.send(message).is_err()
-            {
-                return;
-            }
-        }
-    });
+    let (mut child, mut stdin, lines) =
+        common::serve_stdio(dir.path(), &["serve", "--no-shell", "--deferred-past", "2"]);
     let mut send = |message: Value| writeln!(stdin, "{message}").unwrap();
     let mut seen = Vec::new();
     send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {

@@ -1,6 +1,8 @@
 //! The gateway's start-up: `--config` with servers that are slow, down or
 //! come up late, run as a user runs `toolreg`.
 
+mod common;
+
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command as StdCommand, Stdio};
 use std::sync::mpsc;
@@ -247,27 +249,8 @@ fn serve_announces_a_server_that_comes_up_later() {
 fn the_gateway_serves_remote_task_tools_as_tasks() {
     let dir = tempfile::tempdir().unwrap();
     let config = write_config(dir.path(), json!({"fake": fake(&[])}));
-    let mut child = StdCommand::new(assert_cmd::cargo::cargo_bin("toolreg"))
-        .current_dir(dir.path())
-        .args(["serve", "--no-shell", "--strict-servers", "--config"])
-        .arg(&config)
-        .env_remove("TOOLREG_LOG")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let (lines_tx, lines) = mpsc::channel();
-    let stdout = child.stdout.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(message) = serde_json::from_str::<Value>(&line.unwrap_or_default()) else { continue };
-            if lines_tx.send(message).is_err() {
-                return;
-            }
-        }
-    });
+    let args = ["serve", "--no-shell", "--strict-servers", "--config", config.to_str().unwrap()];
+    let (mut child, mut stdin, lines) = common::serve_stdio(dir.path(), &args);
     let mut ask = |id: i64, method: &str, params: Value| -> Value {
         writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).unwrap();
         loop {

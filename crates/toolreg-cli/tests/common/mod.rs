@@ -1,0 +1,38 @@
+//! What the CLI tests share: `toolreg serve` as a child process over stdio.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+
+use serde_json::Value;
+
+/// `toolreg ARGS` started in `dir` with piped stdio: the child, its input,
+/// and the JSON messages it writes, read on a thread of their own (lines
+/// that are not JSON are skipped).
+pub fn serve_stdio(dir: &Path, args: &[&str]) -> (Child, ChildStdin, mpsc::Receiver<Value>) {
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("toolreg"))
+        .current_dir(dir)
+        .args(args)
+        .env_remove("TOOLREG_LOG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, lines) = mpsc::channel::<Value>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if let Ok(message) = serde_json::from_str(&line)
+                && tx.send(message).is_err()
+            {
+                return;
+            }
+        }
+    });
+    (child, stdin, lines)
+}
