@@ -19,7 +19,7 @@ fn serve_code_mode_lists_run_code_and_runs_a_program_over_the_built_ins() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("a.txt"), "alpha").unwrap();
     std::fs::write(dir.path().join("b.txt"), "beta beta").unwrap();
-    let (mut child, mut stdin, lines) = common::serve_stdio(dir.path(), &["serve", "--no-shell", "--code-mode"]);
+    let (mut child, mut stdin, lines) = common::serve_stdio(dir.path(), &["serve", "--no-shell", "--code-mode"], &[]);
     let mut send = |message: Value| writeln!(stdin, "{message}").unwrap();
     send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}));

@@ -22,7 +22,7 @@ fn serve_deferred_past_lists_the_first_tools_and_loads_the_rest_on_search() {
     assert!(all.len() > 3, "{all:?}");
 
     let (mut child, mut stdin, lines) =
-        common::serve_stdio(dir.path(), &["serve", "--no-shell", "--deferred-past", "2"]);
+        common::serve_stdio(dir.path(), &["serve", "--no-shell", "--deferred-past", "2"], &[]);
     let mut send = |message: Value| writeln!(stdin, "{message}").unwrap();
     let mut seen = Vec::new();
     send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {

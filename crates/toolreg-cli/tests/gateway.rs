@@ -250,7 +250,7 @@ fn the_gateway_serves_remote_task_tools_as_tasks() {
     let dir = tempfile::tempdir().unwrap();
     let config = write_config(dir.path(), json!({"fake": fake(&[])}));
     let args = ["serve", "--no-shell", "--strict-servers", "--config", config.to_str().unwrap()];
-    let (mut child, mut stdin, lines) = common::serve_stdio(dir.path(), &args);
+    let (mut child, mut stdin, lines) = common::serve_stdio(dir.path(), &args, &[]);
     let mut ask = |id: i64, method: &str, params: Value| -> Value {
         writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).unwrap();
         loop {

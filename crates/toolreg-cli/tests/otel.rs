@@ -2,6 +2,8 @@
 //! server in this test decoding `ExportTraceServiceRequest` protobuf with
 //! the official `opentelemetry-proto` definitions.
 
+mod common;
+
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command as StdCommand, Stdio};
 use std::sync::{Arc, Mutex};
@@ -226,27 +228,17 @@ async fn a_served_call_joins_the_trace_of_its_traceparent() {
     let dir = workspace();
     let root = dir.path().to_owned();
     let status = tokio::task::spawn_blocking(move || {
-        let mut child = StdCommand::new(assert_cmd::cargo::cargo_bin("toolreg"))
-            .current_dir(&root)
-            .env_remove("TOOLREG_LOG")
-            .env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)
-            .env("OTEL_SERVICE_NAME", "served")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut stdin = child.stdin.take().unwrap();
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let env = [("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()), ("OTEL_SERVICE_NAME", "served")];
+        let (mut child, mut stdin, lines) = common::serve_stdio(&root, &[], &env);
         let mut send = |message: Value| writeln!(stdin, "{message}").unwrap();
         send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}));
-        lines.next().unwrap().unwrap();
+        lines.recv().unwrap();
         send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
         send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
             "name": "read_file", "arguments": {"path": "notes.txt"},
             "_meta": {"traceparent": format!("00-{TRACE_ID}-{PARENT_ID}-01"), "tracestate": "vendor=1"}}}));
-        let call: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+        let call = lines.recv().unwrap();
         assert_eq!(call["result"]["isError"], false, "{call}");
         drop(stdin);
         child.wait().unwrap()
@@ -296,29 +288,18 @@ async fn a_call_through_the_gateway_is_one_trace() {
     .unwrap();
     let root = outer.path().to_owned();
     let status = tokio::task::spawn_blocking(move || {
-        let mut child = StdCommand::new(assert_cmd::cargo::cargo_bin("toolreg"))
-            .current_dir(&root)
-            .args(["serve", "--config"])
-            .arg(&config)
-            .env_remove("TOOLREG_LOG")
-            .env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)
-            .env("OTEL_SERVICE_NAME", "gateway")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut stdin = child.stdin.take().unwrap();
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let env = [("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()), ("OTEL_SERVICE_NAME", "gateway")];
+        let (mut child, mut stdin, lines) =
+            common::serve_stdio(&root, &["serve", "--config", config.to_str().unwrap()], &env);
         let mut send = |message: Value| writeln!(stdin, "{message}").unwrap();
         send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}));
-        lines.next().unwrap().unwrap();
+        lines.recv().unwrap();
         send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
         send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
             "name": "inner__read_file", "arguments": {"path": "notes.txt"},
             "_meta": {"traceparent": format!("00-{TRACE_ID}-{PARENT_ID}-01")}}}));
-        let call: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+        let call = lines.recv().unwrap();
         assert_eq!(call["result"]["isError"], false, "{call}");
         // Time for the imported server's export (every 50 ms).
         std::thread::sleep(Duration::from_millis(500));

@@ -9,14 +9,15 @@ use std::sync::mpsc;
 
 use serde_json::Value;
 
-/// `toolreg ARGS` started in `dir` with piped stdio: the child, its input,
-/// and the JSON messages it writes, read on a thread of their own (lines
-/// that are not JSON are skipped).
-pub fn serve_stdio(dir: &Path, args: &[&str]) -> (Child, ChildStdin, mpsc::Receiver<Value>) {
+/// `toolreg ARGS` started in `dir` with piped stdio and `env` added: the
+/// child, its input, and the JSON messages it writes, read on a thread of
+/// their own (lines that are not JSON are skipped).
+pub fn serve_stdio(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (Child, ChildStdin, mpsc::Receiver<Value>) {
     let mut child = Command::new(assert_cmd::cargo::cargo_bin("toolreg"))
         .current_dir(dir)
         .args(args)
         .env_remove("TOOLREG_LOG")
+        .envs(env.iter().copied())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
