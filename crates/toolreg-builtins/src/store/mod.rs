@@ -312,3 +312,14 @@ fn overflow_key(tool: &str, call_id: Option<&str>) -> String {
     };
     format!("results/{}/{}", clean(tool), clean(&id))
 }
+
+/// Now, in milliseconds since the Unix epoch: how both backends keep times.
+fn now_ms() -> i64 {
+    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    since.map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX)).unwrap_or(0)
+}
+
+/// A count or version read back from the database (never negative there).
+fn to_u64(n: i64) -> u64 {
+    u64::try_from(n).unwrap_or(0)
+}

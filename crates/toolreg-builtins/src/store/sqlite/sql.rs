@@ -2,8 +2,7 @@
 //! on one connection. The threads that own the connections, and the group
 //! commit that wraps each write in a savepoint, are in the parent module.
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
+use crate::store::{now_ms, to_u64};
 use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
 use serde_json::Value;
 
@@ -39,14 +38,6 @@ pub(super) fn map_err(operation: &'static str, error: &rusqlite::Error) -> Store
 
 pub(super) fn sql(operation: &'static str) -> impl Fn(rusqlite::Error) -> StoreError {
     move |e| map_err(operation, &e)
-}
-
-fn now_ms() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX)).unwrap_or(0)
-}
-
-fn to_u64(n: i64) -> u64 {
-    u64::try_from(n).unwrap_or(0)
 }
 
 /// Whether a write adds a version, or only a first one.
