@@ -123,6 +123,7 @@ mod error;
 mod forward;
 mod handler;
 mod resources;
+mod task;
 mod tools;
 
 use child::{ChildOut, inherited_env};
