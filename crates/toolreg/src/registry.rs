@@ -245,6 +245,18 @@ impl ToolEntry {
         }
     }
 
+    /// [`check_arguments`](Self::check_arguments) for arguments the tool's
+    /// own deserialisation has just refused: they are almost surely invalid,
+    /// so the report is built at once, without a yes-or-no validation first.
+    pub(crate) fn explain_refused(&self, args: &mut serde_json::Value) -> Result<(), ToolError> {
+        crate::args::normalise_root(args)?;
+        self.validator.fill_defaults(args);
+        match self.validator.errors(args) {
+            errors if errors.is_empty() => Ok(()),
+            errors => Err(ToolError::InvalidArguments { errors }),
+        }
+    }
+
     /// The provider formats' cache of this tool's lowered schemas.
     pub(crate) fn lowered(&self) -> &LoweredSchemas {
         &self.lowered

@@ -13,9 +13,12 @@ fn main() {
     let n: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(100_000);
     let mut registry = FunctionRegistry::new();
     let decl = ToolDeclaration::for_args::<Args>("forecast", "Forecast");
-    registry
-        .register(ToolRegistration::new(decl, |a: Args| Ok::<_, String>(format!("{} in {} days", a.city, a.days))))
-        .unwrap();
+    let forecast = |a: Args| Ok::<_, String>(format!("{} in {} days", a.city, a.days));
+    #[cfg(not(feature = "legacy-registration"))]
+    let registration = ToolRegistration::new(decl, forecast);
+    #[cfg(feature = "legacy-registration")]
+    let registration = ToolRegistration::from_sync("forecast", forecast, decl);
+    registry.register(registration).unwrap();
     let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
     let mut total = 0usize;
     rt.block_on(async {

@@ -141,17 +141,21 @@ pub struct BatchOptions {
 
 impl Default for BatchOptions {
     fn default() -> Self {
-        BatchOptions {
-            max_concurrency: 64,
-            call_timeout: None,
-            batch_timeout: None,
-            parallel_writes: false,
-            max_content_bytes: 16 << 20,
-        }
+        Self::DEFAULT
     }
 }
 
 impl BatchOptions {
+    /// The defaults: 64 calls at once, no timeouts, writes one at a time,
+    /// 16 MiB of content blocks per result.
+    pub const DEFAULT: BatchOptions = BatchOptions {
+        max_concurrency: 64,
+        call_timeout: None,
+        batch_timeout: None,
+        parallel_writes: false,
+        max_content_bytes: 16 << 20,
+    };
+
     /// Set the concurrency limit (0 is taken as 1).
     pub fn max_concurrency(mut self, limit: usize) -> Self {
         self.max_concurrency = limit.max(1);
@@ -419,7 +423,7 @@ impl ToolEngine {
             approval: &state.approval,
             layers: &state.layers,
             sinks: &state.sinks,
-            options: state.options,
+            options: &state.options,
         }
     }
 }
@@ -438,6 +442,10 @@ impl FunctionRegistry {
 }
 
 impl ToolExecutor for FunctionRegistry {
+    fn execute_call(&self, call: ToolCall) -> BoxFuture<'_, ToolResult> {
+        Box::pin(pipeline::run(Pipeline::of_registry(self), call, Control::default()))
+    }
+
     fn execute_call_with(&self, call: ToolCall, options: CallOptions) -> BoxFuture<'_, ToolResult> {
         Box::pin(async move {
             let token = options.cancel.clone().map(Arc::new);

@@ -30,7 +30,6 @@ use std::sync::{Arc, LazyLock, OnceLock};
 use std::task::Poll;
 use std::time::Duration;
 
-use futures_util::FutureExt;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -59,7 +58,7 @@ pub(crate) struct Pipeline<'a> {
     pub(crate) approval: &'a Approval,
     pub(crate) layers: &'a Arc<[Layer]>,
     pub(crate) sinks: &'a [Arc<dyn AuditSink>],
-    pub(crate) options: BatchOptions,
+    pub(crate) options: &'a BatchOptions,
 }
 
 impl<'a> Pipeline<'a> {
@@ -71,13 +70,16 @@ impl<'a> Pipeline<'a> {
             approval: &NO_APPROVAL,
             layers: &NO_LAYERS,
             sinks: &[],
-            options: BatchOptions::default(),
+            options: &REGISTRY_OPTIONS,
         }
     }
 }
 
 /// The layers of a pipeline that has none (a registry's), shared.
 static NO_LAYERS: LazyLock<Arc<[Layer]>> = LazyLock::new(|| Arc::from([]));
+
+/// A registry's options: the defaults (no timeout).
+static REGISTRY_OPTIONS: BatchOptions = BatchOptions::DEFAULT;
 
 /// A registry's approval: none.
 static NO_APPROVAL: Approval = Approval::None;
@@ -152,73 +154,79 @@ pub(crate) fn run<'a>(
         error.type = tracing::field::Empty,
     );
     let fields = span.clone();
+    let ToolCall { id, name, arguments } = call;
+    let mut record = Record::new(p.sinks, id, name, control.stopped);
     async move {
-        let ToolCall { id, name, arguments } = call;
-        let mut record = Record::new(p.sinks, id, name, control.stopped);
         let Record { id, name, trail, .. } = &mut record;
-        let steps = async {
-            // 1. Lookup and selection.
-            let entry = lookup(&p, name)?;
-            let decl = entry.declaration_arc();
-            trail.safety = Some(decl.safety);
-            // 2. Argument limits, in whatever form the arguments came.
-            let arguments = check_limits(&p, arguments)?;
-            // A call from your own code (`FunctionRegistry::execute`) has no id.
-            let cx = if id.is_empty() { CallContext::default() } else { CallContext::new(id.as_str()) };
-            let mut cx = cx.with_declaration(Arc::clone(decl));
-            if let Some(extensions) = control.extensions {
-                *cx.extensions_mut() = extensions.clone();
-            }
-            if let Some(token) = &control.token {
-                cx = cx.with_shared_cancellation(Arc::clone(token));
-            }
-            let offload = p.options.has_timeout();
-            let needs_approval = p.approval.needed_for(decl);
-            if !needs_approval && p.layers.is_empty() {
-                // Nothing stands between the arguments and the tool: a typed
-                // tool deserialises straight from the text (serde is its
-                // validation), anything else is validated in `run_tool`.
-                trail.decide(decl.safety, trail.recording().then(|| hash(&arguments)).flatten());
-                let (cx, deadline) = deadline(&p, cx);
-                return within(deadline, run_tool(entry, cx, arguments, offload)).await;
-            }
-            // 3. Validation, once for every later step.
-            let mut args = into_value(arguments)?;
-            entry.check_arguments(&mut args)?;
-            // 4. Approval.
-            let approved = match p.approval {
-                Approval::From { approver, .. } if needs_approval => {
-                    Some(approve(entry, approver.as_deref(), &mut cx, &mut args, trail).await?)
-                }
-                _ => {
-                    trail.decide(decl.safety, trail.recording().then(|| ArgumentsHash::of(&args)));
-                    None
-                }
-            };
-            // 5. Hooks and run.
-            let chain = Arc::new(Chain { layers: Arc::clone(p.layers), entry: entry.clone(), approved, offload });
-            let arguments = HookArguments { value: args, changed: false };
-            // The first layer's name (or none: approval without layers).
-            let hook = chain.layers.first().map_or_else(|| Arc::from(""), |layer| Arc::clone(&layer.name));
-            let (cx, deadline) = deadline(&p, cx);
-            within(deadline, Next { chain, index: 0 }.run(HookCall { cx, arguments, hook })).await
-        };
-        // The one panic boundary: where a panic started is in the site marks.
         let outcome = {
-            let guarded = AssertUnwindSafe(steps)
-                .catch_unwind()
-                .map(|outcome| outcome.unwrap_or_else(|panic| Err(panicked(name, &*panic))));
-            let mut guarded = std::pin::pin!(guarded);
+            // Pinned where it is built, and polled under `catch_unwind` by
+            // hand rather than through wrapper futures: every move of the
+            // steps' state was a copy on each call (measured: about a fifth
+            // of a registry call went to copying futures).
+            let mut steps = std::pin::pin!(async {
+                // 1. Lookup and selection.
+                let entry = lookup(&p, name)?;
+                let decl = entry.declaration_arc();
+                trail.safety = Some(decl.safety);
+                // 2. Argument limits, in whatever form the arguments came.
+                let arguments = check_limits(&p, arguments)?;
+                // A call from your own code (`FunctionRegistry::execute`) has no id.
+                let cx = if id.is_empty() { CallContext::default() } else { CallContext::new(id.as_str()) };
+                let mut cx = cx.with_declaration(Arc::clone(decl));
+                if let Some(extensions) = control.extensions {
+                    *cx.extensions_mut() = extensions.clone();
+                }
+                if let Some(token) = &control.token {
+                    cx = cx.with_shared_cancellation(Arc::clone(token));
+                }
+                let offload = p.options.has_timeout();
+                let needs_approval = p.approval.needed_for(decl);
+                if !needs_approval && p.layers.is_empty() {
+                    // Nothing stands between the arguments and the tool: a typed
+                    // tool deserialises straight from the text (serde is its
+                    // validation), anything else is validated in `run_tool`.
+                    trail.decide(decl.safety, trail.recording().then(|| hash(&arguments)).flatten());
+                    let (cx, deadline) = deadline(&p, cx);
+                    return within(deadline, run_tool(entry, cx, arguments, offload)).await;
+                }
+                // 3. Validation, once for every later step.
+                let mut args = into_value(arguments)?;
+                entry.check_arguments(&mut args)?;
+                // 4. Approval.
+                let approved = match p.approval {
+                    // Boxed: an approval is rare beside the calls that need
+                    // none, and its state would make every call's future larger.
+                    Approval::From { approver, .. } if needs_approval => {
+                        Some(Box::pin(approve(entry, approver.as_deref(), &mut cx, &mut args, trail)).await?)
+                    }
+                    _ => {
+                        trail.decide(decl.safety, trail.recording().then(|| ArgumentsHash::of(&args)));
+                        None
+                    }
+                };
+                // 5. Hooks and run.
+                let chain = Arc::new(Chain { layers: Arc::clone(p.layers), entry: entry.clone(), approved, offload });
+                let arguments = HookArguments { value: args, changed: false };
+                // The first layer's name (or none: approval without layers).
+                let hook = chain.layers.first().map_or_else(|| Arc::from(""), |layer| Arc::clone(&layer.name));
+                let (cx, deadline) = deadline(&p, cx);
+                within(deadline, Next { chain, index: 0 }.run(HookCall { cx, arguments, hook })).await
+            });
             match control.watch {
-                None => guarded.await,
                 Some(watch) if watch.is_cancelled() => Err(ToolError::Cancelled),
-                Some(watch) => {
-                    let mut cancelled = std::pin::pin!(watch.cancelled());
+                watch => {
+                    let mut cancelled = std::pin::pin!(watch.map(CancellationToken::cancelled));
                     std::future::poll_fn(|task| {
-                        if let Poll::Ready(outcome) = guarded.as_mut().poll(task) {
-                            return Poll::Ready(outcome);
+                        // The one panic boundary: where a panic started is in the site marks.
+                        match std::panic::catch_unwind(AssertUnwindSafe(|| steps.as_mut().poll(task))) {
+                            Ok(Poll::Ready(outcome)) => return Poll::Ready(outcome),
+                            Err(panic) => return Poll::Ready(Err(panicked(name, &*panic))),
+                            Ok(Poll::Pending) => {}
                         }
-                        cancelled.as_mut().poll(task).map(|()| Err(ToolError::Cancelled))
+                        match cancelled.as_mut().as_pin_mut() {
+                            Some(cancelled) => cancelled.poll(task).map(|()| Err(ToolError::Cancelled)),
+                            None => Poll::Pending,
+                        }
                     })
                     .await
                 }
@@ -475,28 +483,30 @@ fn offloaded(entry: &ToolEntry, cx: CallContext, arguments: ToolArguments) -> To
 /// the check, else validated against the schema first.
 fn start(entry: &ToolEntry, cx: CallContext, arguments: ToolArguments) -> ToolFuture {
     let tool = entry.tool();
-    let (cx, value) = match arguments {
+    // `refused`: serde has refused the arguments already.
+    let (cx, value, refused) = match arguments {
         // Only an object goes straight to serde: serde would also take an array for a struct.
         ToolArguments::Raw(text) if entry.is_serde_checked() && text.trim_start().starts_with('{') => {
             match tool.call_text(cx, &text) {
                 Ok(future) => return future,
-                Err(cx) => (cx, args::parse(&text)),
+                Err(cx) => (cx, args::parse(&text), true),
             }
         }
-        ToolArguments::Raw(text) => (cx, args::parse(&text)),
+        ToolArguments::Raw(text) => (cx, args::parse(&text), false),
         ToolArguments::Json(value) if entry.is_serde_checked() && value.is_object() => {
             match tool.call_value(cx, &value) {
                 Ok(future) => return future,
-                Err(cx) => (cx, Ok(value)),
+                Err(cx) => (cx, Ok(value), true),
             }
         }
-        ToolArguments::Json(value) => (cx, Ok(value)),
+        ToolArguments::Json(value) => (cx, Ok(value), false),
     };
     let mut value = match value {
         Ok(value) => value,
         Err(error) => return ToolFuture::ready(Err(error)),
     };
-    match entry.check_arguments(&mut value) {
+    let checked = if refused { entry.explain_refused(&mut value) } else { entry.check_arguments(&mut value) };
+    match checked {
         Ok(()) => tool.call(cx, value),
         Err(error) => ToolFuture::ready(Err(error)),
     }

@@ -16,32 +16,38 @@ use super::{Provider, ProviderError, ToolRef, lower};
 use crate::declaration::ToolDeclaration;
 use crate::exec::{ToolArguments, ToolCall};
 
+/// Sets and maps keyed by tool names. The keys are the application's tool
+/// names (a model's names are only looked up), so a fast unkeyed hash is
+/// safe, as in the registry's own table.
+type Names<V> = HashMap<String, V, foldhash::fast::RandomState>;
+type NameSet = HashSet<String, foldhash::fast::RandomState>;
+
 /// How to get the model's calls back to the real tools: provider spellings
 /// of names, for strict tools the optional arguments strict mode made
 /// nullable (a `null` there means "absent"), and the call ids toolreg made
 /// up for calls that came without one.
 #[derive(Debug, Clone, Default)]
 pub struct CallMapping {
-    pub(super) real: HashMap<String, String>,
-    spelled: HashMap<String, String>,
-    nullable: HashMap<String, Arc<ToolDeclaration>>,
+    pub(super) real: Names<String>,
+    spelled: Names<String>,
+    nullable: Names<Arc<ToolDeclaration>>,
     generated: Arc<Mutex<HashSet<String>>>,
     /// The names (as the provider spells them) a declaration sent; `None`
     /// for a mapping not made by one, which accepts any name.
-    pub(super) declared: Option<HashSet<String>>,
+    pub(super) declared: Option<NameSet>,
     /// The real names of the tools a declaration sent deferred
     /// ([`ToolRef::deferred`]).
-    pub(super) deferred: HashSet<String>,
+    pub(super) deferred: NameSet,
     /// The real name of the tool a declaration sent as the provider's tool
     /// search entry point ([`ToolRef::search_tool`]).
     pub(super) search: Option<String>,
     /// What a tool search's answer sends for each deferred tool (real
     /// name), for a format that sends found tools' definitions (OpenAI
     /// Responses' `tool_search_output`): the tool's entry as declared.
-    pub(super) loadable: HashMap<String, Value>,
+    pub(super) loadable: Names<Value>,
     /// The namespace and bare name each namespaced tool (real name) was
     /// declared with (OpenAI Responses' `namespace` entries).
-    pub(super) namespaced: HashMap<String, (String, String)>,
+    pub(super) namespaced: Names<(String, String)>,
 }
 
 impl CallMapping {
