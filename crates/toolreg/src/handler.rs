@@ -58,6 +58,11 @@ impl ToolFuture {
         ToolFuture { state: FutureState::Ready(Some(result)) }
     }
 
+    /// Whether the result was known when the call started.
+    pub(crate) fn is_ready(&self) -> bool {
+        matches!(self.state, FutureState::Ready(Some(_)))
+    }
+
     /// The result, if it was known when the call started.
     pub(crate) fn into_ready(self) -> Result<Result<ToolOutput, ToolError>, Self> {
         match self.state {

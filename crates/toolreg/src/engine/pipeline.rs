@@ -153,7 +153,6 @@ pub(crate) fn run<'a>(
         toolreg.outcome = tracing::field::Empty,
         error.type = tracing::field::Empty,
     );
-    let fields = span.clone();
     let ToolCall { id, name, arguments } = call;
     let mut record = Record::new(p.sinks, id, name, control.stopped);
     async move {
@@ -215,7 +214,9 @@ pub(crate) fn run<'a>(
             match control.watch {
                 Some(watch) if watch.is_cancelled() => Err(ToolError::Cancelled),
                 watch => {
-                    let mut cancelled = std::pin::pin!(watch.map(CancellationToken::cancelled));
+                    // Boxed: only a call given a token has it, and it would
+                    // make every call's future larger.
+                    let mut cancelled = watch.map(|watch| Box::pin(watch.cancelled()));
                     std::future::poll_fn(|task| {
                         // The one panic boundary: where a panic started is in the site marks.
                         match std::panic::catch_unwind(AssertUnwindSafe(|| steps.as_mut().poll(task))) {
@@ -223,8 +224,8 @@ pub(crate) fn run<'a>(
                             Err(panic) => return Poll::Ready(Err(panicked(name, &*panic))),
                             Ok(Poll::Pending) => {}
                         }
-                        match cancelled.as_mut().as_pin_mut() {
-                            Some(cancelled) => cancelled.poll(task).map(|()| Err(ToolError::Cancelled)),
+                        match &mut cancelled {
+                            Some(cancelled) => cancelled.as_mut().poll(task).map(|()| Err(ToolError::Cancelled)),
                             None => Poll::Pending,
                         }
                     })
@@ -236,13 +237,15 @@ pub(crate) fn run<'a>(
             trail.decision = AuditDecision::ApprovalFailed;
         }
         // Blocks are bounded in total, as text is by `OutputBudget`.
-        let outcome = outcome.and_then(|output| match output.content_size() {
-            size if size > p.options.max_content_bytes => {
-                Err(ToolError::ResultTooLarge { size, limit: p.options.max_content_bytes })
-            }
-            _ => Ok(output),
-        });
-        record_span_fields(&fields, trail, &outcome);
+        let mut outcome = outcome;
+        if let Ok(output) = &outcome
+            && output.content_size() > p.options.max_content_bytes
+        {
+            outcome =
+                Err(ToolError::ResultTooLarge { size: output.content_size(), limit: p.options.max_content_bytes });
+        }
+        // The span this future runs in (cheaper than a clone kept in it).
+        record_span_fields(&tracing::Span::current(), trail, &outcome);
         // 6. Audit.
         record.finish(outcome)
     }

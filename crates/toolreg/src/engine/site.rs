@@ -94,10 +94,10 @@ impl<F: Future> Future for AtSite<F> {
 
 /// Poll a started call under `site`, unless its result is already known.
 pub(crate) fn poll_at(site: Site, started: ToolFuture) -> ToolFuture {
-    match started.into_ready() {
-        Ok(result) => ToolFuture::ready(result),
-        Err(future) => ToolFuture::new(AtSite::new(site, future)),
+    if started.is_ready() {
+        return started;
     }
+    ToolFuture::new(AtSite::new(site, started))
 }
 
 /// The error for a panic that started at `site`: the approval failed (the
