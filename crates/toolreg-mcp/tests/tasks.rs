@@ -486,6 +486,33 @@ async fn ended_tasks_past_their_ttl_are_swept_and_forgotten() {
     assert!(gone["error"]["message"].as_str().unwrap().contains("unknown task"), "{gone}");
 }
 
+/// A task forgotten after its TTL while it still runs on another replica:
+/// the runner stops at its next heartbeat and leaves nothing behind.
+#[tokio::test]
+async fn a_running_task_forgotten_on_another_replica_stops_and_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tasks.db");
+    let (store_a, store_b) = (SqliteStore::open(&path).await.unwrap(), SqliteStore::open(&path).await.unwrap());
+    let ttl = |o: TaskOptions| o.ttl(Duration::from_millis(300));
+    let cancelled = Arc::new(AtomicBool::new(false));
+    let mut a = client(server_on(&store_a, &cancelled, ttl).await).await;
+    let mut b = client(server_on(&store_b, &Arc::default(), ttl).await).await;
+    let id = task_id(&a.call(1, "waiter", json!({})).await);
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let gone = request(&mut b, 2, "tasks/get", json!({"taskId": id})).await;
+    assert!(gone["error"]["message"].as_str().unwrap().contains("unknown task"), "{gone}");
+    let ns = store_a.namespace("mcp-tasks").unwrap();
+    let started = Instant::now();
+    while !cancelled.load(Ordering::SeqCst)
+        || !ns.list(&format!("task/{id}"), 10, None).await.unwrap().entries.is_empty()
+    {
+        assert!(started.elapsed() < Duration::from_secs(10), "the runner on A went on, or left its records");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let still_gone = request(&mut a, 3, "tasks/get", json!({"taskId": id})).await;
+    assert!(still_gone["error"]["message"].as_str().unwrap().contains("unknown task"), "{still_gone}");
+}
+
 /// The same across replicas on PostgreSQL: created through one server,
 /// polled and cancelled through another.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -313,8 +313,9 @@ fn overflow_key(tool: &str, call_id: Option<&str>) -> String {
     format!("results/{}/{}", clean(tool), clean(&id))
 }
 
-/// Now, in milliseconds since the Unix epoch: how both backends keep times.
-fn now_ms() -> i64 {
+/// Now, in milliseconds since the Unix epoch: how both backends keep times
+/// (`created_ms`), for callers that compare their own times with them.
+pub fn now_ms() -> i64 {
     let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
     since.map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX)).unwrap_or(0)
 }

@@ -24,7 +24,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Mutex, PoisonError};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use rmcp::model::{
     ClientCapabilities, ErrorData, InputRequests, InputRequiredResult, InputResponses, RequestStateCodec, SealOptions,
@@ -331,7 +331,7 @@ fn already_used() -> ErrorData {
 }
 
 fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)).unwrap_or(0)
+    u64::try_from(toolreg_builtins::store::now_ms()).unwrap_or(0)
 }
 
 /// What a sealed state is bound to: the tool and its canonical arguments.

@@ -55,12 +55,16 @@
 //! is refused before the store is asked; a task is forgotten after its TTL
 //! ([`TaskOptions::ttl`]): when next asked for, or, once it has ended, by
 //! the sweep each new task makes over the next few dozen keys (so ended
-//! tasks nobody polls again do not pile up); the store's namespace quotas
+//! tasks nobody polls again do not pile up). A task forgotten while it
+//! still runs (the specification lets a receiver drop a task after its TTL
+//! whatever its status) is cancelled: at once on this process, at the next
+//! heartbeat on another replica; what its runner writes afterwards is
+//! removed by the runner or by the sweep. The store's namespace quotas
 //! bound the rest.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use rmcp::model::{
     CallToolResult, ClientCapabilities, CreateTaskResult, DetailedTask, ErrorData, GetTaskResult, InputRequests,
@@ -71,7 +75,7 @@ use serde_json::{Value, json};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use toolreg::{CallOptions, Checkpoints, Extensions, ProgressReporter, ToolCall, ToolEngine, ToolError, ToolExecutor};
-use toolreg_builtins::store::{Namespace, StoreError};
+use toolreg_builtins::store::{Namespace, StoreError, now_ms};
 
 use super::InputRound;
 use super::call::to_call_tool_result;
@@ -242,10 +246,6 @@ pub(super) struct Tasks {
 /// Keys looked at per sweep (one sweep per task created).
 const SWEEP_KEYS: u64 = 64;
 
-fn now_ms() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX)).unwrap_or(0)
-}
-
 fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
@@ -384,6 +384,12 @@ impl Tasks {
             Err(error) => return Err(store_error("reading the task", &error)),
         };
         if now_ms().saturating_sub(created.created_ms) > i64::try_from(created.ttl_ms).unwrap_or(i64::MAX) {
+            // Forgotten, running or not: a runner here stops now, one on
+            // another replica at its next heartbeat; what it writes after
+            // this is removed by it or by the sweep.
+            if let Some(live) = self.live.lock().unwrap_or_else(PoisonError::into_inner).get(id) {
+                live.cancel.cancel();
+            }
             for part in ["", "beat", "end", "ask", "answers"] {
                 let _ = ns.delete(&key(id, part)).await;
             }

@@ -6,7 +6,9 @@ use super::*;
 
 impl Tasks {
     /// Remove the ended tasks past their TTL among the next [`SWEEP_KEYS`]
-    /// keys (a task still running is left to its runner, and to `tasks/get`).
+    /// keys (a task still running is left to its runner, and to `tasks/get`),
+    /// and the parts left of a task whose record is gone (forgotten after
+    /// its TTL while its runner, maybe on another replica, still wrote).
     pub(super) async fn sweep(&self) {
         let ns = &self.options.namespace;
         let from = self.sweep_from.lock().unwrap_or_else(PoisonError::into_inner).clone();
@@ -20,8 +22,15 @@ impl Tasks {
         *self.sweep_from.lock().unwrap_or_else(PoisonError::into_inner) = page.next_cursor;
         let now = now_ms();
         for entry in page.entries {
-            // Only the records themselves (`task/<id>`), old enough.
-            let Some(id) = entry.key.strip_prefix("task/").filter(|id| is_task_id(id)) else { continue };
+            let Some(rest) = entry.key.strip_prefix("task/") else { continue };
+            if let Some((id, _part)) = rest.split_once('/').filter(|(id, _)| is_task_id(id)) {
+                if let Err(StoreError::NotFound { .. }) = ns.reference(&key(id, "")).await {
+                    let _ = ns.delete(&entry.key).await;
+                }
+                continue;
+            }
+            // The records themselves (`task/<id>`), old enough.
+            let Some(id) = Some(rest).filter(|id| is_task_id(id)) else { continue };
             if now.saturating_sub(entry.created_ms) <= i64::try_from(millis(self.options.ttl)).unwrap_or(i64::MAX) {
                 continue;
             }
@@ -83,10 +92,15 @@ impl Tasks {
         for part in ["beat", "ask", "answers"] {
             let _ = ns.delete(&key(id, part)).await;
         }
+        // A task forgotten after its TTL while it ran keeps no outcome.
+        if let Err(StoreError::NotFound { .. }) = ns.reference(&key(id, "")).await {
+            let _ = ns.delete(&key(id, "end")).await;
+        }
     }
 
     /// Write the heartbeat every interval until `stop`; cancel the call when
-    /// an outcome (a cancellation) appears in the store.
+    /// an outcome (a cancellation) appears in the store, or when the task
+    /// was forgotten (its TTL ran out, which any replica may act on).
     async fn heartbeat(
         &self,
         id: &str,
@@ -111,7 +125,8 @@ impl Tasks {
                     Err(error) => tracing::warn!(task = id, %error, "task heartbeat not stored"),
                 }
             }
-            if ns.get(&key(id, "end")).await.is_ok() {
+            let forgotten = matches!(ns.reference(&key(id, "")).await, Err(StoreError::NotFound { .. }));
+            if forgotten || ns.reference(&key(id, "end")).await.is_ok() {
                 cancel.cancel();
             }
         }
