@@ -664,6 +664,26 @@ async fn the_hosts_answerer_answers_questions_no_mcp_client_can() {
     assert!(got["error"]["message"].as_str().unwrap().ends_with("this host has no model"), "{got}");
 }
 
+/// A remote task's question (`input_required`) goes to whoever answers the
+/// server's own requests (here the host), and the answer back with
+/// `tasks/update`; with no one to answer, the task is cancelled and the call
+/// fails saying why.
+#[tokio::test]
+async fn a_remote_tasks_question_is_answered_and_the_task_goes_on() {
+    let server = RemoteServer::connect("fake", fake()).await.unwrap();
+    let registry = import(&server).await;
+    let unanswered = call(&registry, "fake__research", json!({"topic": "tides", "ask": true})).await;
+    let error = unanswered.error().map(ToString::to_string).unwrap_or_default();
+    assert!(error.contains("the task's question could not be answered"), "{:?}", unanswered.outcome);
+    let seen = call(&registry, "fake__cancelled", json!({})).await;
+    assert!(seen.value().unwrap().as_str().unwrap().contains("task:task-1"), "the unanswered task was cancelled");
+
+    server.answer_with(std::sync::Arc::new(Host));
+    let answered = call(&registry, "fake__research", json!({"topic": "tides", "ask": true})).await;
+    let expected = r#"found: tides for {"action": "accept", "content": {"name": "fake: Who is asking?"}}"#;
+    assert_eq!(answered.value(), Some(&json!(expected)), "{:?}", answered.outcome);
+}
+
 /// Whether a process whose command line names `marker` still runs.
 #[cfg(target_os = "linux")]
 fn runs_with(marker: &std::path::Path) -> bool {

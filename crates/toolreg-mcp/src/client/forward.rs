@@ -18,6 +18,10 @@
 //! the client through the call's [`InputRound`]; the client's next round
 //! takes the parked call up again, gives the server the answer and waits
 //! again.
+//!
+//! A remote task's questions (`input_required` in `tasks/get`) go the same
+//! way as a plain request of the server (see `answer`), except for a
+//! 2026-07-28 client's call, whose rounds do not reach into a task.
 
 // rmcp marks sampling deprecated (a protocol draft drops it); the revisions
 // the servers speak have it.
@@ -29,7 +33,7 @@ use std::sync::{Arc, PoisonError};
 use futures_util::future::BoxFuture;
 use rmcp::model::{
     ClientCapabilities, CreateMessageRequest, CreateMessageRequestParams, CreateMessageResult, ElicitRequest,
-    ElicitRequestParams, ElicitResult, ErrorData, InputRequest,
+    ElicitRequestParams, ElicitResult, ErrorData, InputRequest, ListRootsResult,
 };
 use rmcp::service::{Peer, RoleServer};
 use serde_json::Value;
@@ -195,5 +199,18 @@ pub(super) async fn sample(
         Caller::Host(answerer) => {
             answerer.sample(&inner.name, request).await.map_err(|error| refused("sampling", error))
         }
+    }
+}
+
+/// Answer one question of a remote task as the server's own request would
+/// be answered: elicitation and sampling forwarded, roots listed as none
+/// (as toolreg answers `roots/list`). The answer as the task expects it.
+pub(super) async fn answer(inner: &Inner, request: InputRequest) -> Result<Value, ErrorData> {
+    let json = |value: Result<Value, serde_json::Error>| value.map_err(|e| refused("task", e));
+    match request {
+        InputRequest::Elicitation(request) => json(serde_json::to_value(elicit(inner, request.params).await?)),
+        InputRequest::CreateMessage(request) => json(serde_json::to_value(sample(inner, request.params).await?)),
+        InputRequest::ListRoots(_) => json(serde_json::to_value(ListRootsResult::default())),
+        other => Err(refused("task", format!("toolreg does not know this kind of question: {other:?}"))),
     }
 }

@@ -47,9 +47,12 @@
 //! which the gateway serves on. A server that still refuses a plain call
 //! with "method not found" has that tool left out from then on
 //! ([`RemoteServer::left_out`]; [`RemoteServer::changes`] announces it). A
-//! remote task that asks its client a question (`input_required`) is
-//! cancelled and the call fails saying so: questions inside remote tasks
-//! are not forwarded.
+//! remote task that asks its client a question (`input_required`) has it
+//! answered like a request of the server (below) and gets the answer with
+//! `tasks/update`; a question no one can answer cancels the task, and the
+//! call fails saying why. A call of a 2026-07-28 client cannot take a
+//! task's questions (its rounds do not reach into a task): that task is
+//! cancelled, saying so.
 //!
 //! Its elicitation and sampling requests go to the MCP client whose call is
 //! running on it (behind the gateway, the gateway's client), else to the

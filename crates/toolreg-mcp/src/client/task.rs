@@ -1,15 +1,21 @@
 //! A remote tool that answers with a task (the MCP tasks extension): the
 //! call follows it, polling to its end within the call's timeout and
-//! cancellation, and takes its outcome as the call's answer.
+//! cancellation, answers the questions it asks on the way (`input_required`,
+//! put to whoever answers the server's own requests), and takes its outcome
+//! as the call's answer.
 
+use std::collections::HashSet;
 use std::time::Duration;
 
-use rmcp::model::{CallToolResult, CustomResult, ServerResult, TaskPayload};
+use rmcp::model::{
+    CallToolResult, CustomResult, InputRequests, InputResponses, ServerResult, TaskPayload, UpdateTaskParams,
+};
 use rmcp::service::{Peer, RoleClient};
 use serde_json::Value;
 use toolreg::{CallContext, ToolError};
 
 use super::RemoteServer;
+use crate::server::InputRound;
 
 impl RemoteServer {
     /// When the server answered with a task (the tasks extension), poll it
@@ -30,6 +36,8 @@ impl RemoteServer {
         let mut delay = suggested(created.task.poll_interval_ms);
         let mut polls = 0u32;
         let mut last_message = None;
+        // Keys of the task's questions answered so far (unique over its life).
+        let mut answered = HashSet::new();
         // Cancel the remote task (best effort, bounded: the call is over).
         let stop = || {
             let params = rmcp::model::CancelTaskParams::new(id.clone());
@@ -90,18 +98,78 @@ impl RemoteServer {
                         self.inner.name
                     )));
                 }
-                TaskPayload::InputRequired { .. } => {
+                // A 2026-07-28 client's rounds do not reach into a task.
+                TaskPayload::InputRequired { .. } if cx.extensions().get::<InputRound>().is_some() => {
                     stop().await;
                     return Err(ToolError::failed(format!(
-                        "MCP server `{}`: the task asked its client a question (input_required), which toolreg \
-                         does not forward for remote tasks; the task was cancelled",
+                        "MCP server `{}`: the task asked a question (input_required), which toolreg does not \
+                         forward from a task to a client on the 2026-07-28 revision; the task was cancelled",
                         self.inner.name
                     )));
+                }
+                TaskPayload::InputRequired { input_requests } => {
+                    match self.answer_questions(peer, cx, &id, input_requests, &mut answered, deadline).await {
+                        // Answered: look again soon.
+                        Ok(true) => {
+                            delay = MIN_POLL;
+                            continue;
+                        }
+                        Ok(false) => {}
+                        Err(error) => {
+                            stop().await;
+                            return Err(error);
+                        }
+                    }
                 }
                 _ => {}
             }
             // Back off, never polling faster than the server asks.
             delay = (delay * 3 / 2).max(suggested(task.task.poll_interval_ms)).min(MAX_POLL);
+        }
+    }
+    /// Answer the questions of remote task `id` not answered before, as the
+    /// server's own requests are answered, and send the answers with
+    /// `tasks/update`. Whether any were sent; an error ends the call (its
+    /// caller cancels the task).
+    async fn answer_questions(
+        &self,
+        peer: &Peer<RoleClient>,
+        cx: &CallContext,
+        id: &str,
+        questions: InputRequests,
+        answered: &mut HashSet<String>,
+        deadline: tokio::time::Instant,
+    ) -> Result<bool, ToolError> {
+        let timed_out = ToolError::Timeout { limit: self.inner.config.call_timeout };
+        let mut responses = InputResponses::new();
+        // A question answered before and still listed: the server has not
+        // caught up with the answer yet.
+        for (key, request) in questions.into_iter().filter(|(key, _)| !answered.contains(key)) {
+            let answer = tokio::select! {
+                answer = super::forward::answer(&self.inner, request) => answer,
+                () = tokio::time::sleep_until(deadline) => return Err(timed_out),
+                () = cx.cancelled() => return Err(ToolError::Cancelled),
+            };
+            let answer = answer.map_err(|error| {
+                ToolError::failed(format!(
+                    "MCP server `{}`: the task's question could not be answered ({}); the task was cancelled",
+                    self.inner.name, error.message
+                ))
+            })?;
+            responses.insert(key, answer);
+        }
+        if responses.is_empty() {
+            return Ok(false);
+        }
+        answered.extend(responses.keys().cloned());
+        let update = peer.update_task(UpdateTaskParams::new(id, responses));
+        match tokio::time::timeout_at(deadline, update).await {
+            Ok(Ok(())) => Ok(true),
+            Ok(Err(error)) => Err(ToolError::failed(format!(
+                "MCP server `{}`: answering task `{id}` failed: {error}",
+                self.inner.name
+            ))),
+            Err(_) => Err(timed_out),
         }
     }
 }

@@ -6,8 +6,9 @@ hang (never answers), slow (answers only if not cancelled: never), change (adds 
 tool and sends notifications/tools/list_changed), cancelled (the ids cancelled so far),
 env (its environment and working directory), huge (a 17 MiB answer), tasky (answers a plain call -32601, as a task-only tool must),
 research (only as an MCP task: answers with a task, which tasks/get reports working with a status message, then
-completed with "found: TOPIC"; with "forever": true it never ends; tasks/cancel cancels it and is recorded in
-`cancelled` as "task:ID"),
+completed with "found: TOPIC"; with "forever": true it never ends; with "ask": true it is input_required with an
+elicitation under the key "who" until tasks/update answers it, and then ends "found: TOPIC for ANSWER"; tasks/cancel
+cancels it and is recorded in `cancelled` as "task:ID"),
 blocks (every content block type, annotated, with structuredContent: BLOCKS below), bad_blocks (a good
 block, an image whose data is not base64 and a block of an unknown type), progress (two
 notifications/progress on the request's progress token, if it has one; answers with the token it got).
@@ -191,6 +192,15 @@ for line in sys.stdin:
         result(id, {"messages": [{"role": "user", "content": {"type": "text", "text": "Hello, " + who}}]})
     elif method == "ping":
         result(id, {})
+    elif method == "tasks/update":
+        task = tasks.get(params.get("taskId"))
+        if task is None:
+            send({"jsonrpc": "2.0", "id": id, "error": {"code": -32602, "message": "unknown task"}})
+        else:
+            answer = (params.get("inputResponses") or {}).get("who")
+            if answer is not None:
+                task["who"] = answer
+            result(id, {"resultType": "complete"})
     elif method in ("tasks/get", "tasks/cancel"):
         task_id = params.get("taskId")
         task = tasks.get(task_id)
@@ -204,19 +214,25 @@ for line in sys.stdin:
             task["polls"] += 1
             if task["cancelled"]:
                 result(id, dict(task_fields(task_id, "cancelled"), resultType="complete"))
+            elif task["ask"] and task["who"] is None:
+                result(id, dict(task_fields(task_id, "input_required"), resultType="complete", inputRequests={
+                    "who": {"method": "elicitation/create", "params": {
+                        "mode": "form", "message": "Who is asking?",
+                        "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}}}}))
             elif task["forever"] or task["polls"] < 3:
                 result(id, dict(task_fields(task_id, "working"), resultType="complete",
                                 statusMessage="step %d" % task["polls"]))
             else:
+                asker = "" if task["who"] is None else " for " + json.dumps(task["who"], sort_keys=True)
                 result(id, dict(task_fields(task_id, "completed"), resultType="complete", result={
-                    "content": [{"type": "text", "text": "found: " + task["topic"]}], "isError": False}))
+                    "content": [{"type": "text", "text": "found: " + task["topic"] + asker}], "isError": False}))
     elif method == "tools/call":
         name = params.get("name")
         args = params.get("arguments") or {}
         if name == "research":
             task_id = "task-%d" % (len(tasks) + 1)
             tasks[task_id] = {"polls": 0, "topic": str(args.get("topic", "")), "cancelled": False,
-                              "forever": bool(args.get("forever"))}
+                              "forever": bool(args.get("forever")), "ask": bool(args.get("ask")), "who": None}
             result(id, dict(task_fields(task_id, "working"), resultType="task"))
         elif name == "echo":
             text(id, json.dumps(args), structured=args)
