@@ -32,7 +32,6 @@ use std::time::Duration;
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
-use tracing::Instrument;
 
 use super::layer::{Chain, HookArguments, HookCall, Layer, Next};
 use super::record::{Record, Trail};
@@ -211,6 +210,8 @@ pub(crate) fn run<'a>(
                 let (cx, deadline) = deadline(&p, cx);
                 within(deadline, Next { chain, index: 0 }.run(HookCall { cx, arguments, hook })).await
             });
+            // Polled in the call's span (entered for each poll, as
+            // `Instrumented` would, without another wrapper to copy).
             match control.watch {
                 Some(watch) if watch.is_cancelled() => Err(ToolError::Cancelled),
                 watch => {
@@ -218,6 +219,7 @@ pub(crate) fn run<'a>(
                     // make every call's future larger.
                     let mut cancelled = watch.map(|watch| Box::pin(watch.cancelled()));
                     std::future::poll_fn(|task| {
+                        let _in_span = span.enter();
                         // The one panic boundary: where a panic started is in the site marks.
                         match std::panic::catch_unwind(AssertUnwindSafe(|| steps.as_mut().poll(task))) {
                             Ok(Poll::Ready(outcome)) => return Poll::Ready(outcome),
@@ -233,6 +235,8 @@ pub(crate) fn run<'a>(
                 }
             }
         };
+        // The audit event belongs to the call's span too.
+        let _in_span = span.enter();
         if let Err(ToolError::ApprovalFailed { .. }) = &outcome {
             trail.decision = AuditDecision::ApprovalFailed;
         }
@@ -244,12 +248,10 @@ pub(crate) fn run<'a>(
             outcome =
                 Err(ToolError::ResultTooLarge { size: output.content_size(), limit: p.options.max_content_bytes });
         }
-        // The span this future runs in (cheaper than a clone kept in it).
-        record_span_fields(&tracing::Span::current(), trail, &outcome);
+        record_span_fields(&span, trail, &outcome);
         // 6. Audit.
         record.finish(outcome)
     }
-    .instrument(span)
 }
 
 /// The `tool_call` span's fields known only at the end: safety, the
