@@ -125,14 +125,24 @@ pub(crate) async fn run(
         }
     }
 
+    let mut queues: Vec<(VecDeque<(usize, ToolCall)>, bool)> =
+        shares.into_iter().filter(|share| !share.is_empty()).map(|share| (share, false)).collect();
+    queues.extend(lanes.into_values().map(|queue| (queue, true)));
+    // One queue (a model's usual single call) runs right here: a task of
+    // its own would only add a hand-over between threads (measured: 13 to
+    // 27 µs on a 2-core machine, more than the rest of an agent step).
+    if queues.len() == 1 {
+        let (queue, one_at_a_time) = queues.remove(0);
+        for (index, result) in work(shared, queue, one_at_a_time).await {
+            results[index] = Some(result);
+        }
+        return answers(results, labels);
+    }
     let mut tasks = JoinSet::new();
     // The workers' calls stay children of the caller's span (a trace of
     // an agent step holds its tool calls).
-    for share in shares.into_iter().filter(|share| !share.is_empty()) {
-        tasks.spawn(work(shared.clone(), share, false).in_current_span());
-    }
-    for (_, queue) in lanes {
-        tasks.spawn(work(shared.clone(), queue, true).in_current_span());
+    for (queue, one_at_a_time) in queues {
+        tasks.spawn(work(shared.clone(), queue, one_at_a_time).in_current_span());
     }
     while let Some(joined) = tasks.join_next().await {
         match joined {
@@ -144,6 +154,12 @@ pub(crate) async fn run(
             Err(error) => tracing::error!(%error, "a batch task failed"),
         }
     }
+    answers(results, labels)
+}
+
+/// Each call's result, in the order of the calls: the call's own, or made
+/// from its label when it was stopped or its task failed.
+fn answers(results: Vec<Option<Finished>>, labels: Vec<(String, String)>) -> Vec<ToolResult> {
     results
         .into_iter()
         .zip(labels)
