@@ -5,7 +5,10 @@
 //! calls that must not overlap gets a worker that runs them one at a time.
 //! A worker drives its calls as concurrent futures and watches the batch's
 //! cancellation and timeout once for all of them, so a call costs no task,
-//! no timer and no cancellation waiter of its own.
+//! no timer and no cancellation waiter of its own. When there is only one
+//! worker (a single call, or calls that all share a lane), it runs on the
+//! caller's task: a task of its own would only add a hand-over between
+//! threads.
 
 use std::collections::{HashSet, VecDeque};
 use std::future::Future;
