@@ -1132,6 +1132,10 @@ async fn a_resumed_run_is_traced_as_an_agent_run() {
     use tracing_subscriber::layer::SubscriberExt;
     let names = Arc::new(Mutex::new(Vec::new()));
     let _default = tracing::subscriber::set_default(tracing_subscriber::registry().with(SpanNames(names.clone())));
+    // Another test of this binary, on another thread, may have registered
+    // the span's callsite while this subscriber was being set, caching "no
+    // one listens": ask every callsite again.
+    tracing::callsite::rebuild_interest_cache();
     let model = ScriptedClient::new().then_call("t1", "wipe", json!({"path": "/x"})).then_text("done");
     let agent = Agent::builder(model, "m", engine(&registry())).build();
     let Outcome::Suspended(suspended) = agent.run("wipe it").await.unwrap() else { panic!("not suspended") };
