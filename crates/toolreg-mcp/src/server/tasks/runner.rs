@@ -30,7 +30,10 @@ impl Tasks {
                 continue;
             }
             // The records themselves (`task/<id>`), old enough.
-            let Some(id) = Some(rest).filter(|id| is_task_id(id)) else { continue };
+            let id = rest;
+            if !is_task_id(id) {
+                continue;
+            }
             if now.saturating_sub(entry.created_ms) <= i64::try_from(millis(self.options.ttl)).unwrap_or(i64::MAX) {
                 continue;
             }
