@@ -1,5 +1,7 @@
 //! N registry calls of a flat text-only tool, the model's text arguments in,
 //! the result's text out: what an instruction count compares across checkouts.
+//! `icount N engine` makes the same calls through an engine with selection,
+//! an approver and a JSON-lines audit sink (the peer bench's `engine` group).
 use serde::Deserialize;
 use toolreg::{FunctionRegistry, ToolCall, ToolDeclaration, ToolExecutor, ToolRegistration};
 
@@ -19,12 +21,21 @@ fn main() {
     #[cfg(feature = "legacy-registration")]
     let registration = ToolRegistration::from_sync("forecast", forecast, decl);
     registry.register(registration).unwrap();
+    // `icount N engine`: through an engine with selection, an approver and a
+    // JSON-lines audit sink, as the peer bench's `engine` group.
+    let engine_mode = std::env::args().nth(2).as_deref() == Some("engine");
+    let engine = toolreg::ToolEngine::builder(&registry)
+        .selection(toolreg::policy::Selection::sub_agent().max_safety(toolreg::SafetyLevel::Cautious))
+        .approver(toolreg::policy::PolicyApprover::new().approve_tool("*"))
+        .audit(toolreg::policy::JsonLinesSink::new(std::io::sink()))
+        .build();
     let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
     let mut total = 0usize;
     rt.block_on(async {
         for i in 0..n {
             let call = ToolCall::new(format!("c{i}"), "forecast", r#"{"city": "Oslo", "days": 3}"#);
-            let result = registry.execute_call(call).await;
+            let result =
+                if engine_mode { engine.execute_call(call).await } else { registry.execute_call(call).await };
             total += result.text().len();
         }
     });
