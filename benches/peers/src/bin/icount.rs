@@ -34,8 +34,7 @@ fn main() {
     rt.block_on(async {
         for i in 0..n {
             let call = ToolCall::new(format!("c{i}"), "forecast", r#"{"city": "Oslo", "days": 3}"#);
-            let result =
-                if engine_mode { engine.execute_call(call).await } else { registry.execute_call(call).await };
+            let result = if engine_mode { engine.execute_call(call).await } else { registry.execute_call(call).await };
             total += result.text().len();
         }
     });
