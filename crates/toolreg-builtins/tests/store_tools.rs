@@ -225,7 +225,7 @@ async fn a_stored_tool_output_comes_back_as_its_blocks(backend: &Backend) {
     let got = registry.execute("store_get", args.clone()).await.unwrap();
     assert_eq!(got.content, output.content);
     assert_eq!(got.value, json!({"key": "images/pixel", "version": handle.version, "value": {"points": 1}}));
-    assert!(got.meta.is_empty());
+    assert!(got.meta().is_empty());
     assert!(!ns.get_ref(&handle).await.unwrap().value.to_string().contains("host only"));
 
     let summary = call(&registry, "store_summarize", json!({"key": "images/pixel"})).await.unwrap();

@@ -689,7 +689,7 @@ async fn a_tool_can_return_blocks_or_a_whole_output() {
     let report = registry.execute("chart_report", json!({"points": 2})).await.unwrap();
     assert_eq!(report.content.len(), 2);
     assert_eq!(report.structured(), Some(&json!({"points": 2})));
-    assert_eq!(report.meta["render_ms"], 3);
+    assert_eq!(report.meta()["render_ms"], 3);
     assert_eq!(report.text(), "2 points:\n[image: image/png, 3 bytes]");
 
     let failed = registry.execute("chart_report", json!({"points": 0})).await.unwrap_err();

@@ -47,7 +47,7 @@ mod tests {
         let stored = encode(&output);
         assert!(!stored.to_string().contains("host only"));
         let mut expected = output.clone();
-        expected.meta.clear();
+        expected.meta_mut().clear();
         assert_eq!(decode(&stored), Some(expected));
     }
 

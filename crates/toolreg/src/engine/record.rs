@@ -64,8 +64,10 @@ impl<'a> Record<'a> {
         Record { sinks, id, name, trail, stopped, done: false }
     }
 
-    /// Record the call and hand back its result.
-    pub(crate) fn finish(mut self, outcome: Result<ToolOutput, ToolError>) -> ToolResult {
+    /// Record the call and hand back its result. Borrowed, not consumed:
+    /// the record lives in the call's future, and moving it out to finish
+    /// it was a copy of the whole record on every call.
+    pub(crate) fn finish(&mut self, outcome: Result<ToolOutput, ToolError>) -> ToolResult {
         self.done = true;
         let id = std::mem::take(&mut self.id);
         let name = std::mem::take(&mut self.name);

@@ -35,7 +35,7 @@ use super::content::{Content, ContentError};
 /// assert_eq!(out.structured(), Some(&json!({"points": 2})));
 /// assert_eq!(out.blocks().len(), 2);
 /// ```
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, Default)]
 #[non_exhaustive]
 pub struct ToolOutput {
     /// The result's JSON value: what the model reads when there are no
@@ -44,14 +44,26 @@ pub struct ToolOutput {
     pub value: Value,
     /// What the model reads, in order. Empty: the model reads `value`.
     pub content: Vec<Content>,
-    /// Host-only metadata, never shown to a model.
-    pub meta: Map<String, Value>,
+    /// Host-only metadata, never shown to a model ([`meta`](Self::meta)).
+    /// Boxed, and absent until an entry is added: few results carry any,
+    /// and an inline map made every result, moved at each step of a call,
+    /// twice as large.
+    pub(crate) meta: Option<Box<Map<String, Value>>>,
 }
+
+impl PartialEq for ToolOutput {
+    fn eq(&self, other: &Self) -> bool {
+        self.value == other.value && self.content == other.content && self.meta() == other.meta()
+    }
+}
+
+/// The metadata of a result that has none.
+static NO_META: std::sync::LazyLock<Map<String, Value>> = std::sync::LazyLock::new(Map::new);
 
 impl ToolOutput {
     /// A result with this value.
     pub fn new(value: Value) -> Self {
-        ToolOutput { value, content: Vec::new(), meta: Map::new() }
+        ToolOutput { value, content: Vec::new(), meta: None }
     }
 
     /// With this structured value beside the blocks.
@@ -68,8 +80,19 @@ impl ToolOutput {
 
     /// With this host-only metadata entry.
     pub fn with_meta(mut self, key: impl Into<String>, value: Value) -> Self {
-        self.meta.insert(key.into(), value);
+        self.meta_mut().insert(key.into(), value);
         self
+    }
+
+    /// Host-only metadata, never shown to a model: what a host keeps beside
+    /// the result (timings, references), empty for most results.
+    pub fn meta(&self) -> &Map<String, Value> {
+        self.meta.as_deref().unwrap_or(&NO_META)
+    }
+
+    /// The metadata, to change it.
+    pub fn meta_mut(&mut self) -> &mut Map<String, Value> {
+        self.meta.get_or_insert_default()
     }
 
     /// The blocks the model reads: the content blocks, or the value as one
@@ -119,8 +142,8 @@ impl ToolOutput {
         if !self.content.is_empty() {
             out["content"] = Value::Array(self.content.iter().map(Content::to_json).collect());
         }
-        if !self.meta.is_empty() {
-            out["meta"] = Value::Object(self.meta.clone());
+        if !self.meta().is_empty() {
+            out["meta"] = Value::Object(self.meta().clone());
         }
         out
     }
@@ -135,8 +158,8 @@ impl ToolOutput {
             Some(_) => return Err(invalid("`content` must be an array")),
         };
         let meta = match object.get("meta") {
-            None => Map::new(),
-            Some(Value::Object(meta)) => meta.clone(),
+            None => None,
+            Some(Value::Object(meta)) => Some(Box::new(meta.clone())).filter(|meta| !meta.is_empty()),
             Some(_) => return Err(invalid("`meta` must be an object")),
         };
         Ok(ToolOutput { value: object.get("value").cloned().unwrap_or(Value::Null), content, meta })

@@ -77,7 +77,7 @@ pub fn with_tool_references<S: Into<String>>(output: ToolOutput, tools: impl Int
 /// The tools a tool search's answer found ([`with_tool_references`]); none
 /// for any other result.
 pub fn tool_references(output: &ToolOutput) -> Vec<&str> {
-    match output.meta.get(TOOL_REFERENCES) {
+    match output.meta().get(TOOL_REFERENCES) {
         Some(Value::Array(names)) => names.iter().filter_map(Value::as_str).collect(),
         _ => Vec::new(),
     }
