@@ -6,8 +6,9 @@
 //! possible, on the fastest of three paths:
 //!
 //! 1. [`simple_canonical`] (`simple`): text of objects, arrays, strings without escapes,
-//!    integers, `true`, `false` and `null` is canonical once the whitespace
-//!    is gone and each object's members are sorted (most arguments models send);
+//!    integers, floats as serde_json writes them, `true`, `false` and `null`
+//!    is canonical once the whitespace is gone and each object's members are
+//!    sorted (most arguments models send);
 //! 2. [`transcode`] (`transcode`): anything else with sorted keys is parsed by serde_json
 //!    and written back token by token;
 //! 3. otherwise the caller parses a [`Value`] and writes it with [`write_canonical`].

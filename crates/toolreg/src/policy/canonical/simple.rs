@@ -16,11 +16,12 @@ pub(super) const SIMPLE_STACK_TEXT: usize = 256;
 /// The fast path: call `f` with `text` without its whitespace, each object's
 /// members sorted by key, when [`SimpleCheck`] found it made only of objects
 /// of at most [`SIMPLE_MAX_MEMBERS`] members, arrays, strings without escapes,
-/// integers of at most 18 digits (other than `-0`), `true`, `false` and
-/// `null`. That is what serde_json writes for its parsed value: JSON forbids
-/// a bare quote, backslash or control character in a string, which are all
-/// the characters serde_json escapes, and an integer that fits in an `i64`
-/// is written back digit for digit. `None` when an object repeats a key.
+/// integers of at most 18 digits (other than `-0`), floats written as
+/// serde_json writes them, `true`, `false` and `null`. That is what
+/// serde_json writes for its parsed value: JSON forbids a bare quote,
+/// backslash or control character in a string, which are all the
+/// characters serde_json escapes, and an integer that fits in an `i64` is
+/// written back digit for digit. `None` when an object repeats a key.
 ///
 /// Text that is canonical already (compact, keys in order) is not copied;
 /// other text is copied without whitespace, then, only when some keys are
@@ -97,7 +98,7 @@ impl<'t> SimpleCheck<'t> {
             b't' => self.literal(at, b"true"),
             b'f' => self.literal(at, b"false"),
             b'n' => self.literal(at, b"null"),
-            b'-' | b'0'..=b'9' => self.integer(at),
+            b'-' | b'0'..=b'9' => self.integer(at).or_else(|| self.float(at)),
             _ => None,
         }
     }
@@ -175,6 +176,36 @@ impl<'t> SimpleCheck<'t> {
             && !(leading_zero && (digits > 1 || negative))
             && !matches!(self.text.get(end), Some(b'.' | b'e' | b'E'));
         simple.then_some(end)
+    }
+}
+
+/// The longest float text [`SimpleCheck::float`] takes; longer numbers are
+/// rare and take the serde path.
+const SIMPLE_MAX_FLOAT: usize = 32;
+
+impl SimpleCheck<'_> {
+    /// A number with a fraction or an exponent that is written exactly as
+    /// serde_json writes the `f64` it parses to (`2.5`, `0.75`, `-1.0`, as
+    /// models write most floats), so that it can be kept as it is. The text
+    /// is parsed and written back by serde_json itself, as the `Value` path
+    /// does, so both agree on every float; `2.50` or `1e2`, written
+    /// otherwise, take the serde path.
+    fn float(&self, at: usize) -> Option<usize> {
+        let rest = &self.text[at..];
+        let length = rest
+            .iter()
+            .position(|b| !matches!(b, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E'))
+            .unwrap_or(rest.len());
+        let token = &rest[..length];
+        if length > SIMPLE_MAX_FLOAT || !token.iter().any(|b| matches!(b, b'.' | b'e' | b'E')) {
+            return None;
+        }
+        let number: f64 = serde_json::from_slice(token).ok()?;
+        let mut written = [0u8; SIMPLE_MAX_FLOAT + 8];
+        let mut out = &mut written[..];
+        serde_json::to_writer(&mut out, &number).ok()?;
+        let left = out.len();
+        (written[..written.len() - left] == *token).then_some(at + length)
     }
 }
 

@@ -116,6 +116,9 @@ fn the_simple_path_takes_common_arguments_and_leaves_the_rest() {
             r#"{"a":[],"b":{},"c":[null,false,-12,0,"",{"x":"y"}]}"#,
         ),
         ("123456789012345678", "123456789012345678"),
+        // Floats written as serde_json writes them are kept as they are.
+        (r#"{"w": 2.0, "c": {"z": 0.5, "a": -1.25}}"#, r#"{"c":{"a":-1.25,"z":0.5},"w":2.0}"#),
+        ("[1.0, -0.0, 1.5e-7, 1e+20, 0.1]", "[1.0,-0.0,1.5e-7,1e+20,0.1]"),
         ("\"\u{7f} ünï\"", "\"\u{7f} ünï\""),
     ];
     // Past the stack buffer: the same passes, on the heap.
@@ -139,8 +142,16 @@ fn the_simple_path_takes_common_arguments_and_leaves_the_rest() {
         r#"{"a": "x\ny"}"#,
         r#"{"a\u0062": 1}"#,
         "-0",
-        "1.0",
+        // Floats serde_json writes otherwise.
         "1e2",
+        "2.50",
+        "1.0e0",
+        "1E+2",
+        "1e20",
+        "100000000000000000000.0",
+        "01.5",
+        "1.",
+        "1.5-",
         "1234567890123456789",
         nested.as_str(),
         // Not JSON at all: the serde path reports it.
@@ -172,13 +183,31 @@ proptest::proptest! {
     /// characters in any order, mostly not JSON at all.
     #[test]
     fn the_simple_path_accepts_only_json_and_writes_its_canonical_text(
-        text in "[{}\\[\\],:\" \\n ab01\\-.etrunlfs\\\\]{0,20}"
+        text in "[{}\\[\\],:\" \\n ab015\\-+.eEtrunlfs\\\\]{0,20}"
     ) {
         if let Some(out) = simple(&text) {
             let value: Value = serde_json::from_str(&text).map_err(|e| {
                 proptest::test_runner::TestCaseError::fail(format!("{text:?} was taken but is not JSON: {e}"))
             })?;
             proptest::prop_assert_eq!(out, canonical_json(&value));
+        }
+    }
+}
+
+proptest::proptest! {
+    /// Numbers in every form JSON allows hash as their parsed value does,
+    /// whichever path takes them.
+    #[test]
+    fn numbers_in_any_form_hash_like_their_value(
+        number in "-?(0|[1-9][0-9]{0,20})(\\.[0-9]{1,6})?([eE][+-]?[0-9]{1,3})?",
+        unsorted in proptest::bool::ANY,
+    ) {
+        let text = if unsorted { format!(r#"{{"b": {number}, "a": [{number}]}}"#) } else { format!("[{number}]") };
+        if let Ok(value) = serde_json::from_str::<Value>(&text) {
+            proptest::prop_assert_eq!(ArgumentsHash::of_json(&text).unwrap(), ArgumentsHash::of(&value));
+            if let Some(out) = simple(&text) {
+                proptest::prop_assert_eq!(out, canonical_json(&value));
+            }
         }
     }
 }
