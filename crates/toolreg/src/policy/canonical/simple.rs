@@ -13,6 +13,10 @@ pub(super) const SIMPLE_MAX_MEMBERS: usize = 16;
 /// short, and a buffer on the stack costs nothing to find or to give back.
 pub(super) const SIMPLE_STACK_TEXT: usize = 256;
 
+/// The longest float text [`SimpleCheck::float`] takes; longer numbers are
+/// rare and take the serde path.
+const SIMPLE_MAX_FLOAT: usize = 32;
+
 /// The fast path: call `f` with `text` without its whitespace, each object's
 /// members sorted by key, when [`SimpleCheck`] found it made only of objects
 /// of at most [`SIMPLE_MAX_MEMBERS`] members, arrays, strings without escapes,
@@ -177,13 +181,7 @@ impl<'t> SimpleCheck<'t> {
             && !matches!(self.text.get(end), Some(b'.' | b'e' | b'E'));
         simple.then_some(end)
     }
-}
 
-/// The longest float text [`SimpleCheck::float`] takes; longer numbers are
-/// rare and take the serde path.
-const SIMPLE_MAX_FLOAT: usize = 32;
-
-impl SimpleCheck<'_> {
     /// A number with a fraction or an exponent that is written exactly as
     /// serde_json writes the `f64` it parses to (`2.5`, `0.75`, `-1.0`, as
     /// models write most floats), so that it can be kept as it is. The text
