@@ -15,8 +15,9 @@ use super::content::{Content, ContentError};
 /// `structuredContent` when it is an object. A tool can instead, or as
 /// well, return [`Content`] blocks — images, audio, files, links,
 /// resources — which the model reads in order; `value` is then the
-/// structured value that goes with them (`null` for none). `meta` is for
-/// the host alone (hooks, audit, the caller): no format renders it.
+/// structured value that goes with them (`null` for none). Its
+/// [`meta`](Self::meta) is for the host alone (hooks, audit, the caller):
+/// no format renders it.
 ///
 /// A failure is never a `ToolOutput`: it is a [`ToolError`](super::ToolError).
 ///
@@ -34,6 +35,7 @@ use super::content::{Content, ContentError};
 /// assert_eq!(out.text(), "A chart:\n[image: image/png, 2 bytes]");
 /// assert_eq!(out.structured(), Some(&json!({"points": 2})));
 /// assert_eq!(out.blocks().len(), 2);
+/// assert_eq!(out.meta()["render_ms"], 12);
 /// ```
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
