@@ -1,7 +1,9 @@
-//! The first 50 tools `search_tools` returns for every labelled request, with
-//! their scores, as tab-separated lines (`set`, request, answers, then
-//! `name:score` pairs): what `scripts/embedding_recall.py` fuses with an
-//! embedding model's ranking.
+//! The catalog's tools (`tool`, gateway name, `server name words:
+//! description`), then the first 50 tools `search_tools` returns for every
+//! labelled request, with their scores (`set`, request, answers, then
+//! `name:score` pairs), as tab-separated lines: what
+//! `scripts/embedding_recall.py` embeds and fuses with an embedding model's
+//! ranking.
 //!
 //! ```sh
 //! cargo run --release --manifest-path benches/catalog/Cargo.toml --example ranks > ranks.tsv
@@ -12,6 +14,10 @@ fn main() {
     let specs = catalog::specs();
     let registry = catalog::registry(catalog::core_len() + specs.len());
     let deferral = catalog::deferral();
+    for spec in &specs {
+        let text = format!("{} {}: {}", spec.server, spec.name.replace('_', " "), spec.description);
+        println!("tool\t{}\t{text}", spec.declaration(0).name);
+    }
     for (set, queries) in [("tuning", catalog::queries()), ("heldout", catalog::heldout())] {
         for q in &queries {
             let hits = deferral.search(&registry, &[], &q.request, 50);

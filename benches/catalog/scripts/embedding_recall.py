@@ -1,7 +1,8 @@
 """Recall of meaning-based search on the catalog's labelled requests.
 
 Would a small embedding model lift `search_tools` past its lexical ceiling?
-This embeds every tool of data/tools.txt and every request with WordLlama's
+This embeds every tool of data/tools.txt (as `examples/ranks.rs` lists
+them, so the catalog's format is read in one place) and every request with WordLlama's
 static token embeddings (the `l2_supercat` model, 32,000 tokens x 256
 dimensions, MIT, the only embedding weights we found on a package registry:
 PyPI's `wordllama` wheel carries them), by mean pooling, and reports
@@ -25,9 +26,6 @@ import numpy as np
 from safetensors import safe_open
 from tokenizers import Tokenizer
 
-CATALOG = Path(__file__).resolve().parent.parent / "data" / "tools.txt"
-
-
 def load(model_dir):
     with safe_open(str(model_dir / "weights" / "l2_supercat_256.safetensors"), framework="np") as f:
         table = f.get_tensor("embedding.weight").astype(np.float32)
@@ -44,27 +42,14 @@ def load(model_dir):
     return embed
 
 
-def tools():
-    """(gateway name, `server name words: description`) for every tool."""
-    out, server = [], None
-    for line in CATALOG.read_text().splitlines():
-        if not line or line.startswith("#"):
-            continue
-        if line.startswith("@server"):
-            server = line.split()[1]
-            continue
-        name, description = (part.strip() for part in line.split("|")[:2])
-        out.append((f"{server}__{name}", f"{server} {name.replace('_', ' ')}: {description}"))
-    return out
-
-
 def main(model_dir, ranks):
     embed = load(Path(model_dir))
-    catalog = tools()
+    lines = [line.rstrip("\n").split("\t") for line in open(ranks)]
+    catalog = [(name, text) for _, name, text in (l for l in lines if l[0] == "tool")]
+    rows = [l for l in lines if l[0] != "tool"]
     names = [name for name, _ in catalog]
     index = {name: i for i, name in enumerate(names)}
     vectors = embed([text for _, text in catalog])
-    rows = [line.rstrip("\n").split("\t") for line in open(ranks)]
     print("| w | tuning recall@1 | tuning recall@5 | held-out recall@1 | held-out recall@5 |")
     print("|---:|---:|---:|---:|---:|")
     for w in (0.0, 0.3, 0.5, 0.7, 1.0):
