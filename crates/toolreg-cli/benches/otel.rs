@@ -9,6 +9,9 @@
 //! - `agent_step`: one step of an agent run against a scripted model (ten
 //!   steps per run, nine calling a trivial tool): `invoke_agent`, `chat`,
 //!   `execute_tool` spans.
+//! - `agent_step_http`: the same run against a model on loopback HTTP (an
+//!   OpenAI-compatible endpoint in the parent process that answers at once,
+//!   through `OpenAiChatClient`): the cheapest step a real model allows.
 //! - `mcp_call`: one `tools/call` of a built-in tool to `toolreg serve`
 //!   over stdio, one in flight, measured from the client's side.
 //!
@@ -31,13 +34,16 @@ use serde_json::{Value, json};
 use toolreg::{FunctionRegistry, ParamType, SafetyLevel, ToolCall, ToolDeclaration, ToolEngine, ToolExecutor};
 use toolreg_llm::Message;
 use toolreg_llm::agent::{Agent, Limits, Outcome};
+use toolreg_llm::client::{ClientConfig, OpenAiChatClient};
 use toolreg_llm::scripted::{ScriptedClient, calls_response, text_response};
 
 const MODE: &str = "OTEL_BENCH_MODE";
-const ROUNDS: usize = 5;
+const MODEL_URL: &str = "OTEL_BENCH_MODEL_URL";
+const ROUNDS: usize = 9;
 const ENGINE_CALLS: u32 = 20_000;
 const AGENT_RUNS: u32 = 300;
-const MCP_CALLS: u32 = 2_000;
+const AGENT_HTTP_RUNS: u32 = 60;
+const MCP_CALLS: u32 = 4_000;
 
 fn main() {
     // `cargo bench` passes `--bench`; a filter or `--list` is ignored.
@@ -53,11 +59,16 @@ fn compare() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let spans = Arc::new(AtomicU64::new(0));
     let endpoint = runtime.block_on(receiver(Arc::clone(&spans)));
-    let mut results: Vec<(&str, Vec<[f64; 3]>)> = vec![("off", Vec::new()), ("on", Vec::new())];
+    let model_url = runtime.block_on(model_server());
+    let mut results: Vec<(&str, Vec<[f64; 4]>)> = vec![("off", Vec::new()), ("on", Vec::new())];
     for round in 0..ROUNDS {
         for (mode, rows) in &mut results {
             let mut child = Command::new(std::env::current_exe().unwrap());
-            child.env(MODE, *mode).env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").env_remove("TOOLREG_LOG");
+            child
+                .env(MODE, *mode)
+                .env(MODEL_URL, &model_url)
+                .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+                .env_remove("TOOLREG_LOG");
             if *mode == "on" {
                 child.env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint).env("OTEL_SERVICE_NAME", "bench");
             } else {
@@ -68,23 +79,23 @@ fn compare() {
             let text = String::from_utf8(out.stdout).unwrap();
             let row: Vec<f64> = text.split_whitespace().map(|n| n.parse().unwrap()).collect();
             eprintln!(
-                "round {round} {mode}: engine {:.2} µs, agent step {:.2} µs, mcp {:.1} µs",
-                row[0], row[1], row[2]
+                "round {round} {mode}: engine {:.2} µs, agent step {:.2} µs, over HTTP {:.1} µs, mcp {:.1} µs",
+                row[0], row[1], row[2], row[3]
             );
-            rows.push([row[0], row[1], row[2]]);
+            rows.push([row[0], row[1], row[2], row[3]]);
         }
     }
-    let median = |rows: &[[f64; 3]], i: usize| {
+    let median = |rows: &[[f64; 4]], i: usize| {
         let mut v: Vec<f64> = rows.iter().map(|r| r[i]).collect();
         v.sort_by(f64::total_cmp);
         v[v.len() / 2]
     };
     println!("median of {ROUNDS} rounds (µs per operation)");
-    println!("{:<12} {:>10} {:>10} {:>9}", "", "off", "on", "overhead");
-    for (i, name) in ["engine_call", "agent_step", "mcp_call"].iter().enumerate() {
+    println!("{:<16} {:>10} {:>10} {:>9}", "", "off", "on", "overhead");
+    for (i, name) in ["engine_call", "agent_step", "agent_step_http", "mcp_call"].iter().enumerate() {
         let off = median(&results[0].1, i);
         let on = median(&results[1].1, i);
-        println!("{name:<12} {off:>10.2} {on:>10.2} {:>8.1}%", (on / off - 1.0) * 100.0);
+        println!("{name:<16} {off:>10.2} {on:>10.2} {:>8.1}%", (on / off - 1.0) * 100.0);
     }
     println!("spans received by the OTLP receiver: {}", spans.load(Ordering::Relaxed));
 }
@@ -112,7 +123,35 @@ async fn receiver(spans: Arc<AtomicU64>) -> String {
     format!("http://{addr}")
 }
 
-// ---- a child: one mode, three measurements -----------------------------
+/// An OpenAI-compatible chat endpoint that answers at once, like the
+/// scripted model: a call of `tool_3` until nine tool results are in, then
+/// a final answer.
+async fn model_server() -> String {
+    let app = axum::Router::new().route(
+        "/chat/completions",
+        axum::routing::post(|body: axum::body::Bytes| async move {
+            let request: Value = serde_json::from_slice(&body).unwrap();
+            let done = request["messages"].as_array().unwrap().iter().filter(|m| m["role"] == "tool").count();
+            let message = if done < 9 {
+                json!({"role": "assistant", "content": null, "tool_calls": [{"id": format!("c{done}"),
+                    "type": "function", "function": {"name": "tool_3", "arguments": format!("{{\"n\": {done}}}")}}]})
+            } else {
+                json!({"role": "assistant", "content": "done"})
+            };
+            let finish = if done < 9 { "tool_calls" } else { "stop" };
+            let answer = json!({"id": "bench", "object": "chat.completion", "model": "bench",
+                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}});
+            ([(axum::http::header::CONTENT_TYPE, "application/json")], answer.to_string())
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    format!("http://{addr}")
+}
+
+// ---- a child: one mode, four measurements ------------------------------
 
 fn measure() {
     // Export is on exactly when the parent set the OTEL variables.
@@ -159,10 +198,28 @@ fn measure() {
         per(started.elapsed(), AGENT_RUNS * 10)
     });
 
+    let url = std::env::var(MODEL_URL).unwrap();
+    let model = OpenAiChatClient::new(ClientConfig::new(url)).unwrap();
+    let agent =
+        Agent::builder(model, "bench", ToolEngine::builder(&registry)).limits(Limits::default().max_steps(10)).build();
+    let agent_http_us = runtime.block_on(async {
+        for _ in 0..10 {
+            agent.run("count").await.unwrap();
+        }
+        let started = Instant::now();
+        for _ in 0..AGENT_HTTP_RUNS {
+            match agent.run("count").await {
+                Ok(Outcome::Finished(done)) => assert_eq!(done.steps, 10),
+                other => panic!("{other:?}"),
+            }
+        }
+        per(started.elapsed(), AGENT_HTTP_RUNS * 10)
+    });
+
     let mcp_us = mcp_calls();
     drop(runtime);
     telemetry.shutdown();
-    println!("{engine_us} {agent_us} {mcp_us}");
+    println!("{engine_us} {agent_us} {agent_http_us} {mcp_us}");
 }
 
 fn per(elapsed: Duration, n: u32) -> f64 {
@@ -197,7 +254,13 @@ fn mcp_calls() -> f64 {
         .unwrap();
     let mut stdin = child.stdin.take().unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut send = |message: Value| writeln!(stdin, "{message}").unwrap();
+    // One `write` per message, as a real client sends it: `writeln!` on the
+    // unbuffered pipe wrote each JSON token separately.
+    let mut send = |message: Value| {
+        let mut line = message.to_string();
+        line.push('\n');
+        stdin.write_all(line.as_bytes()).unwrap();
+    };
     send(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}}));
     lines.next().unwrap().unwrap();

@@ -82,10 +82,20 @@ pub fn init() -> Telemetry {
             .with_location(false)
             .with_threads(false)
             .with_target(false)
+            // Neither busy/idle times nor an OpenTelemetry context made
+            // current on every poll: parents come from the `tracing` spans,
+            // and these two were a third of what a span cost (measured in
+            // `benches/otel.rs`).
+            .with_tracked_inactivity(false)
+            .with_context_activation(false)
             // toolreg's own spans and events only: not the HTTP client's or
-            // the exporter's (which would feed on themselves).
+            // the exporter's (which would feed on themselves). The audit
+            // event stays in the logs: its fields are the `execute_tool`
+            // span's own, and exported twice they were the larger half of
+            // a tool call's export.
             .with_filter(
                 Targets::new()
+                    .with_target("toolreg::audit", LevelFilter::OFF)
                     .with_target("toolreg", LevelFilter::INFO)
                     .with_target("toolreg_llm", LevelFilter::INFO)
                     .with_target("toolreg_mcp", LevelFilter::INFO)

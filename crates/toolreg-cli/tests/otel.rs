@@ -209,6 +209,11 @@ async fn an_approval_decision_is_on_the_tool_span() {
     assert_eq!(attribute(&span, "toolreg.approval.decision").as_deref(), Some("approved"));
     assert_eq!(attribute(&span, "toolreg.approval.approver").as_deref(), Some("--yes"));
     assert_eq!(attribute(&span, "toolreg.outcome").as_deref(), Some("ok"));
+    // Approved as called: the approval is bound to the arguments' hash.
+    let hash = attribute(&span, "toolreg.arguments.hash").expect("the arguments' hash");
+    assert_eq!(attribute(&span, "toolreg.approval.arguments.hash"), Some(hash));
+    // The audit event's content is the span's own; it is not exported twice.
+    assert!(span.events.is_empty(), "{:?}", span.events);
     nowhere(&received, "top secret");
 }
 

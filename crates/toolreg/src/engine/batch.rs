@@ -179,7 +179,7 @@ fn answers(results: Vec<Option<Finished>>, labels: Vec<(String, String)>) -> Vec
 
 /// Answer a call that will not run, recorded like every other call.
 fn refused(engine: &ToolEngine, call: ToolCall, error: ToolError) -> ToolResult {
-    Record::new(engine.pipeline().sinks, call.id, call.name, None).finish(Err(error))
+    Record::new(engine.pipeline().sinks, call.id, call.name, None, false).finish(Err(error))
 }
 
 /// Run a worker's queue, all at once or one at a time, admitting a call

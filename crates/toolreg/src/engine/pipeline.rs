@@ -17,7 +17,9 @@
 //! `execute_tool` span (`gen_ai.tool.name`, `gen_ai.tool.call.id`,
 //! `error.type`), with toolreg's own `toolreg.tool.safety`,
 //! `toolreg.arguments.hash`, `toolreg.approval.decision`,
-//! `toolreg.approval.approver` and `toolreg.outcome`.
+//! `toolreg.approval.approver`, `toolreg.approval.arguments.hash` (what an
+//! approval is bound to) and `toolreg.outcome`: what the audit event says,
+//! so an exporter needs the span alone.
 //!
 //! A call has one panic boundary (in [`run`]); the [`site`](super::site)
 //! marks say whether a panic started in the approver, a hook or the tool.
@@ -149,11 +151,12 @@ pub(crate) fn run<'a>(
         toolreg.arguments.hash = tracing::field::Empty,
         toolreg.approval.decision = tracing::field::Empty,
         toolreg.approval.approver = tracing::field::Empty,
+        toolreg.approval.arguments.hash = tracing::field::Empty,
         toolreg.outcome = tracing::field::Empty,
         error.type = tracing::field::Empty,
     );
     let ToolCall { id, name, arguments } = call;
-    let mut record = Record::new(p.sinks, id, name, control.stopped);
+    let mut record = Record::new(p.sinks, id, name, control.stopped, !span.is_disabled());
     async move {
         let Record { id, name, trail, .. } = &mut record;
         let outcome = {
@@ -235,7 +238,8 @@ pub(crate) fn run<'a>(
                 }
             }
         };
-        // The audit event belongs to the call's span too.
+        // The audit event belongs to the call's span too (for a log
+        // subscriber; the span's own fields carry the same for export).
         let _in_span = span.enter();
         if let Err(ToolError::ApprovalFailed { .. }) = &outcome {
             trail.decision = AuditDecision::ApprovalFailed;
@@ -269,6 +273,9 @@ fn record_span_fields(span: &tracing::Span, trail: &Trail, outcome: &Result<crat
     span.record("toolreg.approval.decision", tracing::field::display(&trail.decision));
     if let Some(approver) = &trail.approver {
         span.record("toolreg.approval.approver", approver.as_str());
+    }
+    if let Some(hash) = &trail.approved_hash {
+        span.record("toolreg.approval.arguments.hash", tracing::field::display(hash));
     }
     match outcome {
         Ok(_) => span.record("toolreg.outcome", "ok"),

@@ -51,15 +51,18 @@ pub(crate) struct Record<'a> {
 }
 
 impl<'a> Record<'a> {
-    /// Start recording a call; it is recorded when a sink or a `tracing`
-    /// subscriber listens.
+    /// Start recording a call; it is recorded when a sink, a `tracing`
+    /// subscriber of the audit event, or one of the call's span (`traced`:
+    /// the span carries the arguments' hash) listens.
     pub(crate) fn new(
         sinks: &'a [Arc<dyn AuditSink>],
         id: String,
         name: String,
         stopped: Option<&'a OnceLock<Stop>>,
+        traced: bool,
     ) -> Self {
-        let recording = !sinks.is_empty() || tracing::enabled!(target: "toolreg::audit", tracing::Level::INFO);
+        let recording =
+            traced || !sinks.is_empty() || tracing::enabled!(target: "toolreg::audit", tracing::Level::INFO);
         let trail = Trail { started_at: recording.then(SystemTime::now), ..Trail::default() };
         Record { sinks, id, name, trail, stopped, done: false }
     }
