@@ -50,7 +50,18 @@ pub(crate) fn server_tool_call(
 }
 
 /// The span of a `tools/call` a client sends to a remote server.
+///
+/// The MCP conventions make a client's tool call an `execute_tool` span, and
+/// ask for no second span where a GenAI instrumentation already traces the
+/// tool's execution. So, with the `otel` feature, a call made inside an
+/// engine's `tool_call` span (the gateway's, an agent's) puts the MCP
+/// attributes on that span and is recorded there; any other call gets a
+/// client span of its own.
 pub(crate) fn client_tool_call(server: &str, tool: &str) -> tracing::Span {
+    #[cfg(feature = "otel")]
+    if let Some(span) = context::enclosing_tool_call(server) {
+        return span;
+    }
     tracing::info_span!(
         "mcp_request",
         otel.name = format_args!("tools/call {tool}"),
@@ -106,6 +117,19 @@ mod context {
         let parent = opentelemetry::global::get_text_map_propagator(|p| p.extract(&Carrier(meta)));
         // Fails only when the span has started already, which it has not.
         let _ = span.set_parent(parent);
+    }
+
+    /// The engine's `tool_call` span this call runs in, given the MCP
+    /// client attributes, if it is the current span and exported.
+    pub(super) fn enclosing_tool_call(server: &str) -> Option<tracing::Span> {
+        let span = tracing::Span::current();
+        let metadata = span.metadata()?;
+        if metadata.name() != "tool_call" || !metadata.target().starts_with("toolreg::engine") {
+            return None;
+        }
+        span.set_attribute("mcp.method.name", "tools/call");
+        span.set_attribute("server.address", server.to_owned());
+        Some(span)
     }
 
     /// The current span's context as `_meta`, if a propagator writes one.
