@@ -22,15 +22,15 @@ impl Tasks {
         *self.sweep_from.lock().unwrap_or_else(PoisonError::into_inner) = page.next_cursor;
         let now = now_ms();
         for entry in page.entries {
-            let Some(rest) = entry.key.strip_prefix("task/") else { continue };
-            if let Some((id, _part)) = rest.split_once('/').filter(|(id, _)| is_task_id(id)) {
-                if let Err(StoreError::NotFound { .. }) = ns.reference(&key(id, "")).await {
+            let Some(id) = entry.key.strip_prefix("task/") else { continue };
+            // A part (`task/<id>/<part>`) whose record is gone goes too.
+            if let Some((record, _part)) = id.split_once('/').filter(|(record, _)| is_task_id(record)) {
+                if let Err(StoreError::NotFound { .. }) = ns.reference(&key(record, "")).await {
                     let _ = ns.delete(&entry.key).await;
                 }
                 continue;
             }
             // The records themselves (`task/<id>`), old enough.
-            let id = rest;
             if !is_task_id(id) {
                 continue;
             }
