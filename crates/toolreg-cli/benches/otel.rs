@@ -4,8 +4,8 @@
 //! every request).
 //!
 //! - `engine_call`: one `tools/call`-sized call of a trivial tool through a
-//!   `ToolEngine` (the `execute_tool` span, its attributes, the arguments'
-//!   hash and the audit event that export turns on).
+//!   `ToolEngine` (the `execute_tool` span, its attributes and the
+//!   arguments' hash, which export turns on).
 //! - `agent_step`: one step of an agent run against a scripted model (ten
 //!   steps per run, nine calling a trivial tool): `invoke_agent`, `chat`,
 //!   `execute_tool` spans.
