@@ -32,10 +32,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use toolreg::{FunctionRegistry, ParamType, SafetyLevel, ToolCall, ToolDeclaration, ToolEngine, ToolExecutor};
-use toolreg_llm::Message;
 use toolreg_llm::agent::{Agent, Limits, Outcome};
 use toolreg_llm::client::{ClientConfig, OpenAiChatClient};
 use toolreg_llm::scripted::{ScriptedClient, calls_response, text_response};
+use toolreg_llm::{LlmClient, Message};
 
 const MODE: &str = "OTEL_BENCH_MODE";
 const MODEL_URL: &str = "OTEL_BENCH_MODEL_URL";
@@ -181,45 +181,33 @@ fn measure() {
         }
     })
     .unrecorded();
-    let agent = Agent::builder(model, "scripted", ToolEngine::builder(&registry))
-        .limits(Limits::default().max_steps(10))
-        .build();
-    let agent_us = runtime.block_on(async {
-        for _ in 0..30 {
-            agent.run("count").await.unwrap();
-        }
-        let started = Instant::now();
-        for _ in 0..AGENT_RUNS {
-            match agent.run("count").await {
-                Ok(Outcome::Finished(done)) => assert_eq!(done.steps, 10),
-                other => panic!("{other:?}"),
-            }
-        }
-        per(started.elapsed(), AGENT_RUNS * 10)
-    });
-
+    let agent_us = runtime.block_on(agent_steps(&registry, model, 30, AGENT_RUNS));
     let url = std::env::var(MODEL_URL).unwrap();
     let model = OpenAiChatClient::new(ClientConfig::new(url)).unwrap();
-    let agent =
-        Agent::builder(model, "bench", ToolEngine::builder(&registry)).limits(Limits::default().max_steps(10)).build();
-    let agent_http_us = runtime.block_on(async {
-        for _ in 0..10 {
-            agent.run("count").await.unwrap();
-        }
-        let started = Instant::now();
-        for _ in 0..AGENT_HTTP_RUNS {
-            match agent.run("count").await {
-                Ok(Outcome::Finished(done)) => assert_eq!(done.steps, 10),
-                other => panic!("{other:?}"),
-            }
-        }
-        per(started.elapsed(), AGENT_HTTP_RUNS * 10)
-    });
+    let agent_http_us = runtime.block_on(agent_steps(&registry, model, 10, AGENT_HTTP_RUNS));
 
     let mcp_us = mcp_calls();
     drop(runtime);
     telemetry.shutdown();
     println!("{engine_us} {agent_us} {agent_http_us} {mcp_us}");
+}
+
+/// µs per step of ten-step runs of an agent on `model` over `registry`,
+/// after `warm` runs.
+async fn agent_steps(registry: &FunctionRegistry, model: impl LlmClient + 'static, warm: u32, runs: u32) -> f64 {
+    let agent =
+        Agent::builder(model, "bench", ToolEngine::builder(registry)).limits(Limits::default().max_steps(10)).build();
+    for _ in 0..warm {
+        agent.run("count").await.unwrap();
+    }
+    let started = Instant::now();
+    for _ in 0..runs {
+        match agent.run("count").await {
+            Ok(Outcome::Finished(done)) => assert_eq!(done.steps, 10),
+            other => panic!("{other:?}"),
+        }
+    }
+    per(started.elapsed(), runs * 10)
 }
 
 fn per(elapsed: Duration, n: u32) -> f64 {
