@@ -88,12 +88,25 @@ impl ArgumentLimits {
     }
 }
 
-/// Length of a number as JSON text, without formatting it for small integers.
+/// Length of a number as JSON text: counted for integers, and for a float
+/// written as serde_json writes it, into a counter rather than a `String`
+/// (an allocation per float was a tenth of a call with float arguments).
 fn number_len(n: &Number) -> usize {
+    struct Count(usize);
+    impl std::fmt::Write for Count {
+        fn write_str(&mut self, s: &str) -> std::fmt::Result {
+            self.0 += s.len();
+            Ok(())
+        }
+    }
     match (n.as_u64(), n.as_i64()) {
         (Some(u), _) => u.checked_ilog10().map_or(1, |d| d as usize + 1),
         (None, Some(i)) => i.unsigned_abs().checked_ilog10().map_or(1, |d| d as usize + 1) + 1,
-        _ => n.to_string().len(),
+        _ => {
+            let mut count = Count(0);
+            let _ = std::fmt::Write::write_fmt(&mut count, format_args!("{n}"));
+            count.0
+        }
     }
 }
 
@@ -180,6 +193,13 @@ mod tests {
             let exact = v.to_string().len();
             let tight = ArgumentLimits::default().with_max_bytes(exact);
             assert!(tight.check_value(&v).is_ok() || v.to_string().contains('\\'), "{v}");
+        }
+        // Numbers are counted exactly as serde_json writes them.
+        for v in [json!(1.5), json!(-0.25), json!(2.0), json!(1e300), json!(-1.0000000000000002e-7), json!(i64::MIN)] {
+            let exact = v.to_string().len();
+            assert!(ArgumentLimits::default().with_max_bytes(exact).check_value(&v).is_ok(), "{v}");
+            let under = ArgumentLimits::default().with_max_bytes(exact - 1).check_value(&v);
+            assert!(matches!(under, Err(ToolError::ArgumentsTooLarge { size, .. }) if size == exact), "{v}");
         }
     }
 
