@@ -52,8 +52,8 @@ pub(crate) struct Record<'a> {
 
 impl<'a> Record<'a> {
     /// Start recording a call; it is recorded when a sink, a `tracing`
-    /// subscriber of the audit event, or one of the call's span listens
-    /// (`traced`: the span carries the arguments' hash).
+    /// subscriber of the audit event, or the call's span listens (`traced`:
+    /// the span carries the arguments' hash).
     pub(crate) fn new(
         sinks: &'a [Arc<dyn AuditSink>],
         id: String,
