@@ -156,22 +156,8 @@ fn audit(
 
 /// Length in bytes of the text a model reads for this value.
 fn text_len(value: &Value) -> usize {
-    struct Counter(usize);
-    impl std::io::Write for Counter {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
     match value {
         Value::String(s) => s.len(),
-        other => {
-            let mut counter = Counter(0);
-            let _ = serde_json::to_writer(&mut counter, other);
-            counter.0
-        }
+        other => crate::args::json_len(other),
     }
 }

@@ -161,7 +161,7 @@ impl ToolOutput {
         };
         let meta = match object.get("meta") {
             None => None,
-            Some(Value::Object(meta)) => Some(Box::new(meta.clone())).filter(|meta| !meta.is_empty()),
+            Some(Value::Object(meta)) => (!meta.is_empty()).then(|| Box::new(meta.clone())),
             Some(_) => return Err(invalid("`meta` must be an object")),
         };
         Ok(ToolOutput { value: object.get("value").cloned().unwrap_or(Value::Null), content, meta })
