@@ -4,7 +4,7 @@
 //! calls of a tool that waits 5 ms and answers 1 MiB, and reads nothing.
 //! The server's memory is bounded by the requests it works on at once
 //! (`StdioOptions::max_in_flight`) times the answer size, plus the output
-//! queue (`max_output_bytes`); the rest are answered "server busy". The run
+//! queue (`max_output_bytes`); the rest wait, unread, in the pipe. The run
 //! is repeated with both limits lifted, which is how the server behaved
 //! before they existed. Peak resident memory (`VmHWM`) is read from
 //! `/proc/self/status`, so each case runs in a process of its own.

@@ -310,7 +310,7 @@ async fn many_requests_in_flight_all_answered() {
 }
 
 #[tokio::test]
-async fn requests_past_the_in_flight_limit_are_answered_busy_and_a_cancellation_frees_a_place() {
+async fn requests_past_the_in_flight_limit_wait_their_turn_and_a_cancellation_frees_a_place() {
     let seen = seen();
     let mut raw = Raw::start(server(&seen, ServerOptions::default()), StdioOptions::default().max_in_flight(2));
     raw.initialize(json!({})).await;
@@ -328,21 +328,17 @@ async fn requests_past_the_in_flight_limit_are_answered_busy_and_a_cancellation_
             started += 1;
         }
     }
-    let busy = raw.call(3, "echo", json!({"n": 3})).await;
-    assert_eq!(busy["error"]["code"], -32000, "{busy}");
-    assert!(busy["error"]["message"].as_str().unwrap().contains("2 requests are in flight"), "{busy}");
-
-    // The server stays whole: a cancelled call frees its place.
+    // The third waits, unanswered, for a place...
+    raw.send(
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "echo", "arguments": {"n": 3}}}),
+    )
+    .await;
+    let early = tokio::time::timeout(Duration::from_millis(300), raw.next()).await;
+    assert!(early.is_err(), "answered with every place taken: {early:?}");
+    // ...and a cancellation, still read, frees one: the third runs.
     raw.send(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}})).await;
-    let mut answer = Value::Null;
-    for id in 4..40 {
-        answer = raw.call(id, "echo", json!({"n": id})).await;
-        if answer.get("result").is_some() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert!(answer["result"]["structuredContent"]["n"].is_i64(), "{answer}");
+    let answer = raw.answer(json!(3)).await;
+    assert_eq!(answer["result"]["structuredContent"]["n"], 3, "{answer}");
 }
 
 #[tokio::test]
@@ -703,4 +699,77 @@ async fn ask_user_asks_the_clients_user() {
     raw.send(call(5, json!({}), None)).await;
     let missing = raw.answer(json!(5)).await;
     assert_eq!(missing["error"]["code"], -32021, "{missing}");
+}
+
+// The stdio transport's flow control and shutdown.
+
+/// A registry whose `nap` tool takes a moment, so that calls pile up.
+fn napping_registry() -> FunctionRegistry {
+    let mut r = FunctionRegistry::new();
+    r.register(ToolRegistration::new(decl("nap", SafetyLevel::Safe), |_: CallContext, args: Value| async move {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        Ok::<_, String>(args)
+    }))
+    .unwrap();
+    r
+}
+
+/// A client that pipelines far more calls than the server works on at once
+/// is held back by the pipe, not refused: every call is answered.
+#[tokio::test]
+async fn a_thousand_pipelined_calls_are_all_answered() {
+    let server = McpServer::from_registry(&napping_registry(), ServerOptions::default());
+    let mut raw = Raw::start(server, StdioOptions::default());
+    raw.initialize(json!({})).await;
+    let mut lines = String::new();
+    for id in 1..=1000 {
+        let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "nap", "arguments": {"n": id}}});
+        lines.push_str(&call.to_string());
+        lines.push('\n');
+    }
+    // Everything at once, as a client that pipelines writes it.
+    raw.send_line(lines.trim_end()).await;
+    let mut got = Vec::new();
+    for id in 1..=1000 {
+        let answer = raw.answer(json!(id)).await;
+        assert!(answer.get("error").is_none(), "call {id}: {answer}");
+        got.push(answer["result"]["structuredContent"]["n"].as_i64().unwrap());
+    }
+    assert_eq!(got, (1..=1000).collect::<Vec<i64>>());
+}
+
+/// Closing stdin ends the server promptly even while a 2026-07-28 client's
+/// `subscriptions/listen` stream is open (the stream ends with the input).
+#[tokio::test]
+async fn closing_the_input_ends_the_server_with_a_listen_stream_open() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let seen = seen();
+    let server = server(&seen, ServerOptions::default());
+    let (client, server_side) = tokio::io::duplex(1 << 20);
+    let (server_read, server_write) = tokio::io::split(server_side);
+    let serving =
+        tokio::spawn(async move { server.serve_stream(server_read, server_write, StdioOptions::default()).await });
+    let (read, mut write) = tokio::io::split(client);
+    let mut lines = tokio::io::BufReader::new(read).lines();
+    let request = |id: i64, method: &str, params: Value| {
+        let mut params = params;
+        params["_meta"] = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {}});
+        format!("{}\n", json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+    };
+    write.write_all(request(1, "tools/list", json!({})).as_bytes()).await.unwrap();
+    let listed: Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+    assert_eq!(listed["id"], 1, "{listed}");
+    let listen = request(2, "subscriptions/listen", json!({"notifications": {"toolsListChanged": true}}));
+    write.write_all(listen.as_bytes()).await.unwrap();
+    let ack: Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged", "{ack}");
+
+    let closed = std::time::Instant::now();
+    write.shutdown().await.unwrap();
+    let ended = tokio::time::timeout(HANG, serving).await.expect("the server ended").unwrap();
+    assert!(ended.is_ok(), "{ended:?}");
+    assert!(closed.elapsed() < Duration::from_secs(2), "the server took {:?} to end", closed.elapsed());
 }

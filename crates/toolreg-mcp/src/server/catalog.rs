@@ -10,6 +10,7 @@ use rmcp::service::{RequestContext, RoleServer, SubscriptionSink};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
 use toolreg::provider::mcp::Mcp;
 use toolreg::provider::{ToolRef, WireFormat};
 use toolreg::{ToolEngine, ToolError, ToolOutput, ToolResult};
@@ -220,11 +221,25 @@ pub(super) struct Session {
     /// Its open `subscriptions/listen` streams (a 2026-07-28 client hears of
     /// list changes there).
     listeners: Mutex<Vec<SubscriptionSink>>,
+    /// Cancelled when the client has said its last word (its input closed):
+    /// streams that would stay open until the client goes (its
+    /// `subscriptions/listen`) end then, so that shutdown does not wait on them.
+    input_closed: CancellationToken,
 }
 
 impl Session {
     pub(super) fn new(transport: Transport) -> Session {
-        Session { transport, loaded: Mutex::default(), listeners: Mutex::default() }
+        Session {
+            transport,
+            loaded: Mutex::default(),
+            listeners: Mutex::default(),
+            input_closed: CancellationToken::new(),
+        }
+    }
+
+    /// The token its transport cancels when the client's input closes.
+    pub(super) fn input_closed(&self) -> &CancellationToken {
+        &self.input_closed
     }
 
     /// Record an open `subscriptions/listen` stream until the guard drops.

@@ -345,14 +345,14 @@ impl McpServer {
         R: tokio::io::AsyncRead + Send + Unpin + 'static,
         W: tokio::io::AsyncWrite + Send + Unpin + 'static,
     {
-        let transport = stdio::LineTransport::new(read, write, options);
-        let running =
-            match rmcp::serve_server(tasks::Serving(self.connection(catalog::Transport::Stream)), transport).await {
-                Ok(running) => running,
-                // The client left before saying anything: nothing to serve, no error.
-                Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
-                Err(error) => return Err(ServeError::Handshake(error.to_string())),
-            };
+        let connection = self.connection(catalog::Transport::Stream);
+        let transport = stdio::LineTransport::new(read, write, options, connection.session.input_closed().clone());
+        let running = match rmcp::serve_server(tasks::Serving(connection), transport).await {
+            Ok(running) => running,
+            // The client left before saying anything: nothing to serve, no error.
+            Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
+            Err(error) => return Err(ServeError::Handshake(error.to_string())),
+        };
         running.waiting().await.map_err(|error| ServeError::Handshake(error.to_string()))?;
         Ok(())
     }
@@ -578,7 +578,16 @@ impl ServerHandler for McpServer {
         self.shared.listeners.lock().unwrap_or_else(PoisonError::into_inner).push(sink.clone());
         let _listening = self.session.listening(sink.clone());
         let uris = context.accepted().resource_subscriptions.clone().unwrap_or_default();
-        self.listen_to_resources(&sink, &uris, context.cancelled()).await;
+        // The stream ends when the client cancels it, or when its input
+        // closes: rmcp ends a connection's streams only after it has waited
+        // for every running request to answer, this one included.
+        let ended = async {
+            tokio::select! {
+                () = context.cancelled() => {}
+                () = self.session.input_closed().cancelled() => {}
+            }
+        };
+        self.listen_to_resources(&sink, &uris, ended).await;
         let mut listeners = self.shared.listeners.lock().unwrap_or_else(PoisonError::into_inner);
         listeners.retain(|other| other.id() != sink.id());
         Ok(())

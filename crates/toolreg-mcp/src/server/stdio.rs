@@ -12,19 +12,25 @@
 //! Memory is bounded for a client that sends faster than it reads, or never
 //! reads at all. rmcp runs every request in a task of its own and hands each
 //! answer to [`Transport::send`] without waiting for the one before, so the
-//! bound has to come from here, in two parts:
+//! bound has to come from here, in three parts:
 //! - at most [`StdioOptions::max_in_flight`] requests are being worked on;
-//!   one past that is answered at once with a "server busy" error (-32000)
-//!   instead of being started. Pausing the reader instead would deadlock a
-//!   server whose calls wait for the client's answer to an elicitation;
+//!   those read past that wait, not started, for a place — up to as many
+//!   again — and past those the transport reads no more input until a place
+//!   frees: the pipe then holds the client back, and every request is
+//!   answered in its turn. Reading goes on while requests wait, so that a
+//!   client can still cancel a call or answer the server;
+//! - while the server waits for the client's answer (an elicitation), input
+//!   is read whatever is waiting, since that answer may be next in the pipe;
+//!   a request read then with every place and the queue taken is answered
+//!   at once with a "server busy" error (-32000) rather than held;
 //! - answers waiting to be written hold at most
 //!   [`StdioOptions::max_output_bytes`]; past that, `send` waits, and the
 //!   reader waits with it when it has something to answer.
 //!
-//! So the answers held at any time are those of the requests in flight, and
-//! no more than that.
+//! So the requests held at any time are at most twice `max_in_flight`, and
+//! the answers held those of the requests in flight.
 
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
 use std::future::Future;
 use std::io;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -34,10 +40,12 @@ use rmcp::service::{RoleServer, RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
-/// The JSON-RPC code of the answer to a request past the in-flight limit.
+/// The JSON-RPC code of the answer to a request that can be neither started
+/// nor queued while the server waits for the client (see the module docs).
 pub const SERVER_BUSY: i64 = -32000;
 
 /// Limits of the stdio transport.
@@ -47,9 +55,10 @@ pub struct StdioOptions {
     /// The longest message read, in bytes (4 MiB); a longer line is answered
     /// with an error and skipped.
     pub max_message_bytes: usize,
-    /// Requests worked on at once (256); one more is answered with a
-    /// [`SERVER_BUSY`] error and not started. Together with
-    /// `max_output_bytes` this bounds the answers the server holds.
+    /// Requests worked on at once (256). As many more wait, not started, for
+    /// a place; past those no more input is read until a place frees.
+    /// Together with `max_output_bytes` this bounds the memory the server
+    /// holds for one client.
     pub max_in_flight: usize,
     /// Bytes of answers waiting to be written (8 MiB); past that, answers
     /// wait to be queued until the client reads. One answer larger than this
@@ -106,6 +115,54 @@ impl Output {
     }
 }
 
+/// The requests being worked on, and the server's own requests waiting for
+/// the client's answer; shared with the futures [`Transport::send`] returns.
+#[derive(Default)]
+struct Flight {
+    state: Mutex<FlightState>,
+    /// Woken when a place frees or the server starts waiting for the client.
+    changed: Notify,
+}
+
+#[derive(Default)]
+struct FlightState {
+    /// The ids of requests started and not yet answered (or cancelled).
+    working: HashSet<RequestId>,
+    /// The ids of the server's requests the client has not answered.
+    asking: HashSet<RequestId>,
+}
+
+impl Flight {
+    fn lock(&self) -> std::sync::MutexGuard<'_, FlightState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Take a place for `id`, if one is free (an id already working has one).
+    fn start(&self, id: &RequestId, max: usize) -> bool {
+        let mut state = self.lock();
+        if state.working.len() >= max && !state.working.contains(id) {
+            return false;
+        }
+        state.working.insert(id.clone());
+        true
+    }
+
+    /// Free `id`'s place (answered, or cancelled: rmcp writes no answer then).
+    fn finish(&self, id: &RequestId) {
+        if self.lock().working.remove(id) {
+            self.changed.notify_one();
+        }
+    }
+
+    fn has_place(&self, max: usize) -> bool {
+        self.lock().working.len() < max
+    }
+
+    fn waiting_for_client(&self) -> bool {
+        !self.lock().asking.is_empty()
+    }
+}
+
 /// The transport: a bounded line reader and a batching writer task.
 pub(crate) struct LineTransport<R> {
     read: BufReader<R>,
@@ -113,15 +170,26 @@ pub(crate) struct LineTransport<R> {
     max: usize,
     /// Skipping the rest of an oversized line.
     discarding: bool,
-    /// The ids of requests read and not yet answered (or cancelled).
-    in_flight: Arc<Mutex<HashSet<RequestId>>>,
+    flight: Arc<Flight>,
     max_in_flight: usize,
+    /// Requests read while every place was taken, in the order read; at most
+    /// `max_in_flight` of them.
+    queued: VecDeque<RxJsonRpcMessage<RoleServer>>,
+    /// The input has ended (or failed): nothing more will be read.
+    ended: bool,
+    /// Cancelled when the input ends, to end what waits on the client.
+    input_closed: CancellationToken,
     out: Option<Output>,
     writer: Option<JoinHandle<io::Result<()>>>,
 }
 
 impl<R: AsyncRead + Send + Unpin> LineTransport<R> {
-    pub(crate) fn new<W: AsyncWrite + Send + Unpin + 'static>(read: R, write: W, options: StdioOptions) -> Self {
+    pub(crate) fn new<W: AsyncWrite + Send + Unpin + 'static>(
+        read: R,
+        write: W,
+        options: StdioOptions,
+        input_closed: CancellationToken,
+    ) -> Self {
         // Bounded in bytes: a client that stops reading slows the server
         // down instead of making it hold every answer in memory.
         let (tx, queue) = mpsc::unbounded_channel();
@@ -132,8 +200,11 @@ impl<R: AsyncRead + Send + Unpin> LineTransport<R> {
             line: Vec::new(),
             max: options.max_message_bytes,
             discarding: false,
-            in_flight: Arc::default(),
+            flight: Arc::default(),
             max_in_flight: options.max_in_flight.max(1),
+            queued: VecDeque::new(),
+            ended: false,
+            input_closed,
             out: Some(out),
             writer: Some(tokio::spawn(write_all(write, queue))),
         }
@@ -152,35 +223,73 @@ impl<R: AsyncRead + Send + Unpin> LineTransport<R> {
         }
     }
 
-    /// Count a request in, or answer why it is not started. A cancellation
-    /// frees its request's place: rmcp writes no answer for it.
-    fn admit(&self, message: &RxJsonRpcMessage<RoleServer>) -> Option<Value> {
-        let mut in_flight = self.in_flight.lock().unwrap_or_else(PoisonError::into_inner);
-        match message {
+    /// The first queued request, when a place has freed for it.
+    fn next_queued(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
+        let Some(JsonRpcMessage::Request(request)) = self.queued.front() else { return None };
+        if !self.flight.start(&request.id, self.max_in_flight) {
+            return None;
+        }
+        self.queued.pop_front()
+    }
+
+    /// Whether to read no more input for now: every place and the queue
+    /// are taken, and the server waits for nothing from the client.
+    fn paused(&self) -> bool {
+        self.queued.len() >= self.max_in_flight
+            && !self.flight.has_place(self.max_in_flight)
+            && !self.flight.waiting_for_client()
+    }
+
+    /// Start `message`, queue it, or say why neither is possible (the
+    /// answer to send instead). What is not a request passes at once.
+    fn admit(&mut self, message: RxJsonRpcMessage<RoleServer>) -> Result<Option<RxJsonRpcMessage<RoleServer>>, Value> {
+        match &message {
             JsonRpcMessage::Request(request) => {
-                if in_flight.len() >= self.max_in_flight && !in_flight.contains(&request.id) {
-                    let id = serde_json::to_value(&request.id).unwrap_or(Value::Null);
-                    let max = self.max_in_flight;
-                    return Some(error(
-                        id,
-                        SERVER_BUSY,
-                        format!(
-                            "server busy: {max} requests are in flight, the limit; send this one again when one is answered"
-                        ),
-                    ));
+                if self.queued.is_empty() && self.flight.start(&request.id, self.max_in_flight) {
+                    return Ok(Some(message));
                 }
-                in_flight.insert(request.id.clone());
+                if self.queued.len() < self.max_in_flight {
+                    self.queued.push_back(message);
+                    return Ok(None);
+                }
+                let id = serde_json::to_value(&request.id).unwrap_or(Value::Null);
+                let max = self.max_in_flight;
+                Err(error(
+                    id,
+                    SERVER_BUSY,
+                    format!(
+                        "server busy: {max} requests are in flight and {max} more wait, the limit, while the \
+                         server waits for your answer; send this one again when one is answered"
+                    ),
+                ))
             }
             JsonRpcMessage::Notification(notification) => {
                 if let rmcp::model::ClientNotification::CancelledNotification(cancelled) = &notification.notification
                     && let Some(id) = &cancelled.params.request_id
                 {
-                    in_flight.remove(id);
+                    self.flight.finish(id);
+                    // A request cancelled before it started is never started.
+                    self.queued.retain(|queued| !matches!(queued, JsonRpcMessage::Request(r) if &r.id == id));
                 }
+                Ok(Some(message))
             }
-            _ => {}
+            JsonRpcMessage::Response(response) => {
+                self.flight.lock().asking.remove(&response.id);
+                Ok(Some(message))
+            }
+            JsonRpcMessage::Error(answer) => {
+                if let Some(id) = &answer.id {
+                    self.flight.lock().asking.remove(id);
+                }
+                Ok(Some(message))
+            }
         }
-        None
+    }
+
+    /// The input has ended: what waits on the client ends too.
+    fn end_input(&mut self) {
+        self.ended = true;
+        self.input_closed.cancel();
     }
 
     /// Read one line into `self.line`, never holding more than `max` bytes.
@@ -258,9 +367,15 @@ impl<R: AsyncRead + Send + Unpin> Transport<RoleServer> for LineTransport<R> {
         let answered = match &item {
             JsonRpcMessage::Response(response) => Some(response.id.clone()),
             JsonRpcMessage::Error(error) => error.id.clone(),
-            _ => None,
+            JsonRpcMessage::Request(request) => {
+                // The server now waits for the client: the reader reads on.
+                self.flight.lock().asking.insert(request.id.clone());
+                self.flight.changed.notify_one();
+                None
+            }
+            JsonRpcMessage::Notification(_) => None,
         };
-        let in_flight = Arc::clone(&self.in_flight);
+        let flight = Arc::clone(&self.flight);
         let out = self.out.clone();
         let bytes = serde_json::to_vec(&item);
         drop(item);
@@ -273,20 +388,38 @@ impl<R: AsyncRead + Send + Unpin> Transport<RoleServer> for LineTransport<R> {
             }
             .await;
             if let Some(id) = answered {
-                in_flight.lock().unwrap_or_else(PoisonError::into_inner).remove(&id);
+                flight.finish(&id);
             }
             sent
         }
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
+        // Cancel-safe (rmcp drops this future whenever it has something to
+        // send): every wait is on a notification or on `read_line`, and what
+        // was read is kept in `self` before the next wait.
         loop {
+            if let Some(request) = self.next_queued() {
+                return Some(request);
+            }
+            if self.ended || self.paused() {
+                if self.ended && self.queued.is_empty() {
+                    return None;
+                }
+                // A change since the checks above left a permit: no wake-up is lost.
+                self.flight.changed.notified().await;
+                continue;
+            }
             match self.read_line().await {
                 Ok(true) => {}
-                Ok(false) => return None,
+                Ok(false) => {
+                    self.end_input();
+                    continue;
+                }
                 Err(error) => {
                     tracing::error!(%error, "reading the MCP input failed");
-                    return None;
+                    self.end_input();
+                    continue;
                 }
             }
             let line = self.line.strip_suffix(b"\r").unwrap_or(&self.line);
@@ -299,11 +432,11 @@ impl<R: AsyncRead + Send + Unpin> Transport<RoleServer> for LineTransport<R> {
             match parsed {
                 Ok(message) => {
                     self.line.clear();
-                    if let Some(busy) = self.admit(&message) {
-                        self.answer(busy).await;
-                        continue;
+                    match self.admit(message) {
+                        Ok(Some(message)) => return Some(message),
+                        Ok(None) => {}
+                        Err(busy) => self.answer(busy).await,
                     }
-                    return Some(message);
                 }
                 Err(parse) => {
                     let reply = match serde_json::from_slice::<Value>(line) {
@@ -329,6 +462,7 @@ impl<R: AsyncRead + Send + Unpin> Transport<RoleServer> for LineTransport<R> {
     }
 
     async fn close(&mut self) -> Result<(), io::Error> {
+        self.input_closed.cancel();
         drop(self.out.take());
         match self.writer.take() {
             Some(writer) => writer.await.unwrap_or(Ok(())),
