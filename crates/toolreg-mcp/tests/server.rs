@@ -773,3 +773,16 @@ async fn closing_the_input_ends_the_server_with_a_listen_stream_open() {
     assert!(ended.is_ok(), "{ended:?}");
     assert!(closed.elapsed() < Duration::from_secs(2), "the server took {:?} to end", closed.elapsed());
 }
+
+/// Capabilities are declared for what is served: no `prompts` or
+/// `resources` without an imported server that has some.
+#[tokio::test]
+async fn only_what_is_served_is_declared() {
+    let seen = seen();
+    let mut raw = Raw::start(server(&seen, ServerOptions::default()), StdioOptions::default());
+    let answer = raw.initialize(json!({})).await;
+    let capabilities = &answer["result"]["capabilities"];
+    assert!(capabilities["tools"].is_object(), "{capabilities}");
+    assert!(capabilities.get("prompts").is_none(), "{capabilities}");
+    assert!(capabilities.get("resources").is_none(), "{capabilities}");
+}

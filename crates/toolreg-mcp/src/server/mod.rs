@@ -421,14 +421,18 @@ impl ServerHandler for McpServer {
             builder = builder.enable_tasks();
         }
         let mut capabilities = builder.build();
-        // The imported servers' resources and prompts (a gateway's): the
-        // lists are empty when nothing is imported, and answered either way,
-        // so both are declared either way.
-        let mut resources = rmcp::model::ResourcesCapability::default();
-        // Refused with the reason when the resource's server has none.
-        resources.subscribe = Some(true);
-        capabilities.resources = Some(resources);
-        capabilities.prompts = Some(rmcp::model::PromptsCapability::default());
+        // The imported servers' resources and prompts (a gateway's), declared
+        // only when one of them offers some: hosts warn about, and list in
+        // vain, a capability with nothing behind it.
+        let remotes = self.remotes();
+        if remotes.iter().any(crate::client::RemoteServer::offers_resources) {
+            let mut resources = rmcp::model::ResourcesCapability::default();
+            resources.subscribe = remotes.iter().any(crate::client::RemoteServer::offers_subscriptions).then_some(true);
+            capabilities.resources = Some(resources);
+        }
+        if remotes.iter().any(crate::client::RemoteServer::offers_prompts) {
+            capabilities.prompts = Some(rmcp::model::PromptsCapability::default());
+        }
         let options = &self.shared.options;
         let mut config = ServerConfig::new(capabilities)
             .with_server_info(Implementation::new(options.name.clone(), options.version.clone()));
