@@ -269,6 +269,46 @@ async fn a_served_call_joins_the_trace_of_its_traceparent() {
     nowhere(&received, "notes.txt");
 }
 
+/// A client's `traceparent` that says "not sampled" does not hide its call
+/// from the operator's traces: the served span and the tool's are exported
+/// (the operator's default sampler samples them), in a trace of their own
+/// linked to the client's span.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_not_sampled_traceparent_does_not_hide_a_served_call() {
+    let (endpoint, received) = receiver().await;
+    let dir = workspace();
+    let root = dir.path().to_owned();
+    let status = tokio::task::spawn_blocking(move || {
+        let env = [("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()), ("OTEL_SERVICE_NAME", "served")];
+        let (mut child, mut stdin, lines) = common::serve_stdio(&root, &[], &env);
+        let mut send = |message: Value| writeln!(stdin, "{message}").unwrap();
+        send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}));
+        lines.recv().unwrap();
+        send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "read_file", "arguments": {"path": "notes.txt"},
+            "_meta": {"traceparent": format!("00-{TRACE_ID}-{PARENT_ID}-00")}}}));
+        let call = lines.recv().unwrap();
+        assert_eq!(call["result"]["isError"], false, "{call}");
+        drop(stdin);
+        child.wait().unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(status.success());
+    settle(&received, "execute_tool read_file").await;
+
+    let served = received.one("tools/call read_file", Some("served"));
+    assert_ne!(hex(&served.trace_id), TRACE_ID, "a trace the client does not sample is not joined");
+    assert!(served.parent_span_id.is_empty(), "the served span is a root");
+    let link = served.links.first().expect("a link to the client's span");
+    assert_eq!((hex(&link.trace_id), hex(&link.span_id)), (TRACE_ID.to_owned(), PARENT_ID.to_owned()));
+    let tool = received.one("execute_tool read_file", Some("served"));
+    assert_eq!(tool.trace_id, served.trace_id);
+    assert_eq!(tool.parent_span_id, served.span_id);
+}
+
 /// Through the gateway: a `tools/call` (with a `traceparent`) to a
 /// `toolreg serve` that imports a second `toolreg serve` is one trace,
 /// across both processes: the caller's span, the gateway's MCP server

@@ -109,14 +109,31 @@ mod context {
     use serde_json::Value;
     use tracing_opentelemetry::OpenTelemetrySpanExt;
 
-    /// Make `span` a child of the trace context in `meta`, if it carries one.
+    /// Make `span` a child of the trace context in `meta`, if it carries one
+    /// the client samples.
+    ///
+    /// What is traced is the operator's to decide: a client's "sampled" flag
+    /// may add a call to the traces (a parent-based sampler follows it), its
+    /// "not sampled" must not take one out. So a context the client does
+    /// not sample is no parent: the span starts a trace of its own, which
+    /// the operator's sampler decides on as on any other, linked to the
+    /// client's span.
     pub(super) fn adopt(span: &tracing::Span, meta: &RequestMetaObject) {
+        use opentelemetry::trace::TraceContextExt;
         if meta.get_traceparent().is_none() {
             return;
         }
         let parent = opentelemetry::global::get_text_map_propagator(|p| p.extract(&Carrier(meta)));
-        // Fails only when the span has started already, which it has not.
-        let _ = span.set_parent(parent);
+        let remote = parent.span().span_context().clone();
+        if !remote.is_valid() {
+            return;
+        }
+        if remote.is_sampled() {
+            // Fails only when the span has started already, which it has not.
+            let _ = span.set_parent(parent);
+        } else {
+            span.add_link(remote);
+        }
     }
 
     /// The engine's `tool_call` span this call runs in, given the MCP
