@@ -100,3 +100,165 @@ async fn rmcp_client_round_trip_stateful_and_stateless() {
         options.shutdown.cancel();
     }
 }
+
+// The edge: timeouts, checks before bodies, a bound on connections, and
+// the SSE priming event by revision.
+
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// Open a connection and send `head` (and nothing more).
+async fn connect(addr: SocketAddr, head: &str) -> TcpStream {
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream
+}
+
+/// What the server sends until it closes the connection or `wait` passes:
+/// the text, and whether it closed.
+async fn read_until_closed(stream: &mut TcpStream, wait: Duration) -> (String, bool) {
+    let mut got = Vec::new();
+    let mut buffer = [0u8; 4096];
+    let deadline = tokio::time::Instant::now() + wait;
+    loop {
+        match tokio::time::timeout_at(deadline, stream.read(&mut buffer)).await {
+            Err(_) => return (String::from_utf8_lossy(&got).into_owned(), false),
+            Ok(Ok(0) | Err(_)) => return (String::from_utf8_lossy(&got).into_owned(), true),
+            Ok(Ok(n)) => got.extend_from_slice(&buffer[..n]),
+        }
+    }
+}
+
+/// The head of a POST of `length` bytes of JSON, with these extra headers.
+fn post_head(addr: SocketAddr, host: Option<&str>, extra: &str, length: usize) -> String {
+    let host = host.map_or_else(|| addr.to_string(), str::to_owned);
+    format!(
+        "POST /mcp HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\n{extra}Content-Length: {length}\r\n\r\n"
+    )
+}
+
+#[tokio::test]
+async fn connections_that_never_finish_their_headers_are_closed() {
+    let (addr, options) = start(HttpOptions::default().header_read_timeout(Duration::from_millis(300))).await;
+    let started = Instant::now();
+    let mut slow = connect(addr, "POST /mcp HTTP/1.1\r\nHost: localhost\r\n").await;
+    let (_, closed) = read_until_closed(&mut slow, Duration::from_secs(5)).await;
+    assert!(closed, "a connection that never finished its headers is still open after 5 s");
+    assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
+    // The server is none the worse.
+    assert_eq!(post(addr, &[]).await.status(), 200);
+    options.shutdown.cancel();
+}
+
+/// With tasks on, the router also looks at request bodies: still, a
+/// request refused for its headers is refused before its body is read.
+#[tokio::test]
+async fn refused_requests_are_answered_without_reading_their_bodies() {
+    let store = toolreg_builtins::store::SqliteStore::in_memory().await.unwrap();
+    let tasks = toolreg_mcp::server::TaskOptions::new(store.namespace("mcp-tasks").unwrap());
+    let mut r = FunctionRegistry::new();
+    let decl = ToolDeclaration::builder("echo").description("Echo.").safety(SafetyLevel::Safe).build();
+    r.register_sync_tool("echo", |args: Value| Ok::<_, String>(args), decl).unwrap();
+    let served = McpServer::from_registry(&r, ServerOptions::default().tasks(tasks));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let options = HttpOptions::default().bearer_token("s3cret");
+    let running = options.clone();
+    tokio::spawn(async move { served.serve_http_on(listener, running).await });
+
+    let token = "Authorization: Bearer s3cret\r\n";
+    let cases = [
+        (post_head(addr, Some("evil.example"), token, 4 << 20), "403"),
+        (post_head(addr, None, &format!("{token}Origin: http://evil.example\r\n"), 4 << 20), "403"),
+        (post_head(addr, None, "Authorization: Bearer wrong\r\n", 4 << 20), "401"),
+    ];
+    for (head, status) in cases {
+        let mut stream = connect(addr, &head).await;
+        let (answer, _) = read_until_closed(&mut stream, Duration::from_secs(2)).await;
+        assert!(answer.starts_with(&format!("HTTP/1.1 {status}")), "{head:?} got {answer:?}");
+    }
+    options.shutdown.cancel();
+}
+
+#[tokio::test]
+async fn a_body_that_does_not_arrive_in_time_is_answered_408() {
+    let (addr, options) = start(HttpOptions::default().body_read_timeout(Duration::from_millis(300))).await;
+    let mut stream = connect(addr, &post_head(addr, None, "", 1000)).await;
+    stream.write_all(b"{\"jsonrpc\":").await.unwrap();
+    let (answer, _) = read_until_closed(&mut stream, Duration::from_secs(3)).await;
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer:?}");
+    options.shutdown.cancel();
+}
+
+#[tokio::test]
+async fn open_connections_are_bounded() {
+    let (addr, options) = start(HttpOptions::default().max_connections(2)).await;
+    let mut first = connect(addr, "POST /mcp HTTP/1.1\r\n").await;
+    let _second = connect(addr, "POST /mcp HTTP/1.1\r\n").await;
+    // Both places are taken: a third client is not served...
+    let waiting = tokio::spawn(async move { post(addr, &[]).await.status() });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(!waiting.is_finished(), "a third connection was served while two were open, the bound");
+    // ...until one closes.
+    first.shutdown().await.unwrap();
+    drop(first);
+    let status = tokio::time::timeout(Duration::from_secs(5), waiting).await.expect("served once a place freed");
+    assert_eq!(status.unwrap(), 200);
+    options.shutdown.cancel();
+}
+
+/// The SSE priming event (empty `data`, an `id`, a `retry`) is for clients
+/// on 2025-11-25 and later; a 2025-06-18 client (Gemini CLI's) gets none,
+/// neither in the answer to `initialize` nor later in its session.
+#[tokio::test]
+async fn the_priming_event_goes_only_to_clients_that_know_it() {
+    let (addr, options) = start(HttpOptions::default()).await;
+    let client = reqwest::Client::new();
+    let initialize = |revision: &str| {
+        let mut message = initialize();
+        message["params"]["protocolVersion"] = json!(revision);
+        client
+            .post(format!("http://{addr}/mcp"))
+            .header("accept", "application/json, text/event-stream")
+            .json(&message)
+            .send()
+    };
+    let old = initialize("2025-06-18").await.unwrap();
+    let session = old.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+    let text = old.text().await.unwrap();
+    assert!(text.starts_with("data: {"), "{text:?}");
+    assert!(!text.contains("retry:"), "{text:?}");
+    for line in text.lines().filter_map(|line| line.strip_prefix("data:")) {
+        serde_json::from_str::<Value>(line.trim()).unwrap_or_else(|e| panic!("`{line}` is not a message: {e}"));
+    }
+    let initialized = client
+        .post(format!("http://{addr}/mcp"))
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-06-18")
+        .json(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        .send()
+        .await
+        .unwrap();
+    assert!(initialized.status().is_success(), "{}", initialized.status());
+    let later = client
+        .post(format!("http://{addr}/mcp"))
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-06-18")
+        .json(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(later.starts_with("data: {") && !later.contains("retry:"), "{later:?}");
+
+    let new = initialize("2025-11-25").await.unwrap().text().await.unwrap();
+    assert!(new.starts_with("data: \nid: 0\nretry: 3000\n\n"), "{new:?}");
+    options.shutdown.cancel();
+}
