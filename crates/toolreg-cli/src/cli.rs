@@ -82,10 +82,12 @@ pub enum Command {
         after_help = "Examples:\n  OPENAI_API_KEY=sk-... toolreg run \"List the Rust files and count their lines\"\n  toolreg run \"Summarise README.md\" --base-url http://localhost:11434/v1 --model llama3.2\n  ANTHROPIC_API_KEY=... toolreg run \"Fix the typo in notes.txt\" --provider anthropic --model claude-sonnet-4-5"
     )]
     Run(RunArgs),
-    /// Continue a run `toolreg run` stopped at a dangerous call, with the decision: on this host or
-    /// any other sharing the store and the host key. A run resumes once.
+    /// Continue a run `toolreg run` stopped at dangerous calls: on this host or any other sharing
+    /// the store and the host key. Each call it waits for is printed first (its id, the tool, the
+    /// arguments, and what it would do where the tool says), then decided: asked one by one on a
+    /// terminal, or as the flags say. A run resumes once.
     #[command(
-        after_help = "Examples:\n  toolreg run \"Clean up old logs\" --suspend   # prints the run's id\n  toolreg resume s18a…-2f-0 --approve\n  toolreg resume s18a…-2f-0 --deny \"keep the logs\""
+        after_help = "Examples:\n  toolreg run \"Clean up old logs\" --suspend   # prints the run's id\n  toolreg resume s18a…-2f-0                      # shows each call, asks y/N for each\n  toolreg resume s18a…-2f-0 --approve-call c1 --deny-call c2 --reason \"keep that one\"\n  toolreg resume s18a…-2f-0 --approve            # every call, each printed first\n  toolreg resume s18a…-2f-0 --deny \"keep the logs\"\n\nWith no decision and no terminal, the calls are printed and nothing runs (the run can still be\nresumed). Every call the run waits for needs a decision; a call id that is not among them is an\nerror, and nothing runs."
     )]
     Resume(ResumeArgs),
     /// Serve the tools over MCP (stdio by default).
@@ -172,12 +174,21 @@ pub struct RunArgs {
 pub struct ResumeArgs {
     /// The suspended run's id, as `toolreg run` printed it.
     pub id: String,
-    /// Approve the calls it waits for (exactly as shown when it stopped).
-    #[arg(long, conflicts_with = "deny", required_unless_present = "deny")]
+    /// Approve every call it waits for, each printed first as it will run.
+    #[arg(long, conflicts_with_all = ["deny", "approve_call", "deny_call"])]
     pub approve: bool,
-    /// Refuse them, with this reason for the model.
-    #[arg(long, value_name = "REASON")]
+    /// Refuse every call it waits for, with this reason for the model.
+    #[arg(long, value_name = "REASON", conflicts_with_all = ["approve_call", "deny_call"])]
     pub deny: Option<String>,
+    /// Approve this call (its id as printed); repeat for each call to approve.
+    #[arg(long = "approve-call", value_name = "CALL_ID")]
+    pub approve_call: Vec<String>,
+    /// Refuse this call (its id as printed); repeat for each call to refuse.
+    #[arg(long = "deny-call", value_name = "CALL_ID")]
+    pub deny_call: Vec<String>,
+    /// The reason the model reads for the calls refused one by one (--deny-call, or at the prompt).
+    #[arg(long, value_name = "REASON", conflicts_with_all = ["approve", "deny"])]
+    pub reason: Option<String>,
     #[command(flatten)]
     pub agent: AgentArgs,
 }
@@ -211,7 +222,7 @@ pub struct AgentArgs {
     #[arg(long)]
     pub code_mode: bool,
     /// At a dangerous call, do not ask here: stop, keep the run in the store and print its id
-    /// (what happens anyway with no terminal). `toolreg resume ID --approve` continues it, on any
+    /// (what happens anyway with no terminal). `toolreg resume ID` shows the calls and continues it, on any
     /// host sharing the store and the host key (`TOOLREG_KEY`).
     #[arg(long, conflicts_with = "yes")]
     pub suspend: bool,

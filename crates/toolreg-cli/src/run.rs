@@ -11,7 +11,9 @@ use toolreg::policy::ApproveAll;
 use toolreg_builtins::store::Namespace;
 use toolreg_builtins::user::{TerminalChannel, UserApprover, UserChannel, UserTools};
 use toolreg_llm::agent::functions::AgentTools;
-use toolreg_llm::agent::{Agent, AgentError, AgentEvent, Limits, Outcome, SuspendForApproval, SuspendedRuns};
+use toolreg_llm::agent::{
+    Agent, AgentError, AgentEvent, Limits, Outcome, PendingApproval, Resolution, SuspendForApproval, SuspendedRuns,
+};
 use toolreg_llm::client::{ProviderKind, UnknownProviderKind};
 use toolreg_llm::{LlmClient, LlmError};
 
@@ -52,20 +54,111 @@ pub async fn run(tools: Tools, args: RunArgs) -> Result<(), CliError> {
     report(outcome, &runs).await
 }
 
-/// Continue a suspended run with the decision, from the store.
+/// Continue a suspended run from the store: every call it waits for is
+/// printed first, then decided as the arguments say, or one by one on a
+/// terminal. With no decision and no terminal nothing runs (and nothing is
+/// consumed: the run can still be resumed).
 pub async fn resume(tools: Tools, args: ResumeArgs) -> Result<(), CliError> {
     let (agent, runs) = agent(tools, &args.agent)?;
     let suspended = runs.load(&args.id).await.map_err(|e| CliError::new(e.to_string()))?;
-    let resolutions = suspended
-        .approvals
-        .iter()
-        .map(|pending| match &args.deny {
-            Some(reason) => pending.deny(reason.clone()),
-            None => pending.approve(),
-        })
-        .collect();
+    show_pending(&suspended.id, &suspended.approvals);
+    let resolutions = decide(&suspended.approvals, &args).await?;
     let outcome = agent.resume(suspended, resolutions, interrupt()).await;
     report(outcome, &runs).await
+}
+
+/// The reason the model reads for a call refused one by one without one.
+const NOT_APPROVED: &str = "the operator did not approve this call";
+
+/// A decision for every pending call: all at once (`--approve`, `--deny`),
+/// by call id (`--approve-call`, `--deny-call`), or asked on the terminal
+/// for each call the flags leave open.
+async fn decide(pending: &[PendingApproval], args: &ResumeArgs) -> Result<Vec<Resolution>, CliError> {
+    if args.approve {
+        return Ok(pending.iter().map(PendingApproval::approve).collect());
+    }
+    if let Some(reason) = &args.deny {
+        return Ok(pending.iter().map(|p| p.deny(reason.clone())).collect());
+    }
+    let reason = args.reason.clone().unwrap_or_else(|| NOT_APPROVED.to_owned());
+    let known = |id: &String| pending.iter().any(|p| &p.call_id == id);
+    if let Some(unknown) = args.approve_call.iter().chain(&args.deny_call).find(|id| !known(id)) {
+        return Err(CliError::new(format!("the run does not wait for a call `{unknown}`; nothing ran")));
+    }
+    if let Some(both) = args.approve_call.iter().find(|id| args.deny_call.contains(id)) {
+        return Err(CliError::new(format!("call `{both}` is both approved and denied; nothing ran")));
+    }
+    let on_terminal = std::io::stdin().is_terminal();
+    let mut resolutions = Vec::with_capacity(pending.len());
+    let mut open = Vec::new();
+    for call in pending {
+        if args.approve_call.contains(&call.call_id) {
+            resolutions.push(call.approve());
+        } else if args.deny_call.contains(&call.call_id) {
+            resolutions.push(call.deny(reason.clone()));
+        } else if on_terminal {
+            let question = format!("Approve call {} ({})? [y/N] ", call.call_id, call.tool);
+            let yes = tokio::task::spawn_blocking(move || ask_yes(&question))
+                .await
+                .map_err(|e| CliError::new(e.to_string()))??;
+            resolutions.push(if yes { call.approve() } else { call.deny(reason.clone()) });
+        } else {
+            open.push(call.call_id.as_str());
+        }
+    }
+    if !open.is_empty() {
+        return Err(CliError::new(format!(
+            "no decision for call {}; nothing ran. Decide each with --approve-call ID or --deny-call ID, or all \
+             with --approve or --deny REASON",
+            open.iter().map(|id| format!("`{id}`")).collect::<Vec<_>>().join(", ")
+        )));
+    }
+    Ok(resolutions)
+}
+
+/// Put `question` on stderr and read y/yes (anything else is no) from stdin.
+fn ask_yes(question: &str) -> Result<bool, CliError> {
+    let mut err = std::io::stderr().lock();
+    let _ = write!(err, "{question}");
+    let _ = err.flush();
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line).map_err(|e| CliError::new(format!("cannot read the answer: {e}")))?;
+    Ok(matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes"))
+}
+
+/// Each pending call as its approver sees it, on stderr: its id and tool,
+/// the arguments exactly as they will run, and what it would do where the
+/// tool says.
+fn show_pending(run: &str, pending: &[PendingApproval]) {
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(err, "{}", pending_text(run, pending));
+}
+
+fn pending_text(run: &str, pending: &[PendingApproval]) -> String {
+    let calls = if pending.len() == 1 { "1 call".to_owned() } else { format!("{} calls", pending.len()) };
+    let mut text = format!("toolreg: run {} waits for a decision on {calls}:", printable(run));
+    for call in pending {
+        let arguments = serde_json::to_string_pretty(&call.arguments).unwrap_or_else(|_| call.arguments.to_string());
+        text.push_str(&format!("\n  call {}: {}\n    arguments:", printable(&call.call_id), printable(&call.tool)));
+        for line in arguments.lines() {
+            text.push_str(&format!("\n      {}", printable(line)));
+        }
+        if let Some(preview) = &call.preview {
+            text.push_str("\n    it would do:");
+            for line in preview.lines() {
+                text.push_str(&format!("\n      {}", printable(line)));
+            }
+        }
+    }
+    text
+}
+
+/// `text` with its control characters shown as escapes, so that nothing a
+/// model wrote can move the cursor or recolour what the operator reads.
+fn printable(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() && c != '\t' { c.escape_unicode().to_string() } else { c.to_string() })
+        .collect()
 }
 
 /// A token cancelled by Ctrl-C.
@@ -90,13 +183,12 @@ async fn report(outcome: Result<Outcome, AgentError>, runs: &SuspendedRuns) -> R
         }
         Ok(Outcome::Suspended(suspended)) => {
             runs.save(&suspended).await.map_err(|e| CliError::new(e.to_string()))?;
-            for pending in &suspended.approvals {
-                eprintln!("toolreg: waiting for approval: {} {}", pending.tool, pending.arguments);
-            }
+            show_pending(&suspended.id, &suspended.approvals);
             writeln!(std::io::stdout().lock(), "{}", suspended.id).map_err(|e| CliError::new(e.to_string()))?;
             Err(CliError {
                 message: format!(
-                    "stopped for an approval; continue with `toolreg resume {} --approve` (or --deny REASON)",
+                    "stopped for an approval; continue with `toolreg resume {}` (shows each call and asks), or \
+                     decide with --approve-call ID / --deny-call ID, --approve or --deny REASON",
                     suspended.id
                 ),
                 code: 3,

@@ -104,3 +104,72 @@ fn answer(lines: &mpsc::Receiver<Value>, id: i64) -> Value {
         }
     }
 }
+
+/// `run_code` called as a 2026-07-28 client calls a tool: no handshake, the
+/// revision and the client's capabilities in `_meta`; a later round echoes
+/// the sealed state with the answers.
+fn run_code_2026(id: i64, program: &str, retry: Option<(&str, Value)>) -> Value {
+    let mut params = json!({"name": "run_code", "arguments": {"code": program}, "_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}});
+    if let Some((state, responses)) = retry {
+        params["requestState"] = json!(state);
+        params["inputResponses"] = responses;
+    }
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
+}
+
+/// Over Multi Round-Trip, an approval covers exactly the call its form
+/// showed: a program making two dangerous calls, one after the other or
+/// together (`Promise.all`), has each asked about in a round of its own; the
+/// approved call runs once, though the program runs again in every round; a
+/// call the user was never shown never runs; a state used once is refused.
+#[test]
+fn serve_code_mode_asks_a_2026_07_28_client_about_each_call_in_a_round_of_its_own() {
+    let shown = "tools.shell({command: 'echo shown >> shown.txt'})";
+    let hidden = "tools.shell({command: 'touch never-approved'})";
+    let sequential = format!("await {shown};\nawait {hidden};\nreturn 'both';");
+    let together = format!("await Promise.all([{shown}, {hidden}]);\nreturn 'both';");
+    for program in [sequential, together] {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut child, mut stdin, lines) = common::serve_stdio(dir.path(), &["serve", "--code-mode"], &[]);
+        let mut send = |message: Value| writeln!(stdin, "{message}").unwrap();
+        let key = "toolreg_approve";
+        let yes = json!({key: {"action": "accept", "content": {"approve": true}}});
+        let no = json!({key: {"action": "decline"}});
+        let question = |asked: &Value| -> (String, String) {
+            assert_eq!(asked["result"]["resultType"], "input_required", "{asked}");
+            let message = asked["result"]["inputRequests"][key]["params"]["message"].as_str().unwrap().to_owned();
+            (message, asked["result"]["requestState"].as_str().unwrap().to_owned())
+        };
+
+        // The user approves the `echo` and declines the `touch`, whichever is asked first.
+        let decide = |form: &str| if form.contains("echo shown") { yes.clone() } else { no.clone() };
+
+        // Round 1: one form, for one call; nothing runs.
+        send(run_code_2026(1, &program, None));
+        let (first, state) = question(&answer(&lines, 1));
+        assert_ne!(first.contains("echo shown"), first.contains("never-approved"), "one call per form: {first}");
+        assert!(!dir.path().join("shown.txt").exists());
+
+        // Answered: the other call is asked about in a round of its own.
+        send(run_code_2026(2, &program, Some((&state, decide(&first)))));
+        let (second, next) = question(&answer(&lines, 2));
+        assert_ne!(second.contains("echo shown"), first.contains("echo shown"), "the other call: {second}");
+
+        // The first round's state again: refused, and nothing runs again.
+        send(run_code_2026(3, &program, Some((&state, yes.clone()))));
+        let replayed = answer(&lines, 3);
+        assert!(replayed["error"]["message"].as_str().unwrap().contains("already used"), "{replayed}");
+
+        // Round 3: the program ends. The approved call ran once though the
+        // program ran three times; the declined one never ran.
+        send(run_code_2026(4, &program, Some((&next, decide(&second)))));
+        let done = answer(&lines, 4);
+        assert_eq!(done["result"]["resultType"], "complete", "{done}");
+        assert_eq!(std::fs::read_to_string(dir.path().join("shown.txt")).unwrap(), "shown\n", "{done}");
+        assert!(!dir.path().join("never-approved").exists(), "a call nobody approved ran: {done}");
+        drop(stdin);
+        let _ = child.wait();
+    }
+}

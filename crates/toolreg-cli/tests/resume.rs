@@ -6,8 +6,19 @@ use serde_json::{Value, json};
 use wiremock::matchers::path;
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
-/// A model that makes `call` first and then answers with the tool's result.
+/// A model that makes `call` (as `c1`) first and then answers with the tool's result.
 async fn model(call: Value) -> MockServer {
+    models(vec![call]).await
+}
+
+/// A model that makes `calls` (as `c1`, `c2`, …) in one turn, then answers
+/// with the last tool result.
+async fn models(calls: Vec<Value>) -> MockServer {
+    let calls: Vec<Value> = calls
+        .into_iter()
+        .enumerate()
+        .map(|(i, call)| json!({"index": i, "id": format!("c{}", i + 1), "type": "function", "function": call}))
+        .collect();
     let server = MockServer::start().await;
     Mock::given(path("/chat/completions"))
         .respond_with(move |request: &Request| {
@@ -15,8 +26,7 @@ async fn model(call: Value) -> MockServer {
             let result = body["messages"].as_array().unwrap().iter().rev().find(|m| m["role"] == "tool").cloned();
             let chunk = match result {
                 Some(result) => json!({"choices": [{"index": 0, "delta": {"content": result["content"]}, "finish_reason": "stop"}]}),
-                None => json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "c1", "type": "function",
-                    "function": call.clone()}]}, "finish_reason": "tool_calls"}]}),
+                None => json!({"choices": [{"index": 0, "delta": {"tool_calls": calls.clone()}, "finish_reason": "tool_calls"}]}),
             };
             ResponseTemplate::new(200)
                 .insert_header("content-type", "text/event-stream")
@@ -51,7 +61,7 @@ async fn a_suspended_run_resumes_from_the_store_once() {
     let dir = tempfile::tempdir().unwrap();
     let (code, id, stderr) = toolreg(dir.path(), &server.uri(), &["run", "Write it", "--suspend"]).await;
     assert_eq!(code, 3, "{stderr}");
-    assert!(stderr.contains("waiting for approval: write_file") && stderr.contains("toolreg resume"), "{stderr}");
+    assert!(stderr.contains("call c1: write_file") && stderr.contains("toolreg resume"), "{stderr}");
     assert!(!dir.path().join("out.txt").exists());
 
     let (code, answer, stderr) = toolreg(dir.path(), &server.uri(), &["resume", &id, "--approve"]).await;
@@ -100,4 +110,70 @@ async fn a_program_stopped_twice_resumes_in_two_processes_running_each_call_once
     assert!(!dir.path().join("b.txt").exists());
     let answer: Value = serde_json::from_str(&answer).unwrap();
     assert_eq!(answer["result"], "denied");
+}
+
+/// `toolreg resume` shows each call it waits for (id, tool, arguments as
+/// they will run) before anything runs; with no decision and no terminal it
+/// runs nothing and consumes nothing; calls are decided one by one by id.
+#[tokio::test(flavor = "multi_thread")]
+async fn resume_shows_each_call_and_decides_them_one_by_one() {
+    let write = |path: &str, content: &str| json!({"name": "write_file", "arguments": json!({"path": path, "content": content}).to_string()});
+    let server = models(vec![write("a.txt", "A"), write("b.txt", "B")]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let (code, id, stderr) = toolreg(dir.path(), &server.uri(), &["run", "Write both", "--suspend"]).await;
+    assert_eq!(code, 3, "{stderr}");
+    assert!(stderr.contains("call c1: write_file") && stderr.contains("call c2: write_file"), "{stderr}");
+
+    // No decision, no terminal: the calls are shown, nothing runs.
+    let (code, _, stderr) = toolreg(dir.path(), &server.uri(), &["resume", &id]).await;
+    assert_ne!(code, 0);
+    for shown in [
+        "call c1: write_file",
+        "\"path\": \"a.txt\"",
+        "\"content\": \"A\"",
+        "call c2: write_file",
+        "\"path\": \"b.txt\"",
+    ] {
+        assert!(stderr.contains(shown), "{shown} in {stderr}");
+    }
+    assert!(stderr.contains("no decision for call `c1`, `c2`"), "{stderr}");
+    // A call it does not wait for, or one call left open: nothing runs either.
+    let (code, _, stderr) = toolreg(dir.path(), &server.uri(), &["resume", &id, "--approve-call", "c9"]).await;
+    assert!(code != 0 && stderr.contains("does not wait for a call `c9`"), "{stderr}");
+    let (code, _, stderr) = toolreg(dir.path(), &server.uri(), &["resume", &id, "--approve-call", "c1"]).await;
+    assert!(code != 0 && stderr.contains("no decision for call `c2`"), "{stderr}");
+    assert!(!dir.path().join("a.txt").exists() && !dir.path().join("b.txt").exists());
+
+    // One approved, one refused: shown first, then exactly that runs.
+    let args = ["resume", &id, "--approve-call", "c1", "--deny-call", "c2", "--reason", "not b"];
+    let (code, _, stderr) = toolreg(dir.path(), &server.uri(), &args).await;
+    assert_eq!(code, 0, "{stderr}");
+    let shown = stderr.find("\"path\": \"a.txt\"").expect("the call is shown");
+    let done = stderr.find("toolreg: done").expect("the run ends");
+    assert!(shown < done, "{stderr}");
+    assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), "A");
+    assert!(!dir.path().join("b.txt").exists());
+}
+
+/// Two stored runs whose model used the same call id (`c1`) both resume,
+/// each once.
+#[tokio::test(flavor = "multi_thread")]
+async fn two_stored_runs_with_the_same_call_id_both_resume() {
+    let call = json!({"name": "write_file", "arguments": json!({"path": "out.txt", "content": "x"}).to_string()});
+    let server = model(call).await;
+    let dir = tempfile::tempdir().unwrap();
+    let (code, first, stderr) = toolreg(dir.path(), &server.uri(), &["run", "Write it", "--suspend"]).await;
+    assert_eq!(code, 3, "{stderr}");
+    let (code, second, stderr) = toolreg(dir.path(), &server.uri(), &["run", "Write it", "--suspend"]).await;
+    assert_eq!(code, 3, "{stderr}");
+    assert_ne!(first, second);
+    for id in [&first, &second] {
+        let (code, _, stderr) = toolreg(dir.path(), &server.uri(), &["resume", id, "--approve"]).await;
+        assert_eq!(code, 0, "{stderr}");
+        assert!(stderr.contains("call c1: write_file"), "what is approved is shown: {stderr}");
+        std::fs::remove_file(dir.path().join("out.txt")).unwrap();
+        let (code, _, stderr) = toolreg(dir.path(), &server.uri(), &["resume", id, "--approve"]).await;
+        assert!(code != 0 && stderr.contains("already resumed"), "{stderr}");
+        assert!(!dir.path().join("out.txt").exists());
+    }
 }

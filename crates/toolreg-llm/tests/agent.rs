@@ -308,12 +308,41 @@ async fn a_suspension_resumes_once() {
     let other = agent(ScriptedClient::new().then_text("done"));
     let again = other.resume(suspended.clone(), vec![approval.clone()], CancellationToken::new()).await;
     assert!(matches!(again, Err(AgentError::AlreadyResumed { .. })), "{again:?}");
-    // The id edited: the approved call was consumed all the same.
-    let mut edited = suspended.clone();
-    edited.id = "fresh".into();
-    let again = other.resume(edited, vec![approval], CancellationToken::new()).await;
-    assert!(matches!(again, Err(AgentError::AlreadyResumed { .. })), "{again:?}");
     assert_eq!(ARCHIVED.load(Ordering::SeqCst), before + 1, "the approved call ran once");
+}
+
+/// Claims are per suspension: two runs whose models used the same call id
+/// (`call_1` from a local server, say) both resume, and a resume refused as
+/// already resumed takes nothing from another run.
+#[tokio::test(flavor = "multi_thread")]
+async fn two_runs_with_the_same_call_id_both_resume_once() {
+    let mut registry = registry();
+    registry.register(archive_tool::registration()).unwrap();
+    let store = toolreg_builtins::store::SqliteStore::in_memory().await.unwrap();
+    let claims = store.namespace("resumed-runs").unwrap();
+    let agent =
+        |model: ScriptedClient| Agent::builder(model, "m", engine(&registry)).resume_claims(claims.clone()).build();
+    let suspend = |path: &'static str| {
+        let agent = agent(ScriptedClient::new().then_call("call_1", "archive", json!({"path": path})));
+        async move {
+            let Outcome::Suspended(suspended) = agent.run("archive it").await.unwrap() else { panic!("not suspended") };
+            suspended
+        }
+    };
+    let (first, second) = (suspend("/same-id/1").await, suspend("/same-id/2").await);
+    assert_eq!(first.approvals[0].call_id, second.approvals[0].call_id);
+    let resume = |suspended: toolreg_llm::agent::Suspended| {
+        let agent = agent(ScriptedClient::new().then_text("done"));
+        let approval = suspended.approvals[0].approve();
+        async move { agent.resume(suspended, vec![approval], CancellationToken::new()).await }
+    };
+    finished(resume(first.clone()).await.unwrap());
+    let again = resume(first).await;
+    assert!(matches!(again, Err(AgentError::AlreadyResumed { .. })), "{again:?}");
+    finished(resume(second.clone()).await.unwrap());
+    let ran = |path: &str| ARCHIVED_PATHS.lock().unwrap().iter().filter(|p| *p == path).count();
+    assert_eq!((ran("/same-id/1"), ran("/same-id/2")), (1, 1));
+    assert!(matches!(resume(second).await, Err(AgentError::AlreadyResumed { .. })));
 }
 
 /// Eight hosts (agents sharing one store file, as processes would) resume
@@ -391,6 +420,22 @@ async fn suspended_runs_are_stored_sealed_and_loaded_by_id() {
     ns.set(&key, &record).await.unwrap();
     assert!(matches!(there.load(&suspended.id).await, Err(AgentError::Resume(m)) if m.contains("changed")));
     assert!(matches!(there.load("s-none").await, Err(AgentError::Resume(m)) if m.contains("no suspended run")));
+
+    // A record copied into another store (whose claims never saw it),
+    // under the same key: refused, so it cannot run its approval again there.
+    let model = ScriptedClient::new().then_call("w2", "wipe", json!({"path": "/tmp/y"}));
+    let Outcome::Suspended(kept) = Agent::builder(model, "m", engine(&registry())).build().run("wipe").await.unwrap()
+    else {
+        panic!("not suspended")
+    };
+    runs.save(&kept).await.unwrap();
+    let key = format!("run/{}", kept.id.bytes().map(|b| format!("{b:02x}")).collect::<String>());
+    let record = store.namespace("suspended").unwrap().get(&key).await.unwrap().value;
+    let elsewhere = toolreg_builtins::store::SqliteStore::in_memory().await.unwrap();
+    elsewhere.namespace("suspended").unwrap().create(&key, &record).await.unwrap();
+    let copy = SuspendedRuns::new(elsewhere.namespace("suspended").unwrap(), Key::new([3; 32]));
+    assert!(matches!(copy.load(&kept.id).await, Err(AgentError::Resume(m)) if m.contains("another store")));
+    assert_eq!(runs.load(&kept.id).await.unwrap(), kept);
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -186,6 +186,8 @@ impl Agent {
             };
             // The `chat` span ends with the response, before the tools run.
             drop(span);
+            let mut response = response;
+            unique_generated_ids(&mut response, step);
             state.usage += response.usage;
             self.emit(&AgentEvent::ModelResponse { step, usage: response.usage, total: state.usage });
             request.messages.push(response.to_message());
@@ -304,6 +306,27 @@ impl Agent {
             request.messages = std::mem::take(&mut state.messages);
         }
     }
+}
+
+/// Ids toolreg made up for calls that came without one are derived from
+/// the call (its tool, arguments and place in the turn), so the same call in
+/// a later turn would get the same id again: each is made unique to its step
+/// of the run, everywhere the response names it. (Approvals, a program's
+/// record and the audit trail tell calls apart by id.)
+fn unique_generated_ids(response: &mut ModelResponse, step: usize) {
+    if response.generated_ids.is_empty() {
+        return;
+    }
+    let generated: HashSet<String> = response.generated_ids.iter().cloned().collect();
+    let scoped = |id: &mut String| {
+        if generated.contains(id.as_str()) {
+            id.push_str(&format!("_s{step}"));
+        }
+    };
+    response.tool_calls.iter_mut().for_each(|c| scoped(&mut c.id));
+    response.sent_calls.iter_mut().for_each(|c| scoped(&mut c.id));
+    response.refused.iter_mut().for_each(|r| scoped(&mut r.id));
+    response.generated_ids.iter_mut().for_each(scoped);
 }
 
 enum Stop {

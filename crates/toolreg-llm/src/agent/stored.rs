@@ -9,9 +9,15 @@ use toolreg_builtins::store::{Namespace, StoreError};
 use super::{AgentError, Suspended};
 
 /// Suspended runs in a store namespace, each sealed with the host's
-/// [`Key`]: a record changed in the store, or stored under another id, is
-/// refused when loaded. Resuming one is claimed once across hosts by the
-/// agent's [`resume_claims`](super::AgentBuilder::resume_claims).
+/// [`Key`] and bound to the store: a record changed in the store, stored
+/// under another id, or copied into another store (whose claims have never
+/// seen it) is refused when loaded. Resuming one is claimed once across
+/// hosts by the agent's [`resume_claims`](super::AgentBuilder::resume_claims).
+///
+/// The store is known by an identity it keeps in the namespace (made at the
+/// first save). "Resumes once" holds within one store: a copy of the whole
+/// store (a backup restored), identity and claims included, is the same
+/// store as it was when copied.
 ///
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
@@ -37,7 +43,11 @@ struct Record {
     seal: String,
 }
 
-const FORMAT: &[u8] = b"toolreg-suspended/1";
+/// The format, in what is sealed: 2 binds a record to its store.
+const FORMAT: &[u8] = b"toolreg-suspended/2";
+
+/// Where the namespace keeps its store's identity (beside the `run/` keys).
+const IDENTITY: &str = "identity";
 
 impl SuspendedRuns {
     /// Suspended runs kept in `namespace`, sealed with `key`.
@@ -49,7 +59,8 @@ impl SuspendedRuns {
     pub async fn save(&self, suspended: &Suspended) -> Result<(), AgentError> {
         let key = record_key(&suspended.id)?;
         let run = serde_json::to_string(suspended).map_err(|e| AgentError::Resume(e.to_string()))?;
-        let seal = self.key.seal(&[FORMAT, suspended.id.as_bytes(), run.as_bytes()]);
+        let store = self.identity().await?;
+        let seal = self.key.seal(&[FORMAT, store.as_bytes(), suspended.id.as_bytes(), run.as_bytes()]);
         let record = serde_json::to_value(Record { run, seal }).map_err(|e| AgentError::Resume(e.to_string()))?;
         self.namespace.create(&key, &record).await.map_err(|e| match e {
             StoreError::Exists { .. } => AgentError::Resume(format!("a run `{}` is stored already", suspended.id)),
@@ -64,9 +75,15 @@ impl SuspendedRuns {
             StoreError::NotFound { .. } => AgentError::Resume(format!("no suspended run `{id}` in the store")),
             other => AgentError::Resume(format!("cannot read the suspended run: {other}")),
         })?;
-        let tampered = || AgentError::Resume(format!("the stored run `{id}` was changed; it was not resumed"));
+        let tampered = || {
+            AgentError::Resume(format!(
+                "the stored run `{id}` was changed, or was stored in another store or by an older version; it was \
+                 not resumed"
+            ))
+        };
         let record: Record = serde_json::from_value(stored.value).map_err(|_| tampered())?;
-        if !self.key.verify(&[FORMAT, id.as_bytes(), record.run.as_bytes()], &record.seal) {
+        let store = self.identity().await?;
+        if !self.key.verify(&[FORMAT, store.as_bytes(), id.as_bytes(), record.run.as_bytes()], &record.seal) {
             return Err(tampered());
         }
         let suspended: Suspended = serde_json::from_str(&record.run).map_err(|_| tampered())?;
@@ -84,6 +101,32 @@ impl SuspendedRuns {
             .await
             .map_err(|e| AgentError::Resume(format!("cannot list the suspended runs: {e}")))?;
         Ok(page.entries.iter().filter_map(|e| e.key.strip_prefix("run/")).filter_map(decode).collect())
+    }
+}
+
+impl SuspendedRuns {
+    /// This store's identity: kept in the namespace, made (at random) the
+    /// first time; of two hosts making it at once, the first one's stands.
+    async fn identity(&self) -> Result<String, AgentError> {
+        let unreadable = |e: StoreError| AgentError::Resume(format!("cannot read the store's identity: {e}"));
+        for _ in 0..2 {
+            match self.namespace.get(IDENTITY).await {
+                Ok(entry) => {
+                    return entry.value.as_str().map(str::to_owned).ok_or_else(|| {
+                        AgentError::Resume("the store's identity is not what toolreg wrote there".into())
+                    });
+                }
+                Err(StoreError::NotFound { .. }) => {}
+                Err(e) => return Err(unreadable(e)),
+            }
+            let made = Key::random().to_hex();
+            match self.namespace.create(IDENTITY, &serde_json::Value::String(made.clone())).await {
+                Ok(_) => return Ok(made),
+                Err(StoreError::Exists { .. }) => {}
+                Err(e) => return Err(unreadable(e)),
+            }
+        }
+        Err(AgentError::Resume("the store's identity could not be made".into()))
     }
 }
 

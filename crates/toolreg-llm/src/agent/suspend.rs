@@ -29,6 +29,10 @@ pub struct PendingApproval {
     pub arguments: Value,
     /// Their hash: an approval is for these arguments only.
     pub arguments_hash: String,
+    /// What the call would do, in words, where the tool says (a diff, a
+    /// command line): shown to whoever decides, beside the arguments.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preview: Option<String>,
 }
 
 impl PendingApproval {
@@ -131,10 +135,12 @@ impl Agent {
     /// pending call needs one. An approval runs its call only if the call's
     /// id, tool and arguments hash are the ones approved.
     ///
-    /// A suspension resumes once: before anything runs, its id and the ids
-    /// of the calls it approves are recorded as consumed, and a suspension
-    /// (or an approved call) seen before is [`AgentError::AlreadyResumed`].
-    /// A resume refused for a missing decision consumes nothing.
+    /// A suspension resumes once: before anything runs, its id and each
+    /// (suspension, call) it approves are recorded as consumed, and a
+    /// suspension seen before is [`AgentError::AlreadyResumed`]. Claims are
+    /// scoped to the suspension, so two runs whose models used the same call
+    /// id both resume. A resume refused for a missing decision, or whose
+    /// claim could not be recorded, consumes nothing.
     pub async fn resume(
         &self,
         suspended: Suspended,
@@ -271,15 +277,27 @@ impl Agent {
     }
 
     /// Record the suspension `id` and the calls it approves as consumed,
-    /// or refuse if any was consumed before (fail closed: a store that
-    /// cannot record it refuses the resume).
+    /// or refuse if the suspension was consumed before (fail closed: a
+    /// store that cannot record it refuses the resume).
+    ///
+    /// The claims are the suspension's and, under it, each approved call's
+    /// (suspension, call): call ids come from the model (`call_1` from many
+    /// a local server, ids derived from a call's content), so two runs may
+    /// share one, and neither claim may stand in the other's way. The
+    /// suspension is claimed first, so calls under it cannot be claimed
+    /// before; a claim that fails part-way takes back what it recorded, so a
+    /// failure that is not "already resumed" leaves the run resumable.
     async fn claim(&self, id: &str, approved: impl Iterator<Item = &str>) -> Result<(), AgentError> {
         if id.is_empty() {
             return Err(AgentError::Resume("the suspended run has no id, so it cannot be resumed safely".into()));
         }
-        let mut keys = vec![claim_key("run", id)?];
+        let run = claim_key(&["run", &hex(id)])?;
+        let mut keys = vec![run];
         for call in approved {
-            keys.push(claim_key("call", call)?);
+            let key = claim_key(&["call", &hex(id), &hex(call)])?;
+            if !keys.contains(&key) {
+                keys.push(key);
+            }
         }
         {
             let mut consumed = self.inner.consumed.lock().unwrap_or_else(PoisonError::into_inner);
@@ -288,17 +306,28 @@ impl Agent {
             }
             consumed.extend(keys.iter().cloned());
         }
-        if let Some(claims) = &self.inner.claims {
-            // Each key is created, never overwritten: the store makes the
-            // check and the write one atomic step, so of several hosts
-            // resuming one suspension at once exactly one gets through.
-            for key in &keys {
-                match claims.create(key, &Value::Bool(true)).await {
-                    Ok(_) => {}
-                    Err(StoreError::Exists { .. }) => return Err(AgentError::AlreadyResumed { what: key.clone() }),
-                    Err(e) => return Err(AgentError::Resume(format!("cannot record the resumption: {e}"))),
+        let Some(claims) = &self.inner.claims else { return Ok(()) };
+        // Each key is created, never overwritten: the store makes the check
+        // and the write one atomic step, so of several hosts resuming one
+        // suspension at once exactly one gets through.
+        for (at, key) in keys.iter().enumerate() {
+            let error = match claims.create(key, &Value::Bool(true)).await {
+                Ok(_) => continue,
+                Err(StoreError::Exists { .. }) if at == 0 => {
+                    return Err(AgentError::AlreadyResumed { what: key.clone() });
                 }
+                Err(StoreError::Exists { .. }) => AgentError::AlreadyResumed { what: key.clone() },
+                Err(e) => AgentError::Resume(format!("cannot record the resumption: {e}")),
+            };
+            // Take back what this attempt recorded.
+            for made in &keys[..at] {
+                let _ = claims.delete(made).await;
             }
+            let mut consumed = self.inner.consumed.lock().unwrap_or_else(PoisonError::into_inner);
+            for key in &keys {
+                consumed.remove(key);
+            }
+            return Err(error);
         }
         Ok(())
     }
@@ -313,15 +342,18 @@ pub(super) fn suspension_id() -> String {
     format!("s{nanos:x}-{:x}-{:x}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed))
 }
 
-/// The store key recording that `id` (a suspension's or a call's) was
-/// resumed: hex, since ids may hold any character.
-fn claim_key(kind: &str, id: &str) -> Result<String, AgentError> {
-    let hex: String = id.bytes().map(|b| format!("{b:02x}")).collect();
-    let key = format!("resumed/{kind}/{hex}");
+/// The store key recording a resumption: `resumed/` and the parts (hex,
+/// since ids may hold any character).
+fn claim_key(parts: &[&str]) -> Result<String, AgentError> {
+    let key = format!("resumed/{}", parts.join("/"));
     if key.len() > toolreg_builtins::store::MAX_KEY_LEN {
-        return Err(AgentError::Resume(format!("the {kind} id is too long to record ({} bytes)", id.len())));
+        return Err(AgentError::Resume(format!("the {} id is too long to record ({} bytes)", parts[0], key.len())));
     }
     Ok(key)
+}
+
+fn hex(id: &str) -> String {
+    id.bytes().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The approver that defers to the host: a call it is asked about stops
@@ -401,6 +433,7 @@ impl Deferred {
                     tool: request.tool().to_owned(),
                     arguments: request.arguments().clone(),
                     arguments_hash: request.arguments_hash().to_string(),
+                    preview: request.preview().map(str::to_owned),
                 };
                 self.pending.lock().unwrap_or_else(PoisonError::into_inner).push(pending);
                 request.pending("waiting for an approval from outside the run")

@@ -318,13 +318,9 @@ impl RemoteServer {
             tokio::time::sleep(STATE_TTL).await;
             server.inner.parked.lock().unwrap_or_else(PoisonError::into_inner).remove(&key);
         });
-        let mut state = json!({PARKED: key});
-        // An approval given in an earlier round holds for the later ones of
-        // the same call (the state is sealed to it).
-        if let Some(tool) = round.state().and_then(|state| state.get(crate::server::APPROVAL_STATE)) {
-            state[crate::server::APPROVAL_STATE] = tool.clone();
-            state[crate::server::APPROVED] = Value::Bool(true);
-        }
+        // An approval used for this call in this round goes on to the next
+        // round with the state (the round carries it), for this call only.
+        let state = json!({PARKED: key});
         let mut requests = InputRequests::new();
         requests.insert(FORWARDED_KEY.to_owned(), question);
         round.ask(requests, state);

@@ -4,9 +4,12 @@ use std::borrow::Cow;
 
 use rmcp::model::{ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, InputRequest, InputRequests};
 use rmcp::service::{Peer, RoleServer};
-use serde_json::{Value, json};
+use serde_json::json;
 use toolreg::BoxFuture;
 use toolreg::policy::{ApprovalRequest, ApproveAll, Approver, Decision};
+
+use super::InputRound;
+use super::input::Approved;
 
 /// Approves a dangerous call by asking the user through MCP elicitation
 /// (a form with one `approve` checkbox, showing the tool and its exact
@@ -16,7 +19,8 @@ use toolreg::policy::{ApprovalRequest, ApproveAll, Approver, Decision};
 /// Request instead: the call is answered with an `input_required` result
 /// holding the same form (under the key [`APPROVAL_KEY`]) and a sealed
 /// state, and runs when the client sends it again with an accepted answer
-/// (see [`InputRound`](super::InputRound)).
+/// (see [`InputRound`]). Each call is asked about on its own, and its
+/// approval covers that call only: its id, its tool, its arguments.
 ///
 /// When the client cannot be asked the call is refused with a result that
 /// says so — unless the operator allowed dangerous tools outright. The
@@ -40,7 +44,7 @@ impl Approver for ElicitationApprover {
             if let Some(allow) = &self.allow {
                 return allow.decide(request).await;
             }
-            if let Some(round) = request.extensions().get::<super::InputRound>() {
+            if let Some(round) = request.extensions().get::<InputRound>() {
                 return decide_in_rounds(&request, round);
             }
             let Some(peer) = request.extensions().get::<Peer<RoleServer>>() else {
@@ -97,41 +101,46 @@ fn question(request: &ApprovalRequest) -> Result<ElicitRequestParams, serde_json
 
 /// Approved only when the user accepted with `approve: true`.
 fn verdict(request: &ApprovalRequest, answer: &ElicitResult) -> Decision {
-    let approved = answer.action == ElicitationAction::Accept
-        && answer.content.as_ref().and_then(|c| c.get("approve")).and_then(|v| v.as_bool()) == Some(true);
-    if approved { request.approve() } else { request.deny("the user did not approve this call") }
+    if approves(answer) { request.approve() } else { request.deny("the user did not approve this call") }
 }
 
-/// The state an approval question leaves for the next round: which tool it
-/// asked about (the seal binds it to the arguments and the call id).
-fn asked_state(tool: &str) -> Value {
-    json!({APPROVAL_STATE: tool})
+fn approves(answer: &ElicitResult) -> bool {
+    answer.action == ElicitationAction::Accept
+        && answer.content.as_ref().and_then(|c| c.get("approve")).and_then(|v| v.as_bool()) == Some(true)
 }
 
-/// The key, in a round's state, of the tool an approval question was about.
-pub(crate) const APPROVAL_STATE: &str = "toolreg_approval";
+/// The key, in a round's state, of the call an approval question was about:
+/// its id, its tool and its arguments hash (the form shows exactly that call).
+const APPROVAL_STATE: &str = "toolreg_approval";
 
-/// Set beside [`APPROVAL_STATE`] by a later round of a call that was
-/// approved (the gateway's, when a remote server asks a question after the
-/// approval): the approval holds. Only the server writes a state (it is sealed).
-pub(crate) const APPROVED: &str = "toolreg_approved";
-
-/// Approval for a 2026-07-28 client: the answer to the question of the
-/// previous round if there is one, else ask (and refuse this round).
-fn decide_in_rounds(request: &ApprovalRequest, round: &super::InputRound) -> Decision {
-    let state = round.state();
-    let about_this = state.and_then(|s| s.get(APPROVAL_STATE)).and_then(Value::as_str) == Some(request.tool());
-    if about_this && state.and_then(|s| s.get(APPROVED)) == Some(&Value::Bool(true)) {
+/// Approval for a 2026-07-28 client. An approval covers exactly one call
+/// (its id, tool and arguments hash) and is used once: an approval given in
+/// an earlier round for this very call (whose result that round discarded,
+/// because a question was asked after it ran), or the answer to the question
+/// this round's state says was asked about this very call; any other call —
+/// another call of the same program, the same tool with other arguments —
+/// is asked about in a round of its own (and refused in this one).
+fn decide_in_rounds(request: &ApprovalRequest, round: &InputRound) -> Decision {
+    let this = Approved {
+        call: request.call_id().unwrap_or_default().to_owned(),
+        tool: request.tool().to_owned(),
+        hash: request.arguments_hash().to_string(),
+    };
+    if round.use_carried(&this) {
         return request.approve();
     }
-    let asked_before = state == Some(&asked_state(request.tool()));
-    if asked_before
+    let asked_about = round
+        .state()
+        .and_then(|s| s.get(APPROVAL_STATE))
+        .and_then(|a| serde_json::from_value::<Approved>(a.clone()).ok());
+    if asked_about.as_ref() == Some(&this)
         && let Some(answer) = round.response(APPROVAL_KEY)
         && let Ok(answer) = serde_json::from_value::<ElicitResult>(answer.clone())
+        && round.use_answer(approves(&answer).then_some(&this))
     {
         return verdict(request, &answer);
     }
-    // No answer yet (or one that is not an elicitation result): ask.
+    // No answer for this call yet (or one that is not an elicitation result): ask.
     if round.client_capabilities().is_none_or(|c| c.elicitation.is_none()) {
         return request.deny(refusal(request.tool()));
     }
@@ -141,7 +150,10 @@ fn decide_in_rounds(request: &ApprovalRequest, round: &super::InputRound) -> Dec
     };
     let mut requests = InputRequests::new();
     requests.insert(APPROVAL_KEY.to_owned(), InputRequest::Elicitation(ElicitRequest::new(params)));
-    round.ask(requests, asked_state(request.tool()));
+    // The question and the state naming its call go together: when several
+    // calls ask in one round (a program's `Promise.all`), the last one asks,
+    // and the others ask again in a later round.
+    round.ask(requests, json!({APPROVAL_STATE: this}));
     // The client sees the question, not this refusal; the audit trail
     // records the call as pending, not denied.
     request.pending("waiting for the user's approval (asked the client with an input_required result)")
@@ -152,4 +164,66 @@ fn refusal(tool: &str) -> String {
         "`{tool}` is a dangerous tool and needs approval, but this MCP client cannot be asked (it does not support \
          elicitation); the server operator can allow dangerous tools with --allow-dangerous"
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use rmcp::model::{ClientCapabilities, InputResponses};
+    use serde_json::Value;
+    use toolreg::{SafetyLevel, ToolDeclaration};
+
+    use super::*;
+
+    fn request(call: &str, command: &str) -> ApprovalRequest {
+        let declaration = ToolDeclaration::builder("shell").safety(SafetyLevel::Dangerous).build();
+        ApprovalRequest::new(Arc::new(declaration), Some(call), json!({"command": command}))
+    }
+
+    fn elicits() -> Option<ClientCapabilities> {
+        serde_json::from_value(json!({"elicitation": {}})).ok()
+    }
+
+    /// The next round, as the server would open it: the client's answer to
+    /// what this round asked, with the state this round left.
+    fn next(round: &InputRound, answer: Value) -> InputRound {
+        let (_, state) = round.take_asked().expect("the round asked");
+        let responses: InputResponses = serde_json::from_value(json!({APPROVAL_KEY: answer})).unwrap();
+        InputRound::new(responses, Some(state), elicits())
+    }
+
+    fn approved(decision: &Decision) -> bool {
+        matches!(decision, Decision::Approve(_))
+    }
+
+    /// Two calls sharing rounds (a program's): the answer approves the call
+    /// its form showed and nothing else; an approval carried to a later
+    /// round is used once there, by that call only.
+    #[test]
+    fn an_answer_approves_the_one_call_it_was_asked_about_once() {
+        let yes = json!({"action": "accept", "content": {"approve": true}});
+        let (shown, hidden) = (request("7/1", "echo shown"), request("7/2", "touch never-approved"));
+        let first = InputRound::new(InputResponses::new(), None, elicits());
+        assert!(matches!(decide_in_rounds(&shown, &first), Decision::Pending { .. }));
+
+        let second = next(&first, yes.clone());
+        assert!(approved(&decide_in_rounds(&shown, &second)));
+        // The same call again in this round: the answer was used.
+        assert!(!approved(&decide_in_rounds(&shown, &second)));
+        // Another call, the same tool with other arguments, or the same
+        // arguments under another call id: asked about, not approved.
+        assert!(matches!(decide_in_rounds(&hidden, &second), Decision::Pending { .. }));
+        assert!(!approved(&decide_in_rounds(&request("7/1", "touch never-approved"), &second)));
+        assert!(!approved(&decide_in_rounds(&request("7/3", "echo shown"), &second)));
+
+        // The round asked again: the approval used in it goes on, for its
+        // call only, once.
+        let third = next(&second, json!({"action": "decline"}));
+        assert!(!approved(&decide_in_rounds(&request("7/3", "echo shown"), &third)));
+        assert!(approved(&decide_in_rounds(&shown, &third)));
+        assert!(!approved(&decide_in_rounds(&shown, &third)));
+        // The question of that round was about the last call that asked.
+        assert!(!approved(&decide_in_rounds(&hidden, &third)));
+    }
 }

@@ -12,7 +12,12 @@
 //! it, or move it to another call. The first round's call id travels in the
 //! sealed state and every later round runs under it, so an approval given in
 //! one round is bound to the call id and arguments it was asked for, as every
-//! approval is. A state is good for one retry: the server remembers the
+//! approval is. A round asks about one call at a time, and its answer covers
+//! that call only (its id, tool and arguments hash), once: the calls of a
+//! code-mode program, which share the round, are each asked about in a round
+//! of their own. An approval used in a round that then asks a question (the
+//! call's result is discarded, and it runs again) goes on in the sealed state
+//! to the next round, for that call only. A state is good for one retry: the server remembers the
 //! states it accepted until they expire, so an approval cannot be replayed to
 //! run the call again.
 //!
@@ -57,7 +62,34 @@ pub struct InputRound {
     capabilities: Option<ClientCapabilities>,
     asked: Mutex<Option<(InputRequests, Value)>>,
     missing: Mutex<Option<ClientCapabilities>>,
+    /// The approvals this round holds and which of them were used.
+    approvals: Mutex<Approvals>,
 }
+
+/// An approval a person gave in a round: for one call (its id), one tool
+/// and one set of arguments (their [`ArgumentsHash`], hex), and nothing else.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Approved {
+    pub(crate) call: String,
+    pub(crate) tool: String,
+    pub(crate) hash: String,
+}
+
+/// The approvals of one round: those carried from the rounds before it
+/// (each usable once in this round), whether the answer to this round's
+/// question was used, and what was used in this round (carried on to the
+/// next round if this one asks again: the call's result is then discarded
+/// and it runs again).
+#[derive(Debug, Default)]
+struct Approvals {
+    carried: Vec<(Approved, bool)>,
+    answer_used: bool,
+    used: Vec<Approved>,
+}
+
+/// The key under which a round's state travels with the approvals it carries
+/// (only the server writes a state: it is sealed, or kept in memory by a task).
+const CARRIED: &str = "toolreg_round";
 
 impl InputRound {
     pub(crate) fn new(
@@ -65,7 +97,41 @@ impl InputRound {
         state: Option<Value>,
         capabilities: Option<ClientCapabilities>,
     ) -> Self {
-        InputRound { responses, state, capabilities, asked: Mutex::new(None), missing: Mutex::new(None) }
+        let (state, carried) = unwrap_state(state);
+        InputRound {
+            responses,
+            state,
+            capabilities,
+            asked: Mutex::new(None),
+            missing: Mutex::new(None),
+            approvals: Mutex::new(Approvals {
+                carried: carried.into_iter().map(|a| (a, false)).collect(),
+                ..Approvals::default()
+            }),
+        }
+    }
+
+    /// Use an approval carried from an earlier round for exactly this call,
+    /// tool and arguments hash, once in this round.
+    pub(crate) fn use_carried(&self, approved: &Approved) -> bool {
+        let mut approvals = self.approvals.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(at) = approvals.carried.iter().position(|(a, used)| !*used && a == approved) else { return false };
+        approvals.carried[at].1 = true;
+        approvals.used.push(approved.clone());
+        true
+    }
+
+    /// Take the answer to this round's approval question, for the call it
+    /// was asked about: once per round. `approved` is recorded as used when
+    /// the answer approves it.
+    pub(crate) fn use_answer(&self, approved: Option<&Approved>) -> bool {
+        let mut approvals = self.approvals.lock().unwrap_or_else(PoisonError::into_inner);
+        if approvals.answer_used {
+            return false;
+        }
+        approvals.answer_used = true;
+        approvals.used.extend(approved.cloned());
+        true
     }
 
     /// The client's answer to the question asked under `key` in the previous
@@ -113,9 +179,29 @@ impl InputRound {
         *self.missing.lock().unwrap_or_else(PoisonError::into_inner) = Some(required);
     }
 
-    /// The questions asked in this round and the state kept with them, taken.
+    /// The questions asked in this round and the state kept with them, taken;
+    /// with the approvals used in this round, whose calls run again in the
+    /// next one (each still bound to its call, tool and arguments, and
+    /// usable once there).
     pub(crate) fn take_asked(&self) -> Option<(InputRequests, Value)> {
-        self.asked.lock().unwrap_or_else(PoisonError::into_inner).take()
+        let (requests, state) = self.asked.lock().unwrap_or_else(PoisonError::into_inner).take()?;
+        let used = std::mem::take(&mut self.approvals.lock().unwrap_or_else(PoisonError::into_inner).used);
+        if used.is_empty() {
+            return Some((requests, state));
+        }
+        Some((requests, serde_json::json!({CARRIED: {"state": state, "approved": used}})))
+    }
+}
+
+/// A round's state as a tool left it, and the approvals carried with it.
+fn unwrap_state(state: Option<Value>) -> (Option<Value>, Vec<Approved>) {
+    match state {
+        Some(Value::Object(mut map)) if map.len() == 1 && map.contains_key(CARRIED) => {
+            let Some(Value::Object(mut carried)) = map.remove(CARRIED) else { return (None, Vec::new()) };
+            let approved = carried.remove("approved").and_then(|v| serde_json::from_value(v).ok()).unwrap_or_default();
+            (carried.remove("state"), approved)
+        }
+        other => (other, Vec::new()),
     }
 }
 

@@ -85,7 +85,6 @@ use toolreg::{FunctionRegistry, ToolEngine};
 use tracing::Instrument;
 
 pub use approval::{APPROVAL_KEY, ElicitationApprover};
-pub(crate) use approval::{APPROVAL_STATE, APPROVED};
 pub use ask::{ASK_KEY, ask_user};
 pub use catalog::{CALL_TOOL, Deferral, MAX_SEARCH_RESULTS, SEARCH_TOOLS};
 pub use http::{HttpOptions, bearer_token_from_env};
