@@ -90,6 +90,24 @@ impl ProgramOutput {
     }
 }
 
+/// What a program printed before the call an approver is asked about.
+///
+/// Code mode puts it in the [`Extensions`] of each call a program makes
+/// once it has printed something, so an approver can show it beside the
+/// call: `request.extensions().get::<PrintedBefore>()` on the
+/// [`ApprovalRequest`](toolreg::policy::ApprovalRequest). A program that
+/// stops at a call waiting for an approval keeps it with its saved state
+/// too ([`CodeMode::printed_at_stop`](crate::CodeMode::printed_at_stop)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PrintedBefore(Arc<str>);
+
+impl PrintedBefore {
+    /// The text, as the program printed it (a line per `console.log`).
+    pub fn text(&self) -> &str {
+        &self.0
+    }
+}
+
 /// How a run ended.
 #[derive(Debug)]
 pub(crate) enum Ended {
@@ -99,7 +117,8 @@ pub(crate) enum Ended {
         output: String,
     },
     /// A call waits for an approval from outside; `journal` holds every
-    /// other call made so far with its answer.
+    /// other call made so far with its answer, and what the program
+    /// printed before it stopped.
     Waiting {
         journal: Journal,
         reason: String,
@@ -183,6 +202,9 @@ impl Session {
         let mut left = self.limits.time + GRACE;
         let mut journal = Journal::default();
         let mut made = 0usize;
+        // What the program printed so far, for an approver to see at a
+        // call that waits (the whole comes again when it ends).
+        let mut printed = String::new();
         loop {
             let started = Instant::now();
             let Some(message) = link.receive(left)? else {
@@ -194,14 +216,21 @@ impl Session {
                     return Ok(Ended::Finished(ProgramOutput { value, output, calls: made }));
                 }
                 FromWorker::Failed { error, output } => return Ok(Ended::Failed { error, output }),
-                FromWorker::Calls { calls } => calls,
+                FromWorker::Calls { calls, printed: more } => {
+                    if printed.len() + more.len() > self.limits.output_bytes {
+                        return Err(CodeError::OutputLimit { limit_bytes: self.limits.output_bytes });
+                    }
+                    printed.push_str(&more);
+                    calls
+                }
             };
             made += calls.len();
             if made > self.limits.max_calls {
                 return Err(CodeError::CallLimit { limit: self.limits.max_calls });
             }
-            let (replies, waiting) = runtime.block_on(self.answer(calls, &mut journal))?;
+            let (replies, waiting) = runtime.block_on(self.answer(calls, &mut journal, &printed))?;
             if let Some(reason) = waiting {
+                journal.printed = printed;
                 return Ok(Ended::Waiting { journal, reason });
             }
             link.send(&ToWorker::Results { results: replies })?;
@@ -210,11 +239,14 @@ impl Session {
 
     /// Answer one batch of the program's calls: from the record where the
     /// call was made before a suspension, else through the engine, all the
-    /// new ones as one batch. Every answer joins `journal`.
+    /// new ones as one batch. Every answer joins `journal`. What the
+    /// program `printed` so far goes with the calls, for their approver
+    /// ([`PrintedBefore`]).
     async fn answer(
         &self,
         calls: Vec<ProgramCall>,
         journal: &mut Journal,
+        printed: &str,
     ) -> Result<(Vec<Reply>, Option<String>), CodeError> {
         let mut replies = Vec::with_capacity(calls.len());
         let mut new = Vec::new();
@@ -237,7 +269,11 @@ impl Session {
             .iter()
             .map(|c| ToolCall::new(format!("{}/{}", self.run_id, c.id), c.tool.clone(), c.args.clone()))
             .collect();
-        let options = CallOptions::new().cancel(self.cancel.child_token()).extensions(self.extensions.clone());
+        let mut extensions = self.extensions.clone();
+        if !printed.is_empty() {
+            extensions.insert(PrintedBefore(Arc::from(printed)));
+        }
+        let options = CallOptions::new().cancel(self.cancel.child_token()).extensions(extensions);
         // A call awaited alone runs right here, on the session's thread;
         // a batch spreads over the runtime's threads.
         let results = match <[ToolCall; 1]>::try_from(batch) {

@@ -31,6 +31,10 @@ use crate::protocol::Answer;
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Journal {
     pub(crate) calls: BTreeMap<u64, Entry>,
+    /// What the program printed before it stopped: for the person asked to
+    /// approve the call it stopped at (a resumed run prints it again).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub(crate) printed: String,
 }
 
 /// One recorded call and what the program was answered.

@@ -75,6 +75,21 @@ impl CodeMode {
         self.limits
     }
 
+    /// What a program stopped at a call waiting for an approval had
+    /// printed before it stopped, for the person asked to approve that
+    /// call: read from the state it saved (`state`, the
+    /// [`Checkpoints`](toolreg::Checkpoints) entry of the `run_code` call
+    /// `run_id` running `program`, as a stored suspension keeps it), after
+    /// checking its seal under this mode's key.
+    ///
+    /// The state is refused ([`CodeError::StateRejected`]) if it was
+    /// changed, sealed with another key, or made for another call or
+    /// program: what an approver is shown comes from the same record the
+    /// resumed run trusts.
+    pub fn printed_at_stop(&self, run_id: &str, program: &str, state: &Value) -> Result<String, CodeError> {
+        Journal::open(state.clone(), &self.key, run_id, program).map(|journal| journal.printed)
+    }
+
     /// Run `program` with `engine`'s tools. A call that waits for an
     /// approval from outside fails inside the program (it cannot stop
     /// here: use the `run_code` tool in an agent for that).

@@ -1,10 +1,45 @@
-// Runs once before the program, in strict mode. It receives the host's two
+// Runs once before the program, in strict mode. It receives the host's
 // functions and the tool names, puts the program's globals in place, takes
 // away what would make a run depend on anything but its tools' results (the
 // clock, randomness, code from strings), and returns `settle`, which only
-// the worker holds: the program cannot answer its own calls.
-(function (call, print, toolNames) {
+// the worker holds (the program cannot answer its own calls), and
+// `natives`.
+(function (call, encode, print, toolNames) {
   "use strict";
+
+  // The built-ins the worker reads the program's values with (see
+  // `worker/data.rs`, which reads this list by position), taken before the
+  // program runs: what it does to the globals afterwards changes none of
+  // them. Arguments, the result and printed values are read from the
+  // interpreter's memory, never with `JSON.stringify` or `toString`, which
+  // the program could replace.
+  const natives = Object.freeze([
+    Object.getOwnPropertyDescriptor,
+    Object.hasOwn,
+    String.prototype.slice,
+    String.prototype.toWellFormed,
+    (text) => text.length,
+    Object.freeze([
+      String.prototype,
+      Number.prototype,
+      Boolean.prototype,
+      Symbol.prototype,
+      BigInt.prototype,
+      Date.prototype,
+      RegExp.prototype,
+      Map.prototype,
+      Set.prototype,
+      WeakMap.prototype,
+      WeakSet.prototype,
+      Promise.prototype,
+      Error.prototype,
+      ArrayBuffer.prototype,
+      Object.getPrototypeOf(Uint8Array.prototype),
+      Function.prototype,
+    ]),
+    // An error's stack trace is kept inside it and read by this getter.
+    Object.getOwnPropertyDescriptor(Error.prototype, "stack").get,
+  ]);
 
   class ToolError extends Error {
     constructor(tool, kind, message) {
@@ -16,42 +51,23 @@
   }
 
   // Taken now, so a program that replaces them breaks only its own code.
-  const { parse, stringify } = JSON;
+  const { parse } = JSON;
   const apply = Reflect.apply;
-  const { isWellFormed, toWellFormed } = String.prototype;
-  const wellFormed = (text) => apply(isWellFormed, text, []);
+  const RealPromise = Promise;
+  const promiseReject = Promise.reject;
+  const reject = (error) => apply(promiseReject, RealPromise, [error]);
+  const { get: mapGet, set: mapSet, delete: mapDelete } = Map.prototype;
 
   const waiting = new Map();
   const invoke = (tool, args) => {
     let text;
     try {
-      text = stringify(args === undefined ? {} : args);
+      text = encode(natives, tool, args === undefined ? {} : args);
     } catch (e) {
-      return Promise.reject(new TypeError(`the arguments of ${tool} are not JSON: ${e.message}`));
-    }
-    if (text === undefined) {
-      return Promise.reject(new TypeError(`the arguments of ${tool} are not JSON`));
-    }
-    // A lone surrogate (half a UTF-16 pair) is not Unicode: JSON carries it
-    // as an escape no other side accepts. It shows as `\ud8..`-`\udf..` in
-    // the text (whole pairs stay literal); only then look for it exactly.
-    if (text.includes("\\ud")) {
-      const check = (key, value) => {
-        if (!wellFormed(key) || (typeof value === "string" && !wellFormed(value))) {
-          throw new TypeError(
-            `the arguments of ${tool} hold a lone surrogate (half of a UTF-16 pair), which is not valid Unicode`,
-          );
-        }
-        return value;
-      };
-      try {
-        stringify(args, check);
-      } catch (e) {
-        return Promise.reject(e);
-      }
+      return reject(e);
     }
     const id = call(tool, text);
-    return new Promise((resolve, reject) => waiting.set(id, { resolve, reject, tool }));
+    return new RealPromise((resolve, reject) => apply(mapSet, waiting, [id, { resolve, reject, tool }]));
   };
 
   const tools = Object.create(null);
@@ -60,18 +76,9 @@
   }
   Object.freeze(tools);
 
-  const show = (value) => {
-    if (typeof value === "string") return value;
-    try {
-      const text = JSON.stringify(value);
-      return text === undefined ? String(value) : text;
-    } catch {
-      return String(value);
-    }
-  };
-  // Printed text is for reading: a lone surrogate becomes U+FFFD rather
-  // than failing the print.
-  const log = (...items) => print(apply(toWellFormed, items.map(show).join(" "), []) + "\n");
+  // The items go as they are, in the array the call made: spreading them
+  // would ask the program's array iterator.
+  const log = (...items) => print(natives, items);
   const console = Object.freeze({ log, info: log, warn: log, error: log, debug: log });
 
   const noClock = () => {
@@ -120,10 +127,10 @@
     Object.defineProperty(Object.getPrototypeOf(f), "constructor", { value: undefined });
   }
 
-  return (id, ok, payload) => {
-    const entry = waiting.get(id);
+  const settle = (id, ok, payload) => {
+    const entry = apply(mapGet, waiting, [id]);
     if (entry === undefined) return;
-    waiting.delete(id);
+    apply(mapDelete, waiting, [id]);
     if (ok) {
       let value;
       try {
@@ -141,4 +148,5 @@
       entry.reject(new ToolError(entry.tool, error.kind, error.message));
     }
   };
+  return [settle, natives];
 })

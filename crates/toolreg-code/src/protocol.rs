@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! host → worker   {"type":"start","program":…,"tools":[…],"limits":{…}}
-//! worker → host   {"type":"calls","calls":[{"id":1,"tool":"read","args":{…}}, …]}
+//! worker → host   {"type":"calls","calls":[{"id":1,"tool":"read","args":{…}}, …],"printed":"…"}
 //! host → worker   {"type":"results","results":[{"id":1,"ok":…} | {"id":1,"error":{…}}, …]}
 //!   … (as many rounds as the program makes)
 //! worker → host   {"type":"done","value":…,"output":"…"}
@@ -47,6 +47,11 @@ pub(crate) enum FromWorker {
     Calls {
         /// In the order the program made them.
         calls: Vec<ProgramCall>,
+        /// What the program printed since the last `calls` message: the
+        /// host keeps it, so a program that stops at one of these calls
+        /// still shows what it printed before.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        printed: String,
     },
     /// The program finished.
     Done {

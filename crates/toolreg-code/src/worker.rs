@@ -21,16 +21,17 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use rquickjs::context::intrinsic;
-use rquickjs::{CatchResultExt, Context, Ctx, Exception, Function, Promise, Runtime};
+use rquickjs::{Array, CatchResultExt, Context, Ctx, Exception, Function, Promise, Runtime};
 use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
-use toolreg::validate::json_depth_exceeds;
 
+mod data;
 mod exception;
 
 use crate::protocol::{FromWorker, ProgramCall, ToWorker};
 use crate::{CodeError, Limits};
+use data::{Natives, Refused};
 use exception::{PROGRAM_FILE, classify, named};
 
 const PRELUDE: &str = include_str!("prelude.js");
@@ -128,8 +129,9 @@ struct Link<'a, R, W> {
 
 impl<R: BufRead, W: Write> Link<'_, R, W> {
     /// Send the program's calls; wait for their results.
-    fn exchange(&mut self, calls: Vec<ProgramCall>) -> io::Result<Vec<Settled>> {
-        write_message(self.output, &FromWorker::Calls { calls })?;
+    /// `printed` is what the program printed since the last exchange.
+    fn exchange(&mut self, calls: Vec<ProgramCall>, printed: String) -> io::Result<Vec<Settled>> {
+        write_message(self.output, &FromWorker::Calls { calls, printed })?;
         let line = read_line(self.input, self.limit)?;
         let answers: Answers<'_> =
             serde_json::from_slice(&line).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
@@ -217,6 +219,8 @@ struct Run {
     /// Calls made in all.
     made: u64,
     printed: String,
+    /// How much of `printed` went to the host with calls already.
+    shown: usize,
     /// Why the program must stop, once something decided it: checked by
     /// the interrupt handler, so the program cannot catch it.
     stop: Option<CodeError>,
@@ -271,6 +275,7 @@ fn run<R: BufRead, W: Write>(program: &str, tools: &[String], limits: Limits, li
         queued_bytes: 0,
         made: 0,
         printed: String::new(),
+        shown: 0,
         stop: None,
         steps: 0,
         used: Duration::ZERO,
@@ -331,32 +336,26 @@ fn drive<'js, R: BufRead, W: Write>(
             message: format!("the program holds a NUL character (line {line}); inside a string, write it as \\u0000"),
         });
     }
-    let settle = prelude(ctx, tools, state)?;
-    let wrapped = format!(
-        "(async () => {{\n{program}\n}})().then((value) => {{\n  let text;\n  try {{ text = JSON.stringify(value === \
-         undefined ? null : value); }} catch (e) {{ return \"!\" + String(e && e.message); }}\n  return text === \
-         undefined ? \"null\" : text;\n}})"
-    );
+    let (settle, natives) = prelude(ctx, tools, state)?;
+    // The program's value is read from the promise itself: a `.then` here
+    // would call whatever the program made of `Promise.prototype.then`.
+    let wrapped = format!("(async () => {{\n{program}\n}})()");
     let promise: Promise<'js> = match ctx.eval_with_options(wrapped, named(PROGRAM_FILE)).catch(ctx) {
         Ok(promise) => promise,
-        Err(caught) => return Err(classify(&caught, state, true)),
+        Err(caught) => return Err(classify(&caught, state, true, &natives)),
     };
     loop {
         while state.borrow().stop.is_none() && ctx.execute_pending_job() {}
         if let Some(stop) = state.borrow_mut().stop.take() {
             return Err(stop);
         }
-        // The result's JSON text, or `!` and why it has none.
-        match promise.result::<String>() {
-            Some(Ok(text)) => match text.strip_prefix('!') {
-                Some(message) => return Err(CodeError::BadResult { message: message.to_owned() }),
-                None => return finish(&text, &state.borrow().limits),
-            },
+        match promise.result::<rquickjs::Value<'js>>() {
+            Some(Ok(value)) => return result(ctx, &natives, &value, state),
             Some(Err(error)) => {
                 let caught = Err::<(), _>(error).catch(ctx).err();
                 return Err(caught.map_or_else(
                     || CodeError::Exception { message: "the program failed".into() },
-                    |c| classify(&c, state, false),
+                    |c| classify(&c, state, false, &natives),
                 ));
             }
             None => {}
@@ -366,9 +365,15 @@ fn drive<'js, R: BufRead, W: Write>(
         if calls.is_empty() {
             return Err(CodeError::Stalled);
         }
+        let printed = {
+            let mut run = state.borrow_mut();
+            let printed = run.printed[run.shown..].to_owned();
+            run.shown = run.printed.len();
+            printed
+        };
         state.borrow_mut().pause();
         let replies = link
-            .exchange(calls)
+            .exchange(calls, printed)
             .map_err(|e| CodeError::Sandbox { message: format!("lost the host while waiting for results: {e}") })?;
         state.borrow_mut().resume();
         for Settled { id, ok, payload } in replies {
@@ -379,8 +384,85 @@ fn drive<'js, R: BufRead, W: Write>(
     }
 }
 
-/// Evaluate the prelude with the host functions; it returns `settle`.
-fn prelude<'js>(ctx: &Ctx<'js>, tools: &[String], state: &Rc<RefCell<Run>>) -> Result<Function<'js>, CodeError> {
+/// The program's return value as the host receives it: its JSON, read as
+/// arguments are (see `data`).
+fn result<'js>(
+    ctx: &Ctx<'js>,
+    natives: &Array<'js>,
+    value: &rquickjs::Value<'js>,
+    state: &Rc<RefCell<Run>>,
+) -> Result<Value, CodeError> {
+    let limits = state.borrow().limits;
+    let bad = |message: String| CodeError::BadResult { message };
+    let natives = Natives::from_list(natives).map_err(|e| sandbox_error(ctx, e, state))?;
+    let text = match data::json(&natives, value, limits.message_bytes, MAX_DEPTH) {
+        Ok(text) => text,
+        Err(Refused::NotData { what, at }) if at.is_empty() => return Err(bad(what)),
+        Err(Refused::NotData { what, at }) => return Err(bad(format!("at `result{at}`: {what}"))),
+        Err(Refused::LoneSurrogate) => {
+            return Err(bad("it holds a lone surrogate (half of a UTF-16 pair), which is not valid Unicode".into()));
+        }
+        Err(Refused::TooDeep) => return Err(bad(format!("it is nested more than {MAX_DEPTH} levels deep"))),
+        Err(Refused::TooLarge) => {
+            return Err(bad(format!("it is more than the limit of {} bytes of JSON", limits.message_bytes)));
+        }
+        Err(Refused::Interpreter(error)) => return Err(sandbox_error(ctx, error, state)),
+    };
+    finish(&text, &limits)
+}
+
+/// The error for the interpreter failing while the worker read a value:
+/// the limit that stopped it, where one did.
+fn sandbox_error(ctx: &Ctx<'_>, error: rquickjs::Error, state: &Rc<RefCell<Run>>) -> CodeError {
+    if let Some(stop) = state.borrow_mut().stop.take() {
+        return stop;
+    }
+    let limits = state.borrow().limits;
+    match Err::<(), _>(error).catch(ctx) {
+        Err(rquickjs::CaughtError::Value(v)) if v.is_null() => {
+            CodeError::MemoryLimit { limit_bytes: limits.memory_bytes }
+        }
+        Err(rquickjs::CaughtError::Error(rquickjs::Error::Allocation)) => {
+            CodeError::MemoryLimit { limit_bytes: limits.memory_bytes }
+        }
+        Err(caught) => CodeError::Sandbox { message: format!("reading the program's value failed: {caught}") },
+        Ok(()) => CodeError::Sandbox { message: "reading the program's value failed".into() },
+    }
+}
+
+/// The text a call's arguments are refused with.
+fn refusal<'js>(ctx: &Ctx<'js>, tool: &str, refused: Refused, limit: usize) -> rquickjs::Error {
+    match refused {
+        Refused::NotData { what, at } if at.is_empty() => {
+            Exception::throw_type(ctx, &format!("the arguments of {tool} are not plain data: {what}"))
+        }
+        Refused::NotData { what, at } => {
+            Exception::throw_type(ctx, &format!("the arguments of {tool} are not plain data at `args{at}`: {what}"))
+        }
+        Refused::LoneSurrogate => Exception::throw_type(
+            ctx,
+            &format!(
+                "the arguments of {tool} hold a lone surrogate (half of a UTF-16 pair), which is not valid Unicode"
+            ),
+        ),
+        Refused::TooDeep => Exception::throw_range(
+            ctx,
+            &format!("the arguments of {tool} are nested more than {MAX_DEPTH} levels deep"),
+        ),
+        Refused::TooLarge => {
+            Exception::throw_range(ctx, &format!("the arguments of {tool} are more than {limit} bytes of JSON"))
+        }
+        Refused::Interpreter(error) => error,
+    }
+}
+
+/// Evaluate the prelude with the host functions; it returns `settle`, and
+/// the built-ins it took for reading the program's values.
+fn prelude<'js>(
+    ctx: &Ctx<'js>,
+    tools: &[String],
+    state: &Rc<RefCell<Run>>,
+) -> Result<(Function<'js>, Array<'js>), CodeError> {
     let sandbox = |e: String| CodeError::Sandbox { message: format!("the prelude failed: {e}") };
     let calls = Rc::clone(state);
     let call = Function::new(ctx.clone(), move |ctx: Ctx<'js>, tool: String, args: String| {
@@ -393,20 +475,18 @@ fn prelude<'js>(ctx: &Ctx<'js>, tools: &[String], state: &Rc<RefCell<Run>>) -> R
             return Err(Exception::throw_internal(&ctx, "too many tool calls"));
         }
         // The host reads every call waiting together in one message: refuse
-        // the call that would take that message past its limit (or its
-        // arguments past the depth the host reads), here, with an error
-        // the program can read, rather than send what the host must reject.
+        // the call that would take that message past its limit, here, with
+        // an error the program can read, rather than send what the host
+        // must reject.
+        // (What it printed since the last message goes in that message too.)
         let bytes = args.len() + tool.len() + 64;
-        if run.queued_bytes + bytes > run.limits.message_bytes {
+        let unsent = run.printed.len() - run.shown;
+        if run.queued_bytes + bytes + unsent > run.limits.message_bytes {
             let message = format!(
                 "the arguments of {tool} would take the calls waiting together past {} bytes: await some calls before \
                  starting more, or pass less",
                 run.limits.message_bytes
             );
-            return Err(Exception::throw_range(&ctx, &message));
-        }
-        if json_depth_exceeds(&args, MAX_DEPTH) {
-            let message = format!("the arguments of {tool} are nested more than {MAX_DEPTH} levels deep");
             return Err(Exception::throw_range(&ctx, &message));
         }
         let args: Value = serde_json::from_str(&args)
@@ -418,24 +498,65 @@ fn prelude<'js>(ctx: &Ctx<'js>, tools: &[String], state: &Rc<RefCell<Run>>) -> R
         Ok(id)
     })
     .map_err(|e| sandbox(e.to_string()))?;
+    let message_bytes = state.borrow().limits.message_bytes;
+    // A call's arguments as JSON, read without running the program's code;
+    // nested no deeper than the host reads.
+    let encode = Function::new(
+        ctx.clone(),
+        move |ctx: Ctx<'js>, natives: Array<'js>, tool: String, args: rquickjs::Value<'js>| {
+            let natives = Natives::from_list(&natives)?;
+            data::json(&natives, &args, message_bytes, MAX_DEPTH)
+                .map_err(|refused| refusal(&ctx, &tool, refused, message_bytes))
+        },
+    )
+    .map_err(|e| sandbox(e.to_string()))?;
     let prints = Rc::clone(state);
-    let print = Function::new(ctx.clone(), move |ctx: Ctx<'js>, text: String| {
+    let print = Function::new(ctx.clone(), move |ctx: Ctx<'js>, natives: Array<'js>, items: Array<'js>| {
+        let stopped = |ctx: &Ctx<'js>| Err(Exception::throw_internal(ctx, "the program is being stopped"));
+        let (left, limit) = {
+            let run = prints.borrow();
+            if run.stop.is_some() {
+                return stopped(&ctx);
+            }
+            (run.limits.output_bytes.saturating_sub(run.printed.len()), run.limits.output_bytes)
+        };
+        // No borrow of the run is held while values are read: that may
+        // run the interpreter, and its interrupt handler borrows the run.
+        let natives = Natives::from_list(&natives)?;
+        let mut line = String::new();
+        let mut over = false;
+        for index in 0..items.len() {
+            if index > 0 {
+                line.push(' ');
+            }
+            let item: rquickjs::Value<'js> = items.get(index)?;
+            let (text, cut) = data::display(&natives, &item, left.saturating_sub(line.len()))?;
+            line.push_str(&text);
+            if cut {
+                over = true;
+                break;
+            }
+        }
+        line.push('\n');
         let mut run = prints.borrow_mut();
         if run.stop.is_some() {
-            return Err(Exception::throw_internal(&ctx, "the program is being stopped"));
+            return stopped(&ctx);
         }
-        if run.printed.len() + text.len() > run.limits.output_bytes {
-            run.stop = Some(CodeError::OutputLimit { limit_bytes: run.limits.output_bytes });
+        if over || run.printed.len() + line.len() > limit {
+            run.stop = Some(CodeError::OutputLimit { limit_bytes: limit });
             return Err(Exception::throw_internal(&ctx, "too much output"));
         }
-        run.printed.push_str(&text);
+        run.printed.push_str(&line);
         Ok(())
     })
     .map_err(|e| sandbox(e.to_string()))?;
     let names = serde_json::to_string(tools).map_err(|e| sandbox(e.to_string()))?;
     let setup: Function<'js> =
         ctx.eval_with_options(PRELUDE, named("prelude.js")).catch(ctx).map_err(|e| sandbox(e.to_string()))?;
-    setup.call((call, print, names)).catch(ctx).map_err(|e| sandbox(e.to_string()))
+    let made: Array<'js> = setup.call((call, encode, print, names)).catch(ctx).map_err(|e| sandbox(e.to_string()))?;
+    let settle = made.get(0).catch(ctx).map_err(|e| sandbox(e.to_string()))?;
+    let natives = made.get(1).catch(ctx).map_err(|e| sandbox(e.to_string()))?;
+    Ok((settle, natives))
 }
 
 fn finish(text: &str, limits: &Limits) -> Result<Value, CodeError> {
@@ -443,10 +564,6 @@ fn finish(text: &str, limits: &Limits) -> Result<Value, CodeError> {
         return Err(CodeError::BadResult {
             message: format!("it is {} bytes of JSON, more than the limit of {}", text.len(), limits.message_bytes),
         });
-    }
-    // Deeper, the host could not read the message that carries it.
-    if json_depth_exceeds(text, MAX_DEPTH) {
-        return Err(CodeError::BadResult { message: format!("it is nested more than {MAX_DEPTH} levels deep") });
     }
     serde_json::from_str(text).map_err(|e| CodeError::BadResult { message: e.to_string() })
 }

@@ -696,12 +696,13 @@ async fn a_registered_tool_the_engine_does_not_offer_is_not_there() {
 async fn the_sandboxs_own_functions_are_out_of_reach() {
     let sandbox = Sandbox::new();
     // The stack-trace API would hand over the functions on the stack (the
-    // prelude's `invoke` among them, when a `toJSON` runs inside a call).
+    // prelude's among them, were the program's code ever run inside a
+    // call: a `toJSON` no longer is).
     let value = sandbox
         .value(
             "const fns = [];\nlet refused;\ntry { Error.prepareStackTrace = (e, sites) => { for (const s of sites) \
              fns.push(s.getFunction()); return ''; }; } catch (e) { refused = e.name; }\nconst x = { toJSON() { \
-             Error.captureStackTrace(this); return new Error().stack; } };\nawait tools.echo({text: 'a', x});\nreturn \
+             Error.captureStackTrace(this); return new Error().stack; } };\nawait tools.echo({text: 'a'});\nx.toJSON();\nreturn \
              [refused, typeof Error.prepareStackTrace, fns.length, typeof new Error().stack];",
         )
         .await;
@@ -732,15 +733,16 @@ async fn prototype_pollution_stays_inside_the_program() {
     // Polluted prototypes give `tools` no new tool (it has no prototype) …
     let error = sandbox.refuse("Object.prototype.shell = () => 'pwned'; return await tools.shell({});").await;
     assert_exception(&error, "TypeError: not a function");
-    // … and a polluted `toJSON` turns the program's own arguments into
-    // something the engine refuses: the tool does not run.
+    // … and a polluted `toJSON` changes nothing the tool receives.
     let value = sandbox
         .value(
-            "Object.prototype.toJSON = () => ({path: '/etc/passwd'});\ntry { await tools.echo({text: 'hi'}); return \
-             'ran'; } catch (e) { return e.kind; }",
+            "Object.prototype.toJSON = () => ({path: '/etc/passwd'});\ntry { return await tools.echo({text: 'hi'}); } \
+             catch (e) { return e.kind; }",
         )
         .await;
-    assert_eq!(value, json!("invalid_arguments"));
+    assert_eq!(value, json!("hi"));
+    assert_eq!(received(&sandbox), [json!({"text": "hi"})]);
+    sandbox.runs.lock().unwrap().clear();
     // A polluted `then` makes the program's own promises hang: that is
     // the program stalling, not the host.
     let error = sandbox.refuse("Object.prototype.then = function () {}; return {a: 1};").await;
@@ -893,6 +895,152 @@ async fn a_lone_surrogate_is_refused_cleanly() {
 }
 
 // ---------------------------------------------------------------------------
+// What a program passes is what the tool receives: nothing the program
+// patches (toJSON, toString, getters, proxies, JSON.stringify) runs while
+// the sandbox reads a value.
+
+/// What `echo` received, in order.
+fn received(sandbox: &Sandbox) -> Vec<Value> {
+    sandbox.runs.lock().unwrap().iter().filter(|(tool, _)| tool == "echo").map(|(_, args)| args.clone()).collect()
+}
+
+#[tokio::test]
+async fn a_patched_to_json_does_not_change_the_arguments() {
+    let sandbox = Sandbox::new();
+    for patch in [
+        "Object.prototype.toJSON = function () { return {text: '/etc/passwd'}; };",
+        "Object.defineProperty(Object.prototype, 'toJSON', {get() { return () => ({text: '/etc/passwd'}); }});",
+        "String.prototype.toJSON = () => '/etc/passwd';",
+        "JSON.stringify = () => '{\"text\":\"/etc/passwd\"}';",
+    ] {
+        let value = sandbox.value(&format!("{patch}\nreturn await tools.echo({{text: 'notes/b.txt'}});")).await;
+        assert_eq!(value, json!("notes/b.txt"), "{patch}");
+    }
+    assert_eq!(received(&sandbox), vec![json!({"text": "notes/b.txt"}); 4]);
+}
+
+#[tokio::test]
+async fn getters_and_proxies_are_refused_and_never_run() {
+    let sandbox = Sandbox::new();
+    for (args, at) in [
+        ("{get text() { ran++; return '/etc/passwd'; }}", "args.text"),
+        ("new Proxy({text: 'a'}, {get() { ran++; return '/etc/passwd'; }, ownKeys() { ran++; return ['text']; }})", ""),
+        ("{text: 'a', nested: [1, {get deep() { ran++; return 2; }}]}", "args.nested[1].deep"),
+        ("Object.defineProperty([], 0, {get() { ran++; return 'x'; }, enumerable: true})", "args[0]"),
+    ] {
+        let value = sandbox
+            .value(&format!(
+                "let ran = 0;\ntry {{ await tools.echo({args}); return 'sent'; }} catch (e) {{ return [e.name, e.message, \
+                 ran]; }}"
+            ))
+            .await;
+        assert_eq!(value[0], json!("TypeError"), "{args}: {value}");
+        let message = value[1].as_str().unwrap();
+        assert!(message.starts_with("the arguments of echo are not plain data"), "{args}: {message}");
+        assert!(message.contains(at), "{args}: {message}");
+        assert_eq!(value[2], json!(0), "{args}: the program's code ran");
+    }
+    assert!(received(&sandbox).is_empty());
+}
+
+#[tokio::test]
+async fn a_string_object_is_not_a_string() {
+    let sandbox = Sandbox::new();
+    for wrapped in [
+        "(() => { const s = new String('notes/b.txt'); s.toString = () => '/etc/passwd'; return s; })()",
+        "(() => { String.prototype.toString = () => '/etc/passwd'; return new String('notes/b.txt'); })()",
+        "(() => { const s = new String('notes/b.txt'); s.valueOf = () => '/etc/passwd'; return s; })()",
+        "new Number(1)",
+        "new Boolean(false)",
+        "new Date(0)",
+        "new Map([['text', 'a']])",
+    ] {
+        let value = sandbox
+            .value(&format!(
+                "try {{ await tools.echo({{text: {wrapped}}}); return 'sent'; }} catch (e) {{ return [e.name, \
+                 e.message]; }}"
+            ))
+            .await;
+        assert_eq!(value[0], json!("TypeError"), "{wrapped}: {value}");
+        let message = value[1].as_str().unwrap();
+        assert!(message.contains("at `args.text`") && message.contains("is not"), "{wrapped}: {message}");
+    }
+    let value =
+        sandbox.value("try { await tools.echo({text: new String('a')}); } catch (e) { return e.message; }").await;
+    assert_eq!(
+        value,
+        json!(
+            "the arguments of echo are not plain data at `args.text`: a String object (new String(…)) is not a \
+             string: pass the string itself"
+        )
+    );
+    assert!(received(&sandbox).is_empty());
+}
+
+#[tokio::test]
+async fn inherited_values_do_not_fill_holes_or_add_keys() {
+    let sandbox = Sandbox::new();
+    // A hole in an array reads as null, not from the prototype; inherited
+    // properties do not count; `undefined` is left out, as JSON does.
+    let value = sandbox
+        .value(
+            "Object.defineProperty(Array.prototype, 1, {get() { return '/etc/passwd'; }});\nObject.prototype.extra = \
+             'x';\nconst text = JSON.stringify(Object.create({text: 'inherited'}));\nreturn await tools.echo({text: \
+             'a', list: ['x', , 'z'], gone: undefined});",
+        )
+        .await;
+    assert_eq!(value, json!("a"));
+    let args = &received(&sandbox)[0];
+    assert!(args.get("gone").is_none() && args.get("extra").is_none(), "{args}");
+    if let Some(list) = args.get("list") {
+        assert_eq!(list, &json!(["x", null, "z"]));
+    }
+}
+
+#[tokio::test]
+async fn printing_uses_the_sandboxs_own_formatting() {
+    let sandbox = Sandbox::new();
+    let out = sandbox
+        .code
+        .run(
+            &sandbox.engine,
+            "JSON.stringify = () => 'forged';\nArray.prototype.map = () => ['forged'];\nArray.prototype.join = () => \
+             'forged';\nArray.prototype[Symbol.iterator] = function* () { yield 'forged'; };\nObject.prototype.toJSON \
+             = () => 'forged';\nString.prototype.toWellFormed = () => 'forged';\nconsole.log('a', {b: [1, 'c']}, 2, \
+             null, undefined);\nlet ran = 0;\nconsole.log({get secret() { ran++; return 1; }}, () => 1, new \
+             Proxy({}, {ownKeys() { ran++; return []; }}), new String('s'), new Error('boom'));\nreturn ran;",
+        )
+        .await
+        .unwrap();
+    assert_eq!(out.value, json!(0), "the program's code ran while printing");
+    assert_eq!(
+        out.output,
+        "a {\"b\":[1,\"c\"]} 2 null undefined\n{\"secret\":[getter]} [function] [Proxy] [a String object (new \
+         String(…))] Error: boom\n"
+    );
+}
+
+#[tokio::test]
+async fn the_result_is_read_as_the_program_wrote_it() {
+    let sandbox = Sandbox::new();
+    for patch in [
+        "Object.prototype.toJSON = () => 'forged';",
+        "JSON.stringify = () => '\"forged\"';",
+        "Promise.prototype.then = function () { return Promise.resolve('\"forged\"'); };",
+    ] {
+        let value = sandbox.value(&format!("{patch}\nreturn {{real: [1, 'two']}};")).await;
+        assert_eq!(value, json!({"real": [1, "two"]}), "{patch}");
+    }
+    let error = sandbox.refuse("return {when: new Date(0)};").await;
+    assert_eq!(
+        error,
+        CodeError::BadResult {
+            message: "at `result.when`: a Date is not JSON: pass date.toISOString() or date.getTime()".into()
+        }
+    );
+}
+
+// ---------------------------------------------------------------------------
 // What the program returns.
 
 #[tokio::test]
@@ -941,9 +1089,9 @@ async fn a_result_nested_past_what_the_host_reads_is_a_bad_result() {
         let error = sandbox.refuse(&format!("let x = []; for (let i = 1; i < {depth}; i++) x = [x]; return x;")).await;
         assert_eq!(error, CodeError::BadResult { message: "it is nested more than 100 levels deep".into() }, "{depth}");
     }
-    // Too deep even to write as JSON.
+    // Far too deep: refused at the same bound, without a walk to the bottom.
     let error = sandbox.refuse("let x = []; for (let i = 1; i < 1e5; i++) x = [x]; return x;").await;
-    assert_eq!(error, CodeError::BadResult { message: "Maximum call stack size exceeded".into() });
+    assert_eq!(error, CodeError::BadResult { message: "it is nested more than 100 levels deep".into() });
     let value = sandbox.value("let x = 0; for (let i = 0; i < 100; i++) x = [x]; return x;").await;
     assert_eq!(value, common::nested(100));
 }
@@ -988,6 +1136,44 @@ async fn a_huge_thrown_text_is_cut_not_a_broken_worker() {
         let CodeError::Exception { message } = &error else { panic!("{program}: {error:?}") };
         assert!(message.contains("characters removed"), "{program}");
         assert!(message.len() < 8 << 10, "{program}: {} bytes", message.len());
+    }
+}
+
+#[tokio::test]
+async fn a_50_mb_exception_is_read_in_bounded_time() {
+    let sandbox = Sandbox::with(Limits { memory_bytes: 512 << 20, time: Duration::from_secs(5), ..limits() });
+    for (text, program) in [
+        ("'y'.repeat(50 << 20)", "throw new Error(text);"),
+        ("'y'.repeat(50 << 20)", "throw text;"),
+        ("'y'.repeat(50 << 20)", "throw [text];"),
+        ("'y'.repeat(50 << 20)", "const e = new Error('short'); e.stack = text; throw e;"),
+        ("'\\u{1F600}'.repeat(25 << 20)", "throw new Error(text);"),
+    ] {
+        // What making the text costs, for comparison.
+        let (_, made) = sandbox.refuse_timed(&format!("const text = {text}; throw 1;")).await;
+        let (error, took) = sandbox.refuse_timed(&format!("const text = {text}; {program}")).await;
+        let CodeError::Exception { message } = &error else { panic!("{program}: {error:?}") };
+        assert!(message.len() < 24 << 10, "{program}: {} bytes", message.len());
+        assert!(took < made + Duration::from_millis(300), "{program}: {took:?} (making the text: {made:?})");
+    }
+}
+
+#[tokio::test]
+async fn formatting_an_error_runs_none_of_the_programs_code() {
+    let sandbox = Sandbox::new();
+    for (program, shown) in [
+        (
+            "const e = new Error('real'); Object.defineProperty(e, 'message', {get() { for (;;) {} }}); throw e;",
+            "Error",
+        ),
+        ("class E extends Error { get name() { for (;;) {} } }\nthrow new E('boom');", "boom"),
+        ("throw {toJSON() { for (;;) {} }};", "{\"toJSON\":[function]}"),
+        ("throw {get x() { for (;;) {} }};", "{\"x\":[getter]}"),
+        ("throw new Proxy({}, {ownKeys() { for (;;) {} }, get() { for (;;) {} }});", "[Proxy]"),
+        ("Error.prototype.toString = () => { for (;;) {} };\nthrow new TypeError('plain');", "TypeError: plain"),
+    ] {
+        let error = sandbox.refuse(program).await;
+        assert_exception(&error, shown);
     }
 }
 

@@ -8,8 +8,8 @@ use common::{code, code_with, engine, runs};
 use serde_json::json;
 use toolreg::policy::ApprovalRequest;
 use toolreg::policy::approver_fn;
-use toolreg::{ToolCall, ToolEngine, ToolExecutor};
-use toolreg_code::{CodeError, Limits};
+use toolreg::{SafetyLevel, ToolCall, ToolDeclaration, ToolEngine, ToolExecutor, ToolRegistration};
+use toolreg_code::{CodeError, Limits, PrintedBefore};
 
 #[tokio::test]
 async fn a_program_calls_tools_and_returns_only_its_result() {
@@ -103,6 +103,57 @@ async fn an_approver_sees_each_call_of_the_program() {
 }
 
 #[tokio::test]
+async fn an_approver_is_shown_what_the_program_printed_before_the_call() {
+    let runs = runs();
+    let shown = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = std::sync::Arc::clone(&shown);
+    let engine = ToolEngine::builder(&common::registry(&runs))
+        .approver(approver_fn("test", move |request: ApprovalRequest| {
+            let printed = request.extensions().get::<PrintedBefore>().map(|p| p.text().to_owned());
+            seen.lock().unwrap().push(printed);
+            async move { request.approve() }
+        }))
+        .build();
+    code()
+        .run(
+            &engine,
+            "await tools.delete({path: 'first.txt'});\nconsole.log('removing', {path: 'b.txt'});\nawait \
+             tools.delete({path: 'b.txt'});",
+        )
+        .await
+        .unwrap();
+    assert_eq!(*shown.lock().unwrap(), [None, Some("removing {\"path\":\"b.txt\"}\n".to_owned())]);
+}
+
+/// A tool whose result's keys are not in alphabetical order.
+fn about() -> ToolRegistration {
+    ToolRegistration::new(
+        ToolDeclaration::builder("about").description("About the project.").safety(SafetyLevel::Safe).build(),
+        |_: serde_json::Value| {
+            Ok::<_, String>(json!({"name": "toolreg", "langs": ["rust"], "version": {"major": 1, "beta": true}}))
+        },
+    )
+}
+
+#[tokio::test]
+async fn tool_results_keep_the_key_order_the_tool_wrote() {
+    let mut registry = toolreg::FunctionRegistry::new();
+    registry.register(about()).unwrap();
+    let engine = ToolEngine::builder(&registry).build();
+    let out = code()
+        .run(&engine, "const r = await tools.about();\nreturn [Object.keys(r), Object.keys(r.version), r];")
+        .await
+        .unwrap();
+    assert_eq!(out.value[0], json!(["name", "langs", "version"]));
+    assert_eq!(out.value[1], json!(["major", "beta"]));
+    // And the program's own result keeps its order on the way back.
+    assert_eq!(
+        serde_json::to_string(&out.value[2]).unwrap(),
+        r#"{"name":"toolreg","langs":["rust"],"version":{"major":1,"beta":true}}"#
+    );
+}
+
+#[tokio::test]
 async fn a_syntax_error_is_reported_with_its_line() {
     let runs = runs();
     let (engine, _) = engine(&runs);
@@ -119,6 +170,15 @@ async fn an_uncaught_exception_ends_the_program() {
     assert!(
         matches!(&error, CodeError::Exception { message } if message.contains("RangeError: bad input")),
         "{error:?}"
+    );
+    // With the program's own frames, at the lines the model wrote.
+    let error = code().run(&engine, "function check(x) {\n  throw new Error('no ' + x);\n}\ncheck(3);").await;
+    assert_eq!(
+        error.unwrap_err(),
+        CodeError::Exception {
+            message: "Error: no 3\n    at check (line 2, column 27)\n    at line 4, column 1\n    at line 5, column 1"
+                .into()
+        }
     );
 }
 

@@ -151,3 +151,30 @@ async fn a_program_suspends_at_each_dangerous_call_and_resumes_in_another_proces
     assert!(report.runs.is_empty(), "{:?}", report.runs);
     assert!(report.results[0].2 && report.results[0].1.contains("not authentic"), "{:?}", report.results);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn what_a_program_printed_before_it_stopped_goes_with_the_suspension() {
+    let program = "console.log('sum', await tools.add({a: 1, b: 2}));\nconsole.log('now removing a.txt');\nawait \
+                   tools.delete({path: 'a.txt'});\nreturn 'done';";
+    let runs = runs();
+    let audit = std::sync::Arc::new(MemorySink::new());
+    let model = ScriptedClient::new().then_call("c1", "run_code", json!({ "code": program }));
+    let Outcome::Suspended(stopped) = agent(model, &runs, &audit).run("clean up").await.unwrap() else {
+        panic!("not suspended")
+    };
+    assert_eq!(stopped.approvals[0].call_id, "c1/2");
+    let state = &stopped.checkpoints["c1"];
+    // What the person asked to approve `delete a.txt` is shown.
+    assert_eq!(code().printed_at_stop("c1", program, state).unwrap(), "sum 3\nnow removing a.txt\n");
+    // Read from the sealed record only: another key, call or program, or a
+    // changed record, is refused.
+    let refused = |r: Result<String, toolreg_code::CodeError>| {
+        assert!(matches!(r, Err(toolreg_code::CodeError::StateRejected { .. })), "{r:?}")
+    };
+    refused(CodeMode::new(worker()).key(Key::new([7; 32])).printed_at_stop("c1", program, state));
+    refused(code().printed_at_stop("c2", program, state));
+    refused(code().printed_at_stop("c1", "return 1;", state));
+    let mut changed = state.clone();
+    changed["journal"] = json!(changed["journal"].as_str().unwrap().replace("a.txt", "b.txt"));
+    refused(code().printed_at_stop("c1", program, &changed));
+}

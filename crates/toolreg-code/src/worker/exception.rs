@@ -6,16 +6,31 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use rquickjs::CaughtError;
 use rquickjs::context::EvalOptions;
+use rquickjs::{Array, CaughtError, Object};
 
 use super::Run;
+use super::data::{self, Natives};
 use crate::CodeError;
+
+/// How many characters of a thrown value's text are read: a program can
+/// throw a string of megabytes, and only this much of it is ever copied or
+/// formatted (the whole would keep the worker busy long after the program
+/// ended).
+const MESSAGE_CHARS: usize = 4096;
+
+/// How many characters of a stack trace are read.
+const STACK_CHARS: usize = 16 << 10;
 
 /// The error for an exception that ended the program (at compile time when
 /// `compiling`): a limit's own error where the exception is the interpreter
 /// enforcing one.
-pub(super) fn classify(caught: &CaughtError<'_>, state: &Rc<RefCell<Run>>, compiling: bool) -> CodeError {
+pub(super) fn classify<'js>(
+    caught: &CaughtError<'js>,
+    state: &Rc<RefCell<Run>>,
+    compiling: bool,
+    natives: &Array<'js>,
+) -> CodeError {
     if let Some(stop) = state.borrow_mut().stop.take() {
         return stop;
     }
@@ -28,12 +43,18 @@ pub(super) fn classify(caught: &CaughtError<'_>, state: &Rc<RefCell<Run>>, compi
         return CodeError::MemoryLimit { limit_bytes: limits.memory_bytes };
     }
     let (name, message, stack) = match caught {
-        CaughtError::Exception(e) => (
-            e.get::<_, String>("name").unwrap_or_default(),
-            e.message().unwrap_or_default(),
-            e.stack().unwrap_or_default(),
-        ),
-        CaughtError::Value(v) => (String::new(), describe(v), String::new()),
+        CaughtError::Exception(e) => match Natives::from_list(natives) {
+            Ok(natives) => {
+                let object: &Object<'js> = e.as_object();
+                (
+                    read(&natives, object, "name", 200),
+                    read(&natives, object, "message", MESSAGE_CHARS),
+                    text(&natives, natives.stack(object), STACK_CHARS),
+                )
+            }
+            Err(_) => (String::new(), "an error (its text could not be read)".to_owned(), String::new()),
+        },
+        CaughtError::Value(v) => (String::new(), describe(natives, v), String::new()),
         CaughtError::Error(e) => (String::new(), e.to_string(), String::new()),
     };
     if message.contains("out of memory") || matches!(caught, CaughtError::Error(rquickjs::Error::Allocation)) {
@@ -102,12 +123,42 @@ fn location(stack: &str) -> String {
     }
 }
 
-fn describe(value: &rquickjs::Value<'_>) -> String {
-    value
-        .ctx()
-        .json_stringify(value.clone())
-        .ok()
-        .flatten()
-        .and_then(|s| s.to_string().ok())
-        .unwrap_or_else(|| format!("a thrown {}", value.type_name()))
+/// A data property of a thrown error as text, at most `chars` characters
+/// of it (a getter is not run: it reads as nothing), with how much was
+/// left out.
+fn read<'js>(natives: &Natives<'js>, error: &Object<'js>, key: &str, chars: usize) -> String {
+    text(natives, natives.data_property(error, key), chars)
+}
+
+/// A value read from an error as text, cut to `chars` characters (only
+/// that much of a longer string is copied).
+fn text<'js>(natives: &Natives<'js>, value: rquickjs::Result<Option<rquickjs::Value<'js>>>, chars: usize) -> String {
+    let Ok(Some(value)) = value else { return String::new() };
+    let Some(text) = value.as_string() else { return String::new() };
+    match natives.prefix(text, chars) {
+        Ok((text, total)) if total > chars => format!("{text}\n[... {} characters removed ...]", total - chars),
+        Ok((text, _)) => text,
+        Err(_) => String::new(),
+    }
+}
+
+/// A thrown value that is not an error, as a reader sees it, cut short.
+fn describe<'js>(natives: &Array<'js>, value: &rquickjs::Value<'js>) -> String {
+    let shown = Natives::from_list(natives).and_then(|natives| {
+        // A thrown string shows quoted, as before: it is a value, not a message.
+        match value.as_string() {
+            Some(text) => {
+                let (text, total) = natives.prefix(text, MESSAGE_CHARS)?;
+                let quoted = serde_json::to_string(&text).unwrap_or_default();
+                Ok(if total > MESSAGE_CHARS {
+                    format!("{quoted}\n[... {} characters removed ...]", total - MESSAGE_CHARS)
+                } else {
+                    quoted
+                })
+            }
+            None => data::display(&natives, value, MESSAGE_CHARS)
+                .map(|(text, cut)| if cut { format!("{text}\n[... the rest was cut ...]") } else { text }),
+        }
+    });
+    shown.unwrap_or_else(|_| format!("a thrown {}", value.type_name()))
 }
