@@ -14,6 +14,11 @@
 //!   own `/proc`, everything outside the root read-only, everything it
 //!   started killed with it), and with writes confined to the root by
 //!   Landlock where the kernel has it.
+//!
+//! The host's own files (its key and store, an audit file: see
+//! [`Builtins::reserve`], and any `.toolreg` directory) are out of the file
+//! tools' reach wherever they lie, and hidden from the shell where it runs
+//! in a mount namespace of its own.
 //! - [`user`]: `ask_user`, `notify_user`, `final_answer`, the human user as a
 //!   function behind a [`user::UserChannel`].
 //!
@@ -46,7 +51,7 @@ pub mod shell;
 pub mod store;
 pub mod user;
 
-use files::{FileError, FileTools};
+use files::{FileError, FileOptions, FileTools};
 #[cfg(target_os = "linux")]
 use shell::{ShellError, ShellOptions, ShellTool};
 use user::UserTools;
@@ -60,6 +65,7 @@ pub struct Builtins {
     #[cfg(target_os = "linux")]
     shell: Option<ShellOptions>,
     user: Option<UserTools>,
+    reserved: Vec<PathBuf>,
 }
 
 #[derive(Debug)]
@@ -122,19 +128,41 @@ impl Builtins {
         self
     }
 
+    /// Keep `path` out of every tool's reach: a file or directory of the
+    /// host's own (its state directory with the sealing key and store, an
+    /// audit file, an SQLite store and its `-wal` and `-shm`). Should it lie
+    /// inside the root, the file tools refuse it as they refuse any
+    /// `.toolreg` directory ([`FileTools::with_reserved`]), and the shell
+    /// hides it where it runs in a mount namespace of its own
+    /// ([`ShellOptions::reserve`]). Repeatable; it need not exist yet.
+    pub fn reserve(mut self, path: impl Into<PathBuf>) -> Self {
+        self.reserved.push(path.into());
+        self
+    }
+
     /// The chosen tools' registrations, in the order store, files, shell, user.
     pub fn registrations(self) -> Result<Vec<ToolRegistration>, BuiltinsError> {
         let mut out = Vec::new();
         if let Some(namespace) = self.store {
             out.extend(namespace.tools());
         }
+        let reserved = self.reserved;
         match self.files {
-            Some(FilesSpec::Root(root)) => out.extend(FileTools::open(root)?.registrations()),
-            Some(FilesSpec::Tools(tools)) => out.extend(tools.registrations()),
+            Some(FilesSpec::Root(root)) => {
+                out.extend(FileTools::with_reserved(root, FileOptions::default(), &reserved)?.registrations());
+            }
+            Some(FilesSpec::Tools(tools)) if reserved.is_empty() => out.extend(tools.registrations()),
+            Some(FilesSpec::Tools(tools)) => {
+                let mut all = tools.reserved_paths();
+                all.extend(reserved.iter().cloned());
+                let reopened = FileTools::with_reserved(tools.root(), *tools.options(), &all)?;
+                out.extend(reopened.registrations());
+            }
             None => {}
         }
         #[cfg(target_os = "linux")]
-        if let Some(options) = self.shell {
+        if let Some(mut options) = self.shell {
+            options.reserved.extend(reserved.iter().cloned());
             out.push(ShellTool::new(options)?.registration());
         }
         if let Some(user) = self.user {

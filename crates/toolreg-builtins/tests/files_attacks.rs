@@ -366,3 +366,133 @@ fn hostile_ignore_files_cost_a_bounded_budget() {
     // Unbounded, this took about 9 s per hostile file in a debug build.
     assert!(took < std::time::Duration::from_secs(5), "took {took:?}");
 }
+
+const HOST_KEY: &str = "HOST-KEY-0123456789abcdef";
+const AUDIT_LINE: &str = "AUDIT-TRAIL-LINE";
+const RESERVED: &str = "is the host's own state";
+
+/// A root holding what a host keeps of its own: an earlier toolreg's
+/// `.toolreg/` (key and store), a state directory and an audit file the
+/// builder reserves, and links inside the root pointing at each.
+fn host_state_root() -> (tempfile::TempDir, PathBuf, FunctionRegistry) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    std::fs::create_dir_all(root.join(".toolreg")).unwrap();
+    std::fs::write(root.join(".toolreg/key"), HOST_KEY).unwrap();
+    std::fs::write(root.join(".toolreg/store.db"), HOST_KEY).unwrap();
+    std::fs::create_dir_all(root.join("var/state")).unwrap();
+    std::fs::write(root.join("var/state/key"), HOST_KEY).unwrap();
+    std::fs::write(root.join("audit.jsonl"), format!("{AUDIT_LINE}\n")).unwrap();
+    std::fs::create_dir_all(root.join("sub/.toolreg")).unwrap();
+    std::fs::write(root.join("sub/.toolreg/key"), HOST_KEY).unwrap();
+    std::fs::write(root.join("notes.txt"), "notes\n").unwrap();
+    symlink(".toolreg/key", root.join("key_link")).unwrap();
+    symlink(".toolreg", root.join("dir_link")).unwrap();
+    symlink("var", root.join("var_link")).unwrap();
+    symlink("audit.jsonl", root.join("audit_link")).unwrap();
+    let mut registry = FunctionRegistry::new();
+    Builtins::new()
+        .files(&root)
+        .reserve(root.join("var/state"))
+        .reserve(root.join("audit.jsonl"))
+        // Reserved before it exists: caught all the same once it does.
+        .reserve(root.join("var/later"))
+        .register(&mut registry)
+        .unwrap();
+    (dir, root, registry)
+}
+
+/// The host's key, store and audit file inside the root are read, written,
+/// listed and searched by no file tool, by any spelling: the sealing key is
+/// what makes approvals and stored runs trustworthy.
+#[tokio::test]
+async fn the_hosts_own_files_are_reached_by_no_file_tool() {
+    let (_dir, root, registry) = host_state_root();
+    let edit = |path: &str| json!({"path": path, "edits": [{"old_string": "AUDIT", "new_string": "FORGED"}]});
+    let write = |path: &str| json!({"path": path, "content": "forged", "create_parents": true});
+    let attacks = [
+        ("read_file", json!({"path": ".toolreg/key"})),
+        ("read_file", json!({"path": "./.toolreg//key"})),
+        ("read_file", json!({"path": ".TOOLREG/key"})),
+        ("read_file", json!({"path": ".toolreg/store.db"})),
+        ("read_file", json!({"path": "sub/.toolreg/key"})),
+        ("read_file", json!({"path": "key_link"})),
+        ("read_file", json!({"path": "dir_link/key"})),
+        ("read_file", json!({"path": "var/state/key"})),
+        ("read_file", json!({"path": "var_link/state/key"})),
+        ("read_file", json!({"path": "audit.jsonl"})),
+        ("read_file", json!({"path": "audit_link"})),
+        ("write_file", write(".toolreg/key")),
+        ("write_file", write(".toolreg/store.db")),
+        ("write_file", write(".toolreg")),
+        ("write_file", write("new/.toolreg/key")),
+        ("write_file", write("var/state/key")),
+        ("write_file", write("var/later/key")),
+        ("write_file", write("var_link/state/store.db")),
+        ("write_file", write("audit.jsonl")),
+        ("edit_file", edit("audit.jsonl")),
+        ("edit_file", edit("audit_link")),
+        ("edit_file", edit(".toolreg/key")),
+        ("list_files", json!({"path": ".toolreg", "include_hidden": true})),
+        ("list_files", json!({"path": "dir_link", "include_hidden": true})),
+        ("list_files", json!({"path": "var/state"})),
+        ("search_files", json!({"regex": "HOST", "path": ".toolreg"})),
+        ("search_files", json!({"regex": "HOST", "path": "key_link"})),
+        ("search_files", json!({"regex": "AUDIT", "path": "audit.jsonl"})),
+        ("search_files", json!({"regex": "HOST", "path": "var_link/state"})),
+    ];
+    let mut failures = Vec::new();
+    for (tool, args) in &attacks {
+        match registry.execute(tool, args.clone()).await {
+            Ok(out) => failures.push(format!("{tool} {args} succeeded: {}", out.text())),
+            Err(err) => {
+                let text = err.to_string();
+                if !text.contains(RESERVED) || text.contains(HOST_KEY) || text.contains(AUDIT_LINE) {
+                    failures.push(format!("{tool} {args}: expected `{RESERVED}`, got `{text}`"));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert_eq!(std::fs::read_to_string(root.join(".toolreg/key")).unwrap(), HOST_KEY);
+    assert_eq!(std::fs::read_to_string(root.join("var/state/key")).unwrap(), HOST_KEY);
+    assert_eq!(std::fs::read_to_string(root.join("audit.jsonl")).unwrap(), format!("{AUDIT_LINE}\n"));
+    assert!(!root.join("new/.toolreg").exists() && !root.join("var/later").exists());
+
+    // Listed nowhere, hidden files included; found by no search.
+    let listed = registry.execute("list_files", json!({"include_hidden": true})).await.unwrap().value;
+    let files: Vec<&str> = listed["files"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert!(files.contains(&"notes.txt") && files.contains(&"key_link (symlink)"), "{files:?}");
+    for file in &files {
+        assert!(!file.contains(".toolreg") && !file.starts_with("var/state") && *file != "audit.jsonl", "{files:?}");
+    }
+    let found = registry.execute("search_files", json!({"regex": "HOST|AUDIT|notes"})).await.unwrap().value;
+    assert_eq!(found["matches"], json!(["notes.txt:1:notes"]), "{found}");
+    // The files beside them are served as before.
+    let read = registry.execute("read_file", json!({"path": "notes.txt"})).await.unwrap();
+    assert!(read.text().contains("notes"));
+    registry.execute("write_file", json!({"path": "var/other.txt", "content": "fine"})).await.unwrap();
+}
+
+/// A regular expression whose automaton would be huge is refused at once,
+/// naming the limit, instead of searching for seconds.
+#[test]
+fn a_pathological_regex_is_refused_quickly() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), format!("{}\n", "a".repeat(6000)).repeat(50)).unwrap();
+    let files = FileTools::open(dir.path()).unwrap();
+    let started = std::time::Instant::now();
+    let refused = files.search(&SearchArgs::new("(?:a?){3000}a{3000}"));
+    let took = started.elapsed();
+    match refused {
+        Err(error @ FileError::RegexTooLarge { .. }) => {
+            assert!(error.to_string().contains("too large"), "{error}");
+        }
+        other => panic!("expected RegexTooLarge, got {other:?}"),
+    }
+    assert!(took < std::time::Duration::from_secs(1), "took {took:?}");
+    // Ordinary patterns still work, Unicode classes included.
+    let found = files.search(&SearchArgs::new(r"^\w+\s*$")).unwrap();
+    assert_eq!(found.matches.len(), 50);
+    files.search(&SearchArgs::new(r"fn\s+\w+\s*\(|(?i)error:\s+\S+|\p{L}{3,}|[0-9A-Za-z_]{1,40}")).unwrap();
+}

@@ -302,3 +302,41 @@ async fn a_call_dropped_while_its_command_is_spawned_leaves_nothing_running() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(gone_marked("300.106").await, "a command outlived its dropped call");
 }
+
+/// The host's key and audit file inside the root are hidden from a command
+/// in its own mount namespace: it reads nothing of them and changes
+/// nothing in them. Without a namespace they cannot be hidden, and the
+/// result says so.
+#[tokio::test]
+async fn the_hosts_own_files_inside_the_root_are_hidden_from_commands() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    std::fs::create_dir(root.join(".toolreg")).unwrap();
+    std::fs::write(root.join(".toolreg/key"), "HOST-KEY").unwrap();
+    std::fs::create_dir(root.join("state")).unwrap();
+    std::fs::write(root.join("state/store.db"), "HOST-STORE").unwrap();
+    std::fs::write(root.join("audit.jsonl"), "AUDIT-LINE\n").unwrap();
+    let options = ShellOptions::new(&root).reserve(root.join("state")).reserve(root.join("audit.jsonl"));
+    let tool = ShellTool::new(options).unwrap();
+    let command = "cat .toolreg/key state/store.db audit.jsonl; ls -A .toolreg state; \
+                   echo forged > .toolreg/key; echo forged > audit.jsonl; rm -f state/store.db; echo done";
+    let out = tool.run(&ShellArgs::new(command), pending()).await.unwrap();
+    if !can_isolate() {
+        assert!(out.confinement.contains("the host's own files inside the root are not hidden"), "{}", out.confinement);
+        return;
+    }
+    assert!(out.isolated, "{}", out.confinement);
+    assert!(out.confinement.contains("the host's own files inside the root hidden"), "{}", out.confinement);
+    assert!(out.stdout.ends_with("done\n"), "{}", out.stdout);
+    for secret in ["HOST-KEY", "HOST-STORE", "AUDIT-LINE", "key", "store.db"] {
+        assert!(!out.stdout.contains(secret), "{secret} reached the command: {}", out.stdout);
+    }
+    assert_eq!(std::fs::read_to_string(root.join(".toolreg/key")).unwrap(), "HOST-KEY");
+    assert_eq!(std::fs::read_to_string(root.join("state/store.db")).unwrap(), "HOST-STORE");
+    assert_eq!(std::fs::read_to_string(root.join("audit.jsonl")).unwrap(), "AUDIT-LINE\n");
+    // Landlock keeps the cover on: no unmounting it.
+    if out.confined {
+        let out = tool.run(&ShellArgs::new("umount .toolreg; umount -l .toolreg; cat .toolreg/key"), pending()).await;
+        assert!(!out.unwrap().stdout.contains("HOST-KEY"));
+    }
+}

@@ -103,18 +103,31 @@ pub struct ToolsArgs {
     /// The directory the file and shell tools are confined to.
     #[arg(long, global = true, default_value = ".")]
     pub root: PathBuf,
-    /// The context store: an SQLite file (default: ROOT/.toolreg/store.db),
-    /// or a PostgreSQL URL (postgres://user@host/db) that several hosts
-    /// share. Also read from TOOLREG_STORE.
+    /// The context store: an SQLite file (default: STATE/store.db), or a
+    /// PostgreSQL URL (postgres://user@host/db) that several hosts share.
+    /// Also read from TOOLREG_STORE.
     #[arg(long, global = true, value_name = "FILE|URL")]
     pub store: Option<String>,
+    /// Where the host keeps its own state, out of the tools' reach: the
+    /// sealing key (STATE/key, unless TOOLREG_KEY is set) and the default
+    /// store (STATE/store.db, with the MCP tasks, request states and
+    /// suspended runs), owner-only. Default: one directory per root,
+    /// $XDG_STATE_HOME/toolreg/roots/NAME-HASH (~/.local/state when
+    /// XDG_STATE_HOME is unset). Also read from TOOLREG_STATE_DIR. Should it
+    /// lie inside the root, the file tools refuse it (as they refuse any
+    /// .toolreg directory and the --audit file). A ROOT/.toolreg holding an
+    /// earlier toolreg's key or store is refused until it is moved here, or
+    /// named with --state-dir.
+    #[arg(long, global = true, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
     /// An `mcpServers` JSON file: import every tool of those servers.
     #[arg(long, global = true)]
     pub config: Option<PathBuf>,
     /// Leave out the shell tool.
     #[arg(long, global = true)]
     pub no_shell: bool,
-    /// Append an audit record of every call to this file (JSON lines).
+    /// Append an audit record of every call to this file (JSON lines; made
+    /// readable by its owner only). No tool may read or change it.
     #[arg(long, global = true)]
     pub audit: Option<PathBuf>,
     /// Fail when any server of --config cannot be reached (by default the

@@ -4,10 +4,12 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use sha2::{Digest, Sha256};
 use toolreg::FunctionRegistry;
 use toolreg::policy::{AuditSink, JsonLinesSink};
 use toolreg::seal::Key;
 use toolreg_builtins::Builtins;
+use toolreg_builtins::files::RESERVED_NAME;
 use toolreg_builtins::store::{ContextStore, Namespace, PostgresStore, SqliteStore};
 
 use crate::CliError;
@@ -28,50 +30,170 @@ pub struct Tools {
     pub remotes: Vec<RemoteServer>,
     /// The context store (for the runs `toolreg run` suspends, and their claims).
     pub store: Arc<dyn ContextStore>,
-    /// The root the tools are confined to (where the host key is kept).
+    /// The root the tools are confined to.
     pub root: PathBuf,
+    /// Where this root's host state is kept (see [`StateDir`]).
+    pub state: StateDir,
 }
 
 impl Tools {
     /// The host's key, which seals what it stores to pick up later
     /// (suspended runs, a program's record of calls, MCP request state):
     /// `TOOLREG_KEY` (64 hex digits) when set — hosts sharing a store must
-    /// share it — else the file `ROOT/.toolreg/key`, made on first use,
-    /// readable by its owner only.
+    /// share it — else the file `key` in the state directory, made on first
+    /// use, readable by its owner only.
     pub fn host_key(&self) -> Result<Key, CliError> {
         if let Ok(text) = std::env::var("TOOLREG_KEY") {
             return Key::from_hex(&text).ok_or_else(|| CliError::new("TOOLREG_KEY must be 64 hex digits"));
         }
-        key_file(&self.root)
+        key_file(&self.state)
     }
 }
 
-/// The key kept in `ROOT/.toolreg/key`, made if there is none yet.
-fn key_file(root: &Path) -> Result<Key, CliError> {
-    {
-        let path = root.join(".toolreg").join("key");
-        let read = |path: &Path| -> Result<Option<Key>, CliError> {
-            match std::fs::read_to_string(path) {
-                Ok(text) => Key::from_hex(&text)
-                    .map(Some)
-                    .ok_or_else(|| CliError::new(format!("{} is not a key (64 hex digits)", path.display()))),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-                Err(e) => Err(CliError::new(format!("cannot read the host key {}: {e}", path.display()))),
-            }
-        };
-        if let Some(key) = read(&path)? {
-            return Ok(key);
+/// The environment variable that names the state directory when
+/// `--state-dir` does not.
+pub const STATE_DIR_VAR: &str = "TOOLREG_STATE_DIR";
+
+/// Where toolreg keeps a root's host state, out of the tools' reach:
+///
+/// ```text
+/// STATE/                    0700
+///   key                     0600  the sealing key (unless TOOLREG_KEY is set)
+///   store.db                0600  the default store: context values, suspended
+///   store.db-wal, -shm      0600  runs and their claims, MCP tasks and request
+///                                 states (unless --store names another)
+/// ```
+///
+/// `STATE` is `--state-dir` (or `TOOLREG_STATE_DIR`) as given, else
+/// `$XDG_STATE_HOME/toolreg/roots/NAME-HASH/`, with `~/.local/state` when
+/// `XDG_STATE_HOME` is unset: NAME is the root's last component and HASH the
+/// first 16 hex digits of the SHA-256 of its canonical path.
+///
+/// The default is one directory per root, not one for the user, because the
+/// store and key have always been a project's own: two projects served by
+/// one user must not read each other's context values and tasks, nor share
+/// a key by accident. Replicas serving one root (one path) still share them,
+/// and hosts on other machines share through `--store` and `TOOLREG_KEY`
+/// as before. Nothing is made until it is needed: with `TOOLREG_KEY` and
+/// `--store` set, no state directory is created at all.
+///
+/// Wherever it is, the file tools refuse it and the shell is kept from it
+/// where the kernel allows (see `Builtins::reserve`), should it lie inside
+/// the root.
+#[derive(Debug, Clone)]
+pub struct StateDir {
+    /// The directory.
+    pub path: PathBuf,
+    /// Whether `--state-dir` or `TOOLREG_STATE_DIR` chose it.
+    explicit: bool,
+}
+
+impl StateDir {
+    /// The state directory for `root` (canonical): chosen by `flag` or
+    /// [`STATE_DIR_VAR`], else the per-user default.
+    fn locate(flag: Option<&Path>, root: &Path) -> Result<StateDir, CliError> {
+        let from_env = std::env::var_os(STATE_DIR_VAR).filter(|v| !v.is_empty()).map(PathBuf::from);
+        if let Some(path) = flag.map(Path::to_path_buf).or(from_env) {
+            let path = std::path::absolute(&path)
+                .map_err(|e| CliError::new(format!("the state directory {} cannot be used: {e}", path.display())))?;
+            return Ok(StateDir { path, explicit: true });
         }
-        let key = Key::random();
-        match write_private(&path, &key.to_hex()) {
-            Ok(()) => Ok(key),
-            // Another process sharing the root (a replica starting at the
-            // same time) made it first: use theirs.
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                read(&path)?.ok_or_else(|| CliError::new(format!("the host key {} vanished", path.display())))
-            }
-            Err(e) => Err(CliError::new(format!("cannot keep the host key in {}: {e}", path.display()))),
+        // XDG: a relative XDG_STATE_HOME is invalid and ignored.
+        let base = std::env::var_os("XDG_STATE_HOME")
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+            .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".local").join("state")))
+            .ok_or_else(|| {
+                CliError::new(format!(
+                    "neither XDG_STATE_HOME nor HOME is set: name a directory for the host's state with --state-dir \
+                     or {STATE_DIR_VAR}"
+                ))
+            })?;
+        let name = root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "root".to_owned());
+        let digest = Sha256::digest(root.as_os_str().as_encoded_bytes());
+        let hash: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
+        Ok(StateDir { path: base.join("toolreg").join("roots").join(format!("{name}-{hash}")), explicit: false })
+    }
+
+    /// The directory, made (owner-only) if it is missing.
+    fn create(&self) -> Result<&Path, CliError> {
+        let mut builder = std::fs::DirBuilder::new();
+        builder.recursive(true);
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        builder
+            .create(&self.path)
+            .map_err(|e| CliError::new(format!("cannot create the state directory {}: {e}", self.path.display())))?;
+        Ok(&self.path)
+    }
+
+    /// Refuse to start over host state an earlier toolreg kept inside the
+    /// root (`ROOT/.toolreg/`), unless `--state-dir` chose where state is.
+    ///
+    /// It is not moved: a replica still running from it would go on writing
+    /// a store that was moved from under it, and its key would part from the
+    /// one sealing what it stored. The message says how to move it (with
+    /// every toolreg on this root stopped) or to keep it in place.
+    fn refuse_legacy(&self, root: &Path) -> Result<(), CliError> {
+        let legacy = root.join(RESERVED_NAME);
+        let holds_state = ["key", "store.db"].iter().any(|name| legacy.join(name).exists());
+        if self.explicit || !holds_state {
+            return Ok(());
         }
+        let (old, new) = (legacy.display(), self.path.display());
+        Err(CliError::new(format!(
+            "{old} holds host state (key, store) of an earlier toolreg, inside the root the tools are served from; \
+             toolreg now keeps it outside the root, in {new}. Stop every toolreg serving this root, then move it: \
+             mkdir -p '{new}' && mv '{old}'/* '{new}'/ && rmdir '{old}' -- or keep it where it is with \
+             --state-dir '{old}' (the file tools refuse it there, the shell hides it only where it can make a mount \
+             namespace)"
+        )))
+    }
+
+    /// The host's own paths the tools must not reach, should they lie
+    /// inside the root: this directory, and the files named by `args`.
+    fn reserved(&self, args: &ToolsArgs, store: Option<&Path>) -> Vec<PathBuf> {
+        let mut reserved = vec![self.path.clone()];
+        if let Some(audit) = &args.audit {
+            reserved.push(audit.clone());
+        }
+        if let Some(store) = store {
+            // SQLite keeps the write-ahead log and index beside the file.
+            for suffix in ["", "-wal", "-shm", "-journal"] {
+                let mut name = store.as_os_str().to_owned();
+                name.push(suffix);
+                reserved.push(PathBuf::from(name));
+            }
+        }
+        reserved
+    }
+}
+
+/// The key kept in `STATE/key`, made if there is none yet.
+fn key_file(state: &StateDir) -> Result<Key, CliError> {
+    let path = state.path.join("key");
+    let read = |path: &Path| -> Result<Option<Key>, CliError> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => Key::from_hex(&text)
+                .map(Some)
+                .ok_or_else(|| CliError::new(format!("{} is not a key (64 hex digits)", path.display()))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(CliError::new(format!("cannot read the host key {}: {e}", path.display()))),
+        }
+    };
+    if let Some(key) = read(&path)? {
+        return Ok(key);
+    }
+    state.create()?;
+    let key = Key::random();
+    match write_private(&path, &key.to_hex()) {
+        Ok(()) => Ok(key),
+        // Another process sharing the state (a replica starting at the same
+        // time) made it first: use theirs.
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            read(&path)?.ok_or_else(|| CliError::new(format!("the host key {} vanished", path.display())))
+        }
+        Err(e) => Err(CliError::new(format!("cannot keep the host key in {}: {e}", path.display()))),
     }
 }
 
@@ -81,7 +203,6 @@ fn key_file(root: &Path) -> Result<Key, CliError> {
 fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
     use std::io::Write;
     let Some(parent) = path.parent() else { return Err(std::io::Error::other("no directory")) };
-    std::fs::create_dir_all(parent)?;
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);
     #[cfg(unix)]
@@ -113,41 +234,69 @@ impl Tools {
 /// The environment variable that names the store when `--store` does not.
 pub const STORE_VAR: &str = "TOOLREG_STORE";
 
-/// The store's `default` namespace: `--store` (or `TOOLREG_STORE`) as a
-/// PostgreSQL URL or an SQLite file, else `ROOT/.toolreg/store.db`.
-async fn open_store(flag: Option<&str>, root: &Path) -> Result<Namespace, CliError> {
-    let from_env = std::env::var(STORE_VAR).ok().filter(|v| !v.is_empty());
-    let location = flag.map(str::to_owned).or(from_env);
-    let store: Arc<dyn ContextStore> = match location {
-        Some(url) if PostgresStore::is_url(&url) => {
+/// Where the store is: a PostgreSQL URL, or an SQLite file.
+enum StoreAt {
+    Postgres(String),
+    Sqlite(PathBuf),
+}
+
+impl StoreAt {
+    /// `--store` (or `TOOLREG_STORE`) as a PostgreSQL URL or an SQLite
+    /// file, else `store.db` in the state directory.
+    fn locate(flag: Option<&str>, state: &StateDir) -> StoreAt {
+        let from_env = std::env::var(STORE_VAR).ok().filter(|v| !v.is_empty());
+        match flag.map(str::to_owned).or(from_env) {
+            Some(url) if PostgresStore::is_url(&url) => StoreAt::Postgres(url),
+            Some(path) => StoreAt::Sqlite(PathBuf::from(path)),
+            None => StoreAt::Sqlite(state.path.join("store.db")),
+        }
+    }
+
+    /// The store's `default` namespace. An SQLite file toolreg makes is
+    /// readable by its owner only, and so are its `-wal` and `-shm` (SQLite
+    /// gives them the file's mode); a missing directory of the state is made
+    /// owner-only.
+    async fn open(&self, state: &StateDir) -> Result<Namespace, CliError> {
+        let store: Arc<dyn ContextStore> = match self {
             // The error names the server but not the password.
-            Arc::new(
-                PostgresStore::connect(&url).await.map_err(|e| CliError::new(format!("cannot open the store: {e}")))?,
-            )
-        }
-        location => {
-            let path = location.map(PathBuf::from).unwrap_or_else(|| root.join(".toolreg").join("store.db"));
-            if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-                std::fs::create_dir_all(parent)
-                    .map_err(|e| CliError::new(format!("cannot create {} for the store: {e}", parent.display())))?;
+            StoreAt::Postgres(url) => Arc::new(
+                PostgresStore::connect(url).await.map_err(|e| CliError::new(format!("cannot open the store: {e}")))?,
+            ),
+            StoreAt::Sqlite(path) => {
+                if path.parent() == Some(state.path.as_path()) {
+                    state.create()?;
+                } else if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+                    std::fs::create_dir_all(parent)
+                        .map_err(|e| CliError::new(format!("cannot create {} for the store: {e}", parent.display())))?;
+                }
+                let store = SqliteStore::open(path)
+                    .await
+                    .map_err(|e| CliError::new(format!("cannot open the store {}: {e}", path.display())))?;
+                Arc::new(store)
             }
-            let store = SqliteStore::open(&path)
-                .await
-                .map_err(|e| CliError::new(format!("cannot open the store {}: {e}", path.display())))?;
-            Arc::new(store)
-        }
-    };
-    Namespace::new(store, "default").map_err(|e| CliError::new(e.to_string()))
+        };
+        Namespace::new(store, "default").map_err(|e| CliError::new(e.to_string()))
+    }
 }
 
 /// Build the registry the arguments describe.
 pub async fn load(args: &ToolsArgs) -> Result<Tools, CliError> {
     let root = std::fs::canonicalize(&args.root)
         .map_err(|e| CliError::new(format!("the root directory {} cannot be used: {e}", args.root.display())))?;
-    let namespace = open_store(args.store.as_deref(), &root).await?;
+    let state = StateDir::locate(args.state_dir.as_deref(), &root)?;
+    state.refuse_legacy(&root)?;
+    let store_at = StoreAt::locate(args.store.as_deref(), &state);
+    let namespace = store_at.open(&state).await?;
     let store = Arc::clone(namespace.store());
 
+    let sqlite = match &store_at {
+        StoreAt::Sqlite(path) => Some(path.as_path()),
+        StoreAt::Postgres(_) => None,
+    };
     let mut builtins = Builtins::new().store(namespace).files(&root);
+    for path in state.reserved(args, sqlite) {
+        builtins = builtins.reserve(path);
+    }
     #[cfg(target_os = "linux")]
     if !args.no_shell {
         builtins = builtins.shell(toolreg_builtins::shell::ShellOptions::new(&root));
@@ -163,7 +312,7 @@ pub async fn load(args: &ToolsArgs) -> Result<Tools, CliError> {
         Some(path) => connect_all(path, args.strict_servers).await?,
         None => Vec::new(),
     };
-    let mut tools = Tools { builtins: registry.clone(), registry, audit, remotes, store, root };
+    let mut tools = Tools { builtins: registry.clone(), registry, audit, remotes, store, root, state };
     if !tools.remotes.is_empty() {
         tools.registry = tools.rebuild();
     }
@@ -208,12 +357,15 @@ async fn connect_all(path: &Path, strict: bool) -> Result<Vec<RemoteServer>, Cli
     Ok(remotes)
 }
 
+/// The audit file, appended to; made readable by its owner only (the trail
+/// names every call and its arguments).
 fn open_audit(path: &PathBuf) -> Result<Arc<dyn AuditSink>, CliError> {
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .map_err(|e| CliError::new(format!("cannot open the audit file {}: {e}", path.display())))?;
+    let mut options = std::fs::OpenOptions::new();
+    options.create(true).append(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let file =
+        options.open(path).map_err(|e| CliError::new(format!("cannot open the audit file {}: {e}", path.display())))?;
     Ok(Arc::new(JsonLinesSink::new(file)))
 }
 
@@ -226,19 +378,23 @@ mod tests {
     #[test]
     fn processes_starting_at_once_share_one_key() {
         let dir = tempfile::tempdir().unwrap();
+        let state = StateDir { path: dir.path().join("state/of/root"), explicit: true };
         let keys: Vec<String> = std::thread::scope(|scope| {
-            let started: Vec<_> = (0..8).map(|_| scope.spawn(|| key_file(dir.path()).unwrap().to_hex())).collect();
+            let started: Vec<_> = (0..8).map(|_| scope.spawn(|| key_file(&state).unwrap().to_hex())).collect();
             started.into_iter().map(|t| t.join().unwrap()).collect()
         });
         assert!(keys.iter().all(|k| k == &keys[0]), "{keys:?}");
-        assert_eq!(key_file(dir.path()).unwrap().to_hex(), keys[0]);
-        let leftovers: Vec<_> = std::fs::read_dir(dir.path().join(".toolreg")).unwrap().collect();
+        assert_eq!(key_file(&state).unwrap().to_hex(), keys[0]);
+        let leftovers: Vec<_> = std::fs::read_dir(&state.path).unwrap().collect();
         assert_eq!(leftovers.len(), 1, "only the key is left");
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
-            let mode = std::fs::metadata(dir.path().join(".toolreg/key")).unwrap().permissions().mode();
-            assert_eq!(mode & 0o777, 0o600);
+            let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode(&state.path.join("key")), 0o600);
+            for made in [&state.path, &dir.path().join("state/of"), &dir.path().join("state")] {
+                assert_eq!(mode(made), 0o700, "{}", made.display());
+            }
         }
     }
 }

@@ -9,7 +9,42 @@ use serde_json::{Value, json};
 fn toolreg(root: &std::path::Path) -> Command {
     let mut cmd = Command::cargo_bin("toolreg").unwrap();
     cmd.current_dir(root).env_remove("TOOLREG_MCP_TOKEN").env("NO_COLOR", "1");
+    state_env(cmd.env_remove("TOOLREG_STATE_DIR"));
     cmd
+}
+
+/// The per-user state directory of these tests' processes: one for the
+/// test run, each root keeping its own subdirectory, as a user's roots do.
+fn state_home() -> &'static std::path::Path {
+    static HOME: std::sync::LazyLock<tempfile::TempDir> = std::sync::LazyLock::new(|| tempfile::tempdir().unwrap());
+    HOME.path()
+}
+
+fn state_env(cmd: &mut Command) -> &mut Command {
+    cmd.env("XDG_STATE_HOME", state_home()).env_remove("TOOLREG_KEY").env_remove("TOOLREG_STORE")
+}
+
+/// Every path under `dir` (relative), sorted.
+fn tree(dir: &std::path::Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(next) = stack.pop() {
+        for entry in std::fs::read_dir(&next).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path.clone());
+            }
+            out.push(path.strip_prefix(dir).unwrap().display().to_string());
+        }
+    }
+    out.sort();
+    out
+}
+
+#[cfg(unix)]
+fn mode(path: &std::path::Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
 }
 
 fn workspace() -> tempfile::TempDir {
@@ -35,8 +70,8 @@ fn tools_lists_the_builtins_as_a_table_and_as_json() {
     let json: Value = serde_json::from_str(&stdout(toolreg(dir.path()).args(["tools", "--json"]))).unwrap();
     let names: Vec<&str> = json.as_array().unwrap().iter().map(|d| d["name"].as_str().unwrap()).collect();
     assert!(names.contains(&"store_set") && names.contains(&"search_files"), "{names:?}");
-    // The store lives under the root.
-    assert!(dir.path().join(".toolreg/store.db").exists());
+    // The store lives outside the root.
+    assert!(!dir.path().join(".toolreg").exists());
 
     let without_shell = stdout(toolreg(dir.path()).args(["tools", "--no-shell"]));
     assert!(!without_shell.lines().any(|l| l.starts_with("shell ")));
@@ -192,6 +227,111 @@ fn audit_file_records_calls() {
     stdout(toolreg(dir.path()).args(["call", "list_files", "{}", "--audit"]).arg(&audit));
     let line: Value = serde_json::from_str(std::fs::read_to_string(&audit).unwrap().lines().next().unwrap()).unwrap();
     assert_eq!(line["tool"], "list_files", "{line}");
+    #[cfg(unix)]
+    assert_eq!(mode(&audit), 0o600, "the audit file is its owner's only");
+    // No tool reads or changes the trail it is recorded in.
+    for (tool, args) in [
+        ("read_file", json!({"path": "audit.jsonl"})),
+        ("search_files", json!({"regex": "list_files", "path": "audit.jsonl"})),
+        ("write_file", json!({"path": "audit.jsonl", "content": "{}"})),
+    ] {
+        let out = toolreg(dir.path()).args(["call", tool, &args.to_string(), "--yes", "--audit"]).arg(&audit).output();
+        let out = out.unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains("is the host's own state"), "{tool}: {err}");
+    }
+    let listed = stdout(toolreg(dir.path()).args(["call", "list_files", "{}", "--audit"]).arg(&audit));
+    assert!(!listed.contains("audit.jsonl"), "{listed}");
+}
+
+/// `toolreg serve` in an empty directory leaves it empty: the key and the
+/// store go to the per-user state directory, one per root, owner-only, and
+/// a model reading `.toolreg/key` finds nothing.
+#[test]
+fn host_state_is_kept_outside_the_root_owner_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let mut child = StdCommand::new(assert_cmd::cargo::cargo_bin("toolreg"));
+    child.current_dir(&root).env("XDG_STATE_HOME", state_home()).env_remove("TOOLREG_KEY").env_remove("TOOLREG_STORE");
+    let mut child = child
+        .env_remove("TOOLREG_STATE_DIR")
+        .arg("serve")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut send = |message: Value| writeln!(stdin, "{message}").unwrap();
+    send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}));
+    lines.next().unwrap().unwrap();
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "store_set",
+        "arguments": {"key": "k", "value": 1}}}));
+    let stored: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    assert_eq!(stored["result"]["isError"], false, "{stored}");
+    send(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "read_file",
+        "arguments": {"path": ".toolreg/key"}}}));
+    let read: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    assert_eq!(read["result"]["isError"], true, "{read}");
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+
+    assert_eq!(tree(&root), Vec::<String>::new(), "toolreg made files in the root it serves");
+    let name = root.file_name().unwrap().to_string_lossy().into_owned();
+    let roots = state_home().join("toolreg/roots");
+    let mine: Vec<_> = std::fs::read_dir(&roots)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with(&format!("{name}-")))
+        .collect();
+    assert_eq!(mine.len(), 1, "{mine:?}");
+    let state = &mine[0];
+    let held = tree(state);
+    assert!(held.contains(&"key".to_owned()) && held.contains(&"store.db".to_owned()), "{held:?}");
+    #[cfg(unix)]
+    {
+        assert_eq!(mode(state), 0o700);
+        assert_eq!(mode(&state_home().join("toolreg")), 0o700);
+        for file in &held {
+            assert_eq!(mode(&state.join(file)), 0o600, "{file}");
+        }
+    }
+}
+
+/// Host state an earlier toolreg kept in `ROOT/.toolreg` is not moved from
+/// under a replica that may still use it: toolreg refuses to start and says
+/// how to move it, or to keep it with `--state-dir` (then no tool reads it).
+#[test]
+fn an_earlier_root_state_directory_is_refused_until_moved_or_named() {
+    let dir = workspace();
+    std::fs::create_dir(dir.path().join(".toolreg")).unwrap();
+    let key = "ab".repeat(32);
+    std::fs::write(dir.path().join(".toolreg/key"), &key).unwrap();
+    let out = toolreg(dir.path()).arg("tools").output().unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(!out.status.success(), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains(".toolreg holds host state") && err.contains("mv ") && err.contains("--state-dir"), "{err}");
+
+    let kept = dir.path().join(".toolreg");
+    let out = toolreg(dir.path())
+        .arg("--state-dir")
+        .arg(&kept)
+        .args(["call", "read_file", r#"{"path": ".toolreg/key"}"#])
+        .output();
+    let out = out.unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("is the host's own state") && !err.contains(&key), "{err}");
+    stdout(toolreg(dir.path()).arg("--state-dir").arg(&kept).args([
+        "call",
+        "store_set",
+        r#"{"key": "k", "value": 1}"#,
+    ]));
+    assert!(kept.join("store.db").exists());
+    assert_eq!(std::fs::read_to_string(kept.join("key")).unwrap(), key);
 }
 
 #[test]
@@ -214,6 +354,7 @@ fn serves_mcp_over_stdio_by_default() {
     let dir = workspace();
     let mut child = StdCommand::new(assert_cmd::cargo::cargo_bin("toolreg"))
         .current_dir(dir.path())
+        .env("XDG_STATE_HOME", state_home())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

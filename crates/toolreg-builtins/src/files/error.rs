@@ -44,6 +44,16 @@ pub enum FileError {
         /// The path as given.
         path: String,
     },
+    /// The path is, or leads to, the host's own files: its state directory
+    /// (key, store), its audit file, or any `.toolreg` directory. No tool
+    /// reads, lists or changes them.
+    #[error(
+        "`{path}` is the host's own state (its key, store or audit record), which no tool may read, list or change"
+    )]
+    Reserved {
+        /// The path as given.
+        path: String,
+    },
     /// A write or edit named a symbolic link; only regular files are changed.
     #[error("`{path}` is a symbolic link: write_file and edit_file change regular files only, not links")]
     Symlink {
@@ -171,6 +181,18 @@ pub enum FileError {
     InvalidRegex {
         /// The compiler's message.
         message: String,
+    },
+    /// A regular expression would compile to an automaton past the limit:
+    /// searching with it could take seconds per file (a nested or repeated
+    /// optional part, `(?:a?){3000}`, a large counted repetition of a
+    /// Unicode class).
+    #[error(
+        "the regular expression is too large: it compiles to more than {limit} bytes; use fewer or smaller \
+         repetitions (`{{n,m}}` counts, nested optional parts) or ASCII classes such as `[0-9A-Za-z_]`"
+    )]
+    RegexTooLarge {
+        /// The limit, in bytes of compiled automaton.
+        limit: usize,
     },
     /// A glob pattern did not compile.
     #[error("invalid glob pattern `{pattern}`: {message}")]

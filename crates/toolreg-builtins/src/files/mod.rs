@@ -8,6 +8,17 @@
 //! check and its use. Lexical rules (no absolute paths, no `..`, no NUL) run
 //! first so that the common mistakes get a precise message.
 //!
+//! ## The host's own files
+//!
+//! A directory named [`RESERVED_NAME`] (`.toolreg`), at any depth, and the
+//! paths given to [`FileTools::with_reserved`] (the host's state directory,
+//! its audit file, its store, when they lie inside the root) are out of
+//! every file tool's reach: `list_files` (hidden files included) and
+//! `search_files` pass over them, and `read_file`, `write_file` and
+//! `edit_file` refuse them with [`FileError::Reserved`], whether they are
+//! named directly or through a symbolic link inside the root. The check is
+//! made where every path is resolved, so no tool can miss it.
+//!
 //! ```
 //! use toolreg_builtins::files::{FileTools, ReadArgs, WriteArgs};
 //!
@@ -56,6 +67,8 @@ use toolreg::ToolArgs;
 use toolreg::exec::{Content, ToolOutput};
 
 pub use error::FileError;
+pub use path::RESERVED_NAME;
+use path::Reserved;
 
 /// The category every file tool is in.
 pub const CATEGORY: &str = "fs";
@@ -130,6 +143,7 @@ struct Inner {
     dir: Dir,
     root: PathBuf,
     options: FileOptions,
+    reserved: Reserved,
 }
 
 /// Roots that are kernel interfaces rather than files.
@@ -144,6 +158,34 @@ impl FileTools {
     /// Open `root` with the given limits. The root must be an existing
     /// directory outside `/proc`, `/sys` and `/dev`.
     pub fn with_options(root: impl AsRef<Path>, options: FileOptions) -> Result<Self, FileError> {
+        Self::with_reserved(root, options, &[])
+    }
+
+    /// Open `root` with the given limits, and `reserved` out of every tool's
+    /// reach besides [`RESERVED_NAME`]: the host's own files and
+    /// directories (absolute paths, or relative to the current directory;
+    /// those outside the root are out of reach already). A path reserved
+    /// this way need not exist yet. A root that lies inside a reserved path
+    /// is refused.
+    ///
+    /// ```
+    /// use toolreg_builtins::files::{FileError, FileOptions, FileTools, ReadArgs};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let root = tempfile::tempdir()?;
+    /// std::fs::write(root.path().join("audit.jsonl"), "{}\n")?;
+    /// let audit = root.path().join("audit.jsonl");
+    /// let files = FileTools::with_reserved(root.path(), FileOptions::default(), &[audit])?;
+    /// let refused = files.read(&ReadArgs::new("audit.jsonl"));
+    /// assert!(matches!(refused, Err(FileError::Reserved { .. })));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn with_reserved(
+        root: impl AsRef<Path>,
+        options: FileOptions,
+        reserved: &[PathBuf],
+    ) -> Result<Self, FileError> {
         let given = root.as_ref();
         let shown = given.display().to_string();
         let root =
@@ -154,9 +196,10 @@ impl FileTools {
                 reason: "it is inside /proc, /sys or /dev, which are kernel interfaces, not files".to_owned(),
             });
         }
+        let reserved = Reserved::inside(&root, reserved)?;
         let dir = Dir::open_ambient_dir(&root, ambient_authority())
             .map_err(|e| FileError::Root { root: shown, reason: e.to_string() })?;
-        Ok(FileTools { inner: Arc::new(Inner { dir, root, options }) })
+        Ok(FileTools { inner: Arc::new(Inner { dir, root, options, reserved }) })
     }
 
     /// The root directory, canonicalised.
@@ -171,6 +214,16 @@ impl FileTools {
 
     pub(crate) fn dir(&self) -> &Dir {
         &self.inner.dir
+    }
+
+    pub(crate) fn reserved(&self) -> &Reserved {
+        &self.inner.reserved
+    }
+
+    /// The paths reserved with [`FileTools::with_reserved`] that lie inside
+    /// the root, as absolute paths.
+    pub(crate) fn reserved_paths(&self) -> Vec<PathBuf> {
+        self.inner.reserved.paths().map(|rel| self.inner.root.join(rel)).collect()
     }
 }
 

@@ -103,7 +103,7 @@ impl FileTools {
 
     /// Check the arguments and open the file they name.
     fn open_for_read(&self, args: &ReadArgs) -> Result<(RelPath, BufReader<File>, u64), FileError> {
-        let path = RelPath::parse(&args.path, false)?;
+        let path = self.resolve(&args.path, false)?;
         let offset = args.offset.unwrap_or(1);
         if offset == 0 {
             return Err(FileError::BadOffset { offset });

@@ -34,8 +34,18 @@ pub(crate) const MAX_IGNORE_WILDCARDS: usize = 4_000;
 pub(crate) const MAX_IGNORE_PATTERN_BYTES: usize = 512;
 /// Longest matching line shown in a search result, in bytes.
 const MAX_MATCH_TEXT: usize = 300;
-/// Largest compiled regular expression.
-const REGEX_SIZE_LIMIT: usize = 1 << 20;
+/// Largest automaton a `search_files` pattern may compile to, in bytes.
+/// Matching costs up to the automaton's size per byte searched when the
+/// lazy DFA gives up, so this bounds the work per byte as well as memory:
+/// `(?:a?){3000}a{3000}` (400 KB) took seconds per file and is refused now.
+/// Everyday patterns compile to a few kilobytes, and one Unicode `\w` to
+/// about 50 KB; a counted repetition of a Unicode class (`\w{1,40}`, 2 MB)
+/// is refused too, and its ASCII form (`[0-9A-Za-z_]{1,40}`) is not.
+pub(crate) const REGEX_SIZE_LIMIT: usize = 256 * 1024;
+/// Most cache the lazy DFA of one search keeps, in bytes.
+const REGEX_DFA_SIZE_LIMIT: usize = 2 * 1024 * 1024;
+/// Deepest nesting of groups and repetitions in a pattern.
+const REGEX_NEST_LIMIT: u32 = 64;
 
 /// A file found by a walk: its path from the root and from the walk's start.
 struct Found {
@@ -64,7 +74,7 @@ impl FileTools {
     /// List files recursively: see [`ListArgs`].
     pub fn list(&self, args: &ListArgs) -> Result<ListResult, FileError> {
         let cap = args.limit.unwrap_or(usize::MAX).clamp(1, self.options().max_list_results);
-        let start = RelPath::parse(args.path.as_deref().unwrap_or(""), true)?;
+        let start = self.resolve(args.path.as_deref().unwrap_or(""), true)?;
         let pattern = compile_glob(args.pattern.as_deref())?;
         let mut files = Vec::new();
         let mut truncated = false;
@@ -89,9 +99,14 @@ impl FileTools {
         let regex = RegexBuilder::new(&args.regex)
             .case_insensitive(args.case_insensitive)
             .size_limit(REGEX_SIZE_LIMIT)
+            .dfa_size_limit(REGEX_DFA_SIZE_LIMIT)
+            .nest_limit(REGEX_NEST_LIMIT)
             .build()
-            .map_err(|e| FileError::InvalidRegex { message: e.to_string() })?;
-        let start = RelPath::parse(args.path.as_deref().unwrap_or(""), true)?;
+            .map_err(|e| match e {
+                regex::Error::CompiledTooBig(limit) => FileError::RegexTooLarge { limit },
+                other => FileError::InvalidRegex { message: other.to_string() },
+            })?;
+        let start = self.resolve(args.path.as_deref().unwrap_or(""), true)?;
         let glob = compile_glob(args.glob.as_deref())?;
         let mut result = SearchResult {
             matches: Vec::new(),
@@ -171,6 +186,9 @@ impl FileTools {
     ) -> Result<usize, FileError> {
         let options = self.options();
         let root = self.dir().open_dir(start.for_dir()).map_err(|e| FileError::from_io("listing", &start.shown, &e))?;
+        // Where the walk really is (the start may be a link inside the
+        // root), so that the host's reserved paths are known below it.
+        let real_start = self.real(&start.rel).unwrap_or_else(|| start.rel.clone());
         let mut stack = vec![Frame { dir: root, rel: PathBuf::new(), depth: 0, rules: None }];
         let mut budget = IgnoreBudget { patterns: MAX_IGNORE_PATTERNS, wildcards: MAX_IGNORE_WILDCARDS, skipped: 0 };
         let mut visited = 0usize;
@@ -193,6 +211,10 @@ impl FileTools {
                     continue;
                 }
                 let rel = frame.rel.join(&name);
+                // The host's own files are listed nowhere and searched never.
+                if self.reserved().covers(&real_start.join(&rel)) {
+                    continue;
+                }
                 let is_dir = file_type.is_dir();
                 if ignored(rules.as_deref(), &rel, is_dir) {
                     continue;

@@ -86,7 +86,7 @@ struct Target {
 impl FileTools {
     /// Create or replace a file atomically: see [`WriteArgs`].
     pub fn write(&self, args: &WriteArgs) -> Result<WriteResult, FileError> {
-        let path = RelPath::parse(&args.path, false)?;
+        let path = self.resolve(&args.path, false)?;
         let limit = self.options().max_write_bytes;
         if args.content.len() > limit {
             return Err(FileError::ContentTooLarge { size: args.content.len(), limit });
@@ -103,7 +103,7 @@ impl FileTools {
     /// The unified diff `write_file` would apply, without writing. A new
     /// file diffs against nothing.
     pub fn preview_write(&self, args: &WriteArgs) -> Result<String, FileError> {
-        let path = RelPath::parse(&args.path, false)?;
+        let path = self.resolve(&args.path, false)?;
         let limit = self.options().max_write_bytes;
         if args.content.len() > limit {
             return Err(FileError::ContentTooLarge { size: args.content.len(), limit });
@@ -119,7 +119,7 @@ impl FileTools {
     /// Apply exact replacements: see [`EditArgs`]. Either every edit applies
     /// and the file is replaced atomically, or nothing changes.
     pub fn edit(&self, args: &EditArgs) -> Result<EditResult, FileError> {
-        let path = RelPath::parse(&args.path, false)?;
+        let path = self.resolve(&args.path, false)?;
         let target = self.target(&path, false)?;
         // Read, change and replace under the file's lock: two edits that
         // read the same old text would otherwise each write it back with
@@ -135,7 +135,7 @@ impl FileTools {
     /// unified diff — without writing. An approver calls this to show the
     /// diff before a dangerous edit is allowed.
     pub fn preview_edit(&self, args: &EditArgs) -> Result<EditResult, FileError> {
-        let path = RelPath::parse(&args.path, false)?;
+        let path = self.resolve(&args.path, false)?;
         Ok(self.plan_edit(&path, args)?.1)
     }
 

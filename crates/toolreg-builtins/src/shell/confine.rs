@@ -61,7 +61,7 @@ pub(super) fn spawn_isolated(options: &ShellOptions, command: &str) -> Result<(C
         let why = format!("creating the namespaces (needs CAP_SYS_ADMIN): {}", e.desc());
         return Err(give_up(mounter, pid_tx, Isolation::Unavailable(why)));
     }
-    if let Err(why) = read_only_outside(&options.root) {
+    if let Err(why) = read_only_outside(&options.root).and_then(|()| hide(&host_paths(options))) {
         return Err(give_up(mounter, pid_tx, Isolation::Unavailable(why)));
     }
 
@@ -88,10 +88,13 @@ pub(super) fn spawn_isolated(options: &ShellOptions, command: &str) -> Result<(C
         let _ = child.wait();
         return Err(Isolation::Unavailable(why));
     }
-    let text = format!(
+    let mut text = format!(
         "{}; namespaces: its own PID namespace and /proc, everything outside the root read-only",
         landlock.text
     );
+    if !host_paths(options).is_empty() {
+        text.push_str("; the host's own files inside the root hidden");
+    }
     Ok((child, Confined { confined: landlock.confined, isolated: true, text }))
 }
 
@@ -138,6 +141,44 @@ fn read_only_outside(root: &Path) -> Result<(), String> {
     mount(Some(root), root, none, MsFlags::MS_BIND | MsFlags::MS_REC, none)
         .map_err(|e| format!("binding the root: {}", e.desc()))?;
     remount(root, false).map_err(|e| format!("making the root writable: {}", e.desc()))
+}
+
+/// The host's own paths that exist inside the root, canonical: those
+/// [`ShellOptions::reserve`] named, and the root's `.toolreg` directory.
+pub(super) fn host_paths(options: &ShellOptions) -> Vec<PathBuf> {
+    let legacy = options.root.join(crate::files::RESERVED_NAME);
+    let mut found: Vec<PathBuf> = options
+        .reserved
+        .iter()
+        .chain(std::iter::once(&legacy))
+        .filter_map(|path| std::fs::canonicalize(path).ok())
+        .filter(|path| path.starts_with(&options.root) && path != &options.root)
+        .collect();
+    found.sort();
+    found.dedup();
+    found
+}
+
+/// In this thread's mount namespace, cover each of `paths` (inside the
+/// root): a directory with an empty read-only tmpfs, a file with a
+/// read-only bind of `/dev/null`. The command then reads nothing of them
+/// and changes nothing in them; Landlock keeps it from unmounting them.
+fn hide(paths: &[PathBuf]) -> Result<(), String> {
+    use nix::mount::{MsFlags, mount};
+
+    let none: Option<&str> = None;
+    for path in paths {
+        let failed = |e: nix::Error| format!("hiding {}: {}", path.display(), e.desc());
+        if path.is_dir() {
+            let flags = MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
+            mount(Some("tmpfs"), path, Some("tmpfs"), flags, Some("size=4k,mode=0555")).map_err(failed)?;
+        } else {
+            mount(Some("/dev/null"), path, none, MsFlags::MS_BIND, none).map_err(failed)?;
+            let flags = MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY;
+            mount(none, path, none, flags, none).map_err(failed)?;
+        }
+    }
+    Ok(())
 }
 
 /// Remount the mount at `point` read-only or writable, keeping its other

@@ -26,6 +26,16 @@
 //!   may not mount or unmount, so it cannot uncover the host's `/proc` or
 //!   make a mount writable again.
 //!
+//! **The host's own files.** In its mount namespace, the command finds the
+//! host's files that lie inside the root ([`ShellOptions::reserve`], and the
+//! root's `.toolreg` directory) covered: an empty read-only directory over
+//! each directory, `/dev/null` over each file. Without a mount namespace
+//! they cannot be hidden — Landlock grants access by directory tree and
+//! cannot take one subtree back out of the root it grants — so a command
+//! can read and change them, and the result's `confinement` says so; keep
+//! host state outside the root there, as the `toolreg` command does by
+//! default. A `.toolreg` directory deeper in the tree is not looked for.
+//!
 //! Both are set up by a fresh thread that then spawns the command and ends,
 //! so no other thread of the process is touched. The result's `isolated`,
 //! `confined` and `confinement` fields say what was in force and why not.
@@ -64,7 +74,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use toolreg::{CallContext, ToolArgs, ToolRegistration, tools};
 
 mod confine;
-use confine::{Isolation, restrict_thread, spawn_isolated};
+use confine::{Isolation, host_paths, restrict_thread, spawn_isolated};
 
 /// The category of the shell tool.
 pub const CATEGORY: &str = "shell";
@@ -112,6 +122,10 @@ pub struct ShellOptions {
     pub max_output_bytes: usize,
     /// Whether to confine commands (namespaces and Landlock).
     pub confinement: Confinement,
+    /// The host's own files and directories, hidden from commands where
+    /// they lie inside the root (see [`ShellOptions::reserve`]); the root's
+    /// `.toolreg` directory is hidden besides.
+    pub reserved: Vec<PathBuf>,
 }
 
 impl ShellOptions {
@@ -124,7 +138,26 @@ impl ShellOptions {
             env_set: Vec::new(),
             max_output_bytes: 64 * 1024,
             confinement: Confinement::default(),
+            reserved: Vec::new(),
         }
+    }
+
+    /// Hide `path`, a file or directory of the host's own (its key and
+    /// store, an audit file), from every command, should it lie inside the
+    /// root: in the command's mount namespace an empty read-only directory
+    /// is mounted over a directory, and `/dev/null` over a file, so that it
+    /// reads nothing of it and changes nothing in it; Landlock keeps it from
+    /// unmounting them. The root's `.toolreg` directory is hidden the same
+    /// way without being named.
+    ///
+    /// This holds only where the command gets a mount namespace
+    /// (`isolated` in the result: root, or a container's root). Without
+    /// one, a command can read and change whatever of the host's lies
+    /// inside the root, and the result's `confinement` text says so; keep
+    /// host state outside the root (toolreg's default) there.
+    pub fn reserve(mut self, path: impl Into<PathBuf>) -> Self {
+        self.reserved.push(path.into());
+        self
     }
 
     /// Set the time limit.
@@ -435,6 +468,9 @@ async fn spawn(options: Arc<ShellOptions>, command: String) -> Result<(Child, Co
             "; no namespaces of its own ({why_not}): other processes' /proc entries are readable and \
              metadata outside the root (mode, owner, times) can be changed"
         ));
+        if !host_paths(&options).is_empty() {
+            confined.text.push_str("; the host's own files inside the root are not hidden");
+        }
         hand_over(tx, plain_command(&options, &command).spawn().map(|child| (child, confined)));
     })?;
     rx.await.unwrap_or_else(|_| Err(thread_ended())).map_err(spawn_error)

@@ -211,8 +211,16 @@ impl SqliteStore {
     }
 
     /// Open (or create) the store in the file at `path`.
+    ///
+    /// A file made here is readable and writable by its owner only (0600 on
+    /// Unix), and so are the `-wal` and `-shm` files beside it, which SQLite
+    /// creates with the database file's mode: the store holds other
+    /// clients' task results and suspended transcripts. An existing file
+    /// keeps its mode.
     pub async fn open_with(path: impl AsRef<Path>, options: SqliteOptions) -> Result<Self, StoreError> {
-        Self::start(Some(path.as_ref().to_path_buf()), options).await
+        let path = path.as_ref();
+        create_private(path).map_err(|e| StoreError::backend("create the database file", e))?;
+        Self::start(Some(path.to_path_buf()), options).await
     }
 
     async fn start(location: Option<PathBuf>, options: SqliteOptions) -> Result<Self, StoreError> {
@@ -309,6 +317,24 @@ fn retry_busy<T>(timeout: Duration, mut step: impl FnMut() -> rusqlite::Result<T
             }
             other => return other,
         }
+    }
+}
+
+/// Make an empty file at `path`, owner-only, unless something is there (an
+/// empty file is an empty SQLite database). SQLite would make it with the
+/// process's umask, 0644 commonly.
+fn create_private(path: &Path) -> std::io::Result<()> {
+    if path == Path::new(":memory:") {
+        return Ok(());
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    match options.open(path) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(e),
     }
 }
 
