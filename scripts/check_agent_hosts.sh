@@ -52,9 +52,11 @@ stamp="$npm_prefix/.installed-$(echo $npm_packages | tr ' /@' '_+-')"
 if [ ! -f "$stamp" ]; then
     rm -rf "$npm_prefix"
     mkdir -p "$npm_prefix"
-    # The packages' install scripts are not needed: each CLI finds its
-    # platform binary in its optional dependency.
+    # No install scripts (some build native modules the hosts do not need),
+    # but Claude Code's, which puts its platform binary (an optional
+    # dependency) in place, from local files.
     npm install --prefix "$npm_prefix" --silent --no-audit --no-fund --ignore-scripts $npm_packages >/dev/null 2>&1 \
+        && (cd "$npm_prefix/node_modules/@anthropic-ai/claude-code" && node install.cjs >/dev/null) \
         || { echo "could not install the agent hosts from npm ($npm_packages)" >&2; exit 1; }
     touch "$stamp"
 fi
@@ -160,17 +162,17 @@ run_codex() { # transport script endpoint mcp_url args
 # once (with it, Claude Code defers them behind its ToolSearch tool).
 run_claude-code() {
     local transport=$1 endpoint=$3 mcp_url=$4 args=$5
-    local home="$PWD/home"
+    local home="$PWD/home" config="$PWD/mcp.json"
     if [ "$transport" = http ]; then
-        echo "{\"mcpServers\": {\"toolreg\": {\"type\": \"http\", \"url\": \"$mcp_url\"}}}" >mcp.json
+        echo "{\"mcpServers\": {\"toolreg\": {\"type\": \"http\", \"url\": \"$mcp_url\"}}}" >"$config"
     else
-        echo "{\"mcpServers\": {\"toolreg\": {\"command\": \"$toolreg\", \"args\": $args}}}" >mcp.json
+        echo "{\"mcpServers\": {\"toolreg\": {\"command\": \"$toolreg\", \"args\": $args}}}" >"$config"
     fi
     (host_env "$home" && cd root && "${clean[@]}" ANTHROPIC_BASE_URL="$endpoint" ANTHROPIC_API_KEY=dummy \
         CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_TELEMETRY=1 DISABLE_AUTOUPDATER=1 \
         DISABLE_ERROR_REPORTING=1 ENABLE_TOOL_SEARCH=false \
         timeout "$RUN_TIMEOUT" "$nbin/claude" -p "$PROMPT" --model claude-sonnet-4-6 \
-        --mcp-config "$PWD/mcp.json" --strict-mcp-config \
+        --mcp-config "$config" --strict-mcp-config \
         --allowedTools mcp__toolreg__read_file,mcp__toolreg__search_tools,mcp__toolreg__call_tool </dev/null)
 }
 
