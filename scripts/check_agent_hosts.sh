@@ -189,7 +189,7 @@ run_gemini-cli() {
     fi
     cat >"$home/.gemini/settings.json" <<JSON
 {"privacy": {"usageStatisticsEnabled": false}, "telemetry": {"enabled": false},
- "general": {"disableAutoUpdate": true, "disableUpdateNag": true},
+ "general": {"enableAutoUpdate": false, "enableAutoUpdateNotification": false},
  "security": {"auth": {"selectedType": "gemini-api-key"}},
  "tools": {"useRipgrep": false},
  "mcpServers": {"toolreg": $server}}
@@ -332,8 +332,8 @@ PY
 selected="${*:-$HOSTS}"
 for host in $selected; do
     case " $HOSTS " in *" $host "*) ;; *) echo "unknown host $host (one of: $HOSTS)" >&2; exit 2 ;; esac
-    for transport in stdio http; do
-        for script in basic deferred; do
+    for transport in ${TRANSPORTS:-stdio http}; do
+        for script in ${SCRIPTS:-basic deferred}; do
             run "$host" "$transport" "$script"
         done
     done
