@@ -53,10 +53,11 @@ if [ ! -f "$stamp" ]; then
     rm -rf "$npm_prefix"
     mkdir -p "$npm_prefix"
     # No install scripts (some build native modules the hosts do not need),
-    # but Claude Code's, which puts its platform binary (an optional
-    # dependency) in place, from local files.
+    # but Claude Code's and opencode's, which put the platform binary (an
+    # optional dependency) in place, from local files.
     npm install --prefix "$npm_prefix" --silent --no-audit --no-fund --ignore-scripts $npm_packages >/dev/null 2>&1 \
         && (cd "$npm_prefix/node_modules/@anthropic-ai/claude-code" && node install.cjs >/dev/null) \
+        && (cd "$npm_prefix/node_modules/opencode-ai" && node postinstall.mjs >/dev/null) \
         || { echo "could not install the agent hosts from npm ($npm_packages)" >&2; exit 1; }
     touch "$stamp"
 fi
@@ -217,7 +218,7 @@ run_opencode() {
    "options": {"baseURL": "$endpoint/v1", "apiKey": "dummy"},
    "models": {"scripted": {"name": "Scripted", "tool_call": true}}}},
  "model": "scripted/scripted", "small_model": "scripted/scripted",
- "autoupdate": false, "share": "disabled",
+ "autoupdate": false, "share": "disabled", "snapshot": false,
  "mcp": {"toolreg": $server}}
 JSON
     (host_env "$home" && cd root && "${clean[@]}" OPENCODE_DISABLE_MODELS_FETCH=1 OPENCODE_DISABLE_AUTOUPDATE=1 \
@@ -258,6 +259,9 @@ run() { # host transport script
     local secret
     secret="secret-$("$python" -c 'import secrets; print(secrets.token_hex(8))')"
     printf 'The launch code is %s.\n' "$secret" >"$dir/root/secret.txt"
+    # A project of its own, as a user's is: hosts that look for the
+    # repository around them (opencode snapshots it) find this one.
+    git init -q "$dir/root"
     local serve_args=(serve --root "$dir/root" --no-shell)
     [ "$script" = deferred ] && serve_args+=(--deferred-past 0)
 
