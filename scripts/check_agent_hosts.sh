@@ -317,10 +317,12 @@ except OSError:
     lines = []
 for line in lines:
     e = json.loads(line)
+    if e.get("refused"):
+        print(f"refused (400): {e['refused']}")
     if e.get("turn"):
         did = f"call {e['call']} {json.dumps(e['arguments'])}" if "call" in e else f"answer {e.get('text')!r}"
         print(f"{e.get('api')}: {e.get('results')} tool results, {did}")
-if not any(json.loads(line).get("turn") for line in lines):
+if not any(json.loads(line).get("turn") or json.loads(line).get("refused") for line in lines):
     offered = [json.loads(line).get("offered") for line in lines if json.loads(line).get("offered")]
     print("no turn offered the toolreg tools" + (f"; offered: {offered[-1]}" if offered else ""))
 PY

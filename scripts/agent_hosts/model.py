@@ -14,7 +14,9 @@ routing, token counts) in any order:
   once the script's calls have results, it answers with a final text that
   quotes the secret, but only when a tool result carried it;
 - any other request (no tools, or none of the script's) gets a short benign
-  answer (JSON where the host asked for JSON).
+  answer (JSON where the host asked for JSON);
+- as OpenAI does, a request with a tool marked `strict` whose schema strict
+  mode refuses is answered 400, with the reason.
 
 The host names MCP tools its own way (`mcp__toolreg__read_file`,
 `toolreg_read_file`, ...): the tool is found in the request's tools by suffix.
@@ -167,6 +169,66 @@ def decide(state, offered, results):
     if name is None:
         return Decision("text", text=f"The tool {base} is not offered."), entry
     return Decision("call", tool=name, arguments=arguments), entry
+
+
+# ---------------------------------------------------------------- strict mode
+
+
+def strict_error(schema, context=()):
+    """Why OpenAI's strict mode refuses a function's parameters, or None.
+
+    The rules every strict schema must keep, as the API states them when it
+    answers 400: each schema has a type (or is an `anyOf`, a `$ref` or an
+    enumeration), and each object closes `additionalProperties` and requires
+    every property.
+    """
+    if not isinstance(schema, dict):
+        return None
+    where = f"In context={tuple(context)!r}, "
+    if not any(k in schema for k in ("type", "anyOf", "$ref", "enum", "const")):
+        return where + "schema must have a 'type' key."
+    types = schema.get("type")
+    types = types if isinstance(types, list) else [types]
+    if "object" in types:
+        if schema.get("additionalProperties") is not False:
+            return where + "'additionalProperties' is required to be supplied and to be false."
+        properties = schema.get("properties") or {}
+        missing = [k for k in properties if k not in (schema.get("required") or [])]
+        if missing:
+            return (where + "'required' is required to be supplied and to be an array including every key in "
+                    f"properties. Missing '{missing[0]}'.")
+        for key, sub in properties.items():
+            error = strict_error(sub, (*context, "properties", key))
+            if error:
+                return error
+    for keyword in ("items",):
+        error = strict_error(schema.get(keyword), (*context, keyword))
+        if error:
+            return error
+    for keyword in ("anyOf",):
+        for n, sub in enumerate(schema.get(keyword) or []):
+            error = strict_error(sub, (*context, keyword, str(n)))
+            if error:
+                return error
+    for keyword in ("$defs", "definitions"):
+        for key, sub in (schema.get(keyword) or {}).items():
+            error = strict_error(sub, (*context, keyword, key))
+            if error:
+                return error
+    return None
+
+
+def refused_tools(body):
+    """OpenAI's 400 answer when a tool marked `strict` has a schema strict mode refuses."""
+    for n, tool in enumerate(body.get("tools") or []):
+        function = tool.get("function", tool)
+        if function.get("strict") is True:
+            error = strict_error(function.get("parameters"))
+            if error:
+                return {"error": {"message": f"Invalid schema for function '{function.get('name')}': {error}",
+                                  "type": "invalid_request_error", "param": f"tools[{n}].function.parameters",
+                                  "code": "invalid_function_parameters"}}
+    return None
 
 
 # ---------------------------------------------------------------- answers
@@ -470,6 +532,12 @@ class Handler(BaseHTTPRequestHandler):
             state.write(state.dump, {"path": self.path, "headers": dict(self.headers), "body": body})
         path = self.path.split("?")[0]
         entry = {"method": "POST", "path": self.path, "t": round(time.time(), 2)}
+        refused = refused_tools(body) if path.endswith(("/chat/completions", "/responses")) else None
+        if refused:
+            entry.update(api="openai", refused=refused["error"]["message"])
+            state.log(entry)
+            self.send_json(refused, 400)
+            return
         if path.endswith("/chat/completions"):
             entry["api"] = "chat"
             decision, more = decide(state, *openai_chat(body))
