@@ -182,6 +182,8 @@ run_claude-code() {
 
 # Gemini CLI: `gemini -p` with the server in settings.json (trusted: its
 # calls need no confirmation), an API key and GOOGLE_GEMINI_BASE_URL.
+# --debug: without it, a server it cannot connect to is only "MCP issues
+# detected".
 run_gemini-cli() {
     local transport=$1 endpoint=$3 mcp_url=$4 args=$5
     local home="$PWD/home" server
@@ -200,7 +202,7 @@ run_gemini-cli() {
 JSON
     (host_env "$home" && cd root && "${clean[@]}" GEMINI_API_KEY=dummy GOOGLE_GEMINI_BASE_URL="$endpoint" \
         GEMINI_CLI_TRUST_WORKSPACE=true \
-        timeout "$RUN_TIMEOUT" "$nbin/gemini" -p "$PROMPT" -m gemini-2.5-flash </dev/null)
+        timeout "$RUN_TIMEOUT" "$nbin/gemini" -p "$PROMPT" -m gemini-2.5-flash --debug </dev/null)
 }
 
 # opencode: `opencode run` with opencode.json in the project: a provider
@@ -335,6 +337,10 @@ if not any(json.loads(line).get("turn") or json.loads(line).get("refused") for l
     offered = [json.loads(line).get("offered") for line in lines if json.loads(line).get("offered")]
     print("no turn offered the toolreg tools" + (f"; offered: {offered[-1]}" if offered else ""))
 PY
+    if grep -qiE 'error' "$dir/host.log"; then
+        echo "      the host's first errors:"
+        grep -iE -m4 'error' "$dir/host.log" | cut -c1-300 | sed 's/^/        /'
+    fi
     echo "      the host's last lines:"
     tail -15 "$dir/host.log" | sed 's/^/        /'
     if [ -s "$dir/serve.log" ]; then

@@ -30,6 +30,7 @@ Usage: model.py --port-file FILE --log FILE --secret VALUE --script basic|deferr
 
 import argparse
 import json
+import os
 import re
 import sys
 import threading
@@ -592,8 +593,6 @@ def main():
     server.state = State(args.secret, args.script, args.bare_names, args.log, args.dump)
     with open(args.port_file + ".tmp", "w") as f:
         f.write(str(server.server_address[1]))
-    import os
-
     os.replace(args.port_file + ".tmp", args.port_file)
     try:
         server.serve_forever()
