@@ -33,7 +33,7 @@ CODEX_VERSION=0.171.0
 CLAUDE_CODE_VERSION=2.1.332
 GEMINI_CLI_VERSION=0.61.0
 OPENCODE_VERSION=1.18.33
-PYTHON_HOSTS="openai-agents==0.24.0 pydantic-ai-slim[openai]==2.68.0 fastmcp==4.2.3"
+PYTHON_HOSTS=(openai-agents==0.24.0 "pydantic-ai-slim[openai]==2.68.0" fastmcp==4.2.3)
 HOSTS="codex claude-code gemini-cli opencode openai-agents pydantic-ai fastmcp"
 # Seconds one host run may take.
 RUN_TIMEOUT=120
@@ -64,12 +64,12 @@ if [ ! -f "$stamp" ]; then
         || { echo "could not install the agent hosts from npm ($npm_packages)" >&2; exit 1; }
     touch "$stamp"
 fi
-stamp="$venv/.installed-$(echo $PYTHON_HOSTS | tr ' []=' '_+-')"
+stamp="$venv/.installed-$(echo "${PYTHON_HOSTS[*]}" | tr ' []=' '_+-')"
 if [ ! -f "$stamp" ]; then
     rm -rf "$venv"
     "$python" -m venv "$venv"
-    "$venv/bin/pip" install --quiet --disable-pip-version-check $PYTHON_HOSTS \
-        || { echo "could not install the Python agent hosts from PyPI ($PYTHON_HOSTS)" >&2; exit 1; }
+    "$venv/bin/pip" install --quiet --disable-pip-version-check "${PYTHON_HOSTS[@]}" \
+        || { echo "could not install the Python agent hosts from PyPI (${PYTHON_HOSTS[*]})" >&2; exit 1; }
     touch "$stamp"
 fi
 nbin="$npm_prefix/node_modules/.bin"
@@ -80,15 +80,16 @@ toolreg="$target/debug/toolreg"
 # ---------------------------------------------------------------- helpers
 
 free_port() { "$python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# Both wait up to 30 s (a loaded machine starts processes slowly).
 wait_for_port() {
-    for _ in $(seq 100); do
+    for _ in $(seq 300); do
         (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
         sleep 0.1
     done
     return 1
 }
 wait_for_file() {
-    for _ in $(seq 100); do
+    for _ in $(seq 300); do
         [ -s "$1" ] && return 0
         sleep 0.1
     done
