@@ -236,10 +236,10 @@ JSON
 run_python_host() { # host transport script endpoint mcp_url args
     local host=$1 transport=$2 endpoint=$4 mcp_url=$5 args=$6
     local home="$PWD/home"
-    local server=(--http "$mcp_url")
+    local server=(--http "$mcp_url") serve_args
     if [ "$transport" = stdio ]; then
-        # shellcheck disable=SC2207
-        server=(-- "$toolreg" $("$python" -c 'import json,sys; print(" ".join(json.loads(sys.argv[1])))' "$args"))
+        mapfile -t serve_args < <("$python" -c 'import json,sys; print("\n".join(json.loads(sys.argv[1])))' "$args")
+        server=(-- "$toolreg" "${serve_args[@]}")
     fi
     (host_env "$home" && cd root && "${clean[@]}" OPENAI_AGENTS_DISABLE_TRACING=1 \
         timeout "$RUN_TIMEOUT" "$venv/bin/python" "$scripts/python_hosts.py" "$host" --base-url "$endpoint/v1" \
