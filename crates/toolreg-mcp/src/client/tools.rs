@@ -178,11 +178,18 @@ impl RemoteServer {
         let mut params = CallToolRequestParams::new(remote.to_owned()).with_arguments(arguments);
         // W3C trace context of this call's span (feature `otel`).
         params.meta = crate::trace::outgoing_meta();
+        let peer: &Peer<RoleClient> = connection.peer();
+        if self.needs_augmentation(peer, remote) {
+            // A task of the 2025-11-25 revision; its questions go to this
+            // call's client, as a plain call's do.
+            let _asker = super::forward::Asker::open(self, cx);
+            let answer = self.call_augmented(peer, cx, params).await?;
+            return self.read_answer(remote, answer);
+        }
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let timeout = self.inner.config.call_timeout;
         let mut options = PeerRequestOptions::no_options();
         options.timeout = Some(timeout);
-        let peer: &Peer<RoleClient> = connection.peer();
         let handle = match peer.send_cancellable_request(request, options).await {
             Ok(handle) => handle,
             Err(error) => {
