@@ -32,7 +32,10 @@ instead of the extension: declares capabilities.tasks.requests.tools.call, and l
 says execution.taskSupport "required": a plain call is refused -32601 "requires task augmentation", as
 server-everything's simulate-research-query is; a call with params.task answers {"task": {...}}, tasks/get
 reports working twice with a status message, then completed; tasks/result then answers "surveyed: TOPIC";
-with "forever": true it never ends; tasks/cancel cancels it, recorded in `cancelled` as "task:ID").
+with "forever": true it never ends; with "ask": true tasks/get reports input_required, and tasks/result first
+asks the client (elicitation/create, "Who is asking?") and answers "surveyed: TOPIC for ANSWER"; tasks/cancel
+cancels it, recorded in `cancelled` as "task:ID"; tasky, whose listing does not say it is task-only, then runs
+as survey does when called with params.task).
 """
 import json
 import os
@@ -234,12 +237,20 @@ for line in sys.stdin:
                 result(id, augmented_task(task_id, "cancelled"))
             elif task["forever"] or task["polls"] < 3:
                 result(id, augmented_task(task_id, "working", "step %d" % task["polls"]))
+            elif task["ask"]:
+                result(id, augmented_task(task_id, "input_required", "waiting for an answer"))
             else:
                 result(id, augmented_task(task_id, "completed"))
         elif task["cancelled"]:
             send({"jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": "task cancelled"}})
         else:
-            result(id, {"content": [{"type": "text", "text": "surveyed: " + task["topic"]}], "isError": False,
+            asker = ""
+            if task["ask"]:
+                answer = ask_client("elicitation/create", {"mode": "form", "message": "Who is asking?", "requestedSchema": {
+                    "type": "object", "properties": {"name": {"type": "string"}}},
+                    "_meta": {"io.modelcontextprotocol/related-task": {"taskId": task_id}}})
+                asker = " for " + json.dumps(answer.get("result"), sort_keys=True)
+            result(id, {"content": [{"type": "text", "text": "surveyed: " + task["topic"] + asker}], "isError": False,
                         "_meta": {"io.modelcontextprotocol/related-task": {"taskId": task_id}}})
     elif method in ("tasks/get", "tasks/cancel"):
         task_id = params.get("taskId")
@@ -274,13 +285,13 @@ for line in sys.stdin:
             tasks[task_id] = {"polls": 0, "topic": str(args.get("topic", "")), "cancelled": False,
                               "forever": bool(args.get("forever")), "ask": bool(args.get("ask")), "who": None}
             result(id, dict(task_fields(task_id, "working"), resultType="task"))
-        elif name == "survey" and "task" not in params:
+        elif name in ("survey", "tasky") and augmented and "task" not in params:
             send({"jsonrpc": "2.0", "id": id, "error": {"code": -32601,
                   "message": "Tool survey requires task augmentation (taskSupport: 'required')"}})
-        elif name == "survey":
+        elif name == "survey" or (name == "tasky" and augmented):
             task_id = "survey-%d" % (len(tasks) + 1)
             tasks[task_id] = {"legacy": True, "polls": 0, "topic": str(args.get("topic", "")), "cancelled": False,
-                              "forever": bool(args.get("forever"))}
+                              "forever": bool(args.get("forever")), "ask": bool(args.get("ask"))}
             result(id, {"task": augmented_task(task_id, "working")})
         elif name == "echo":
             text(id, json.dumps(args), structured=args)
