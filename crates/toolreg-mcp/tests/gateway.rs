@@ -27,13 +27,15 @@ async fn gateway_with(client_capabilities: Value) -> (Raw, RemoteServer) {
 
 /// [`gateway_with`], the remote tools at least as dangerous as `safety`.
 async fn gateway_of(client_capabilities: Value, safety: toolreg::SafetyLevel) -> (Raw, RemoteServer) {
+    gateway_over(client_capabilities, safety, &[]).await
+}
+
+/// [`gateway_of`], the fake server started with these flags.
+async fn gateway_over(client_capabilities: Value, safety: toolreg::SafetyLevel, flags: &[&str]) -> (Raw, RemoteServer) {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/servers/fake_server.py");
-    let transport = Transport::Command {
-        command: "python3".into(),
-        args: vec!["-u".into(), script.into()],
-        env: BTreeMap::new(),
-        cwd: None,
-    };
+    let mut args = vec!["-u".to_owned(), script.to_owned()];
+    args.extend(flags.iter().map(|flag| (*flag).to_owned()));
+    let transport = Transport::Command { command: "python3".into(), args, env: BTreeMap::new(), cwd: None };
     let config = ServerConfig::new(transport).call_timeout(Duration::from_secs(5)).safety(safety);
     let remote = RemoteServer::connect("fake", config).await.unwrap();
     let mut registry = FunctionRegistry::new();
@@ -433,4 +435,61 @@ async fn a_listen_streams_resource_updates_through_the_gateway() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert_eq!(upstream, "", "{:?}", raw.other);
+}
+
+/// A tool a 2025-11-25 server runs only as a task (as server-everything's
+/// `simulate-research-query`): a plain call is refused there, so the gateway
+/// calls it with task augmentation, polls the task, and answers with its
+/// result; the task's question reaches the gateway's client; a call
+/// cancelled by the gateway's client cancels the remote task.
+#[tokio::test]
+async fn a_task_required_tool_of_a_2025_11_25_server_is_called_as_a_task() {
+    let capabilities = json!({"elicitation": {}});
+    let (mut raw, remote) = gateway_over(capabilities, toolreg::SafetyLevel::Cautious, &["--augmented-tasks"]).await;
+    assert!(remote.left_out().is_empty(), "{:?}", remote.left_out());
+    let listed = request(&mut raw, 1, "tools/list", json!({})).await;
+    assert!(listed["result"]["tools"].as_array().unwrap().iter().any(|t| t["name"] == "fake__survey"), "{listed}");
+
+    let answer = raw.call(2, "fake__survey", json!({"topic": "reefs"})).await;
+    assert_eq!(answer["result"]["content"][0]["text"], "surveyed: reefs", "{answer}");
+    assert_eq!(answer["result"]["isError"], false, "{answer}");
+    // Called again: still offered, still answered.
+    let again = raw.call(3, "fake__survey", json!({"topic": "kelp"})).await;
+    assert_eq!(again["result"]["content"][0]["text"], "surveyed: kelp", "{again}");
+    assert!(remote.left_out().is_empty());
+    // A task-only tool whose listing does not say so (as a server read over
+    // HTTP shows it): refused plainly, then called as a task.
+    let quiet = raw.call(4, "fake__tasky", json!({"topic": "shoals"})).await;
+    assert_eq!(quiet["result"]["content"][0]["text"], "surveyed: shoals", "{quiet}");
+    assert!(remote.left_out().is_empty(), "{:?}", remote.left_out());
+
+    // A task that waits for input asks the gateway's client.
+    raw.send(json!({"jsonrpc": "2.0", "id": 30, "method": "tools/call",
+        "params": {"name": "fake__survey", "arguments": {"topic": "tides", "ask": true}}}))
+        .await;
+    let ask = raw.next().await;
+    assert_eq!(ask["method"], "elicitation/create", "{ask}");
+    assert_eq!(ask["params"]["message"], "Who is asking?", "{ask}");
+    raw.send(json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "accept", "content": {"name": "Ada"}}}))
+        .await;
+    let answer = raw.answer(json!(30)).await;
+    let text = answer["result"]["content"][0]["text"].as_str().unwrap_or_default();
+    assert_eq!(text, r#"surveyed: tides for {"action": "accept", "content": {"name": "Ada"}}"#, "{answer}");
+
+    // Cancelled by the gateway's client: the remote task is cancelled too.
+    raw.send(json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+        "params": {"name": "fake__survey", "arguments": {"topic": "abyss", "forever": true}}}))
+        .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    raw.send(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 4}})).await;
+    let started = std::time::Instant::now();
+    loop {
+        let seen = raw.call(50, "fake__cancelled", json!({})).await;
+        let text = seen["result"]["content"][0]["text"].as_str().unwrap_or_default().to_owned();
+        if text.contains("task:survey-5") {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "the remote task was not cancelled: {text}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }

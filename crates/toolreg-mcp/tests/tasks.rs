@@ -119,13 +119,122 @@ async fn client(server: McpServer) -> Raw {
     raw
 }
 
-async fn request(raw: &mut Raw, id: i64, method: &str, params: Value) -> Value {
-    raw.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).await;
-    raw.answer(json!(id)).await
+/// A client that sends one JSON-RPC request and takes its answer: over a
+/// stream ([`Raw`]) or over HTTP ([`Http`]).
+trait Rpc {
+    async fn rpc(&mut self, id: i64, method: &str, params: Value) -> Value;
+}
+
+impl Rpc for Raw {
+    async fn rpc(&mut self, id: i64, method: &str, params: Value) -> Value {
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).await;
+        self.answer(json!(id)).await
+    }
+}
+
+/// A client over streamable HTTP: a handshake-era client in its own MCP
+/// session, or a 2026-07-28 one on a stateless server (no session: every
+/// request carries its revision and capabilities).
+struct Http {
+    http: reqwest::Client,
+    url: String,
+    /// The MCP session, once `initialize` gave it.
+    session: Option<String>,
+    /// A 2026-07-28 client without a session.
+    stateless: bool,
+}
+
+impl Http {
+    /// Serve `server` over HTTP on a port of its own; the address and what stops it.
+    async fn serve(server: McpServer, stateless: bool) -> (String, tokio_util::sync::CancellationToken) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        let options = toolreg_mcp::server::HttpOptions::default().stateless(stateless);
+        let shutdown = options.shutdown.clone();
+        tokio::spawn(async move { server.serve_http_on(listener, options).await });
+        (url, shutdown)
+    }
+
+    /// A new session with the tasks extension on the server at `url`.
+    async fn session(url: &str) -> Http {
+        let mut client = Http { http: reqwest::Client::new(), url: url.to_owned(), session: None, stateless: false };
+        let init = client
+            .post(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
+                "capabilities": {"extensions": {TASKS: {}}}, "clientInfo": {"name": "t", "version": "1"}}}))
+            .await;
+        client.session = Some(init.headers()["mcp-session-id"].to_str().unwrap().to_owned());
+        drop(init.text().await);
+        client.post(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+        client
+    }
+
+    /// A 2026-07-28 client of the stateless server at `url`.
+    fn stateless(url: &str) -> Http {
+        Http { http: reqwest::Client::new(), url: url.to_owned(), session: None, stateless: true }
+    }
+
+    fn post(&self, mut body: Value) -> impl std::future::Future<Output = reqwest::Response> + use<> {
+        let mut request = self.http.post(&self.url).header("accept", "application/json, text/event-stream");
+        if !self.stateless {
+            request = request.header("mcp-protocol-version", "2025-06-18");
+        }
+        match &self.session {
+            Some(session) => request = request.header("mcp-session-id", session),
+            None if !self.stateless => {}
+            None => {
+                let method = body["method"].as_str().unwrap_or_default().to_owned();
+                body["params"]["_meta"] = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                    "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+                    "io.modelcontextprotocol/clientCapabilities": {"extensions": {TASKS: {}}}});
+                request = request.header("mcp-protocol-version", "2026-07-28").header("mcp-method", &method);
+                let name = body["params"].get("name").or_else(|| body["params"].get("taskId"));
+                if let Some(name) = name.and_then(Value::as_str) {
+                    request = request.header("mcp-name", name);
+                }
+            }
+        }
+        let sent = request.json(&body).send();
+        async move { sent.await.unwrap() }
+    }
+
+    /// End the session (HTTP DELETE), as a client that is done does.
+    async fn delete(&self) -> reqwest::StatusCode {
+        let session = self.session.as_deref().expect("a session");
+        let response = self
+            .http
+            .delete(&self.url)
+            .header("mcp-protocol-version", "2025-06-18")
+            .header("mcp-session-id", session)
+            .send()
+            .await
+            .unwrap();
+        response.status()
+    }
+
+    async fn call(&mut self, id: i64, name: &str, arguments: Value) -> Value {
+        self.rpc(id, "tools/call", json!({"name": name, "arguments": arguments})).await
+    }
+}
+
+impl Rpc for Http {
+    async fn rpc(&mut self, id: i64, method: &str, params: Value) -> Value {
+        let response = self.post(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).await;
+        let body = response.text().await.unwrap();
+        // A JSON answer, or the `data:` lines of an SSE one.
+        std::iter::once(body.as_str())
+            .chain(body.lines().filter_map(|line| line.strip_prefix("data:").map(str::trim)))
+            .filter_map(|text| serde_json::from_str::<Value>(text).ok())
+            .find(|message| message.get("id") == Some(&json!(id)))
+            .unwrap_or_else(|| panic!("no answer to {id} in {body:?}"))
+    }
+}
+
+async fn request(client: &mut impl Rpc, id: i64, method: &str, params: Value) -> Value {
+    client.rpc(id, method, params).await
 }
 
 /// Poll `tasks/get` until the task ends; every answer seen, in order.
-async fn until_done(raw: &mut Raw, first_id: i64, task: &str) -> Vec<Value> {
+async fn until_done(raw: &mut impl Rpc, first_id: i64, task: &str) -> Vec<Value> {
     let started = Instant::now();
     let mut seen = Vec::new();
     for id in first_id.. {
@@ -203,14 +312,18 @@ async fn cancelling_a_task_cancels_the_running_call() {
     assert!(again.get("error").is_none(), "{again}");
 }
 
+/// Replicas behind a load balancer serve requests without sessions
+/// (stateless HTTP): a task started through one is polled and cancelled
+/// through another that shares the store.
 #[tokio::test]
 async fn a_task_started_on_one_server_is_polled_and_cancelled_on_another_sharing_the_store() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("tasks.db");
     let (store_a, store_b) = (SqliteStore::open(&path).await.unwrap(), SqliteStore::open(&path).await.unwrap());
     let cancelled = Arc::new(AtomicBool::new(false));
-    let mut a = client(server_on(&store_a, &cancelled, |o| o).await).await;
-    let mut b = client(server_on(&store_b, &Arc::default(), |o| o).await).await;
+    let (url_a, _stop_a) = Http::serve(server_on(&store_a, &cancelled, |o| o).await, true).await;
+    let (url_b, _stop_b) = Http::serve(server_on(&store_b, &Arc::default(), |o| o).await, true).await;
+    let (mut a, mut b) = (Http::stateless(&url_a), Http::stateless(&url_b));
 
     let id = task_id(&a.call(1, "sleepy", json!({"ms": 500})).await);
     let seen = until_done(&mut b, 2, &id).await;
@@ -239,8 +352,8 @@ fn a_task_whose_runner_died_ends_failed_saying_so() {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
     let id = runtime.block_on(async {
         let store = SqliteStore::open(&path).await.unwrap();
-        let mut a = client(server_on(&store, &Arc::default(), |o| o).await).await;
-        let id = task_id(&a.call(1, "waiter", json!({})).await);
+        let (url, _stop) = Http::serve(server_on(&store, &Arc::default(), |o| o).await, true).await;
+        let id = task_id(&Http::stateless(&url).call(1, "waiter", json!({})).await);
         // Let it beat at least once.
         tokio::time::sleep(Duration::from_millis(50)).await;
         id
@@ -250,7 +363,8 @@ fn a_task_whose_runner_died_ends_failed_saying_so() {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     runtime.block_on(async {
         let store = SqliteStore::open(&path).await.unwrap();
-        let mut b = client(server_on(&store, &Arc::default(), |o| o).await).await;
+        let (url, _stop) = Http::serve(server_on(&store, &Arc::default(), |o| o).await, true).await;
+        let mut b = Http::stateless(&url);
         let seen = until_done(&mut b, 1, &id).await;
         let failed = seen.last().unwrap();
         assert_eq!(failed["status"], "failed", "{failed}");
@@ -427,8 +541,9 @@ async fn questions_park_the_task_until_tasks_update_answers_them_all() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("tasks.db");
     let (store_a, store_b) = (SqliteStore::open(&path).await.unwrap(), SqliteStore::open(&path).await.unwrap());
-    let mut a = client(server_on(&store_a, &Arc::default(), |o| o).await).await;
-    let mut b = client(server_on(&store_b, &Arc::default(), |o| o).await).await;
+    let (url_a, _stop_a) = Http::serve(server_on(&store_a, &Arc::default(), |o| o).await, true).await;
+    let (url_b, _stop_b) = Http::serve(server_on(&store_b, &Arc::default(), |o| o).await, true).await;
+    let (mut a, mut b) = (Http::stateless(&url_a), Http::stateless(&url_b));
     let id = task_id(&a.call(1, "ask", json!({})).await);
     let parked = loop {
         let got = request(&mut b, 2, "tasks/get", json!({"taskId": id})).await;
@@ -495,8 +610,9 @@ async fn a_running_task_forgotten_on_another_replica_stops_and_leaves_nothing() 
     let (store_a, store_b) = (SqliteStore::open(&path).await.unwrap(), SqliteStore::open(&path).await.unwrap());
     let ttl = |o: TaskOptions| o.ttl(Duration::from_millis(300));
     let cancelled = Arc::new(AtomicBool::new(false));
-    let mut a = client(server_on(&store_a, &cancelled, ttl).await).await;
-    let mut b = client(server_on(&store_b, &Arc::default(), ttl).await).await;
+    let (url_a, _stop_a) = Http::serve(server_on(&store_a, &cancelled, ttl).await, true).await;
+    let (url_b, _stop_b) = Http::serve(server_on(&store_b, &Arc::default(), ttl).await, true).await;
+    let (mut a, mut b) = (Http::stateless(&url_a), Http::stateless(&url_b));
     let id = task_id(&a.call(1, "waiter", json!({})).await);
     tokio::time::sleep(Duration::from_millis(400)).await;
     let gone = request(&mut b, 2, "tasks/get", json!({"taskId": id})).await;
@@ -522,8 +638,11 @@ async fn servers_sharing_a_postgresql_store_answer_for_each_others_tasks() {
     let store_a = PostgresStore::connect(&url).await.unwrap();
     let store_b = PostgresStore::connect(&url).await.unwrap();
     let cancelled = Arc::new(AtomicBool::new(false));
-    let mut a = client(server_in(store_a.namespace("mcp-tasks").unwrap(), &cancelled, |o| o)).await;
-    let mut b = client(server_in(store_b.namespace("mcp-tasks").unwrap(), &Arc::default(), |o| o)).await;
+    let (url_a, _stop_a) =
+        Http::serve(server_in(store_a.namespace("mcp-tasks").unwrap(), &cancelled, |o| o), true).await;
+    let (url_b, _stop_b) =
+        Http::serve(server_in(store_b.namespace("mcp-tasks").unwrap(), &Arc::default(), |o| o), true).await;
+    let (mut a, mut b) = (Http::stateless(&url_a), Http::stateless(&url_b));
 
     let id = task_id(&a.call(1, "sleepy", json!({"ms": 300})).await);
     let seen = until_done(&mut b, 2, &id).await;
@@ -558,4 +677,131 @@ async fn a_heartbeat_is_rewritten_only_when_it_says_something_new_or_is_due() {
     assert!(beat.version <= 3, "{beat:?}");
     let done = until_done(&mut raw, 2, &id).await;
     assert_eq!(done.last().unwrap()["status"], "completed");
+}
+
+/// The answer to a task request for an id that was never handed out,
+/// with `id` in place of that id: what any other session must get.
+async fn never_existed(client: &mut impl Rpc, id: i64, method: &str, task: &str) -> Value {
+    let nobody = "0123456789abcdef0123456789abcdef";
+    let mut answer = request(client, id, method, json!({"taskId": nobody, "inputResponses": {}})).await;
+    let message = answer["error"]["message"].as_str().expect("an error").replace(nobody, task);
+    answer["error"]["message"] = json!(message);
+    answer
+}
+
+/// A task belongs to the session that created it: another HTTP session
+/// (or another connection) that has its id can neither read, cancel nor
+/// answer it, and is told exactly what it would be told of an id that never
+/// existed. The owner's session sees it all along.
+#[tokio::test]
+async fn another_session_cannot_get_cancel_or_answer_a_task() {
+    let store = SqliteStore::in_memory().await.unwrap();
+    let server = server_on(&store, &Arc::default(), |o| o).await;
+    let (url, stop) = Http::serve(server.clone(), false).await;
+    let mut owner = Http::session(&url).await;
+    let mut other = Http::session(&url).await;
+    let id = task_id(&owner.call(1, "ask", json!({})).await);
+    let parked = loop {
+        let got = request(&mut owner, 2, "tasks/get", json!({"taskId": id})).await;
+        if got["result"]["status"] == "input_required" {
+            break got;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    assert!(parked["result"]["inputRequests"]["first"].is_object(), "{parked}");
+
+    let answer = |name: &str| json!({"action": "accept", "content": {"name": name}});
+    let responses = json!({"first": answer("Eve"), "second": answer("Eve")});
+    let mut stream = client(server.clone()).await;
+    for (n, method) in ["tasks/get", "tasks/update", "tasks/cancel"].into_iter().enumerate() {
+        let n = n as i64 * 10;
+        let params = json!({"taskId": id, "inputResponses": responses});
+        let refused = request(&mut other, 100 + n, method, params.clone()).await;
+        assert_eq!(refused["error"], never_existed(&mut other, 101 + n, method, &id).await["error"], "{method}");
+        assert!(refused["error"]["message"].as_str().unwrap().contains("unknown task"), "{refused}");
+        // Another connection (stdio) alike.
+        let refused = request(&mut stream, 100 + n, method, params).await;
+        assert_eq!(refused["error"], never_existed(&mut stream, 101 + n, method, &id).await["error"], "{method}");
+    }
+
+    // Nothing changed for the owner: still waiting on both questions, and
+    // answered by the owner alone.
+    let still = request(&mut owner, 3, "tasks/get", json!({"taskId": id})).await;
+    assert_eq!(still["result"]["status"], "input_required", "{still}");
+    assert_eq!(still["result"]["inputRequests"].as_object().unwrap().len(), 2, "{still}");
+    let params = json!({"taskId": id, "inputResponses": {"first": answer("Ada"), "second": answer("Bo")}});
+    request(&mut owner, 4, "tasks/update", params).await;
+    let done = until_done(&mut owner, 5, &id).await;
+    assert_eq!(done.last().unwrap()["result"]["content"][0]["text"], "Ada and Bo", "{done:?}");
+    let ended = request(&mut other, 200, "tasks/get", json!({"taskId": id})).await;
+    assert!(ended["error"]["message"].as_str().unwrap().contains("unknown task"), "{ended}");
+    stop.cancel();
+}
+
+/// One session cannot take every slot: at its share it is refused, saying
+/// so, while another session still starts tasks.
+#[tokio::test]
+async fn a_session_at_its_share_of_task_slots_leaves_slots_for_others() {
+    let store = SqliteStore::in_memory().await.unwrap();
+    let server = server_on(&store, &Arc::default(), |o| o.max_live(4).max_per_session(2)).await;
+    let (url, stop) = Http::serve(server, false).await;
+    let mut greedy = Http::session(&url).await;
+    let mut other = Http::session(&url).await;
+    task_id(&greedy.call(1, "waiter", json!({})).await);
+    task_id(&greedy.call(2, "waiter", json!({})).await);
+    let refused = greedy.call(3, "waiter", json!({})).await;
+    let message = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("too many tasks running for this session (2"), "{refused}");
+    task_id(&other.call(1, "waiter", json!({})).await);
+    task_id(&other.call(2, "waiter", json!({})).await);
+    stop.cancel();
+}
+
+/// A session's tasks end with it: deleting the HTTP session (or closing a
+/// connection) cancels the calls it started and frees their slots.
+#[tokio::test]
+async fn ending_a_session_cancels_its_tasks_and_frees_their_slots() {
+    let store = SqliteStore::in_memory().await.unwrap();
+    let cancelled = Arc::new(AtomicBool::new(false));
+    let server = server_on(&store, &cancelled, |o| o.max_live(2).max_per_session(2)).await;
+    let (url, stop) = Http::serve(server.clone(), false).await;
+    let mut leaving = Http::session(&url).await;
+    let mut other = Http::session(&url).await;
+    task_id(&leaving.call(1, "waiter", json!({})).await);
+    task_id(&leaving.call(2, "waiter", json!({})).await);
+    let refused = other.call(1, "waiter", json!({})).await;
+    assert!(refused["error"]["message"].as_str().unwrap_or_default().contains("too many tasks running (2)"));
+
+    assert!(leaving.delete().await.is_success());
+    let wait = |what: &'static str, started: Instant| {
+        assert!(started.elapsed() < Duration::from_secs(10), "{what}");
+    };
+    let started = Instant::now();
+    while !cancelled.load(Ordering::SeqCst) {
+        wait("the deleted session's call was not cancelled", started);
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let mut next = 10;
+    let mine = loop {
+        next += 1;
+        let answer = other.call(next, "waiter", json!({})).await;
+        if answer.get("error").is_none() {
+            break task_id(&answer);
+        }
+        wait("the deleted session's slots were never freed", started);
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    request(&mut other, 100, "tasks/cancel", json!({"taskId": mine})).await;
+    stop.cancel();
+
+    // A connection that closes: the same.
+    let cancelled = Arc::new(AtomicBool::new(false));
+    let mut raw = client(server_on(&store, &cancelled, |o| o).await).await;
+    task_id(&raw.call(1, "waiter", json!({})).await);
+    drop(raw);
+    let started = Instant::now();
+    while !cancelled.load(Ordering::SeqCst) {
+        wait("the closed connection's call was not cancelled", started);
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }

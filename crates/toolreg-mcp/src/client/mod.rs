@@ -40,12 +40,16 @@
 //! off up to 5 s, the call's status messages as its progress) until the task
 //! ends, within the call's timeout. A call cancelled or timed out cancels
 //! the remote task with `tasks/cancel`. A tool that runs only as a task
-//! (`execution.taskSupport: "required"`) is called that way. rmcp's `Tool`
+//! (`execution.taskSupport: "required"`) is called that way; on a server
+//! of the 2025-11-25 revision, which does not declare the extension and
+//! runs a task only when the call asks for one, it is called with task
+//! augmentation (`params.task`, then `tasks/get` and `tasks/result`), as is a
+//! tool such a server refused plainly with "method not found". rmcp's `Tool`
 //! has no `execution` field, so toolreg reads it from the raw answer of a
 //! command server (where it reads the lines itself) and keeps it on the
 //! imported declaration ([`ToolDeclaration::task_support`](toolreg::ToolDeclaration::task_support)),
-//! which the gateway serves on. A server that still refuses a plain call
-//! with "method not found" has that tool left out from then on
+//! which the gateway serves on. A server that still refuses the call with
+//! "method not found" has that tool left out from then on
 //! ([`RemoteServer::left_out`]; [`RemoteServer::changes`] announces it). A
 //! remote task that asks its client a question (`input_required`) has it
 //! answered like a request of the server (below) and gets the answer with

@@ -3,16 +3,27 @@
 //! cancellation, answers the questions it asks on the way (`input_required`,
 //! put to whoever answers the server's own requests), and takes its outcome
 //! as the call's answer.
+//!
+//! A server on the 2025-11-25 revision does not declare the extension: it
+//! runs a tool as a task only when the call asks for one ("task
+//! augmentation", `params.task`), and refuses a plain call of a tool whose
+//! listing says `execution.taskSupport: "required"` (`-32601 … requires task
+//! augmentation`). Such a tool is called with `params.task`; its task is
+//! polled with `tasks/get` until it ends or waits for input, its result is
+//! taken with `tasks/result` (during which the server asks its questions,
+//! answered as its other requests are), and a call cancelled or timed out
+//! cancels it with `tasks/cancel`.
 
 use std::collections::HashSet;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolResult, CustomResult, InputRequests, InputResponses, ServerResult, TaskPayload, UpdateTaskParams,
+    CallToolRequestParams, CallToolResult, ClientRequest, CustomRequest, CustomResult, InputRequests, InputResponses,
+    ServerResult, TaskPayload, UpdateTaskParams,
 };
-use rmcp::service::{Peer, RoleClient};
-use serde_json::Value;
-use toolreg::{CallContext, ToolError};
+use rmcp::service::{Peer, PeerRequestOptions, RoleClient};
+use serde_json::{Value, json};
+use toolreg::{CallContext, TaskSupport, ToolError};
 
 use super::RemoteServer;
 use crate::server::InputRound;
@@ -170,6 +181,131 @@ impl RemoteServer {
                 self.inner.name
             ))),
             Err(_) => Err(timed_out),
+        }
+    }
+}
+
+impl RemoteServer {
+    /// Whether `remote` must be called with task augmentation: its listing
+    /// says it runs only as a task, and its server does not speak the tasks
+    /// extension (so it will not answer a plain call with a task).
+    pub(super) fn needs_augmentation(&self, peer: &Peer<RoleClient>, remote: &str) -> bool {
+        let support =
+            self.inner.task_support.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(remote).copied();
+        support == Some(TaskSupport::Required)
+            && !peer.peer_info().is_some_and(|info| info.capabilities.supports_tasks())
+    }
+
+    /// Call a tool as a task of the 2025-11-25 revision (see the module
+    /// docs): create it, poll it, take its result; bounded by the call's
+    /// timeout and cancellation, either of which cancels the remote task.
+    pub(super) async fn call_augmented(
+        &self,
+        peer: &Peer<RoleClient>,
+        cx: &CallContext,
+        params: CallToolRequestParams,
+    ) -> Result<Result<ServerResult, rmcp::ServiceError>, ToolError> {
+        let timeout = self.inner.config.call_timeout;
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut params =
+            serde_json::to_value(&params).map_err(|e| ToolError::failed(format!("the call cannot be written: {e}")))?;
+        params["task"] = json!({"ttl": u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX)});
+        let created = match self.raw_request(peer, cx, "tools/call", params, deadline).await? {
+            Ok(created) => created,
+            Err(error) => return Ok(Err(error)),
+        };
+        let created_json = serde_json::to_value(&created).unwrap_or_default();
+        let Some(id) = created_json.pointer("/task/taskId").and_then(Value::as_str).map(str::to_owned) else {
+            // Answered at once, without a task: that is the answer.
+            return Ok(Ok(created));
+        };
+        let suggested = |task: &Value| {
+            Duration::from_millis(task.get("pollInterval").and_then(Value::as_u64).unwrap_or(500))
+                .clamp(MIN_POLL, MAX_POLL)
+        };
+        let mut delay = suggested(&created_json["task"]);
+        let mut polls = 0u32;
+        let mut last_message: Option<String> = None;
+        let stop = || {
+            let params = json!({"taskId": id});
+            async move {
+                let request = ClientRequest::CustomRequest(CustomRequest::new("tasks/cancel", Some(params)));
+                let _ = tokio::time::timeout(MAX_POLL, peer.send_request(request)).await;
+            }
+        };
+        let fail = |what: String| ToolError::failed(format!("MCP server `{}`: {what}", self.inner.name));
+        loop {
+            tokio::select! {
+                () = tokio::time::sleep_until(deadline) => {
+                    stop().await;
+                    return Err(ToolError::Timeout { limit: timeout });
+                }
+                () = cx.cancelled() => {
+                    stop().await;
+                    return Err(ToolError::Cancelled);
+                }
+                () = tokio::time::sleep(delay) => {}
+            }
+            let got = match self.raw_request(peer, cx, "tasks/get", json!({"taskId": id}), deadline).await {
+                Ok(Ok(got)) => serde_json::to_value(&got).unwrap_or_default(),
+                Ok(Err(error)) => return Err(fail(format!("polling task `{id}` failed: {error}"))),
+                Err(error) => {
+                    stop().await;
+                    return Err(error);
+                }
+            };
+            polls += 1;
+            let message = got.get("statusMessage").and_then(Value::as_str).map(str::to_owned);
+            if message.is_some() && message != last_message {
+                last_message = message;
+                cx.report_progress(f64::from(polls), None, last_message.as_deref());
+            }
+            match got.get("status").and_then(Value::as_str) {
+                // Its result (or its questions, asked while `tasks/result` waits).
+                Some("completed" | "failed" | "input_required") => break,
+                Some("cancelled") => {
+                    return Err(fail("the task running the call was cancelled by the server".to_owned()));
+                }
+                Some("working") => {}
+                other => return Err(fail(format!("task `{id}` has an unknown status {other:?}"))),
+            }
+            delay = (delay * 3 / 2).max(suggested(&got)).min(MAX_POLL);
+        }
+        match self.raw_request(peer, cx, "tasks/result", json!({"taskId": id}), deadline).await {
+            Ok(answer) => Ok(answer),
+            Err(error) => {
+                stop().await;
+                Err(error)
+            }
+        }
+    }
+
+    /// One request by method name (rmcp knows no 2025-11-25 task methods),
+    /// within `deadline` and the call's cancellation (`Err`: the call is
+    /// over; the caller cancels the task).
+    async fn raw_request(
+        &self,
+        peer: &Peer<RoleClient>,
+        cx: &CallContext,
+        method: &str,
+        params: Value,
+        deadline: tokio::time::Instant,
+    ) -> Result<Result<ServerResult, rmcp::ServiceError>, ToolError> {
+        let request = ClientRequest::CustomRequest(CustomRequest::new(method, Some(params)));
+        let mut options = PeerRequestOptions::no_options();
+        options.timeout = Some(deadline.saturating_duration_since(tokio::time::Instant::now()).max(MIN_POLL));
+        let handle = match peer.send_cancellable_request(request, options).await {
+            Ok(handle) => handle,
+            Err(error) => return Ok(Err(error)),
+        };
+        tokio::select! {
+            answer = handle.await_response() => match answer {
+                Err(rmcp::ServiceError::Timeout { .. }) => {
+                    Err(ToolError::Timeout { limit: self.inner.config.call_timeout })
+                }
+                answer => Ok(answer),
+            },
+            () = cx.cancelled() => Err(ToolError::Cancelled),
         }
     }
 }

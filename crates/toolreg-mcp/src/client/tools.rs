@@ -178,11 +178,22 @@ impl RemoteServer {
         let mut params = CallToolRequestParams::new(remote.to_owned()).with_arguments(arguments);
         // W3C trace context of this call's span (feature `otel`).
         params.meta = crate::trace::outgoing_meta();
+        let peer: &Peer<RoleClient> = connection.peer();
+        if self.needs_augmentation(peer, remote) {
+            // A task of the 2025-11-25 revision; its questions go to this
+            // call's client, as a plain call's do.
+            let _asker = super::forward::Asker::open(self, cx);
+            let answer = self.call_augmented(peer, cx, params).await?;
+            return self.read_answer(remote, answer);
+        }
+        // Kept for a server without the tasks extension, which may refuse a
+        // tool its listing did not say was task-only (as one read over
+        // HTTP, whose `execution` is not seen) until it is asked for a task.
+        let retry = (!peer.peer_info().is_some_and(|info| info.capabilities.supports_tasks())).then(|| params.clone());
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let timeout = self.inner.config.call_timeout;
         let mut options = PeerRequestOptions::no_options();
         options.timeout = Some(timeout);
-        let peer: &Peer<RoleClient> = connection.peer();
         let handle = match peer.send_cancellable_request(request, options).await {
             Ok(handle) => handle,
             Err(error) => {
@@ -232,6 +243,20 @@ impl RemoteServer {
             // server sent before answering may not have been handled yet:
             // give them a moment before the route closes.
             tokio::time::sleep(PROGRESS_SETTLE).await;
+        }
+        if let (Some(params), Err(rmcp::ServiceError::McpError(error))) = (retry, &answer)
+            && error.code == rmcp::model::ErrorCode::METHOD_NOT_FOUND
+        {
+            // "Method not found" for a listed tool: it runs only as a task.
+            // Asked for one (a refusal again leaves it out, below).
+            tracing::debug!(server = %self.inner.name, tool = %remote, "tool called again with task augmentation");
+            self.inner
+                .task_support
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(remote.to_owned(), toolreg::TaskSupport::Required);
+            let answer = self.call_augmented(peer, cx, params).await?;
+            return self.read_answer(remote, answer);
         }
         let answer = self.follow_task(peer, cx, answer).await?;
         self.read_answer(remote, answer)

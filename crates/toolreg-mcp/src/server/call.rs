@@ -122,6 +122,7 @@ impl McpServer {
                     arguments: arguments.clone(),
                     extensions,
                     capabilities: context.client_capabilities(),
+                    owner: self.task_owner(context),
                 };
                 let tasks = Arc::clone(tasks);
                 Ok(Some(async move { tasks.start(started).await }))

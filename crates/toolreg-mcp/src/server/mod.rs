@@ -204,6 +204,8 @@ pub struct McpServer {
     shared: Arc<Shared>,
     /// This connection's tools found by search (deferred mode).
     session: Arc<catalog::Session>,
+    /// Who this connection's task requests come from; its tasks end with it.
+    task_connection: Arc<tasks::Connection>,
 }
 
 struct Shared {
@@ -259,6 +261,7 @@ impl McpServer {
         let tasks = options.tasks.clone().map(|o| Arc::new(tasks::Tasks::new(o)));
         McpServer {
             session: Arc::new(catalog::Session::new(catalog::Transport::Stream)),
+            task_connection: Arc::new(tasks::Connection::new(tasks.as_ref())),
             shared: Arc::new(Shared {
                 options,
                 tools: RwLock::new(Arc::new(served)),
@@ -374,7 +377,11 @@ impl McpServer {
 
     /// This server for one connection: the same tools, its own session.
     fn connection(&self, transport: catalog::Transport) -> McpServer {
-        McpServer { shared: Arc::clone(&self.shared), session: Arc::new(catalog::Session::new(transport)) }
+        McpServer {
+            shared: Arc::clone(&self.shared),
+            session: Arc::new(catalog::Session::new(transport)),
+            task_connection: Arc::new(tasks::Connection::new(self.shared.tasks.as_ref())),
+        }
     }
 
     /// The `tools/list` page starting at `cursor` (an offset this server
@@ -546,25 +553,25 @@ impl ServerHandler for McpServer {
     async fn get_task(
         &self,
         request: rmcp::model::GetTaskParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetTaskResult, ErrorData> {
-        self.task_store()?.get(&request.task_id).await
+        self.task_store()?.get(&self.task_owner(&context), &request.task_id).await
     }
 
     async fn cancel_task(
         &self,
         request: rmcp::model::CancelTaskParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.task_store()?.cancel(&request.task_id).await
+        self.task_store()?.cancel(&self.task_owner(&context), &request.task_id).await
     }
 
     async fn update_task(
         &self,
         request: rmcp::model::UpdateTaskParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.task_store()?.update(&request.task_id, request.input_responses).await
+        self.task_store()?.update(&self.task_owner(&context), &request.task_id, request.input_responses).await
     }
 
     fn accepted_subscription_filter(

@@ -27,7 +27,15 @@ it: the next start succeeds), --endless-pages (tools/list always has a next page
 --same-cursor (tools/list always names the same next page), --many N (lists N
 more tools), --on-exit FILE (when its input ends, writes "eof" to FILE and exits;
 on SIGTERM it appends "term"), --stubborn (with --on-exit: when its input ends it
-stays, and SIGTERM does not end it either).
+stays, and SIGTERM does not end it either), --augmented-tasks (speaks the 2025-11-25 revision's tasks
+instead of the extension: declares capabilities.tasks.requests.tools.call, and lists survey, whose listing
+says execution.taskSupport "required": a plain call is refused -32601 "requires task augmentation", as
+server-everything's simulate-research-query is; a call with params.task answers {"task": {...}}, tasks/get
+reports working twice with a status message, then completed; tasks/result then answers "surveyed: TOPIC";
+with "forever": true it never ends; with "ask": true tasks/get reports input_required, and tasks/result first
+asks the client (elicitation/create, "Who is asking?") and answers "surveyed: TOPIC for ANSWER"; tasks/cancel
+cancels it, recorded in `cancelled` as "task:ID"; tasky, whose listing does not say it is task-only, then runs
+as survey does when called with params.task).
 """
 import json
 import os
@@ -43,6 +51,7 @@ if "--slow-start" in flags:
     time.sleep(float(flags[flags.index("--slow-start") + 1]))
 on_exit = flags[flags.index("--on-exit") + 1] if "--on-exit" in flags else None
 stubborn = "--stubborn" in flags
+augmented = "--augmented-tasks" in flags
 
 
 def note_exit(what):
@@ -136,6 +145,19 @@ tasks = {}
 NOW = "2026-01-01T00:00:00Z"
 
 
+if augmented:
+    TOOLS.append({"name": "survey", "description": "Only with task augmentation.", "inputSchema": {"type": "object"},
+                  "execution": {"taskSupport": "required"}})
+
+
+def augmented_task(task_id, status, message=None):
+    fields = {"taskId": task_id, "status": status, "createdAt": NOW, "lastUpdatedAt": NOW, "ttl": 60000,
+              "pollInterval": 10}
+    if message:
+        fields["statusMessage"] = message
+    return fields
+
+
 def task_fields(task_id, status):
     return {"taskId": task_id, "status": status, "createdAt": NOW, "lastUpdatedAt": NOW, "ttlMs": 60000,
             "pollIntervalMs": 10}
@@ -153,8 +175,9 @@ for line in sys.stdin:
         continue
     if method == "initialize":
         result(id, {"protocolVersion": params.get("protocolVersion", "2025-06-18"),
-                    "capabilities": {"tools": {"listChanged": True}, "resources": {"subscribe": True}, "prompts": {},
-                                     "extensions": {"io.modelcontextprotocol/tasks": {}}},
+                    "capabilities": dict({"tools": {"listChanged": True}, "resources": {"subscribe": True}, "prompts": {}},
+                                         **({"tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}}
+                                            if augmented else {"extensions": {"io.modelcontextprotocol/tasks": {}}})),
                     "serverInfo": {"name": "fake", "version": "1"}})
     elif method == "notifications/cancelled":
         cancelled.append(params.get("requestId"))
@@ -201,6 +224,34 @@ for line in sys.stdin:
             if answer is not None:
                 task["who"] = answer
             result(id, {"resultType": "complete"})
+    elif method in ("tasks/get", "tasks/cancel", "tasks/result") and (tasks.get(params.get("taskId")) or {}).get("legacy"):
+        task_id = params.get("taskId")
+        task = tasks[task_id]
+        if method == "tasks/cancel":
+            task["cancelled"] = True
+            cancelled.append("task:" + task_id)
+            result(id, augmented_task(task_id, "cancelled"))
+        elif method == "tasks/get":
+            task["polls"] += 1
+            if task["cancelled"]:
+                result(id, augmented_task(task_id, "cancelled"))
+            elif task["forever"] or task["polls"] < 3:
+                result(id, augmented_task(task_id, "working", "step %d" % task["polls"]))
+            elif task["ask"]:
+                result(id, augmented_task(task_id, "input_required", "waiting for an answer"))
+            else:
+                result(id, augmented_task(task_id, "completed"))
+        elif task["cancelled"]:
+            send({"jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": "task cancelled"}})
+        else:
+            asker = ""
+            if task["ask"]:
+                answer = ask_client("elicitation/create", {"mode": "form", "message": "Who is asking?", "requestedSchema": {
+                    "type": "object", "properties": {"name": {"type": "string"}}},
+                    "_meta": {"io.modelcontextprotocol/related-task": {"taskId": task_id}}})
+                asker = " for " + json.dumps(answer.get("result"), sort_keys=True)
+            result(id, {"content": [{"type": "text", "text": "surveyed: " + task["topic"] + asker}], "isError": False,
+                        "_meta": {"io.modelcontextprotocol/related-task": {"taskId": task_id}}})
     elif method in ("tasks/get", "tasks/cancel"):
         task_id = params.get("taskId")
         task = tasks.get(task_id)
@@ -234,6 +285,14 @@ for line in sys.stdin:
             tasks[task_id] = {"polls": 0, "topic": str(args.get("topic", "")), "cancelled": False,
                               "forever": bool(args.get("forever")), "ask": bool(args.get("ask")), "who": None}
             result(id, dict(task_fields(task_id, "working"), resultType="task"))
+        elif name in ("survey", "tasky") and augmented and "task" not in params:
+            send({"jsonrpc": "2.0", "id": id, "error": {"code": -32601,
+                  "message": "Tool survey requires task augmentation (taskSupport: 'required')"}})
+        elif name == "survey" or (name == "tasky" and augmented):
+            task_id = "survey-%d" % (len(tasks) + 1)
+            tasks[task_id] = {"legacy": True, "polls": 0, "topic": str(args.get("topic", "")), "cancelled": False,
+                              "forever": bool(args.get("forever")), "ask": bool(args.get("ask"))}
+            result(id, {"task": augmented_task(task_id, "working")})
         elif name == "echo":
             text(id, json.dumps(args), structured=args)
         elif name == "tasky":

@@ -48,11 +48,29 @@
 //! to every one, the tool runs again with them (the same round-by-round
 //! model as a Multi Round-Trip Request).
 //!
-//! Bounds: at most [`TaskOptions::max_live`] tasks run on one process (more
-//! are refused); a result over [`TaskOptions::max_result_bytes`] ends the task
-//! as failed (`-32603`, as an oversized answer of a child server is); task
-//! ids are 32 lowercase hex characters (128 random bits), and anything else
-//! is refused before the store is asked; a task is forgotten after its TTL
+//! Ownership: every task belongs to the session that created it (its
+//! `TaskOwner`, kept in the task's record so that any replica can check
+//! it): the connection for stdio and any other byte stream, the MCP session
+//! (`Mcp-Session-Id`) for streamable HTTP with sessions. To every other
+//! session the task does not exist: `tasks/get`, `tasks/cancel` and
+//! `tasks/update` answer exactly as for an id never handed out, so an id
+//! seen elsewhere (it is also the call id in the audit trail) tells nothing
+//! and reaches nothing. A request with no session (stateless HTTP, and the
+//! 2026-07-28 revision over HTTP, which has no sessions) makes tasks owned by
+//! no session, which only such requests see; there the task id (128 random
+//! bits, given only to its creator) is the only key.
+//!
+//! A session's tasks end with it: when a connection closes, or an HTTP
+//! session is deleted or expires, the tasks it started on this process are
+//! cancelled and their slots freed.
+//!
+//! Bounds: at most [`TaskOptions::max_live`] tasks run on one process, and
+//! at most [`TaskOptions::max_per_session`] of them for one session, so that
+//! one client cannot take every slot (more are refused); a result over
+//! [`TaskOptions::max_result_bytes`] ends the task as failed (`-32603`, as
+//! an oversized answer of a child server is); task ids are 32 lowercase hex
+//! characters (128 random bits), and anything else is refused before the
+//! store is asked; a task is forgotten after its TTL
 //! ([`TaskOptions::ttl`]): when next asked for, or, once it has ended, by
 //! the sweep each new task makes over the next few dozen keys (so ended
 //! tasks nobody polls again do not pile up). A task forgotten while it
@@ -107,6 +125,11 @@ pub struct TaskOptions {
     pub namespace: Namespace,
     /// Tasks running at once on this process (default 64); more are refused.
     pub max_live: usize,
+    /// Tasks running at once on this process for one session (default 16,
+    /// a quarter of `max_live`): a client that starts more is refused while
+    /// other sessions still get slots. Tasks owned by no session (stateless
+    /// HTTP) share `max_live` only.
+    pub max_per_session: usize,
     /// The largest result a task keeps, as JSON (default 4 MiB); a larger
     /// one ends the task as failed.
     pub max_result_bytes: usize,
@@ -128,6 +151,7 @@ impl TaskOptions {
         TaskOptions {
             namespace,
             max_live: 64,
+            max_per_session: 16,
             max_result_bytes: 4 << 20,
             ttl: Duration::from_secs(60 * 60),
             poll_interval: Duration::from_secs(1),
@@ -139,6 +163,13 @@ impl TaskOptions {
     /// Set the most tasks running at once on this process (at least one).
     pub fn max_live(mut self, max_live: usize) -> Self {
         self.max_live = max_live.max(1);
+        self
+    }
+
+    /// Set the most tasks running at once on this process for one session
+    /// (at least one; `max_live` still bounds them all).
+    pub fn max_per_session(mut self, max_per_session: usize) -> Self {
+        self.max_per_session = max_per_session.max(1);
         self
     }
 
@@ -182,6 +213,110 @@ struct Created {
     created_at: String,
     created_ms: i64,
     ttl_ms: u64,
+    /// Who may see the task (a record written before tasks had owners is
+    /// owned by no session).
+    #[serde(default)]
+    owner: TaskOwner,
+}
+
+/// Who a task belongs to: the session that created it. Compared whole, so
+/// that a principal (who is asking, beyond the session) can join it later
+/// and narrow every check at once.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct TaskOwner {
+    /// The session: `stream:<random>` for a connection, `http:<SHA-256 of
+    /// the Mcp-Session-Id>` for an HTTP session (the id itself is a
+    /// credential and is not stored); `None` for a request with no session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    session: Option<String>,
+}
+
+impl TaskOwner {
+    /// The owner for requests without a session.
+    pub(super) fn none() -> TaskOwner {
+        TaskOwner { session: None }
+    }
+
+    /// The owner for the requests of one connection (stdio, any stream).
+    fn stream() -> TaskOwner {
+        TaskOwner { session: Some(format!("stream:{}", random_hex(16))) }
+    }
+
+    /// The owner for the requests of one HTTP session.
+    fn http_session(id: &str) -> TaskOwner {
+        use sha2::{Digest, Sha256};
+        let digest = Sha256::digest(format!("mcp-session-id:{id}").as_bytes());
+        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        TaskOwner { session: Some(format!("http:{hex}")) }
+    }
+
+    /// Whether this owner is a session (which ends, and has a share of the slots).
+    fn is_session(&self) -> bool {
+        self.session.is_some()
+    }
+}
+
+/// One connection's part in the tasks: who its requests are (a stream's
+/// owner, made when it opened), and the owners its requests started tasks
+/// for, whose tasks are cancelled when the connection goes (a closed
+/// stream, a deleted or expired HTTP session: rmcp drops the connection's
+/// server then).
+pub(super) struct Connection {
+    /// The owner of a stream's requests.
+    stream: TaskOwner,
+    tasks: Option<std::sync::Weak<Tasks>>,
+    started: Mutex<Vec<TaskOwner>>,
+}
+
+impl Connection {
+    pub(super) fn new(tasks: Option<&Arc<Tasks>>) -> Connection {
+        Connection { stream: TaskOwner::stream(), tasks: tasks.map(Arc::downgrade), started: Mutex::default() }
+    }
+
+    /// The owner of a request on this connection: its HTTP session when it
+    /// came over HTTP (none: no session), else the connection itself.
+    fn owner(&self, context: &rmcp::service::RequestContext<rmcp::RoleServer>) -> TaskOwner {
+        match context.extensions.get::<http::request::Parts>() {
+            Some(parts) => match parts.headers.get("mcp-session-id").and_then(|v| v.to_str().ok()) {
+                Some(id) if !id.is_empty() => TaskOwner::http_session(id),
+                _ => TaskOwner::none(),
+            },
+            None => self.stream.clone(),
+        }
+    }
+
+    /// The owner of a request on this connection, remembered as one whose
+    /// tasks end with the connection.
+    fn owner_of(&self, context: &rmcp::service::RequestContext<rmcp::RoleServer>) -> TaskOwner {
+        let owner = self.owner(context);
+        if owner.is_session() {
+            let mut started = self.started.lock().unwrap_or_else(PoisonError::into_inner);
+            // One owner per connection in practice (its stream, or its HTTP
+            // session); the bound keeps a client that varies its header
+            // from growing the list.
+            if !started.contains(&owner) && started.len() < 16 {
+                started.push(owner.clone());
+            }
+        }
+        owner
+    }
+}
+
+impl super::McpServer {
+    /// Who a task request on this connection comes from.
+    pub(super) fn task_owner(&self, context: &rmcp::service::RequestContext<rmcp::RoleServer>) -> TaskOwner {
+        self.task_connection.owner_of(context)
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        let Some(tasks) = self.tasks.as_ref().and_then(std::sync::Weak::upgrade) else { return };
+        for owner in self.started.get_mut().unwrap_or_else(PoisonError::into_inner).drain(..) {
+            tasks.end_session(&owner);
+        }
+    }
 }
 
 /// A runner's heartbeat.
@@ -226,6 +361,8 @@ struct Answers {
 
 /// A task running on this process.
 struct Live {
+    /// Whose task it is (its slot counts against that session's share).
+    owner: TaskOwner,
     cancel: CancellationToken,
     /// The tool's latest progress, as a status message.
     message: Arc<Mutex<Option<String>>>,
@@ -237,7 +374,7 @@ struct Live {
 pub(super) struct Tasks {
     options: TaskOptions,
     /// This process, as heartbeats name it.
-    owner: String,
+    process: String,
     live: Mutex<HashMap<String, Live>>,
     /// Where the next sweep for expired tasks goes on in the store's keys.
     sweep_from: Mutex<Option<String>>,
@@ -308,11 +445,13 @@ pub(super) struct Started {
     pub(super) arguments: Value,
     pub(super) extensions: Extensions,
     pub(super) capabilities: Option<ClientCapabilities>,
+    /// The session starting it, which alone will see it.
+    pub(super) owner: TaskOwner,
 }
 
 impl Tasks {
     pub(super) fn new(options: TaskOptions) -> Tasks {
-        Tasks { options, owner: random_hex(8), live: Mutex::new(HashMap::new()), sweep_from: Mutex::new(None) }
+        Tasks { options, process: random_hex(8), live: Mutex::new(HashMap::new()), sweep_from: Mutex::new(None) }
     }
 
     fn base(&self, id: &str, created: &Created, updated: String, status: TaskStatus) -> Task {
@@ -339,9 +478,25 @@ impl Tasks {
                     None,
                 ));
             }
+            let share = self.options.max_per_session.min(self.options.max_live);
+            if started.owner.is_session() && live.values().filter(|l| l.owner == started.owner).count() >= share {
+                return Err(ErrorData::invalid_request(
+                    format!(
+                        "too many tasks running for this session ({share}, its share of this server's {}); \
+                         try again when one has finished",
+                        self.options.max_live
+                    ),
+                    None,
+                ));
+            }
             live.insert(
                 id.clone(),
-                Live { cancel: cancel.clone(), message: Arc::clone(&message), answered: Arc::clone(&answered) },
+                Live {
+                    owner: started.owner.clone(),
+                    cancel: cancel.clone(),
+                    message: Arc::clone(&message),
+                    answered: Arc::clone(&answered),
+                },
             );
         }
         let at = rmcp::task_manager::current_timestamp();
@@ -350,6 +505,7 @@ impl Tasks {
             created_at: at.clone(),
             created_ms: now_ms(),
             ttl_ms: millis(self.options.ttl),
+            owner: started.owner.clone(),
         };
         let written = async {
             ns.create(&key(&id, ""), &json!(created)).await?;
@@ -374,15 +530,10 @@ impl Tasks {
         Ok(CreateTaskResult::new(task))
     }
 
-    /// `tasks/get`.
-    pub(super) async fn get(&self, id: &str) -> Result<GetTaskResult, ErrorData> {
-        check_id(id)?;
+    /// `tasks/get`, for `owner`.
+    pub(super) async fn get(&self, owner: &TaskOwner, id: &str) -> Result<GetTaskResult, ErrorData> {
+        let created = self.owned(owner, id).await?;
         let ns = &self.options.namespace;
-        let created: Created = match ns.get(&key(id, "")).await {
-            Ok(stored) => read(stored.value, "task")?,
-            Err(StoreError::NotFound { .. }) => return Err(unknown(id)),
-            Err(error) => return Err(store_error("reading the task", &error)),
-        };
         if now_ms().saturating_sub(created.created_ms) > i64::try_from(created.ttl_ms).unwrap_or(i64::MAX) {
             // Forgotten, running or not: a runner here stops now, one on
             // another replica at its next heartbeat; what it writes after
@@ -406,7 +557,7 @@ impl Tasks {
         let here = self.live.lock().unwrap_or_else(PoisonError::into_inner).get(id).map(|l| Arc::clone(&l.message));
         let gone = match (&here, &beat) {
             (Some(_), _) => None,
-            (None, Some(beat)) if beat.owner == self.owner => {
+            (None, Some(beat)) if beat.owner == self.process => {
                 Some("the task no longer runs on the server that started it".to_owned())
             }
             (None, Some(beat))
@@ -484,19 +635,40 @@ impl Tasks {
         GetTaskResult::new(DetailedTask::new(task, payload))
     }
 
-    /// Refuse an id that is malformed or names no task.
-    async fn known(&self, id: &str) -> Result<(), ErrorData> {
+    /// The record of task `id` when `owner` may see it; an id that is
+    /// malformed, names no task, or names another session's task is refused
+    /// (the last two alike: to another session the task does not exist).
+    async fn owned(&self, owner: &TaskOwner, id: &str) -> Result<Created, ErrorData> {
         check_id(id)?;
-        match self.options.namespace.reference(&key(id, "")).await {
-            Ok(_) => Ok(()),
-            Err(StoreError::NotFound { .. }) => Err(unknown(id)),
-            Err(error) => Err(store_error("reading the task", &error)),
+        let created: Created = match self.options.namespace.get(&key(id, "")).await {
+            Ok(stored) => read(stored.value, "task")?,
+            Err(StoreError::NotFound { .. }) => return Err(unknown(id)),
+            Err(error) => return Err(store_error("reading the task", &error)),
+        };
+        if created.owner != *owner {
+            return Err(unknown(id));
+        }
+        Ok(created)
+    }
+
+    /// Cancel the tasks `owner` runs on this process: its session ended.
+    /// Each runner writes its outcome (cancelled) and frees its slot; the
+    /// call sees its cancellation as a cancelled `tasks/cancel` would make it.
+    pub(super) fn end_session(&self, owner: &TaskOwner) {
+        let live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut ended = 0usize;
+        for task in live.values().filter(|task| task.owner == *owner) {
+            task.cancel.cancel();
+            ended += 1;
+        }
+        if ended > 0 {
+            tracing::debug!(tasks = ended, "the session ended: its tasks are cancelled");
         }
     }
 
-    /// `tasks/cancel`: idempotent on a task that already ended.
-    pub(super) async fn cancel(&self, id: &str) -> Result<(), ErrorData> {
-        self.known(id).await?;
+    /// `tasks/cancel`, for `owner`: idempotent on a task that already ended.
+    pub(super) async fn cancel(&self, owner: &TaskOwner, id: &str) -> Result<(), ErrorData> {
+        self.owned(owner, id).await?;
         let ns = &self.options.namespace;
         let mut cancelled = self.ended(TaskStatus::Cancelled, None, None);
         cancelled.message = Some("cancelled by the client".to_owned());
@@ -510,11 +682,11 @@ impl Tasks {
         Ok(())
     }
 
-    /// `tasks/update`: answers to the questions a task waits on. Answers
-    /// to keys it did not ask (or no longer asks) are ignored, as the
-    /// extension says.
-    pub(super) async fn update(&self, id: &str, responses: InputResponses) -> Result<(), ErrorData> {
-        self.known(id).await?;
+    /// `tasks/update`, for `owner`: answers to the questions a task waits
+    /// on. Answers to keys it did not ask (or no longer asks) are ignored,
+    /// as the extension says.
+    pub(super) async fn update(&self, owner: &TaskOwner, id: &str, responses: InputResponses) -> Result<(), ErrorData> {
+        self.owned(owner, id).await?;
         let ns = &self.options.namespace;
         let Ok(stored) = ns.get(&key(id, "ask")).await else { return Ok(()) };
         let Ok(ask) = serde_json::from_value::<Ask>(stored.value) else { return Ok(()) };

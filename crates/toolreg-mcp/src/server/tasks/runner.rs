@@ -49,7 +49,7 @@ impl Tasks {
     }
 
     pub(super) fn beat(&self, message: Option<String>) -> Beat {
-        Beat { at: rmcp::task_manager::current_timestamp(), at_ms: now_ms(), owner: self.owner.clone(), message }
+        Beat { at: rmcp::task_manager::current_timestamp(), at_ms: now_ms(), owner: self.process.clone(), message }
     }
 
     /// Run the call to its end (round by round when it asks questions),
@@ -144,7 +144,7 @@ impl Tasks {
         message: &Arc<Mutex<Option<String>>>,
         answered: &Notify,
     ) -> End {
-        let Started { engine, tool, arguments, extensions, capabilities } = started;
+        let Started { engine, tool, arguments, extensions, capabilities, owner: _ } = started;
         // The task id is the call id: unique, and what the audit trail shows.
         let call = ToolCall::new(id, tool, arguments);
         let mut responses = InputResponses::new();
