@@ -311,6 +311,34 @@ async fn a_suspension_resumes_once() {
     assert_eq!(ARCHIVED.load(Ordering::SeqCst), before + 1, "the approved call ran once");
 }
 
+/// Ids toolreg made up for calls that came without one (Gemini's, derived
+/// from the call) are unique to their step of the run: the same call in two
+/// turns gets two ids, and each result answers its own call, and the
+/// history still marks them as made up.
+#[tokio::test(flavor = "multi_thread")]
+async fn made_up_call_ids_are_unique_within_a_run() {
+    let turn = || {
+        let mut response = calls_response(vec![ToolCall::new("gemini_call_0_ab12", "add", json!({"a": 1, "b": 2}))]);
+        response.generated_ids = vec!["gemini_call_0_ab12".into()];
+        Ok(response)
+    };
+    let model = ScriptedClient::new().then(turn()).then(turn()).then_text("3");
+    let agent = Agent::builder(model, "m", engine(&registry())).build();
+    let done = finished(agent.run("add twice").await.unwrap());
+    let results: Vec<String> = tool_results(&done.transcript).into_iter().map(|(id, _, _)| id).collect();
+    assert_eq!(results.len(), 2);
+    assert_ne!(results[0], results[1], "{results:?}");
+    for message in &done.transcript {
+        if let Message::Assistant { tool_calls, generated_ids, .. } = message
+            && !tool_calls.is_empty()
+        {
+            let ids: Vec<&String> = tool_calls.iter().map(|c| &c.id).collect();
+            assert_eq!(ids, generated_ids.iter().collect::<Vec<_>>());
+            assert!(results.contains(ids[0]), "{ids:?} {results:?}");
+        }
+    }
+}
+
 /// Claims are per suspension: two runs whose models used the same call id
 /// (`call_1` from a local server, say) both resume, and a resume refused as
 /// already resumed takes nothing from another run.
