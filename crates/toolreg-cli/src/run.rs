@@ -149,6 +149,12 @@ fn pending_text(run: &str, pending: &[PendingApproval]) -> String {
                 text.push_str(&format!("\n      {}", printable(line)));
             }
         }
+        if let Some(printed) = &call.printed_before {
+            text.push_str("\n    the program printed before it:");
+            for line in printed.lines() {
+                text.push_str(&format!("\n      {}", printable(line)));
+            }
+        }
     }
     text
 }

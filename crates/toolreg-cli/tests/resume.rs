@@ -84,8 +84,9 @@ async fn a_suspended_run_resumes_from_the_store_once() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_program_stopped_twice_resumes_in_two_processes_running_each_call_once() {
-    let program = "await tools.write_file({path: 'a.txt', content: 'A'});\nlet second = 'written';\ntry { await \
-                   tools.write_file({path: 'b.txt', content: 'B'}); } catch (e) { second = e.kind; }\nreturn second;";
+    let program = "console.log('writing a.txt first');\nawait tools.write_file({path: 'a.txt', content: 'A'});\nlet \
+                   second = 'written';\nconsole.log('now b.txt');\ntry { await tools.write_file({path: 'b.txt', \
+                   content: 'B'}); } catch (e) { second = e.kind; }\nreturn second;";
     let call = json!({"name": "run_code", "arguments": json!({"code": program}).to_string()});
     let server = model(call).await;
     let dir = tempfile::tempdir().unwrap();
@@ -93,12 +94,15 @@ async fn a_program_stopped_twice_resumes_in_two_processes_running_each_call_once
         toolreg(dir.path(), &server.uri(), &["run", "Write both", "--code-mode", "--suspend"]).await;
     assert_eq!(code, 3, "{stderr}");
     assert!(stderr.contains("a.txt"), "{stderr}");
+    // The operator sees what the program printed before the call it stopped at.
+    assert!(stderr.contains("the program printed before it:\n      writing a.txt first"), "{stderr}");
     assert!(!dir.path().join("a.txt").exists());
 
     let (code, second, stderr) =
         toolreg(dir.path(), &server.uri(), &["resume", &first, "--approve", "--code-mode", "--suspend"]).await;
     assert_eq!(code, 3, "stopped again at the second write: {stderr}");
     assert!(stderr.contains("b.txt"), "{stderr}");
+    assert!(stderr.contains("      writing a.txt first\n      now b.txt"), "{stderr}");
     assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), "A");
     // Were `a.txt` written again on the next resume, this would show it.
     std::fs::write(dir.path().join("a.txt"), "kept").unwrap();

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use tokio::runtime::Handle;
 use tokio_util::sync::CancellationToken;
+use toolreg::policy::PrintedBefore;
 use toolreg::{CallOptions, Extensions, ToolCall, ToolEngine, ToolError, ToolExecutor, ToolOutput};
 
 use crate::journal::{Entry, Journal};
@@ -87,24 +88,6 @@ impl ProgramOutput {
             value["output"] = Value::String(self.output);
         }
         ToolOutput::new(value)
-    }
-}
-
-/// What a program printed before the call an approver is asked about.
-///
-/// Code mode puts it in the [`Extensions`] of each call a program makes
-/// once it has printed something, so an approver can show it beside the
-/// call: `request.extensions().get::<PrintedBefore>()` on the
-/// [`ApprovalRequest`](toolreg::policy::ApprovalRequest). A program that
-/// stops at a call waiting for an approval keeps it with its saved state
-/// too ([`CodeMode::printed_at_stop`](crate::CodeMode::printed_at_stop)).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PrintedBefore(Arc<str>);
-
-impl PrintedBefore {
-    /// The text, as the program printed it (a line per `console.log`).
-    pub fn text(&self) -> &str {
-        &self.0
     }
 }
 
@@ -271,7 +254,7 @@ impl Session {
             .collect();
         let mut extensions = self.extensions.clone();
         if !printed.is_empty() {
-            extensions.insert(PrintedBefore(Arc::from(printed)));
+            extensions.insert(PrintedBefore::new(printed));
         }
         let options = CallOptions::new().cancel(self.cancel.child_token()).extensions(extensions);
         // A call awaited alone runs right here, on the session's thread;

@@ -48,7 +48,7 @@ pub mod stubs;
 pub mod worker;
 
 pub use error::CodeError;
-pub use host::{PrintedBefore, ProgramOutput, Worker};
+pub use host::{ProgramOutput, Worker};
 pub use limits::Limits;
 pub use mode::{CodeMode, RUN_CODE};
 /// The host's key that seals a suspended program's record (the core's).

@@ -6,10 +6,10 @@ use std::time::Duration;
 
 use common::{code, code_with, engine, runs};
 use serde_json::json;
-use toolreg::policy::ApprovalRequest;
 use toolreg::policy::approver_fn;
+use toolreg::policy::{ApprovalRequest, PrintedBefore};
 use toolreg::{SafetyLevel, ToolCall, ToolDeclaration, ToolEngine, ToolExecutor, ToolRegistration};
-use toolreg_code::{CodeError, Limits, PrintedBefore};
+use toolreg_code::{CodeError, Limits};
 
 #[tokio::test]
 async fn a_program_calls_tools_and_returns_only_its_result() {

@@ -61,6 +61,9 @@ impl UserApprover {
         if let Some(preview) = request.preview() {
             text.push_str(&format!("\nIt would do:\n{preview}"));
         }
+        if let Some(printed) = request.printed_before() {
+            text.push_str(&format!("\nThe program printed before this call:\n{printed}"));
+        }
         let question = Question::new(text).with_choices(["approve", "deny", "edit"]);
         match self.channel.ask(question).await.as_deref() {
             Ok("approve") => request.approve(),

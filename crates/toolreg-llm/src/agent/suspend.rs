@@ -33,6 +33,10 @@ pub struct PendingApproval {
     /// command line): shown to whoever decides, beside the arguments.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preview: Option<String>,
+    /// What the code-mode program making the call printed before it, shown
+    /// to whoever decides (kept in the sealed record with the call).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub printed_before: Option<String>,
 }
 
 impl PendingApproval {
@@ -434,6 +438,7 @@ impl Deferred {
                     arguments: request.arguments().clone(),
                     arguments_hash: request.arguments_hash().to_string(),
                     preview: request.preview().map(str::to_owned),
+                    printed_before: request.printed_before().map(str::to_owned),
                 };
                 self.pending.lock().unwrap_or_else(PoisonError::into_inner).push(pending);
                 request.pending("waiting for an approval from outside the run")

@@ -88,6 +88,10 @@ fn question(request: &ApprovalRequest) -> Result<ElicitRequestParams, serde_json
         message.push_str("\nIt would do:\n");
         message.push_str(preview);
     }
+    if let Some(printed) = request.printed_before() {
+        message.push_str("\nThe program printed before this call:\n");
+        message.push_str(printed);
+    }
     serde_json::from_value(json!({
         "mode": "form",
         "message": message,

@@ -19,6 +19,29 @@ use crate::declaration::ToolDeclaration;
 use crate::exec::Extensions;
 use crate::policy::ArgumentsHash;
 
+/// What the caller showed before the call an approver is asked about: the
+/// output a code-mode program printed before it made the call.
+///
+/// A program's calls carry it in their [`Extensions`], so that whoever
+/// approves sees what the program said it was doing beside the call
+/// itself: `request.extensions().get::<PrintedBefore>()`. It is context for
+/// the person deciding, never part of what is approved (that stays the
+/// tool, the call id and the arguments hash).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PrintedBefore(Arc<str>);
+
+impl PrintedBefore {
+    /// The printed text, as the program printed it (a line per `console.log`).
+    pub fn new(text: impl Into<Arc<str>>) -> Self {
+        PrintedBefore(text.into())
+    }
+
+    /// The text.
+    pub fn text(&self) -> &str {
+        &self.0
+    }
+}
+
 /// A call waiting for a decision: the tool, the call id and the arguments,
 /// already validated against the input schema (defaults filled in).
 #[derive(Debug, Clone)]
@@ -67,6 +90,13 @@ impl ApprovalRequest {
     /// ([`ToolRegistration::with_approval_preview`](crate::ToolRegistration::with_approval_preview)).
     pub fn preview(&self) -> Option<&str> {
         self.preview.as_deref()
+    }
+
+    /// What the program making this call printed before it, when a
+    /// code-mode program makes it ([`PrintedBefore`]): shown to the person
+    /// deciding, beside the arguments.
+    pub fn printed_before(&self) -> Option<&str> {
+        self.extensions.get::<PrintedBefore>().map(PrintedBefore::text).filter(|text| !text.is_empty())
     }
 
     /// The call's typed values ([`CallContext::extensions`](crate::CallContext::extensions)).

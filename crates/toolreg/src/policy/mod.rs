@@ -14,7 +14,7 @@ mod rules;
 mod selection;
 mod terminal;
 
-pub use approval::{Approval, ApprovalRequest, ApproveAll, Approver, ApproverFn, Decision, approver_fn};
+pub use approval::{Approval, ApprovalRequest, ApproveAll, Approver, ApproverFn, Decision, PrintedBefore, approver_fn};
 pub use audit::{AuditDecision, AuditEvent, AuditSink, JsonLinesSink, MemorySink};
 pub use canonical::canonical_json;
 pub use hash::ArgumentsHash;

@@ -127,6 +127,12 @@ fn ask_io(reader: &mut impl BufRead, writer: &mut impl Write, request: &Approval
             writeln!(writer, "  | {line}")?;
         }
     }
+    if let Some(printed) = request.printed_before() {
+        writeln!(writer, "  the program printed before it:")?;
+        for line in printed.lines() {
+            writeln!(writer, "  > {line}")?;
+        }
+    }
     for _ in 0..ATTEMPTS {
         write!(writer, "Approve? [y]es / [n]o [reason] / [e]dit arguments: ")?;
         writer.flush()?;
