@@ -37,6 +37,23 @@ async fn a_file_store_keeps_everything_across_reopen() {
     assert_eq!(mode, "wal");
 }
 
+/// The store holds other clients' task results and suspended transcripts:
+/// a file it makes, with its write-ahead log and index, is its owner's only,
+/// whatever the process's umask.
+#[cfg(unix)]
+#[tokio::test]
+async fn a_new_store_file_and_its_wal_and_shm_are_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.db");
+    let store = SqliteStore::open(&path).await.unwrap();
+    store.namespace("n").unwrap().set("a", &json!(1)).await.unwrap();
+    for name in ["store.db", "store.db-wal", "store.db-shm"] {
+        let mode = std::fs::metadata(dir.path().join(name)).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{name}");
+    }
+}
+
 #[tokio::test]
 async fn a_file_that_is_not_a_database_is_a_backend_error() {
     let dir = tempfile::tempdir().unwrap();

@@ -30,8 +30,6 @@ pub struct Tools {
     pub remotes: Vec<RemoteServer>,
     /// The context store (for the runs `toolreg run` suspends, and their claims).
     pub store: Arc<dyn ContextStore>,
-    /// The root the tools are confined to.
-    pub root: PathBuf,
     /// Where this root's host state is kept (see [`StateDir`]).
     pub state: StateDir,
 }
@@ -312,7 +310,7 @@ pub async fn load(args: &ToolsArgs) -> Result<Tools, CliError> {
         Some(path) => connect_all(path, args.strict_servers).await?,
         None => Vec::new(),
     };
-    let mut tools = Tools { builtins: registry.clone(), registry, audit, remotes, store, root, state };
+    let mut tools = Tools { builtins: registry.clone(), registry, audit, remotes, store, state };
     if !tools.remotes.is_empty() {
         tools.registry = tools.rebuild();
     }
