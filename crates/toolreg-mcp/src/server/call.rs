@@ -22,7 +22,7 @@ impl McpServer {
         // Deferred mode's meta-tools and refusals are answered here.
         let (name, arguments) = match self.route(&served, &request.name, request.arguments, &context).await? {
             catalog::Route::Run { name, arguments } => (name, arguments),
-            catalog::Route::Answered(result) => return Ok(result.into()),
+            catalog::Route::Answered(result) => return Ok((*result).into()),
         };
         let name = name.as_str();
         if let Some(created) = self.as_task(&served, name, &arguments, request.request_state.is_some(), &context)? {

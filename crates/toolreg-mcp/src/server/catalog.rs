@@ -294,7 +294,7 @@ pub(super) enum Route {
     Run { name: String, arguments: Value },
     /// Answered without running a tool: a search, or a call refused before
     /// it reached the engine.
-    Answered(CallToolResult),
+    Answered(Box<CallToolResult>),
 }
 
 #[derive(Deserialize)]
@@ -454,5 +454,5 @@ fn failed(tool: &str, message: String) -> Result<Route, ErrorData> {
 
 fn answer(tool: &str, outcome: Result<ToolOutput, ToolError>) -> Result<Route, ErrorData> {
     let result = ToolResult { id: String::new(), name: tool.to_owned(), outcome };
-    to_call_tool_result(&result).map(Route::Answered)
+    to_call_tool_result(&result).map(|result| Route::Answered(Box::new(result)))
 }
