@@ -257,7 +257,7 @@ async fn registered_tools_carry_safety_category_scope_and_exclusive_key() {
     let out = registry.execute("write_file", json!({"path": "x.txt", "content": "hi\n"})).await.unwrap();
     assert_eq!(out.value, json!({"path": "x.txt", "bytes": 3, "created": true}));
     let out = registry.execute("read_file", json!({"path": "x.txt"})).await.unwrap();
-    assert_eq!(out.value["content"], "     1\thi\n");
+    assert_eq!(out.text(), "x.txt: line 1 of 1\n     1\thi\n");
     // Unknown fields are refused before the tool runs.
     let err = registry.execute("write_file", json!({"path": "y.txt", "content": "", "mode": 7})).await.unwrap_err();
     assert!(err.to_string().contains("mode"), "{}", err.to_string());

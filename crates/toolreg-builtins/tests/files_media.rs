@@ -145,9 +145,11 @@ fn a_file_over_its_limit_is_refused_with_the_limit_named() {
 }
 
 /// Through the registry, as a model calls it: an image is the result's one
-/// block, text is the same JSON value as ever.
+/// block; text is one text block of a header line and the numbered lines,
+/// which is what every host passes its model, with the rest of the result
+/// as the structured value.
 #[tokio::test]
-async fn the_tool_returns_a_block_for_an_image_and_the_same_value_for_text() {
+async fn the_tool_returns_a_block_for_an_image_and_numbered_lines_for_text() {
     let (dir, files) = setup();
     std::fs::write(dir.path().join("a.png"), PNG).unwrap();
     std::fs::write(dir.path().join("f.txt"), "hi\n").unwrap();
@@ -160,13 +162,51 @@ async fn the_tool_returns_a_block_for_an_image_and_the_same_value_for_text() {
     assert!(out.value.is_null() && out.structured().is_none());
 
     let out = registry.execute("read_file", json!({"path": "f.txt"})).await.unwrap();
-    assert!(out.content.is_empty());
-    assert_eq!(out.value, serde_json::to_value(files.read(&ReadArgs::new("f.txt")).unwrap()).unwrap());
+    assert_eq!(out.content, [Content::text("f.txt: line 1 of 1\n     1\thi\n")]);
+    assert_eq!(out.text(), "f.txt: line 1 of 1\n     1\thi\n");
     assert_eq!(
-        out.value,
-        json!({"path": "f.txt", "content": "     1\thi\n", "start_line": 1, "end_line": 1, "total_lines": 1, "size": 3})
+        out.structured(),
+        Some(&json!({"path": "f.txt", "start_line": 1, "end_line": 1, "total_lines": 1, "size": 3}))
     );
+
+    // Part of a longer file: the header says which lines, of how many, and where to read on.
+    std::fs::write(dir.path().join("long.txt"), "a\n\"b\"\nc\nd\n").unwrap();
+    let out = registry.execute("read_file", json!({"path": "long.txt", "offset": 2, "limit": 2})).await.unwrap();
+    assert_eq!(out.text(), "long.txt: lines 2-3 of 4 (truncated; read on with offset 4)\n     2\t\"b\"\n     3\tc\n");
+    let value = out.structured().unwrap();
+    assert_eq!(
+        (value["start_line"].clone(), value["end_line"].clone(), value["next_offset"].clone()),
+        (json!(2), json!(3), json!(4))
+    );
+    assert!(value.get("content").is_none(), "the lines are the text, not repeated: {value}");
+    std::fs::write(dir.path().join("empty.txt"), "").unwrap();
+    let out = registry.execute("read_file", json!({"path": "empty.txt"})).await.unwrap();
+    assert_eq!(out.text(), "empty.txt: empty file\n");
 
     let err = registry.execute("read_file", json!({"path": "missing.png"})).await.unwrap_err();
     assert!(err.to_string().contains("does not exist"), "{err}");
+}
+
+/// `search_files` as a model reads it: a line saying what was found, then
+/// the matches as lines of text, not a JSON array of escaped strings; the
+/// whole result stays the structured value, for programs.
+#[tokio::test]
+async fn search_results_are_lines_of_text_with_the_result_as_the_structured_value() {
+    let (dir, files) = setup();
+    std::fs::write(dir.path().join("a.rs"), "let s = \"quoted\";\n\tindented\n").unwrap();
+    std::fs::write(dir.path().join("b.rs"), "nothing here\n").unwrap();
+    let mut registry = FunctionRegistry::new();
+    registry.register_all(files.registrations()).unwrap();
+
+    let out = registry.execute("search_files", json!({"regex": "quoted|indented"})).await.unwrap();
+    assert_eq!(out.text(), "2 matches in 2 files searched\na.rs:1:let s = \"quoted\";\na.rs:2:\tindented");
+    let value = out.structured().unwrap();
+    assert_eq!(value["matches"], json!(["a.rs:1:let s = \"quoted\";", "a.rs:2:\tindented"]));
+    assert_eq!(value["truncated"], false);
+
+    let out = registry.execute("search_files", json!({"regex": "absent"})).await.unwrap();
+    assert_eq!(out.text(), "no matches in 2 files searched");
+    let out = registry.execute("search_files", json!({"regex": "quoted|indented", "limit": 1})).await.unwrap();
+    assert!(out.text().starts_with("1 match in "), "{}", out.text());
+    assert!(out.text().contains("(truncated at the limit"), "{}", out.text());
 }

@@ -81,7 +81,8 @@ async fn the_six_tools_are_declared_with_their_safety_category_and_scope(backend
 
 async fn set_get_ref_list_summarize_delete_end_to_end(backend: &Backend) {
     let (registry, _) = registry_for(backend, "run-1").await;
-    let first = call(&registry, "store_set", json!({"key": "notes/a", "value": {"todo": ["x", "y"]}})).await.unwrap();
+    let first =
+        call(&registry, "store_set", json!({"key": "notes/a", "value": r#"{"todo": ["x", "y"]}"#})).await.unwrap();
     assert_eq!(first["key"], "notes/a");
     assert_eq!(first["size"], json!(r#"{"todo":["x","y"]}"#.len()));
     let second = call(&registry, "store_set", json!({"key": "notes/a", "value": "done"})).await.unwrap();
@@ -95,7 +96,7 @@ async fn set_get_ref_list_summarize_delete_end_to_end(backend: &Backend) {
     let latest = call(&registry, "store_get", json!({"key": "notes/a"})).await.unwrap();
     assert_eq!(latest, json!({"key": "notes/a", "version": second["version"], "value": "done"}));
 
-    call(&registry, "store_set", json!({"key": "notes/b", "value": [1, 2]})).await.unwrap();
+    call(&registry, "store_set", json!({"key": "notes/b", "value": "[1, 2]"})).await.unwrap();
     let page = call(&registry, "store_list", json!({"prefix": "notes/", "limit": 1})).await.unwrap();
     assert_eq!(page["keys"][0]["key"], "notes/a");
     let cursor = page["next_cursor"].clone();
@@ -120,12 +121,12 @@ async fn set_get_ref_list_summarize_delete_end_to_end(backend: &Backend) {
 
 async fn tool_errors_are_text_a_model_can_act_on_and_change_nothing(backend: &Backend) {
     let (registry, ns) = registry_for(backend, "run-1").await;
-    call(&registry, "store_set", json!({"key": "k", "value": 1})).await.unwrap();
+    call(&registry, "store_set", json!({"key": "k", "value": "1"})).await.unwrap();
     let before = ns.usage().await.unwrap();
 
     let cases = [
-        ("store_set", json!({"key": "bad key", "value": 1}), "invalid key `bad key`"),
-        ("store_set", json!({"key": "", "value": 1}), "must not be empty"),
+        ("store_set", json!({"key": "bad key", "value": "1"}), "invalid key `bad key`"),
+        ("store_set", json!({"key": "", "value": "1"}), "must not be empty"),
         ("store_get", json!({"key": "missing"}), "use store_list"),
         ("store_get", json!({"key": "k", "version": 999}), "has no version 999 (the latest is 1)"),
         ("store_ref", json!({"key": "missing"}), "no value stored"),
@@ -146,6 +147,101 @@ async fn tool_errors_are_text_a_model_can_act_on_and_change_nothing(backend: &Ba
     assert!(matches!(err, ToolError::InvalidArguments { .. }), "{err}");
     let err = registry.execute("store_get", json!({"key": "k", "extra": 1})).await.unwrap_err();
     assert!(matches!(err, ToolError::InvalidArguments { .. }), "{err}");
+    // The value is JSON text: a JSON value in its place is refused, saying where.
+    let err = registry.execute("store_set", json!({"key": "k", "value": [1]})).await.unwrap_err();
+    assert!(matches!(err, ToolError::InvalidArguments { .. }), "{err}");
+    assert!(err.to_string().contains("`/value`"), "{err}");
+    assert_eq!(ns.get("k").await.unwrap().version, 1);
+}
+
+/// `store_set` takes its value as JSON text, which every provider's strict
+/// mode can declare: the text's JSON is stored, and text that is not JSON
+/// is stored as the string it is.
+#[tokio::test]
+async fn store_set_stores_the_json_its_text_holds() {
+    let store = SqliteStore::in_memory().await.unwrap();
+    let ns = store.namespace("run-1").unwrap();
+    let mut registry = FunctionRegistry::new();
+    Builtins::new().store(ns.clone()).register(&mut registry).unwrap();
+    let value = &registry.get("store_set").unwrap().declaration().input_schema["properties"]["value"];
+    assert_eq!(value["type"], "string", "{value}");
+    for (text, stored) in [
+        (r#"{"todo": ["x"]}"#, json!({"todo": ["x"]})),
+        ("[1, 2]", json!([1, 2])),
+        ("3", json!(3)),
+        ("null", Value::Null),
+        (r#""quoted""#, json!("quoted")),
+        ("buy milk", json!("buy milk")),
+        ("{not json", json!("{not json")),
+    ] {
+        call(&registry, "store_set", json!({"key": "k", "value": text})).await.unwrap();
+        assert_eq!(ns.get("k").await.unwrap().value, stored, "{text}");
+    }
+}
+
+/// Every built-in tool, as hosts are sent it: each provider takes every
+/// schema in its strictest mode (OpenAI's and Anthropic's strict mode,
+/// Gemini's subset), and no schema has a format JSON Schema does not
+/// define, an integer's range being its `minimum` and `maximum`.
+#[tokio::test]
+async fn every_builtin_passes_every_providers_strict_lint_with_standard_formats() {
+    let store = SqliteStore::in_memory().await.unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let (channel, _inbox) = toolreg_builtins::user::InProcessChannel::new();
+    let mut registry = FunctionRegistry::new();
+    let builtins = Builtins::new().store(store.namespace("lint").unwrap()).files(root.path()).user(channel);
+    #[cfg(target_os = "linux")]
+    let builtins = builtins.shell(toolreg_builtins::shell::ShellOptions::new(root.path()));
+    builtins.register(&mut registry).unwrap();
+    assert!(registry.len() >= 14, "{:?}", registry.names().collect::<Vec<_>>());
+
+    let findings: Vec<String> = registry.lint().iter().map(ToString::to_string).collect();
+    assert!(findings.is_empty(), "{findings:#?}");
+
+    const STANDARD: &[&str] = &[
+        "date-time",
+        "date",
+        "time",
+        "duration",
+        "email",
+        "idn-email",
+        "hostname",
+        "idn-hostname",
+        "ipv4",
+        "ipv6",
+        "uri",
+        "uri-reference",
+        "iri",
+        "iri-reference",
+        "uuid",
+        "uri-template",
+        "json-pointer",
+        "relative-json-pointer",
+        "regex",
+    ];
+    fn formats<'a>(schema: &'a Value, out: &mut Vec<(&'a str, &'a Value)>) {
+        match schema {
+            Value::Object(map) => {
+                if let Some(format) = map.get("format").and_then(Value::as_str) {
+                    out.push((format, schema));
+                }
+                map.values().for_each(|v| formats(v, out));
+            }
+            Value::Array(items) => items.iter().for_each(|v| formats(v, out)),
+            _ => {}
+        }
+    }
+    for decl in registry.list() {
+        let mut found = Vec::new();
+        formats(&decl.input_schema, &mut found);
+        for (format, at) in found {
+            assert!(STANDARD.contains(&format), "{}: format `{format}` in {at}", decl.name);
+        }
+    }
+    // Unsigned arguments say so with `minimum: 0`.
+    let limit = &registry.get("read_file").unwrap().declaration().input_schema["properties"]["limit"];
+    assert_eq!(limit["minimum"], 0, "{limit}");
+    assert!(limit.get("format").is_none(), "{limit}");
 }
 
 #[tokio::test]
@@ -241,11 +337,17 @@ async fn a_stored_tool_output_comes_back_as_its_blocks(backend: &Backend) {
     // The same shape stored by a model reads back as blocks when they are
     // valid, and as the plain JSON it is when they are not.
     let image = json!({"type": "image", "data": "R0lGODlh", "mimeType": "image/gif"});
-    call(&registry, "store_set", json!({"key": "m", "value": {"$tool_output": {"content": [image]}}})).await.unwrap();
+    call(
+        &registry,
+        "store_set",
+        json!({"key": "m", "value": json!({"$tool_output": {"content": [image]}}).to_string()}),
+    )
+    .await
+    .unwrap();
     let blocks = registry.execute("store_get", json!({"key": "m"})).await.unwrap();
     assert_eq!(blocks.content, [Content::image(b"GIF89a".to_vec(), "image/gif")]);
     let bad = json!({"$tool_output": {"content": [{"type": "image", "data": "%%%", "mimeType": "image/gif"}]}});
-    call(&registry, "store_set", json!({"key": "bad", "value": bad})).await.unwrap();
+    call(&registry, "store_set", json!({"key": "bad", "value": bad.to_string()})).await.unwrap();
     let plain = registry.execute("store_get", json!({"key": "bad"})).await.unwrap();
     assert!(plain.content.is_empty());
     assert_eq!(plain.value["value"], bad);

@@ -60,7 +60,7 @@ pub enum Command {
     /// tool asks for approval on the terminal. Images, audio, files and
     /// links in the result are printed as one-line summaries.
     #[command(
-        after_help = "Examples:\n  toolreg call list_files '{}'\n  toolreg call store_set '{\"key\": \"notes\", \"value\": [1, 2]}'\n  toolreg call shell '{\"command\": \"ls\"}' --yes\n  toolreg call read_file '{\"path\": \"chart.png\"}' --out saved/"
+        after_help = "Examples:\n  toolreg call list_files '{}'\n  toolreg call store_set '{\"key\": \"notes\", \"value\": \"[1, 2]\"}'\n  toolreg call shell '{\"command\": \"ls\"}' --yes\n  toolreg call read_file '{\"path\": \"chart.png\"}' --out saved/"
     )]
     Call {
         /// The tool's name.

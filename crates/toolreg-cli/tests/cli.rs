@@ -111,7 +111,7 @@ fn call_runs_a_tool_and_reports_errors_in_one_line() {
     assert!(read.contains("first line") && !read.contains("second line"), "{read}");
 
     // Stored in one process, read back in another.
-    stdout(toolreg(dir.path()).args(["call", "store_set", r#"{"key": "plan", "value": [1, 2, 3]}"#]));
+    stdout(toolreg(dir.path()).args(["call", "store_set", r#"{"key": "plan", "value": "[1, 2, 3]"}"#]));
     let got: Value =
         serde_json::from_str(&stdout(toolreg(dir.path()).args(["call", "store_get", r#"{"key": "plan"}"#]))).unwrap();
     assert_eq!(got["value"], json!([1, 2, 3]), "{got}");
@@ -161,15 +161,14 @@ fn call_prints_blocks_as_summaries_and_out_saves_them() {
     assert_eq!(pdf, "[file: report.pdf, application/pdf, 189 bytes] saved to a/b/report.pdf\n");
     assert_eq!(std::fs::read(dir.path().join("a/b/report.pdf")).unwrap(), PDF);
 
-    // Text prints as it always did, and nothing is written.
+    // Text prints as the model reads it, and nothing is written.
     let text = stdout(toolreg(dir.path()).args(["call", "read_file", r#"{"path": "notes.txt"}"#, "--out", "txt"]));
-    let value: Value = serde_json::from_str(&text).unwrap();
-    assert_eq!(value["content"], "     1\tfirst line\n     2\tsecond line\n");
+    assert_eq!(text, "notes.txt: lines 1-2 of 2\n     1\tfirst line\n     2\tsecond line\n\n");
     assert!(!dir.path().join("txt").exists());
 
     // A tool output kept in the store comes back from store_get as its blocks.
     let pdf_block = json!({"type": "file", "data": "JVBERi0xLjQK", "mimeType": "application/pdf", "name": "r.pdf"});
-    let value = json!({"key": "kept", "value": {"$tool_output": {"content": [pdf_block]}}});
+    let value = json!({"key": "kept", "value": json!({"$tool_output": {"content": [pdf_block]}}).to_string()});
     stdout(toolreg(dir.path()).args(["call", "store_set", &value.to_string()]));
     let kept = stdout(toolreg(dir.path()).args(["call", "store_get", r#"{"key": "kept"}"#, "--out", "kept"]));
     assert_eq!(kept, "[file: r.pdf, application/pdf, 9 bytes] saved to kept/r.pdf\n");

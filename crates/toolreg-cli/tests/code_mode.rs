@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 const PROGRAM: &str = "const files = await tools.list_files({});\nconst texts = await Promise.all(files.files.map((path) \
                        => tools.read_file({path})));\nconsole.log('read', texts.length);\nreturn \
-                       texts.map((t) => t.size);";
+                       texts.map((t) => t.value.size);";
 
 #[test]
 fn serve_code_mode_lists_run_code_and_runs_a_program_over_the_built_ins() {

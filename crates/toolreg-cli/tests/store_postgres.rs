@@ -26,7 +26,7 @@ async fn a_value_set_on_one_host_is_read_on_another() {
     let url = pg::fresh_url(&base).await;
     let (one, two) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
 
-    let set = r#"{"key": "plan", "value": [1, 2, 3]}"#;
+    let set = r#"{"key": "plan", "value": "[1, 2, 3]"}"#;
     let written: Value =
         serde_json::from_str(&stdout(toolreg(one.path()).args(["--store", &url, "call", "store_set", set]))).unwrap();
     // The other host names the store by the environment variable.

@@ -99,8 +99,8 @@ pub struct ToolRegistration {
     /// type's cached schema, whose validator all its tools share.
     serde_checked: Option<Arc<CachedSchema>>,
     preview: Option<ApprovalPreview>,
-    /// The name the seed's `register_*_tool(name, ..)` gave, checked
-    /// against the declaration's when registered.
+    /// The name `register_*_tool(name, ..)` was given, checked against the
+    /// declaration's when registered.
     claimed_name: Option<String>,
 }
 
@@ -139,8 +139,8 @@ impl ToolRegistration {
     }
 
     /// Check, when registered, that the declaration's name is `name`
-    /// ([`RegistryError::NameMismatch`] otherwise): the seed's
-    /// `register_*_tool(name, ..)` form.
+    /// ([`RegistryError::NameMismatch`] otherwise): what
+    /// `register_*_tool(name, ..)` promises.
     fn claiming(mut self, name: impl Into<String>) -> Self {
         self.claimed_name = Some(name.into());
         self
@@ -442,6 +442,14 @@ impl FunctionRegistry {
             lowered: Arc::default(),
             preview,
         };
+        // The per-provider lint, when someone listens: what each provider
+        // would refuse of the tool declared strictly. The schemas it lowers
+        // stay in the entry for its declarations.
+        if tracing::enabled!(target: "toolreg::lint", tracing::Level::DEBUG) {
+            for finding in crate::provider::lint((&entry).into()) {
+                tracing::debug!(target: "toolreg::lint", tool = %name, provider = %finding.provider, reason = %finding.reason, "a provider would refuse this tool declared strictly");
+            }
+        }
         Ok((Arc::from(name), entry))
     }
 
@@ -536,6 +544,25 @@ impl FunctionRegistry {
     /// The names, in registration order.
     pub fn names(&self) -> impl ExactSizeIterator<Item = &str> + '_ {
         self.tools.keys().map(|k| &**k)
+    }
+
+    /// What each provider would refuse of the registered tools declared in
+    /// its strictest mode ([`provider::lint`](crate::provider::lint)), tool
+    /// by tool in registration order; empty when every provider takes
+    /// every tool as it is.
+    ///
+    /// ```
+    /// use toolreg::{FunctionRegistry, ParamType, ToolDeclaration, ToolRegistration};
+    /// use serde_json::Value;
+    ///
+    /// let decl = ToolDeclaration::builder("echo").param("text", ParamType::String, "Text").build();
+    /// let mut registry = FunctionRegistry::new();
+    /// registry.register(ToolRegistration::new(decl, |args: Value| Ok::<_, String>(args["text"].clone())))?;
+    /// assert!(registry.lint().is_empty());
+    /// # Ok::<(), toolreg::RegistryError>(())
+    /// ```
+    pub fn lint(&self) -> Vec<crate::provider::LintFinding> {
+        self.entries().flat_map(|entry| crate::provider::lint(entry.into())).collect()
     }
 
     /// All declarations, in registration order, shared with the registry

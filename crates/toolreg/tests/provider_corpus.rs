@@ -508,7 +508,11 @@ fn the_rule_checkers_reject_what_the_providers_reject() {
     assert!(count(check_gemini, &draw).iter().any(|e| e.contains("`oneOf`")));
     let numbers = canonical("numbers");
     assert!(count(check_anthropic_strict, &numbers).iter().any(|e| e.contains("`maximum`")));
-    assert!(count(check_openai_strict, &numbers).iter().any(|e| e.contains("format `uint8`")));
+    // Canonical schemas have standard formats only; a raw schema may not.
+    assert!(!count(check_openai_strict, &numbers).iter().any(|e| e.contains("format")));
+    let raw = json!({"type": "object", "properties": {"n": {"type": "integer", "format": "uint8"}},
+        "required": ["n"], "additionalProperties": false});
+    assert!(count(check_openai_strict, &raw).iter().any(|e| e.contains("format `uint8`")));
 }
 
 #[test]
@@ -678,4 +682,43 @@ fn a_ref_bomb_is_refused_not_expanded() {
     }
     let err = Gemini::new().declare(&[ToolRef::from(&decl)]).unwrap_err();
     assert!(matches!(err, ProviderError::UnsupportedSchema { .. }), "{err:?}");
+}
+
+/// A keyword a provider's subset lacks is lowered away, not the tool: a
+/// `NonZeroI8` argument (`{"not": {"const": 0}}`) is declared to Gemini and
+/// in both strict modes with the exclusion written into its description,
+/// and the registry's validation still refuses a zero.
+#[test]
+fn a_not_is_lowered_into_the_description_and_still_enforced() {
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    #[allow(dead_code)]
+    struct Step {
+        /// How far to move; never zero.
+        by: std::num::NonZeroI8,
+    }
+    let decl = ToolDeclaration::for_args::<Step>("step", "Move a step.");
+    assert_eq!(decl.input_schema["properties"]["by"]["not"], json!({"const": 0}));
+    let mut registry = toolreg::FunctionRegistry::new();
+    registry.register(toolreg::ToolRegistration::new(decl, |step: Step| Ok::<_, String>(step.by.get()))).unwrap();
+    let tools = ToolRef::list(registry.entries());
+
+    let declared = Gemini::new().declare(&tools).unwrap();
+    let by = &declared.tools[0]["functionDeclarations"][0]["parameters"]["properties"]["by"];
+    assert_eq!(by["type"], "INTEGER", "{by}");
+    assert!(by.get("not").is_none(), "{by}");
+    assert_eq!(by["description"], "How far to move; never zero.\n\n{not: 0}");
+    assert_eq!((by["minimum"].clone(), by["maximum"].clone()), (json!(-128), json!(127)));
+    assert_rules(check_gemini, &declared.tools[0]["functionDeclarations"][0]["parameters"], "step");
+    for strict in [
+        lower::openai_strict(&tools[0].declaration().input_schema),
+        lower::anthropic_strict(&tools[0].declaration().input_schema),
+    ] {
+        let strict = strict.unwrap();
+        assert!(strict["properties"]["by"].get("not").is_none(), "{strict}");
+    }
+    assert!(toolreg::provider::lint(tools[0]).is_empty());
+
+    let err = common::block_on(registry.execute("step", json!({"by": 0}))).unwrap_err();
+    assert!(matches!(err, toolreg::ToolError::InvalidArguments { .. }), "{err}");
+    assert_eq!(common::block_on(registry.execute("step", json!({"by": -3}))).unwrap().value, json!(-3));
 }

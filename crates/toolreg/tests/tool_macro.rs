@@ -107,7 +107,7 @@ fn block_on<F: std::future::Future>(f: F) -> F::Output {
 }
 
 #[test]
-fn generates_the_module_the_seed_names() {
+fn generates_the_tool_module() {
     assert_eq!(calculator_tool::NAME, "calculator");
     let decl: ToolDeclaration = calculator_tool::declaration();
     assert_eq!(decl.name, "calculator");
@@ -121,8 +121,8 @@ fn generates_the_module_the_seed_names() {
             "description": "Arguments of the calculator.",
             "properties": {
                 "op": {"type": "string", "enum": ["add", "sub", "mul", "div"], "description": "The operation."},
-                "a": {"type": "number", "format": "double", "description": "Left operand."},
-                "b": {"type": "number", "format": "double", "description": "Right operand."}
+                "a": {"type": "number", "description": "Left operand."},
+                "b": {"type": "number", "description": "Right operand."}
             },
             "required": ["op", "a", "b"]
         })
@@ -239,7 +239,7 @@ fn a_single_newtype_parameter_is_one_argument() {
         schema,
         json!({
             "type": "object",
-            "properties": {"id": {"type": "integer", "format": "uint64", "minimum": 0}},
+            "properties": {"id": {"type": "integer", "minimum": 0}},
             "required": ["id"]
         })
     );
@@ -445,9 +445,9 @@ fn a_user_type_called_args_means_the_user_type() {
     assert_eq!(block_on(registry.execute("count_named", json!({"args": {"n": 4}}))).unwrap().value, json!(4));
 }
 
-/// Seed 002's example, verbatim but for the body: the struct *is* the
-/// argument object, and the declaration is `schema_for!(CalculatorArgs)`.
-mod seed_002 {
+/// A lone struct parameter with no attribute: the struct *is* the argument
+/// object, and the declaration is `schema_for!(CalculatorArgs)`.
+mod lone_struct {
     use serde::{Deserialize, Serialize};
     use toolreg::tool;
 
@@ -485,8 +485,8 @@ mod seed_002 {
 }
 
 #[test]
-fn seed_002_a_lone_struct_is_the_whole_argument_object() {
-    use seed_002::*;
+fn a_lone_struct_is_the_whole_argument_object() {
+    use lone_struct::*;
     let declaration = calculator_tool::declaration();
     assert_eq!(declaration.input_schema, toolreg::schema::schema_for::<CalculatorArgs>());
     assert_eq!(declaration.input_schema["required"], json!(["operation", "a", "b"]));
@@ -707,4 +707,51 @@ async fn blocks_past_the_engine_limit_are_a_typed_error() {
     assert_eq!(result.outcome, Err(ToolError::ResultTooLarge { size: 13, limit: 4 }));
     let small = ToolEngine::builder(&registry).build();
     assert!(small.execute_call(ToolCall::new("c2", "chart_report", r#"{"points": 12}"#)).await.outcome.is_ok());
+}
+
+/// Integers of every width, a `NonZero` and a float, one argument each.
+#[tool(description = "Numbers of every width.", safety = "safe")]
+#[allow(clippy::too_many_arguments)]
+fn widths(
+    a: u64,
+    b: u8,
+    c: i32,
+    d: std::num::NonZeroI8,
+    e: std::num::NonZeroU32,
+    f: usize,
+    g: f64,
+    h: Option<u16>,
+) -> String {
+    format!("{a} {b} {c} {d} {e} {f} {g} {h:?}")
+}
+
+/// JSON Schema's own formats only: schemars' `uint64`, `int32`, `double`
+/// and the like become the type's range (`minimum: 0` for unsigned), and
+/// validation refuses what is out of range as before.
+#[test]
+fn number_arguments_have_standard_schemas_and_keep_their_ranges() {
+    let schema = widths_tool::declaration().input_schema;
+    assert!(!schema.to_string().contains("\"format\""), "{schema:#}");
+    let p = &schema["properties"];
+    assert_eq!(p["a"], json!({"type": "integer", "minimum": 0}));
+    assert_eq!(p["b"], json!({"type": "integer", "minimum": 0, "maximum": 255}));
+    assert_eq!(p["c"], json!({"type": "integer"}));
+    assert_eq!(p["d"], json!({"type": "integer", "minimum": -128, "maximum": 127, "not": {"const": 0}}));
+    assert_eq!(p["e"], json!({"type": "integer", "minimum": 1}));
+    assert_eq!(p["f"], json!({"type": "integer", "minimum": 0}));
+    assert_eq!(p["g"], json!({"type": "number"}));
+    assert_eq!(p["h"], json!({"type": ["integer", "null"], "minimum": 0, "maximum": 65535}));
+
+    let mut registry = FunctionRegistry::new();
+    register_tools!(registry, [widths_tool]).unwrap();
+    let ok = json!({"a": 1, "b": 2, "c": -3, "d": -4, "e": 5, "f": 6, "g": 0.5});
+    assert_eq!(block_on(registry.execute("widths", ok.clone())).unwrap().value, json!("1 2 -3 -4 5 6 0.5 None"));
+    for (field, bad) in
+        [("a", json!(-1)), ("b", json!(256)), ("c", json!(1u64 << 31)), ("d", json!(0)), ("e", json!(0))]
+    {
+        let mut args = ok.clone();
+        args[field] = bad.clone();
+        let err = block_on(registry.execute("widths", args)).unwrap_err();
+        assert!(matches!(err, ToolError::InvalidArguments { .. }), "{field} = {bad}: {err}");
+    }
 }

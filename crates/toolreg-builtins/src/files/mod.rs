@@ -293,8 +293,9 @@ pub struct ReadResult {
 /// What `read_file` read ([`FileTools::read_content`]): the numbered lines
 /// of a text file, or an image or PDF as one content block.
 ///
-/// As a tool result, text is the [`ReadResult`]'s JSON value, exactly as
-/// before images were read; a block is the result's one content block.
+/// As a tool result, text is [`ReadResult::into_output`]: a header line
+/// and the numbered lines as text, the rest as the structured value; a
+/// block is the result's one content block.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum ReadOutput {
@@ -308,9 +309,7 @@ pub enum ReadOutput {
 impl From<ReadOutput> for ToolOutput {
     fn from(read: ReadOutput) -> Self {
         match read {
-            // `ReadResult` holds only strings and integers, which JSON
-            // always represents.
-            ReadOutput::Text(text) => ToolOutput::new(serde_json::to_value(text).unwrap_or_default()),
+            ReadOutput::Text(text) => text.into_output(),
             ReadOutput::Media(block) => ToolOutput::from(block),
         }
     }

@@ -4,7 +4,8 @@ use std::io::{BufRead, BufReader, Read};
 
 use cap_std::fs::{File, FileType, Metadata, OpenOptions};
 
-use toolreg::exec::Content;
+use serde_json::Value;
+use toolreg::exec::{Content, ToolOutput};
 
 use super::path::{RelPath, display};
 use super::{FileError, FileTools, ReadArgs, ReadOutput, ReadResult};
@@ -205,6 +206,64 @@ impl FileTools {
         out.non_utf8_lines.truncate(LISTED_LINES);
         out.cut_lines.truncate(LISTED_LINES);
         Ok(out)
+    }
+}
+
+impl ReadResult {
+    /// The line a model reads above the numbered lines: the path, which
+    /// lines these are of how many, and where to read on when more follow.
+    ///
+    /// ```
+    /// use toolreg_builtins::files::{FileTools, ReadArgs};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let root = tempfile::tempdir()?;
+    /// std::fs::write(root.path().join("a.txt"), "one\ntwo\nthree\n")?;
+    /// let files = FileTools::open(root.path())?;
+    /// assert_eq!(files.read(&ReadArgs::new("a.txt"))?.header(), "a.txt: lines 1-3 of 3");
+    /// assert_eq!(
+    ///     files.read(&ReadArgs::new("a.txt").limit(2))?.header(),
+    ///     "a.txt: lines 1-2 of 3 (truncated; read on with offset 3)"
+    /// );
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn header(&self) -> String {
+        let of = match self.total_lines {
+            Some(total) => format!(" of {total}"),
+            None => String::new(),
+        };
+        let mut header = match (self.start_line, self.total_lines) {
+            (0, Some(0)) => format!("{}: empty file", self.path),
+            (0, Some(total)) => format!("{}: no lines there; the file has {total}", self.path),
+            (0, None) => format!("{}: no lines there", self.path),
+            (start, _) if start == self.end_line => format!("{}: line {start}{of}", self.path),
+            (start, _) => format!("{}: lines {start}-{}{of}", self.path, self.end_line),
+        };
+        if let Some(next) = self.next_offset {
+            header.push_str(&format!(" (truncated; read on with offset {next})"));
+        }
+        if !self.non_utf8_lines.is_empty() {
+            let lines: Vec<String> = self.non_utf8_lines.iter().map(usize::to_string).collect();
+            header.push_str(&format!("; not UTF-8, shown with U+FFFD: line {}", lines.join(", ")));
+        }
+        header
+    }
+
+    /// As a tool result: the [header](Self::header) and the numbered lines
+    /// as one text block, which is what a model reads; the rest of the
+    /// result, without the lines, as the structured value, for programs.
+    pub fn into_output(mut self) -> ToolOutput {
+        let lines = std::mem::take(&mut self.content);
+        let mut text = self.header();
+        text.push('\n');
+        text.push_str(&lines);
+        // `ReadResult` holds only strings and integers, which JSON always represents.
+        let mut value = serde_json::to_value(&self).unwrap_or_default();
+        if let Value::Object(fields) = &mut value {
+            fields.remove("content");
+        }
+        ToolOutput::from(Content::text(text)).with_value(value)
     }
 }
 

@@ -4,7 +4,7 @@
 //! diff they would apply.
 
 use serde_json::Value;
-use toolreg::exec::ToolOutput;
+use toolreg::exec::{Content, ToolOutput};
 use toolreg::{SafetyLevel, ToolRegistration, tools};
 
 use super::{
@@ -138,8 +138,44 @@ impl FileTools {
     /// `file:line:text` matches. Respects .gitignore; glob restricts which
     /// files are searched.
     #[tool(safety = "safe", category = "fs", scope = "core")]
-    async fn search_files(&self, #[args] args: SearchArgs) -> Result<SearchResult, FileError> {
-        self.blocking(Self::SEARCH_FILES_TOOL_NAME, args, Self::search).await
+    async fn search_files(&self, #[args] args: SearchArgs) -> Result<ToolOutput, FileError> {
+        self.blocking(Self::SEARCH_FILES_TOOL_NAME, args, Self::search).await.map(SearchResult::into_output)
+    }
+}
+
+impl SearchResult {
+    /// The text a model reads: a line saying how many matches were found in
+    /// how many files (and what was cut or skipped), then each match as
+    /// `file:line:text`, one per line.
+    pub fn text(&self) -> String {
+        let found = match self.matches.len() {
+            0 => "no matches".to_owned(),
+            1 => "1 match".to_owned(),
+            n => format!("{n} matches"),
+        };
+        let mut text = format!("{found} in {} files searched", self.files_searched);
+        if self.truncated {
+            text.push_str(" (truncated at the limit; narrow the search with path or glob)");
+        }
+        if self.files_skipped > 0 {
+            text.push_str(&format!("; {} files skipped as binary or too large", self.files_skipped));
+        }
+        if self.ignore_patterns_skipped > 0 {
+            text.push_str(&format!("; {} ignore patterns not applied", self.ignore_patterns_skipped));
+        }
+        for line in &self.matches {
+            text.push('\n');
+            text.push_str(line);
+        }
+        text
+    }
+
+    /// As a tool result: [`text`](Self::text) as the one text block a model
+    /// reads, the whole result as the structured value, for programs.
+    pub fn into_output(self) -> ToolOutput {
+        let text = self.text();
+        // `SearchResult` holds only strings, integers and booleans.
+        ToolOutput::from(Content::text(text)).with_value(serde_json::to_value(self).unwrap_or_default())
     }
 }
 

@@ -71,6 +71,7 @@ use nix::unistd::Pid;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncRead, AsyncReadExt};
+use toolreg::exec::ToolOutput;
 use toolreg::{CallContext, ToolArgs, ToolRegistration, tools};
 
 mod confine;
@@ -245,6 +246,60 @@ pub struct ShellResult {
     pub confinement: String,
 }
 
+impl ShellResult {
+    /// The text a model reads: how the command ended, then its standard
+    /// output and standard error as they were written, each under a
+    /// heading that says how much was cut from its middle.
+    ///
+    /// ```
+    /// use toolreg_builtins::shell::{ShellArgs, ShellOptions, ShellTool};
+    ///
+    /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+    /// let shell = ShellTool::new(ShellOptions::new("."))?;
+    /// let result = shell.run(&ShellArgs::new("echo hi"), std::future::pending()).await?;
+    /// assert!(result.text().starts_with("exit code 0"));
+    /// assert!(result.text().ends_with("--- stdout ---\nhi\n"));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn text(&self) -> String {
+        let mut text = match (self.exit_code, self.signal) {
+            (Some(code), _) => format!("exit code {code}"),
+            (None, Some(signal)) => format!("ended by signal {signal}"),
+            (None, None) => "ended".to_owned(),
+        };
+        text.push_str(&format!(" in {} ms", self.duration_ms));
+        if self.stdout.is_empty() && self.stderr.is_empty() {
+            text.push_str(", no output");
+        }
+        for (name, output, dropped) in
+            [("stdout", &self.stdout, self.stdout_dropped_bytes), ("stderr", &self.stderr, self.stderr_dropped_bytes)]
+        {
+            if output.is_empty() && dropped == 0 {
+                continue;
+            }
+            if !text.ends_with('\n') {
+                text.push('\n');
+            }
+            text.push_str(&format!("--- {name} "));
+            if dropped > 0 {
+                text.push_str(&format!("({dropped} bytes cut from the middle) "));
+            }
+            text.push_str("---\n");
+            text.push_str(output);
+        }
+        text
+    }
+
+    /// As a tool result: [`text`](Self::text) as the one text block a model
+    /// reads, the whole result as the structured value, for programs.
+    pub fn into_output(self) -> ToolOutput {
+        let text = self.text();
+        // `ShellResult` holds only strings, integers and booleans.
+        ToolOutput::from(toolreg::exec::Content::text(text)).with_value(serde_json::to_value(self).unwrap_or_default())
+    }
+}
+
 /// Why `shell` did not return a [`ShellResult`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -396,8 +451,8 @@ impl ShellTool {
     /// is closed; long output is cut in the middle. Returns the exit code (or
     /// signal) and the output.
     #[tool(safety = "dangerous", category = "shell", scope = "core")]
-    async fn shell(&self, #[context] cx: &CallContext, #[args] args: ShellArgs) -> Result<ShellResult, ShellError> {
-        self.run(&args, cx.cancelled()).await
+    async fn shell(&self, #[context] cx: &CallContext, #[args] args: ShellArgs) -> Result<ToolOutput, ShellError> {
+        self.run(&args, cx.cancelled()).await.map(ShellResult::into_output)
     }
 }
 
@@ -591,4 +646,39 @@ async fn drain(task: tokio::task::JoinHandle<()>, capture: Capture) -> (String, 
     }
     text.push_str(&String::from_utf8_lossy(captured.tail.make_contiguous()));
     (text, dropped)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(stdout: &str, stderr: &str) -> ShellResult {
+        ShellResult {
+            exit_code: Some(0),
+            signal: None,
+            stdout: stdout.into(),
+            stdout_dropped_bytes: 0,
+            stderr: stderr.into(),
+            stderr_dropped_bytes: 0,
+            duration_ms: 7,
+            confined: true,
+            isolated: true,
+            confinement: "namespaces and Landlock".into(),
+        }
+    }
+
+    /// What a model reads of a command: how it ended, then each stream as
+    /// written (quotes, tabs and newlines as they are, not JSON escapes);
+    /// programs keep the whole result as the structured value.
+    #[test]
+    fn a_model_reads_the_output_as_text_and_programs_the_result() {
+        let out = result("a \"quoted\"\n\tline\n", "warning\n").into_output();
+        assert_eq!(out.text(), "exit code 0 in 7 ms\n--- stdout ---\na \"quoted\"\n\tline\n--- stderr ---\nwarning\n");
+        let value = out.structured().unwrap();
+        assert_eq!((value["stdout"].as_str(), value["exit_code"].as_i64()), (Some("a \"quoted\"\n\tline\n"), Some(0)));
+        assert_eq!(result("", "").text(), "exit code 0 in 7 ms, no output");
+        let mut cut = result("head…tail", "");
+        (cut.exit_code, cut.signal, cut.stdout_dropped_bytes) = (None, Some(9), 1000);
+        assert_eq!(cut.text(), "ended by signal 9 in 7 ms\n--- stdout (1000 bytes cut from the middle) ---\nhead…tail");
+    }
 }

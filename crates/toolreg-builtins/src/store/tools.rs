@@ -19,13 +19,27 @@ pub const TOOL_NAMES: &[&str] = Namespace::TOOL_NAMES;
 const DEFAULT_LIST_LIMIT: u64 = 100;
 
 /// Arguments of `store_set`.
+///
+/// The value is JSON text, not a JSON value of any type: a schema that
+/// takes "any value" is one no provider's strict mode accepts (a host
+/// sending tools with `strict: true` would be refused), while a string is
+/// one every provider takes.
 #[derive(Debug, Deserialize, JsonSchema, ToolArgs)]
 #[serde(deny_unknown_fields)]
 struct SetArgs {
     /// The key: 1 to 256 characters from A-Z, a-z, 0-9 and _ - . / : (use `/` to group keys).
     key: String,
-    /// Any JSON value.
-    value: Value,
+    /// The value as JSON text, such as `{"todo": ["a", "b"]}`, `[1, 2]` or `3`; text that is not JSON is stored as a string.
+    value: String,
+}
+
+/// The value `store_set` stores for its text: the JSON the text holds, or
+/// the text itself as a string when it is not JSON.
+fn stored_value(text: String) -> Value {
+    match serde_json::from_str(&text) {
+        Ok(value) => value,
+        Err(_) => Value::String(text),
+    }
 }
 
 /// What `store_set` returns: the handle of the new version and its size.
@@ -100,12 +114,12 @@ impl Namespace {
 
 #[tools]
 impl Namespace {
-    /// Store a JSON value under a key, outside your context. Every call makes
-    /// a new version and returns its handle {key, version}; pass the handle
-    /// instead of the value to whoever needs it.
+    /// Store a JSON value, given as JSON text, under a key, outside your
+    /// context. Every call makes a new version and returns its handle {key,
+    /// version}; pass the handle instead of the value to whoever needs it.
     #[tool(safety = "cautious", category = "store", scope = "core", exclusive = "key")]
     async fn store_set(&self, #[args] args: SetArgs) -> Result<SetOutcome, StoreError> {
-        let (handle, size) = self.set_sized(&args.key, &args.value).await?;
+        let (handle, size) = self.set_sized(&args.key, &stored_value(args.value)).await?;
         Ok(SetOutcome { key: handle.key, version: handle.version, size })
     }
 

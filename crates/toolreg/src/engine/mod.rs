@@ -433,8 +433,8 @@ impl ToolEngine {
 /// your own code asks it to), no hooks, no audit sinks. Calls from a model
 /// should go through a [`ToolEngine`].
 impl FunctionRegistry {
-    /// Run a tool by name on parsed arguments: the seed's convenience for
-    /// your own code. A model's calls (with ids, argument text, cancellation)
+    /// Run a tool by name on parsed arguments: a convenience for your own
+    /// code. A model's calls (with ids, argument text, cancellation)
     /// go through [`ToolExecutor::execute_call`].
     pub async fn execute(&self, name: &str, args: Value) -> Result<ToolOutput, ToolError> {
         pipeline::run(Pipeline::of_registry(self), ToolCall::new("", name, args), Control::default()).await.outcome

@@ -47,6 +47,10 @@
 //! [`ToolDeclaration`](crate::ToolDeclaration) is lowered each time it is
 //! rendered.
 //!
+//! [`lint`] says, for one tool, what each provider would refuse of it
+//! declared in its strictest mode; the registry runs it on every tool it
+//! registers.
+//!
 //! A tool a provider cannot take (a name it refuses, a schema it cannot
 //! express, one tool too many) is reported as [`ToolStatus::Refused`] with
 //! why: [`declare`](WireFormat::declare) then fails with that error, and
@@ -124,6 +128,7 @@ pub mod bedrock;
 mod choice;
 pub mod gemini;
 pub mod hosted;
+mod lint;
 pub mod lower;
 pub mod mcp;
 pub mod mistral;
@@ -135,6 +140,7 @@ pub mod openai_responses;
 
 pub use choice::ToolChoice;
 pub use hosted::{Caller, CodeExecution, HostedTurn};
+pub use lint::{LintFinding, lint};
 pub(crate) use lower::Dialect;
 pub use lower::LoweringError;
 pub use names::{NameRule, NameStyle};

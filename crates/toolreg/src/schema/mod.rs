@@ -5,6 +5,11 @@
 //! (schemars puts the Rust type name there), and every `$ref` inlined except
 //! those that make a recursive type, which keep their `$defs`.
 //!
+//! Formats are JSON Schema's own: the number formats schemars writes
+//! (`uint64`, `int32`, `double`, …) are dropped, an unsigned integer has
+//! `minimum: 0`, and argument validation still enforces each Rust type's
+//! range.
+//!
 //! Inlining is bounded: a schema that would grow past [`MAX_SCHEMA_NODES`]
 //! nodes or [`MAX_SCHEMA_DEPTH`] levels once its references are inlined (a
 //! "`$ref` bomb", where each definition refers twice to the next) is left
@@ -26,15 +31,18 @@ pub use inline::clean;
 pub(crate) use serde_check::serde_accepts_more_than;
 
 // One job per file: `inline` (cleaning: inlining local `$ref`s), `bounds`
-// (how big a schema would grow once inlined) and `serde_check` (what serde
-// accepts that the schema refuses); generation and the per-type cache here.
+// (how big a schema would grow once inlined), `formats` (standard formats
+// only) and `serde_check` (what serde accepts that the schema refuses);
+// generation and the per-type cache here.
 mod bounds;
+mod formats;
 mod inline;
 mod serde_check;
 #[cfg(test)]
 mod tests;
 
-/// The JSON Schema of `T`, generated with schemars and [`clean`]ed.
+/// The JSON Schema of `T`, generated with schemars and [`clean`]ed, with
+/// standard formats only (an unsigned integer has `minimum: 0`).
 ///
 /// ```
 /// #[derive(schemars::JsonSchema)]
@@ -47,8 +55,17 @@ mod tests;
 /// assert_eq!(schema["properties"]["city"]["description"], "The city to look up.");
 /// assert_eq!(schema["required"], serde_json::json!(["city"]));
 /// assert!(schema.get("title").is_none() && schema.get("$schema").is_none());
+/// // `u8` is an integer from 0 to 255, without schemars' `"format": "uint8"`.
+/// assert_eq!(schema["properties"]["days"], serde_json::json!({"type": ["integer", "null"], "minimum": 0, "maximum": 255}));
 /// ```
 pub fn schema_for<T: JsonSchema + ?Sized>() -> Value {
+    let mut value = generate::<T>();
+    formats::standardise(&mut value);
+    value
+}
+
+/// `T`'s schema as schemars writes it (its own formats kept), [`clean`]ed.
+fn generate<T: JsonSchema + ?Sized>() -> Value {
     let generator = SchemaSettings::draft2020_12()
         .with(|s| {
             s.inline_subschemas = true;
@@ -71,8 +88,12 @@ pub(crate) fn cached_schema<T: JsonSchema + ?Sized + 'static>() -> Arc<CachedSch
     if let Some(found) = CACHE.read().unwrap_or_else(PoisonError::into_inner).get(&id) {
         return Arc::clone(found);
     }
-    let schema = schema_for::<T>();
+    // Whether serde checks everything the schema does is read from the
+    // formats schemars writes (they say which bounds are the Rust type's);
+    // the schema keeps standard formats only.
+    let mut schema = generate::<T>();
     let serde_accepts_more = serde_accepts_more_than(&schema);
+    formats::standardise(&mut schema);
     // What `ToolDeclaration::new` makes of it (a second clean inlines one
     // more level of a recursive type), so declarations stay as they were.
     let mut declared = schema.clone();

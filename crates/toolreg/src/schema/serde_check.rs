@@ -102,24 +102,8 @@ fn is_external_variant(branch: &Value) -> bool {
     }
 }
 
-/// schemars writes `minimum`/`maximum` for Rust integer types, whose bounds
-/// serde enforces itself.
+/// schemars writes `minimum`/`maximum` for Rust integer types, whose range
+/// serde enforces itself; a tighter bound is a constraint.
 fn is_rust_integer_format(map: &Map<String, Value>) -> bool {
-    matches!(
-        map.get("format").and_then(Value::as_str),
-        Some(
-            "uint8"
-                | "uint16"
-                | "uint32"
-                | "uint64"
-                | "uint128"
-                | "uint"
-                | "int8"
-                | "int16"
-                | "int32"
-                | "int64"
-                | "int128"
-                | "int"
-        )
-    )
+    super::formats::has_type_bounds_only(map)
 }

@@ -7,7 +7,8 @@
 //!   with every property required, optional ones made nullable; `oneOf`
 //!   becomes `anyOf`, `const` a one-value `enum`; keywords strict mode does not
 //!   take are removed and, where they carry meaning, written into the
-//!   description; OpenAI's size limits are checked. Free-form objects and
+//!   description (`not` too: `{not: 0}`), still enforced by argument
+//!   validation; OpenAI's size limits are checked. Free-form objects and
 //!   "any value" schemas cannot be strict.
 //! - [`anthropic_strict`]: Anthropic's strict subset, shaped as the
 //!   `anthropic` SDK's own `transform_schema` shapes it (so the result is a
@@ -214,7 +215,10 @@ impl Dialect {
             "type" | "description" | "title" | "enum" | "anyOf" | "properties" | "required" | "items" => Keep::Yes,
             "$schema" | "$id" | "$comment" | "deprecated" | "readOnly" | "writeOnly" | "$anchor" => Keep::Drop,
             "additionalProperties" => Keep::Yes,
-            "not" | "if" | "then" | "else" | "dependentRequired" | "dependentSchemas" | "patternProperties"
+            // What a value must not be (a `NonZeroI8`'s `{"not": {"const": 0}}`):
+            // no provider subset takes it, validation still enforces it.
+            "not" => Keep::Describe,
+            "if" | "then" | "else" | "dependentRequired" | "dependentSchemas" | "patternProperties"
             | "propertyNames" | "contains" | "$dynamicRef" => Keep::Refuse,
             "unevaluatedProperties" | "unevaluatedItems" if value == false => Keep::Drop,
             "unevaluatedProperties" | "unevaluatedItems" => Keep::Refuse,

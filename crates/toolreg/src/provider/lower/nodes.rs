@@ -151,6 +151,19 @@ pub(super) fn describe(obj: &mut Map<String, Value>, notes: &[(String, Value)]) 
     obj.insert("description".into(), Value::String(text));
 }
 
+/// What a `not` says in a description: the value it excludes (`{"not":
+/// {"const": 0}}` reads `not: 0`), the values (`not: [1,2]`), or else the
+/// schema a value must not match.
+pub(super) fn not_note(not: Value) -> Value {
+    match not {
+        Value::Object(mut only) if only.len() == 1 => match only.remove("const").or_else(|| only.remove("enum")) {
+            Some(excluded) => excluded,
+            None => Value::Object(only),
+        },
+        other => other,
+    }
+}
+
 /// Make a (lowered, strict) property schema accept `null` too.
 pub(super) fn make_nullable(prop: &mut Value) {
     let Value::Object(obj) = prop else { return };

@@ -12,9 +12,15 @@ use serde_json::{Map, Value};
 
 use super::nodes::{
     allows_null, describe, gemini_enum, gemini_param_name, is_null_schema, is_primitive, keyword_applies,
-    make_nullable, merge_under, one_of_to_any_of, strip_null_enum, tuple_to_items,
+    make_nullable, merge_under, not_note, one_of_to_any_of, strip_null_enum, tuple_to_items,
 };
 use super::{Dialect, Keep, LoweringError, unsupported};
+
+/// Why a schema that accepts any value cannot be lowered for strict mode.
+const ANY_VALUE: &str = "a schema that accepts any value cannot be strict; give it a type";
+
+/// Keywords that say what a value is, one of which a strict schema needs.
+const UNTYPED_OK: &[&str] = &["type", "anyOf", "allOf", "enum", "const", "$ref"];
 
 /// The lowering transform for one dialect. Records the first error and
 /// stops there.
@@ -33,9 +39,7 @@ impl Transform for Lower {
         if let Some(b) = schema.as_bool() {
             match (b, self.dialect) {
                 (true, Dialect::Gemini) => *schema = Schema::default(),
-                (true, _) => {
-                    self.fail("a schema that accepts any value cannot be strict; give it a type");
-                }
+                (true, _) => self.fail(ANY_VALUE),
                 (false, _) => self.fail("a schema that accepts no value (`false`) cannot be sent"),
             }
             return;
@@ -182,6 +186,7 @@ impl Lower {
                 }
                 Keep::Describe => {
                     if let Some(v) = obj.remove(&key) {
+                        let v = if key == "not" { not_note(v) } else { v };
                         notes.push((key, v));
                     }
                 }
@@ -224,6 +229,12 @@ impl Lower {
             return Err(format!(
                 "parameter name `{bad}` is not allowed; Gemini takes `^[A-Za-z_][A-Za-z0-9_]{{0,63}}$`"
             ));
+        }
+        // A schema with nothing that says what a value is (`{"description":
+        // ..}`, what schemars writes for a documented `serde_json::Value`)
+        // accepts anything, as `true` does: strict mode refuses it.
+        if dialect != Dialect::Gemini && !UNTYPED_OK.iter().any(|k| obj.contains_key(*k)) {
+            return Err(ANY_VALUE.into());
         }
         Ok(())
     }

@@ -1,5 +1,5 @@
-// Seed 002's example as it is written there: a lone struct parameter, no
-// attribute, no `ToolArgs`; the struct is the whole argument object.
+// A lone struct parameter, no attribute, no `ToolArgs`: the struct is the
+// whole argument object.
 use serde::{Deserialize, Serialize};
 use toolreg::tool;
 
