@@ -56,7 +56,7 @@ async def exercise(label, make_client, root, dangerous_allowed):
         check(write.annotations and write.annotations.destructive_hint is True, f"{label}: write_file destructiveHint",
               write.annotations)
 
-        stored = await client.call_tool("store_set", {"key": key, "value": {"steps": [1, 2, 3]}})
+        stored = await client.call_tool("store_set", {"key": key, "value": json.dumps({"steps": [1, 2, 3]})})
         check(not stored.is_error, f"{label}: store_set", text_of(stored))
         got = await client.call_tool("store_get", {"key": key})
         check(not got.is_error and json.loads(text_of(got))["value"] == {"steps": [1, 2, 3]}, f"{label}: store_get round trip",

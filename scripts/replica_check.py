@@ -124,7 +124,7 @@ async def load(url, n, concurrency, prefix, during=None):
                         # Failed unless answered: the client's connection
                         # may break under it when a replica dies.
                         results[i] = (False, 0.0, "the connection broke during the call")
-                        results[i] = await call(client, "store_set", {"key": f"{prefix}/{i}", "value": i})
+                        results[i] = await call(client, "store_set", {"key": f"{prefix}/{i}", "value": str(i)})
             except Exception:  # the client itself broke: a new one goes on
                 await anyio.sleep(0.05)
 
@@ -177,7 +177,7 @@ async def main():
 
         # Written through one replica, read through each of the others.
         async with Client(replicas[0].url) as client:
-            written = await call(client, "store_set", {"key": "shared", "value": {"from": "replica1"}})
+            written = await call(client, "store_set", {"key": "shared", "value": json.dumps({"from": "replica1"})})
         check(written[0], "a value written through replica 1", written[2])
         for replica in replicas[1:]:
             async with Client(replica.url) as client:
