@@ -268,7 +268,7 @@ fn host_state_is_kept_outside_the_root_owner_only() {
     lines.next().unwrap().unwrap();
     send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
     send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "store_set",
-        "arguments": {"key": "k", "value": 1}}}));
+        "arguments": {"key": "k", "value": "1"}}}));
     let stored: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
     assert_eq!(stored["result"]["isError"], false, "{stored}");
     send(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "read_file",
@@ -327,7 +327,7 @@ fn an_earlier_root_state_directory_is_refused_until_moved_or_named() {
     stdout(toolreg(dir.path()).arg("--state-dir").arg(&kept).args([
         "call",
         "store_set",
-        r#"{"key": "k", "value": 1}"#,
+        r#"{"key": "k", "value": "1"}"#,
     ]));
     assert!(kept.join("store.db").exists());
     assert_eq!(std::fs::read_to_string(kept.join("key")).unwrap(), key);

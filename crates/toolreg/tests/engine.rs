@@ -378,7 +378,7 @@ async fn the_stack_runs_in_design_order() {
         .build();
     let result = engine.execute_call(ToolCall::new("c1", "rm", r#"{"path": "/tmp/x"}"#)).await;
     assert!(!result.is_error(), "{:?}", result.outcome);
-    let validated = r#"{"n":1,"path":"/tmp/x"}"#;
+    let validated = r#"{"path":"/tmp/x","n":1}"#; // defaults filled after what the model sent
     assert_eq!(
         *log.lock().unwrap(),
         [

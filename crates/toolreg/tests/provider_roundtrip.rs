@@ -294,7 +294,8 @@ fn prompt_lists_every_function() {
     assert_eq!(lines[7], "- ping(): Check the service is up.");
     assert_eq!(
         lines[8],
-        "- normalize_scores(precision: integer? - Decimal places, scale: number? - Upper bound, scores: array): \
+        // Parameters in the order they were declared.
+        "- normalize_scores(scores: array, precision: integer? - Decimal places, scale: number? - Upper bound): \
          Normalize an array of scores to 0-1 range"
     );
     assert_eq!(lines[9], "- get_time()");

@@ -265,7 +265,7 @@ impl Agent {
                     request.tools = catalog::offered(&inner.deferral, offered, &state.loaded);
                 }
             }
-            let waiting: Vec<PendingApproval> = deferred.take_pending();
+            let waiting: Vec<PendingApproval> = deferred.take_pending(&results);
             // Calls stopped part-way (a program waiting at one of its own
             // calls) answer on resume, like the calls that wait themselves.
             let checkpoints = deferred.take_checkpoints();

@@ -236,7 +236,7 @@ impl Agent {
             let results = engine.execute_batch_with(approved_calls, options).await;
             // A call stopped part-way may stop again, at a later call of its
             // own: the run is suspended again, with what it saved.
-            let waiting = deferred.take_pending();
+            let waiting = deferred.take_pending(&results);
             let checkpoints = deferred.take_checkpoints();
             for result in &results {
                 if checkpoints.contains_key(&result.id) || waiting.iter().any(|p| p.call_id == result.id) {
@@ -412,8 +412,23 @@ type RecordedDecision = Result<(String, String), String>;
 
 impl Deferred {
     /// The calls that wait for the host.
-    pub(super) fn take_pending(&self) -> Vec<PendingApproval> {
-        std::mem::take(&mut *self.pending.lock().unwrap_or_else(PoisonError::into_inner))
+    pub(super) fn take_pending(&self, results: &[ToolResult]) -> Vec<PendingApproval> {
+        let mut pending = std::mem::take(&mut *self.pending.lock().unwrap_or_else(PoisonError::into_inner));
+        // Approvers are asked concurrently, so they push in no set order;
+        // whoever decides reads the calls in the order the model made them
+        // (a program's calls, `c1/2`, after their `run_code` call `c1`).
+        let position = |id: &str| {
+            let call = id.split('/').next().unwrap_or(id);
+            results.iter().position(|result| result.id == call).unwrap_or(usize::MAX)
+        };
+        pending.sort_by(|a, b| {
+            (position(&a.call_id), a.call_id.len(), &a.call_id).cmp(&(
+                position(&b.call_id),
+                b.call_id.len(),
+                &b.call_id,
+            ))
+        });
+        pending
     }
 
     /// What the calls stopped part-way saved.
