@@ -4,7 +4,6 @@ use std::io::{BufRead, BufReader, Read};
 
 use cap_std::fs::{File, FileType, Metadata, OpenOptions};
 
-use serde_json::Value;
 use toolreg::exec::{Content, ToolOutput};
 
 use super::path::{RelPath, display};
@@ -251,18 +250,16 @@ impl ReadResult {
     }
 
     /// As a tool result: the [header](Self::header) and the numbered lines
-    /// as one text block, which is what a model reads; the rest of the
-    /// result, without the lines, as the structured value, for programs.
-    pub fn into_output(mut self) -> ToolOutput {
-        let lines = std::mem::take(&mut self.content);
+    /// as one text block, which is what most hosts hand their model; and the
+    /// whole result, lines included, as the structured value — for programs,
+    /// and for the hosts (Claude Code, codex) that hand their model the
+    /// structured value instead of the text whenever there is one.
+    pub fn into_output(self) -> ToolOutput {
         let mut text = self.header();
         text.push('\n');
-        text.push_str(&lines);
+        text.push_str(&self.content);
         // `ReadResult` holds only strings and integers, which JSON always represents.
-        let mut value = serde_json::to_value(&self).unwrap_or_default();
-        if let Value::Object(fields) = &mut value {
-            fields.remove("content");
-        }
+        let value = serde_json::to_value(&self).unwrap_or_default();
         ToolOutput::from(Content::text(text)).with_value(value)
     }
 }
