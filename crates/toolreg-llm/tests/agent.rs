@@ -1204,10 +1204,14 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for SpanNames {
 async fn a_resumed_run_is_traced_as_an_agent_run() {
     use tracing_subscriber::layer::SubscriberExt;
     let names = Arc::new(Mutex::new(Vec::new()));
+    // With a single live dispatcher, tracing takes a new callsite's interest
+    // from the default of whichever thread reaches it first: another test's
+    // thread would cache "no one listens". A second live dispatcher makes it
+    // ask every live one, this test's among them.
+    let _second = tracing::Dispatch::new(tracing_subscriber::registry());
     let _default = tracing::subscriber::set_default(tracing_subscriber::registry().with(SpanNames(names.clone())));
-    // Another test of this binary, on another thread, may have registered
-    // the span's callsite while this subscriber was being set, caching "no
-    // one listens": ask every callsite again.
+    // The span's callsite may have been registered before this subscriber
+    // was set: ask every callsite again.
     tracing::callsite::rebuild_interest_cache();
     let model = ScriptedClient::new().then_call("t1", "wipe", json!({"path": "/x"})).then_text("done");
     let agent = Agent::builder(model, "m", engine(&registry())).build();
