@@ -590,8 +590,11 @@ fn harden(limits: &Limits) {
         use nix::sys::resource::{Resource, setrlimit};
         let address_space = u64::try_from(limits.memory_bytes).unwrap_or(u64::MAX).saturating_add(1 << 30);
         let _ = setrlimit(Resource::RLIMIT_AS, address_space, address_space);
+        // The soft limit's SIGXCPU ends the worker as a timeout; were the
+        // hard limit the same, the kernel would send SIGKILL instead, which
+        // the host cannot tell from any other death.
         let cpu = limits.time.as_secs().saturating_add(2);
-        let _ = setrlimit(Resource::RLIMIT_CPU, cpu, cpu);
+        let _ = setrlimit(Resource::RLIMIT_CPU, cpu, cpu.saturating_add(1));
         let _ = setrlimit(Resource::RLIMIT_NOFILE, 3, 3);
         let _ = setrlimit(Resource::RLIMIT_NPROC, 0, 0);
     }
