@@ -369,8 +369,8 @@ async def main():
                 check(names == ["run_code", "search_tools", "call_tool"], "code mode: run_code, search_tools, call_tool", names)
                 program = (
                     "const read = await tools.read_file({path: 'hello.txt'});\n"
-                    f"let wrote = 'yes';\ntry {{ await tools.write_file({{path: '{name}', content: read.content}}); }} "
-                    "catch (e) { wrote = e.kind; }\nreturn {lines: read.total_lines, wrote};"
+                    f"let wrote = 'yes';\ntry {{ await tools.write_file({{path: '{name}', content: read.value.content}}); }} "
+                    "catch (e) { wrote = e.kind; }\nreturn {lines: read.value.total_lines, wrote};"
                 )
                 ran = await client.call_tool("run_code", {"code": program})
                 result = (ran.structured_content or {}).get("result", {})
