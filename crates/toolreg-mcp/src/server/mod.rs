@@ -529,11 +529,6 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListPromptsResult, ErrorData> {
-        // Prompts are served only as declared (`get_info`): with no imported
-        // server offering any, the method is not there.
-        if !self.remotes().iter().any(crate::client::RemoteServer::offers_prompts) {
-            return Err(ErrorData::method_not_found::<rmcp::model::ListPromptsRequestMethod>());
-        }
         let list = self.gateway_prompts().await;
         Ok(if wants_cache_hints(&context) { list.with_ttl_ms(0).with_cache_scope(CacheScope::Private) } else { list })
     }
