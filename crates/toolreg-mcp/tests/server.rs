@@ -783,6 +783,8 @@ async fn only_what_is_served_is_declared() {
     let answer = raw.initialize(json!({})).await;
     let capabilities = &answer["result"]["capabilities"];
     assert!(capabilities["tools"].is_object(), "{capabilities}");
-    assert!(capabilities.get("prompts").is_none(), "{capabilities}");
+    // Prompts are answered (an empty list) and so declared; resources only
+    // when an import offers them.
+    assert!(capabilities["prompts"].is_object(), "{capabilities}");
     assert!(capabilities.get("resources").is_none(), "{capabilities}");
 }

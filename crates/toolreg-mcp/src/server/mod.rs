@@ -436,9 +436,12 @@ impl ServerHandler for McpServer {
             resources.subscribe = remotes.iter().any(crate::client::RemoteServer::offers_subscriptions).then_some(true);
             capabilities.resources = Some(resources);
         }
-        if remotes.iter().any(crate::client::RemoteServer::offers_prompts) {
-            capabilities.prompts = Some(rmcp::model::PromptsCapability::default());
-        }
+        // Prompts stay declared: the server answers `prompts/list` (empty
+        // when no import offers any), and a server that answers it must
+        // declare it (the 2026-07-28 conformance suite checks this); an
+        // imported 2026-07-28 server's capabilities are not known at
+        // `initialize`, so refusing the method would hide its prompts.
+        capabilities.prompts = Some(rmcp::model::PromptsCapability::default());
         let options = &self.shared.options;
         let mut config = ServerConfig::new(capabilities)
             .with_server_info(Implementation::new(options.name.clone(), options.version.clone()));
