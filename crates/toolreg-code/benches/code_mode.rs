@@ -215,7 +215,7 @@ type Intrinsics = (
     rquickjs::context::intrinsic::Promise,
 );
 
-const PRELUDE: &str = include_str!("../src/prelude.js");
+const PRELUDE: &str = include_str!("../src/worker/prelude.js");
 
 fn startup_parts(c: &mut Criterion) {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();

@@ -16,23 +16,25 @@
 //! there is no file, socket, process or environment to reach.
 
 use std::cell::RefCell;
-use std::io::{self, BufRead, Read, Write};
+use std::io::{self, BufRead, Write};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use rquickjs::context::intrinsic;
 use rquickjs::{Array, CatchResultExt, Context, Ctx, Exception, Function, Promise, Runtime};
-use serde::Deserialize;
 use serde_json::Value;
-use serde_json::value::RawValue;
 
 mod data;
 mod exception;
+mod harden;
+mod link;
 
 use crate::protocol::{FromWorker, ProgramCall, ToWorker};
 use crate::{CodeError, Limits};
 use data::{Natives, Refused};
 use exception::{PROGRAM_FILE, classify, named};
+use harden::harden;
+use link::{Link, Settled, fit, read_message, write_message};
 
 const PRELUDE: &str = include_str!("prelude.js");
 
@@ -81,134 +83,6 @@ fn serve_on(input: &mut impl BufRead, output: &mut impl Write) -> io::Result<()>
 /// message as a broken worker. A result too large becomes a
 /// [`CodeError::BadResult`]; an error's text is cut in the middle; the
 /// output is dropped only if it still does not fit.
-fn fit(answer: FromWorker, limit: usize) -> FromWorker {
-    let size = |m: &FromWorker| serde_json::to_vec(m).map_or(usize::MAX, |v| v.len());
-    let bytes = size(&answer);
-    if bytes <= limit {
-        return answer;
-    }
-    let (error, output) = match answer {
-        FromWorker::Done { output, .. } => {
-            let message = format!(
-                "with what it printed it is {bytes} bytes, more than the limit of {limit} for one message: return \
-                 less (or print less)"
-            );
-            (CodeError::BadResult { message }, output)
-        }
-        FromWorker::Failed { error, output } => (shorten(error), output),
-        calls @ FromWorker::Calls { .. } => return calls,
-    };
-    let failed = FromWorker::Failed { error: error.clone(), output };
-    if size(&failed) <= limit {
-        return failed;
-    }
-    FromWorker::Failed { error, output: String::new() }
-}
-
-/// How much of an error's text is kept when the whole would not fit in
-/// a message (a program can throw a string of megabytes).
-const ERROR_CHARS: usize = 4096;
-
-fn shorten(error: CodeError) -> CodeError {
-    let cut = |message: String| toolreg::engine::truncate_middle(&message, ERROR_CHARS).into_owned();
-    match error {
-        CodeError::Exception { message } => CodeError::Exception { message: cut(message) },
-        CodeError::Syntax { message } => CodeError::Syntax { message: cut(message) },
-        CodeError::BadResult { message } => CodeError::BadResult { message: cut(message) },
-        CodeError::Sandbox { message } => CodeError::Sandbox { message: cut(message) },
-        other => other,
-    }
-}
-
-/// The worker's end of the conversation.
-struct Link<'a, R, W> {
-    input: &'a mut R,
-    output: &'a mut W,
-    limit: usize,
-}
-
-impl<R: BufRead, W: Write> Link<'_, R, W> {
-    /// Send the program's calls; wait for their results.
-    /// `printed` is what the program printed since the last exchange.
-    fn exchange(&mut self, calls: Vec<ProgramCall>, printed: String) -> io::Result<Vec<Settled>> {
-        write_message(self.output, &FromWorker::Calls { calls, printed })?;
-        let line = read_line(self.input, self.limit)?;
-        let answers: Answers<'_> =
-            serde_json::from_slice(&line).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
-        if answers.kind != "results" {
-            return Err(io::Error::new(io::ErrorKind::InvalidData, "expected results"));
-        }
-        Ok(answers.results.into_iter().map(Settled::from).collect())
-    }
-}
-
-/// A `results` message (see `protocol`) as the worker reads it: each value
-/// left as its JSON text, for the program's own `JSON.parse`. Parsing them
-/// into `Value`s here would stop at serde_json's nesting limit (128
-/// levels) and fail the whole program over one deep result; the
-/// interpreter's parser is bounded by its stack instead, and a result too
-/// deep for it fails only its own call (see `settle` in the prelude).
-#[derive(Deserialize)]
-struct Answers<'a> {
-    #[serde(rename = "type")]
-    kind: String,
-    #[serde(borrow)]
-    results: Vec<RawReply<'a>>,
-}
-
-#[derive(Deserialize)]
-struct RawReply<'a> {
-    id: u64,
-    /// The value (absent for a failed call; `null` reads as absent too).
-    #[serde(borrow, default)]
-    ok: Option<&'a RawValue>,
-    #[serde(default)]
-    error: Option<Value>,
-}
-
-/// One answer, as `settle` takes it: the call's id, whether it succeeded,
-/// and the JSON text of its value or of its `{kind, message}`.
-struct Settled {
-    id: u64,
-    ok: bool,
-    payload: String,
-}
-
-impl From<RawReply<'_>> for Settled {
-    fn from(reply: RawReply<'_>) -> Self {
-        match (reply.ok, reply.error) {
-            (_, Some(error)) => Settled { id: reply.id, ok: false, payload: error.to_string() },
-            (Some(value), None) => Settled { id: reply.id, ok: true, payload: value.get().to_owned() },
-            (None, None) => Settled { id: reply.id, ok: true, payload: "null".to_owned() },
-        }
-    }
-}
-
-fn read_message(input: &mut impl BufRead, limit: usize) -> io::Result<ToWorker> {
-    let line = read_line(input, limit)?;
-    serde_json::from_slice(&line).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
-}
-
-fn read_line(input: &mut impl BufRead, limit: usize) -> io::Result<Vec<u8>> {
-    let mut line = Vec::new();
-    let read = Read::take(&mut *input, u64::try_from(limit).unwrap_or(u64::MAX).saturating_add(1))
-        .read_until(b'\n', &mut line)?;
-    if read == 0 {
-        return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the host closed the conversation"));
-    }
-    if line.len() > limit {
-        return Err(io::Error::new(io::ErrorKind::InvalidData, "a message from the host is over the size limit"));
-    }
-    Ok(line)
-}
-
-fn write_message(output: &mut impl Write, message: &FromWorker) -> io::Result<()> {
-    let mut line = serde_json::to_vec(message).map_err(io::Error::other)?;
-    line.push(b'\n');
-    output.write_all(&line)?;
-    output.flush()
-}
-
 /// What the program's host functions and the interrupt handler share.
 struct Run {
     limits: Limits,
@@ -566,83 +440,4 @@ fn finish(text: &str, limits: &Limits) -> Result<Value, CodeError> {
         });
     }
     serde_json::from_str(text).map_err(|e| CodeError::BadResult { message: e.to_string() })
-}
-
-/// Cap this process: its address space a margin above the heap limit, its
-/// CPU time a margin above the time limit, no new files; and, where the
-/// kernel has Landlock, no file-system or network access at all. Each step
-/// is best effort: the interpreter has no file, network or process access
-/// of its own, so these are a second wall, not the first.
-fn harden(limits: &Limits) {
-    #[cfg(target_os = "linux")]
-    {
-        use landlock::{ABI, Access, AccessFs, AccessNet, Ruleset, RulesetAttr};
-        let abi = ABI::V5;
-        let _ = Ruleset::default()
-            .handle_access(AccessFs::from_all(abi))
-            .and_then(|r| r.handle_access(AccessNet::from_all(abi)))
-            .and_then(|r| r.create())
-            .and_then(|r| r.restrict_self());
-    }
-    // After Landlock: making its ruleset takes a file descriptor.
-    #[cfg(unix)]
-    {
-        use nix::sys::resource::{Resource, setrlimit};
-        let address_space = u64::try_from(limits.memory_bytes).unwrap_or(u64::MAX).saturating_add(1 << 30);
-        let _ = setrlimit(Resource::RLIMIT_AS, address_space, address_space);
-        // The soft limit's SIGXCPU ends the worker as a timeout; were the
-        // hard limit the same, the kernel would send SIGKILL instead, which
-        // the host cannot tell from any other death.
-        let cpu = limits.time.as_secs().saturating_add(2);
-        let _ = setrlimit(Resource::RLIMIT_CPU, cpu, cpu.saturating_add(1));
-        let _ = setrlimit(Resource::RLIMIT_NOFILE, 3, 3);
-        let _ = setrlimit(Resource::RLIMIT_NPROC, 0, 0);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn answers(line: &str) -> Vec<(u64, bool, String)> {
-        let answers: Answers<'_> = serde_json::from_str(line).unwrap();
-        assert_eq!(answers.kind, "results");
-        answers.results.into_iter().map(Settled::from).map(|s| (s.id, s.ok, s.payload)).collect()
-    }
-
-    #[test]
-    fn results_reach_the_program_as_their_json_text() {
-        let deep = format!("{}0{}", "[".repeat(300), "]".repeat(300));
-        let line = format!(
-            r#"{{"type":"results","results":[{{"id":1,"ok":{{"a": [1, 2]}}}},{{"id":2,"ok":null}},{{"id":3,"error":{{"kind":"denied","message":"no"}}}},{{"id":4,"ok":{deep}}}]}}"#
-        );
-        assert_eq!(
-            answers(&line),
-            [
-                (1, true, r#"{"a": [1, 2]}"#.to_owned()),
-                (2, true, "null".to_owned()),
-                (3, false, r#"{"kind":"denied","message":"no"}"#.to_owned()),
-                (4, true, deep),
-            ]
-        );
-    }
-
-    #[test]
-    fn a_final_message_past_the_limit_is_made_to_fit() {
-        let done = FromWorker::Done { value: Value::String("x".repeat(1000)), output: "printed".into() };
-        let FromWorker::Failed { error: CodeError::BadResult { message }, output } = fit(done, 300) else {
-            panic!("not refused")
-        };
-        assert!(message.contains("more than the limit of 300"), "{message}");
-        assert_eq!(output, "printed");
-        let thrown = FromWorker::Failed {
-            error: CodeError::Exception { message: "y".repeat(20_000) },
-            output: "z".repeat(20_000),
-        };
-        let FromWorker::Failed { error: CodeError::Exception { message }, output } = fit(thrown, 10_000) else {
-            panic!("changed kind")
-        };
-        assert!(message.contains("characters removed") && message.len() < 5_000, "{}", message.len());
-        assert!(output.is_empty());
-    }
 }
