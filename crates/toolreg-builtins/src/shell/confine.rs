@@ -6,7 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 
-use super::{Confined, Confinement, ShellError, ShellOptions, plain_command, spawn_error};
+use super::process::{Confined, plain_command, spawn_error};
+use super::{Confinement, ShellError, ShellOptions};
 
 /// Why the isolated spawn did not give a running command.
 pub(super) enum Isolation {

@@ -57,11 +57,9 @@
 //!
 //! [Landlock]: https://docs.kernel.org/userspace-api/landlock.html
 
-use std::collections::VecDeque;
 use std::future::Future;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -70,12 +68,15 @@ use nix::sys::wait::{Id, WaitPidFlag, waitid};
 use nix::unistd::Pid;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use tokio::io::{AsyncRead, AsyncReadExt};
 use toolreg::exec::ToolOutput;
 use toolreg::{CallContext, ToolArgs, ToolRegistration, tools};
 
+mod capture;
 mod confine;
-use confine::{Isolation, host_paths, restrict_thread, spawn_isolated};
+mod process;
+
+use capture::{Capture, capture, drain};
+use process::{GroupGuard, spawn};
 
 /// The category of the shell tool.
 pub const CATEGORY: &str = "shell";
@@ -83,12 +84,6 @@ pub const CATEGORY: &str = "shell";
 /// Variables passed through from the host's environment by default.
 pub const DEFAULT_ENV_ALLOW: [&str; 9] =
     ["PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "USER", "LOGNAME"];
-
-/// `PATH` when the host has none.
-const FALLBACK_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
-/// How long the output pipes may stay open after the group was killed (a
-/// process that left the group with `setsid` can hold them).
-const DRAIN_GRACE: Duration = Duration::from_secs(2);
 
 /// Whether to confine commands: namespaces of their own and Landlock (see
 /// the [module docs](self)).
@@ -454,198 +449,6 @@ impl ShellTool {
     async fn shell(&self, #[context] cx: &CallContext, #[args] args: ShellArgs) -> Result<ToolOutput, ShellError> {
         self.run(&args, cx.cancelled()).await.map(ShellResult::into_output)
     }
-}
-
-/// Kills the process group and reaps the leader if the call ends early
-/// (its future dropped), so no command outlives its call.
-struct GroupGuard {
-    pgid: Pid,
-    child: Option<Child>,
-}
-
-impl GroupGuard {
-    fn reap(&mut self) -> Option<std::process::ExitStatus> {
-        // The group was killed and the leader has exited: this does not block.
-        self.child.take().and_then(|mut child| child.wait().ok())
-    }
-}
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = killpg(self.pgid, Signal::SIGKILL);
-            // Reap off the async thread; the kill makes this quick.
-            let _ = std::thread::Builder::new().name("toolreg-shell-reap".into()).spawn(move || child.wait());
-        }
-    }
-}
-
-/// Whether the command ran confined, and how, in words.
-struct Confined {
-    /// Landlock was in force.
-    confined: bool,
-    /// The command ran in namespaces of its own (see `confine::spawn_isolated`).
-    isolated: bool,
-    text: String,
-}
-
-/// Spawn the command: in namespaces of its own and under Landlock where the
-/// kernel and our privileges allow, else (with `BestEffort`) under Landlock
-/// alone, saying why.
-async fn spawn(options: Arc<ShellOptions>, command: String) -> Result<(Child, Confined), ShellError> {
-    if options.confinement == Confinement::Off {
-        let off = Confined { confined: false, isolated: false, text: "none: confinement is off".to_owned() };
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        on_fresh_thread(move || {
-            hand_over(tx, plain_command(&options, &command).spawn().map(|child| (child, off)));
-        })?;
-        return rx.await.unwrap_or_else(|_| Err(thread_ended())).map_err(spawn_error);
-    }
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    let (first, first_command) = (Arc::clone(&options), command.clone());
-    on_fresh_thread(move || {
-        hand_over(tx, spawn_isolated(&first, &first_command));
-    })?;
-    let why_not = match rx.await.unwrap_or_else(|_| Err(Isolation::Refused(spawn_error(thread_ended())))) {
-        Ok(spawned) => return Ok(spawned),
-        Err(Isolation::Refused(error)) => return Err(error),
-        Err(Isolation::Unavailable(why)) => why,
-    };
-    if options.confinement == Confinement::Required {
-        return Err(ShellError::Unconfined { reason: format!("no namespaces of its own: {why_not}") });
-    }
-    // The isolated attempt started nothing (its thread's PID namespace is
-    // spent either way): start again on a fresh thread, with Landlock only.
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    on_fresh_thread(move || {
-        let mut confined = restrict_thread(&options.root);
-        confined.text.push_str(&format!(
-            "; no namespaces of its own ({why_not}): other processes' /proc entries are readable and \
-             metadata outside the root (mode, owner, times) can be changed"
-        ));
-        if !host_paths(&options).is_empty() {
-            confined.text.push_str("; the host's own files inside the root are not hidden");
-        }
-        hand_over(tx, plain_command(&options, &command).spawn().map(|child| (child, confined)));
-    })?;
-    rx.await.unwrap_or_else(|_| Err(thread_ended())).map_err(spawn_error)
-}
-
-/// Send the spawned command to the call; if the call is gone (its future
-/// dropped while the command was being spawned), kill the command's group
-/// and reap it here, so it never runs unattended.
-fn hand_over<E>(tx: tokio::sync::oneshot::Sender<Result<(Child, Confined), E>>, spawned: Result<(Child, Confined), E>) {
-    if let Err(Ok((mut child, _))) = tx.send(spawned) {
-        if let Ok(pid) = i32::try_from(child.id()) {
-            let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
-        }
-        let _ = child.kill();
-        let _ = child.wait();
-    }
-}
-
-fn thread_ended() -> std::io::Error {
-    std::io::Error::other("the spawning thread ended early")
-}
-
-fn spawn_error(e: std::io::Error) -> ShellError {
-    ShellError::Spawn { message: e.to_string() }
-}
-
-/// Run `f` on a thread of its own, which ends with it: whatever `f` does to
-/// its thread (Landlock, namespaces) touches no other thread of the process.
-fn on_fresh_thread(f: impl FnOnce() + Send + 'static) -> Result<(), ShellError> {
-    std::thread::Builder::new().name("toolreg-shell-spawn".into()).spawn(f).map(drop).map_err(spawn_error)
-}
-
-/// `/bin/sh -c <command>` in the root with the configured environment.
-fn plain_command(options: &ShellOptions, command: &str) -> Command {
-    let mut cmd = Command::new("/bin/sh");
-    cmd.arg("-c")
-        .arg(command)
-        .current_dir(&options.root)
-        .env_clear()
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    for name in &options.env_allow {
-        if let Some(value) = std::env::var_os(name) {
-            cmd.env(name, value);
-        }
-    }
-    if std::env::var_os("PATH").is_none() || !options.env_allow.iter().any(|n| n == "PATH") {
-        cmd.env("PATH", FALLBACK_PATH);
-    }
-    cmd.env("PWD", &options.root);
-    for (name, value) in &options.env_set {
-        cmd.env(name, value);
-    }
-    cmd
-}
-
-/// The first `half` bytes and the last `half` bytes of a stream, and its length.
-#[derive(Default)]
-struct Captured {
-    head: Vec<u8>,
-    tail: VecDeque<u8>,
-    total: u64,
-}
-
-/// A capture in progress, shared with [`drain`] so that what was read is kept
-/// even when the stream never ends (a process outside the command's reach
-/// holds the pipe open).
-type Capture = Arc<std::sync::Mutex<Captured>>;
-
-fn lock(capture: &Capture) -> std::sync::MutexGuard<'_, Captured> {
-    // Only byte copies run under this lock; a poisoned capture is still whole.
-    capture.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-async fn capture(stream: Option<impl AsyncRead + Unpin>, half: usize, into: Capture) {
-    let Some(mut stream) = stream else { return };
-    let mut buf = vec![0u8; 16 * 1024];
-    loop {
-        let n = match stream.read(&mut buf).await {
-            Ok(0) | Err(_) => break,
-            Ok(n) => n,
-        };
-        let mut out = lock(&into);
-        out.total += n as u64;
-        let mut chunk = &buf[..n];
-        let room = half.saturating_sub(out.head.len());
-        if room > 0 {
-            let take = room.min(chunk.len());
-            out.head.extend_from_slice(&chunk[..take]);
-            chunk = &chunk[take..];
-        }
-        if chunk.len() >= half {
-            out.tail.clear();
-            out.tail.extend(&chunk[chunk.len() - half..]);
-        } else {
-            let overflow = (out.tail.len() + chunk.len()).saturating_sub(half);
-            out.tail.drain(..overflow);
-            out.tail.extend(chunk);
-        }
-    }
-}
-
-/// Wait briefly for a capture to finish, then render what it read, with the
-/// bytes dropped; a stream still open after the grace keeps its bytes so far.
-async fn drain(task: tokio::task::JoinHandle<()>, capture: Capture) -> (String, u64) {
-    let abort = task.abort_handle();
-    if tokio::time::timeout(DRAIN_GRACE, task).await.is_err() {
-        abort.abort();
-    }
-    let mut captured = std::mem::take(&mut *lock(&capture));
-    let kept = captured.head.len() + captured.tail.len();
-    let dropped = captured.total - kept as u64;
-    let mut text = String::from_utf8_lossy(&captured.head).into_owned();
-    if dropped > 0 {
-        text.push_str(&format!("\n… [{dropped} bytes dropped] …\n"));
-    }
-    text.push_str(&String::from_utf8_lossy(captured.tail.make_contiguous()));
-    (text, dropped)
 }
 
 #[cfg(test)]
