@@ -36,6 +36,7 @@
 pub mod client;
 pub mod config;
 mod oversize;
+pub mod protocol;
 pub mod server;
 mod trace;
 

@@ -84,11 +84,12 @@ use toolreg::policy::ApproveAll;
 use toolreg::{FunctionRegistry, ToolEngine};
 use tracing::Instrument;
 
+pub use crate::protocol::{InputRound, STATE_TTL};
 pub use approval::{APPROVAL_KEY, ElicitationApprover};
 pub use ask::{ASK_KEY, ask_user};
 pub use catalog::{CALL_TOOL, Deferral, MAX_SEARCH_RESULTS, SEARCH_TOOLS};
 pub use http::{HttpOptions, bearer_token_from_env};
-pub use input::{InputRound, RequestStates, STATE_TTL};
+pub use input::RequestStates;
 pub use stdio::{SERVER_BUSY, StdioOptions};
 pub use tasks::{TASK_ID_LEN, TaskOptions, is_task_id};
 

@@ -1,0 +1,11 @@
+//! What the MCP client and server share: the protocol's own notions, below
+//! both, so that neither imports the other.
+//!
+//! - [`InputRound`]: one round of a Multi Round-Trip Request (2026-07-28),
+//!   made by the server for a call and read by the tools it runs, an
+//!   imported tool among them.
+
+mod round;
+
+pub(crate) use round::Approved;
+pub use round::{InputRound, STATE_TTL};
