@@ -35,6 +35,7 @@
 
 pub mod client;
 pub mod config;
+pub mod gateway;
 mod oversize;
 pub mod protocol;
 pub mod server;

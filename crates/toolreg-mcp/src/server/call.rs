@@ -4,12 +4,13 @@
 
 use std::sync::Arc;
 
-use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ErrorData};
+use rmcp::model::{CallToolRequestParams, CallToolResponse, ClientCapabilities, ErrorData};
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::Value;
 use toolreg::{CallOptions, Checkpoints, Extensions, TaskSupport, ToolCall, ToolExecutor};
 
 use super::progress::ProgressSender;
+use super::result::to_call_tool_result;
 use super::{InputRound, McpServer, catalog, is_2026_07_28};
 
 impl McpServer {
@@ -140,30 +141,6 @@ fn call_id(id: &impl serde::Serialize) -> Option<String> {
         other => other.to_string(),
     };
     (!text.is_empty()).then_some(text)
-}
-
-/// rmcp's `CallToolResult` for an engine result: the core's MCP rendering
-/// ([`toolreg::provider::mcp::CallToolResult`]: every block, annotations,
-/// `structuredContent`, `isError`), carried in rmcp's type unchanged.
-/// rmcp reads every block that rendering writes; should it ever refuse
-/// one, the client gets an internal error saying why, not a result with
-/// blocks missing.
-pub(super) fn to_call_tool_result(result: &toolreg::ToolResult) -> Result<CallToolResult, ErrorData> {
-    let rendered = toolreg::provider::mcp::CallToolResult::new(result);
-    // Block by block, moving each one's JSON (no copy of an image's base64).
-    let content = rendered
-        .content
-        .into_iter()
-        .map(serde_json::from_value::<rmcp::model::ContentBlock>)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|error| {
-            ErrorData::internal_error(format!("the result of `{}` cannot be sent: {error}", result.name), None)
-        })?;
-    let mut out = if rendered.is_error { CallToolResult::error(content) } else { CallToolResult::success(content) };
-    // `success` and `error` set `resultType` as rmcp's constructors do; rmcp
-    // leaves it out for clients older than 2026-07-28.
-    out.structured_content = rendered.structured_content;
-    Ok(out)
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ use toolreg::provider::mcp::Mcp;
 use toolreg::provider::{ToolRef, WireFormat};
 use toolreg::{ToolEngine, ToolError, ToolOutput, ToolResult};
 
-use super::call::to_call_tool_result;
+use super::result::to_call_tool_result;
 use super::{McpServer, ServerOptions, is_2026_07_28, policed};
 
 /// The meta-tool that finds deferred tools (and loads them on a session).

@@ -64,12 +64,12 @@ mod catalog;
 mod http;
 mod input;
 mod progress;
+mod result;
 
 use catalog::Served;
-mod remote;
 mod stdio;
-mod subscribe;
 mod tasks;
+mod upstream;
 
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
@@ -92,6 +92,7 @@ pub use http::{HttpOptions, bearer_token_from_env};
 pub use input::RequestStates;
 pub use stdio::{SERVER_BUSY, StdioOptions};
 pub use tasks::{TASK_ID_LEN, TaskOptions, is_task_id};
+pub use upstream::{ResourceListener, Upstream};
 
 /// Why a server could not start or stopped with an error.
 #[derive(Debug, thiserror::Error)]
@@ -218,12 +219,10 @@ struct Shared {
     listeners: Mutex<Vec<rmcp::service::SubscriptionSink>>,
     /// The level the client asked for with `logging/setLevel`.
     log_level: Mutex<Option<rmcp::model::LoggingLevel>>,
-    /// Imported servers whose resources and prompts are offered too.
-    remotes: RwLock<Vec<crate::client::RemoteServer>>,
+    /// The resources and prompts offered beside the tools.
+    upstream: RwLock<Arc<dyn Upstream>>,
     /// Seals the `requestState` of Multi Round-Trip Requests.
     seal: input::StateSeal,
-    /// Clients' subscriptions to the imported servers' resources.
-    subscriptions: subscribe::Subscriptions,
     /// The tasks, when [`ServerOptions::tasks`] enables them.
     tasks: Option<Arc<tasks::Tasks>>,
 }
@@ -269,9 +268,8 @@ impl McpServer {
                 peers: Mutex::new(Vec::new()),
                 log_level: Mutex::new(None),
                 listeners: Mutex::new(Vec::new()),
-                remotes: RwLock::new(Vec::new()),
+                upstream: RwLock::new(Arc::new(upstream::NoUpstream)),
                 seal,
-                subscriptions: subscribe::Subscriptions::default(),
                 tasks,
             }),
         }
@@ -360,6 +358,38 @@ impl McpServer {
         Ok(())
     }
 
+    /// Offer `upstream`'s resources and prompts beside the tools (a
+    /// gateway's imported servers: [`Gateway`](crate::gateway::Gateway)),
+    /// replacing what was offered before.
+    pub fn set_upstream(&self, upstream: impl Upstream + 'static) {
+        *self.shared.upstream.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(upstream);
+    }
+
+    fn upstream(&self) -> Arc<dyn Upstream> {
+        Arc::clone(&self.shared.upstream.read().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// Serve a 2026-07-28 client's `subscriptions/listen` stream's resource
+    /// URIs until `closed` resolves (the stream ends).
+    async fn listen_to_resources(
+        &self,
+        sink: &rmcp::service::SubscriptionSink,
+        uris: &[String],
+        closed: impl Future<Output = ()>,
+    ) {
+        let upstream = self.upstream();
+        let listener = ResourceListener::stream(sink);
+        for uri in uris {
+            if let Err(error) = upstream.subscribe(uri, listener.clone()).await {
+                tracing::info!(%uri, error = %error.message, "a listened resource cannot be subscribed to");
+            }
+        }
+        closed.await;
+        for uri in uris {
+            upstream.unsubscribe(uri, &listener).await;
+        }
+    }
+
     /// The log level the client last asked for with `logging/setLevel`
     /// (`None`: it has not asked; send what matters).
     pub fn log_level(&self) -> Option<rmcp::model::LoggingLevel> {
@@ -431,10 +461,10 @@ impl ServerHandler for McpServer {
         // The imported servers' resources and prompts (a gateway's), declared
         // only when one of them offers some: hosts warn about, and list in
         // vain, a capability with nothing behind it.
-        let remotes = self.remotes();
-        if remotes.iter().any(crate::client::RemoteServer::offers_resources) {
+        let upstream = self.upstream();
+        if upstream.offers_resources() {
             let mut resources = rmcp::model::ResourcesCapability::default();
-            resources.subscribe = remotes.iter().any(crate::client::RemoteServer::offers_subscriptions).then_some(true);
+            resources.subscribe = upstream.offers_subscriptions().then_some(true);
             capabilities.resources = Some(resources);
         }
         // Prompts stay declared: the server answers `prompts/list` (empty
@@ -485,7 +515,7 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListResourcesResult, ErrorData> {
-        let list = self.gateway_resources().await;
+        let list = self.upstream().list_resources().await;
         Ok(if wants_cache_hints(&context) { list.with_ttl_ms(0).with_cache_scope(CacheScope::Private) } else { list })
     }
 
@@ -494,7 +524,7 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListResourceTemplatesResult, ErrorData> {
-        let list = self.gateway_templates().await;
+        let list = self.upstream().list_resource_templates().await;
         Ok(if wants_cache_hints(&context) { list.with_ttl_ms(0).with_cache_scope(CacheScope::Private) } else { list })
     }
 
@@ -503,7 +533,7 @@ impl ServerHandler for McpServer {
         request: rmcp::model::ReadResourceRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ReadResourceResponse, ErrorData> {
-        self.gateway_read(request).await.map(Into::into)
+        self.upstream().read_resource(request).await.map(Into::into)
     }
 
     async fn subscribe(
@@ -511,10 +541,10 @@ impl ServerHandler for McpServer {
         request: rmcp::model::SubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let listener = subscribe::Listener::client(&context.peer).ok_or_else(|| {
+        let listener = ResourceListener::client(&context.peer).ok_or_else(|| {
             ErrorData::invalid_request("resources/subscribe needs a connection that completed `initialize`", None)
         })?;
-        self.gateway_subscribe(&request.uri, listener).await
+        self.upstream().subscribe(&request.uri, listener).await
     }
 
     async fn unsubscribe(
@@ -522,8 +552,8 @@ impl ServerHandler for McpServer {
         request: rmcp::model::UnsubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        if let Some(listener) = subscribe::Listener::client(&context.peer) {
-            self.gateway_unsubscribe(&request.uri, &listener).await;
+        if let Some(listener) = ResourceListener::client(&context.peer) {
+            self.upstream().unsubscribe(&request.uri, &listener).await;
         }
         Ok(())
     }
@@ -533,7 +563,7 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListPromptsResult, ErrorData> {
-        let list = self.gateway_prompts().await;
+        let list = self.upstream().list_prompts().await;
         Ok(if wants_cache_hints(&context) { list.with_ttl_ms(0).with_cache_scope(CacheScope::Private) } else { list })
     }
 
@@ -542,7 +572,7 @@ impl ServerHandler for McpServer {
         request: rmcp::model::GetPromptRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetPromptResponse, ErrorData> {
-        self.gateway_prompt(request).await.map(Into::into)
+        self.upstream().get_prompt(request).await.map(Into::into)
     }
 
     async fn set_level(

@@ -95,7 +95,7 @@ use tokio_util::sync::CancellationToken;
 use toolreg::{CallOptions, Checkpoints, Extensions, ProgressReporter, ToolCall, ToolEngine, ToolError, ToolExecutor};
 use toolreg_builtins::store::{Namespace, StoreError, now_ms};
 
-use super::call::to_call_tool_result;
+use super::result::to_call_tool_result;
 use crate::protocol::InputRound;
 
 mod runner;
