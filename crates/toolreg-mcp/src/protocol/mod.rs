@@ -9,3 +9,9 @@ mod round;
 
 pub(crate) use round::Approved;
 pub use round::{InputRound, STATE_TTL};
+
+/// Whether the request comes from a client on the 2026-07-28 revision or later.
+pub(crate) fn is_2026_07_28(context: &rmcp::service::RequestContext<rmcp::service::RoleServer>) -> bool {
+    use rmcp::model::ProtocolVersion;
+    context.protocol_version().is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
+}

@@ -11,7 +11,8 @@ use toolreg::{CallOptions, Checkpoints, Extensions, TaskSupport, ToolCall, ToolE
 
 use super::progress::ProgressSender;
 use super::result::to_call_tool_result;
-use super::{InputRound, McpServer, catalog, is_2026_07_28};
+use super::{InputRound, McpServer, catalog};
+use crate::protocol::is_2026_07_28;
 
 impl McpServer {
     pub(super) async fn call(
@@ -21,10 +22,11 @@ impl McpServer {
     ) -> Result<CallToolResponse, ErrorData> {
         let served = self.served();
         // Deferred mode's meta-tools and refusals are answered here.
-        let (name, arguments) = match self.route(&served, &request.name, request.arguments, &context).await? {
-            catalog::Route::Run { name, arguments } => (name, arguments),
-            catalog::Route::Answered(result) => return Ok((*result).into()),
-        };
+        let (name, arguments) =
+            match served.route(self.session.lasting(&context), &request.name, request.arguments, &context).await? {
+                catalog::Route::Run { name, arguments } => (name, arguments),
+                catalog::Route::Answered(result) => return Ok((*result).into()),
+            };
         let name = name.as_str();
         if let Some(created) = self.as_task(&served, name, &arguments, request.request_state.is_some(), &context)? {
             let created = created.await?;
@@ -86,9 +88,7 @@ impl McpServer {
         }
         to_call_tool_result(&result).map(CallToolResponse::from)
     }
-}
 
-impl McpServer {
     /// The task to answer this call with, when the tool runs as one; `None`:
     /// answer it directly. A task-required tool called without the tasks
     /// extension is refused with `-32021`, naming it.
@@ -123,7 +123,7 @@ impl McpServer {
                     arguments: arguments.clone(),
                     extensions,
                     capabilities: context.client_capabilities(),
-                    owner: self.task_owner(context),
+                    owner: self.task_connection.owner_of(context),
                 };
                 let tasks = Arc::clone(tasks);
                 Ok(Some(async move { tasks.start(started).await }))

@@ -61,28 +61,34 @@ mod approval;
 mod ask;
 mod call;
 mod catalog;
+mod clients;
 mod http;
 mod input;
 mod progress;
 mod result;
+mod session;
 
 use catalog::Served;
+use clients::Clients;
+use session::{Session, Transport};
 mod stdio;
 mod tasks;
 mod upstream;
 
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::{Arc, PoisonError, RwLock};
 
 use rmcp::ServerHandler;
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, ErrorData, Implementation, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig,
 };
-use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer};
+use rmcp::service::{NotificationContext, RequestContext, RoleServer};
 use toolreg::engine::EngineBuilder;
 use toolreg::policy::ApproveAll;
 use toolreg::{FunctionRegistry, ToolEngine};
 use tracing::Instrument;
+
+use crate::protocol::is_2026_07_28;
 
 pub use crate::protocol::{InputRound, STATE_TTL};
 pub use approval::{APPROVAL_KEY, ElicitationApprover};
@@ -204,8 +210,8 @@ impl ServerOptions {
 #[derive(Clone)]
 pub struct McpServer {
     shared: Arc<Shared>,
-    /// This connection's tools found by search (deferred mode).
-    session: Arc<catalog::Session>,
+    /// This connection: what its searches loaded (deferred mode), its streams.
+    session: Arc<Session>,
     /// Who this connection's task requests come from; its tasks end with it.
     task_connection: Arc<tasks::Connection>,
 }
@@ -213,12 +219,8 @@ pub struct McpServer {
 struct Shared {
     options: ServerOptions,
     tools: RwLock<Arc<Served>>,
-    peers: Mutex<Vec<Peer<RoleServer>>>,
-    /// Open `subscriptions/listen` streams (2026-07-28 clients hear of tool
-    /// list changes on these, not as unsolicited notifications).
-    listeners: Mutex<Vec<rmcp::service::SubscriptionSink>>,
-    /// The level the client asked for with `logging/setLevel`.
-    log_level: Mutex<Option<rmcp::model::LoggingLevel>>,
+    /// The connected clients, told when the tools change.
+    clients: Clients,
     /// The resources and prompts offered beside the tools.
     upstream: RwLock<Arc<dyn Upstream>>,
     /// Seals the `requestState` of Multi Round-Trip Requests.
@@ -260,14 +262,12 @@ impl McpServer {
         let seal = input::StateSeal::new(&options.request_states);
         let tasks = options.tasks.clone().map(|o| Arc::new(tasks::Tasks::new(o)));
         McpServer {
-            session: Arc::new(catalog::Session::new(catalog::Transport::Stream)),
+            session: Arc::new(Session::new(Transport::Stream)),
             task_connection: Arc::new(tasks::Connection::new(tasks.as_ref())),
             shared: Arc::new(Shared {
                 options,
                 tools: RwLock::new(Arc::new(served)),
-                peers: Mutex::new(Vec::new()),
-                log_level: Mutex::new(None),
-                listeners: Mutex::new(Vec::new()),
+                clients: Clients::default(),
                 upstream: RwLock::new(Arc::new(upstream::NoUpstream)),
                 seal,
                 tasks,
@@ -311,25 +311,7 @@ impl McpServer {
     pub async fn set_engine(&self, engine: ToolEngine) {
         let served = Arc::new(Served::new(engine, &self.shared.options));
         *self.shared.tools.write().unwrap_or_else(PoisonError::into_inner) = served;
-        let peers: Vec<Peer<RoleServer>> = self.shared.peers.lock().unwrap_or_else(PoisonError::into_inner).clone();
-        let mut any_closed = false;
-        for peer in &peers {
-            // Clients on 2026-07-28 connections hear of it on their
-            // `subscriptions/listen` streams instead (below).
-            if peer.is_transport_closed() || peer.notify_tool_list_changed().await.is_err() {
-                any_closed |= peer.is_transport_closed();
-            }
-        }
-        if any_closed {
-            let mut live = self.shared.peers.lock().unwrap_or_else(PoisonError::into_inner);
-            live.retain(|peer| !peer.is_transport_closed());
-        }
-        let listeners: Vec<rmcp::service::SubscriptionSink> =
-            self.shared.listeners.lock().unwrap_or_else(PoisonError::into_inner).clone();
-        for sink in listeners {
-            // A stream that closed is removed by its `listen` when it ends.
-            let _ = sink.notify_tool_list_changed().await;
-        }
+        self.shared.clients.tools_changed().await;
     }
 
     /// Serve one client on this process's stdin and stdout until it
@@ -346,7 +328,7 @@ impl McpServer {
         R: tokio::io::AsyncRead + Send + Unpin + 'static,
         W: tokio::io::AsyncWrite + Send + Unpin + 'static,
     {
-        let connection = self.connection(catalog::Transport::Stream);
+        let connection = self.connection(Transport::Stream);
         let transport = stdio::LineTransport::new(read, write, options, connection.session.input_closed().clone());
         let running = match rmcp::serve_server(tasks::Serving(connection), transport).await {
             Ok(running) => running,
@@ -393,7 +375,7 @@ impl McpServer {
     /// The log level the client last asked for with `logging/setLevel`
     /// (`None`: it has not asked; send what matters).
     pub fn log_level(&self) -> Option<rmcp::model::LoggingLevel> {
-        *self.shared.log_level.lock().unwrap_or_else(PoisonError::into_inner)
+        self.shared.clients.log_level()
     }
 
     fn task_store(&self) -> Result<&Arc<tasks::Tasks>, ErrorData> {
@@ -407,10 +389,10 @@ impl McpServer {
     }
 
     /// This server for one connection: the same tools, its own session.
-    fn connection(&self, transport: catalog::Transport) -> McpServer {
+    fn connection(&self, transport: Transport) -> McpServer {
         McpServer {
             shared: Arc::clone(&self.shared),
-            session: Arc::new(catalog::Session::new(transport)),
+            session: Arc::new(Session::new(transport)),
             task_connection: Arc::new(tasks::Connection::new(self.shared.tasks.as_ref())),
         }
     }
@@ -423,7 +405,7 @@ impl McpServer {
         context: &RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let served = self.served();
-        let listed = self.offered(&served, context);
+        let listed = served.offered(self.session.lasting(context));
         let start = match cursor {
             None => 0,
             Some(text) => text
@@ -444,11 +426,6 @@ impl McpServer {
 /// gateway's lists at a remote server's word: nothing may be cached.
 fn wants_cache_hints(context: &RequestContext<RoleServer>) -> bool {
     is_2026_07_28(context)
-}
-
-/// Whether the request comes from a client on the 2026-07-28 revision or later.
-fn is_2026_07_28(context: &RequestContext<RoleServer>) -> bool {
-    context.protocol_version().is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
 }
 
 impl ServerHandler for McpServer {
@@ -580,7 +557,7 @@ impl ServerHandler for McpServer {
         request: rmcp::model::SetLevelRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        *self.shared.log_level.lock().unwrap_or_else(PoisonError::into_inner) = Some(request.level);
+        self.shared.clients.set_log_level(request.level);
         Ok(())
     }
 
@@ -589,7 +566,7 @@ impl ServerHandler for McpServer {
         request: rmcp::model::GetTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetTaskResult, ErrorData> {
-        self.task_store()?.get(&self.task_owner(&context), &request.task_id).await
+        self.task_store()?.get(&self.task_connection.owner_of(&context), &request.task_id).await
     }
 
     async fn cancel_task(
@@ -597,7 +574,7 @@ impl ServerHandler for McpServer {
         request: rmcp::model::CancelTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.task_store()?.cancel(&self.task_owner(&context), &request.task_id).await
+        self.task_store()?.cancel(&self.task_connection.owner_of(&context), &request.task_id).await
     }
 
     async fn update_task(
@@ -605,7 +582,9 @@ impl ServerHandler for McpServer {
         request: rmcp::model::UpdateTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.task_store()?.update(&self.task_owner(&context), &request.task_id, request.input_responses).await
+        self.task_store()?
+            .update(&self.task_connection.owner_of(&context), &request.task_id, request.input_responses)
+            .await
     }
 
     fn accepted_subscription_filter(
@@ -619,7 +598,7 @@ impl ServerHandler for McpServer {
 
     async fn listen(&self, context: rmcp::service::SubscriptionContext) -> Result<(), ErrorData> {
         let sink = context.sink().clone();
-        self.shared.listeners.lock().unwrap_or_else(PoisonError::into_inner).push(sink.clone());
+        self.shared.clients.listening(sink.clone());
         let _listening = self.session.listening(sink.clone());
         let uris = context.accepted().resource_subscriptions.clone().unwrap_or_default();
         // The stream ends when the client cancels it, or when its input
@@ -632,14 +611,11 @@ impl ServerHandler for McpServer {
             }
         };
         self.listen_to_resources(&sink, &uris, ended).await;
-        let mut listeners = self.shared.listeners.lock().unwrap_or_else(PoisonError::into_inner);
-        listeners.retain(|other| other.id() != sink.id());
+        self.shared.clients.stopped_listening(sink.id());
         Ok(())
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        let mut peers = self.shared.peers.lock().unwrap_or_else(PoisonError::into_inner);
-        peers.retain(|peer| !peer.is_transport_closed());
-        peers.push(context.peer);
+        self.shared.clients.joined(context.peer);
     }
 }

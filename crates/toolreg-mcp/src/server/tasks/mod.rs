@@ -288,7 +288,7 @@ impl Connection {
 
     /// The owner of a request on this connection, remembered as one whose
     /// tasks end with the connection.
-    fn owner_of(&self, context: &rmcp::service::RequestContext<rmcp::RoleServer>) -> TaskOwner {
+    pub(in crate::server) fn owner_of(&self, context: &rmcp::service::RequestContext<rmcp::RoleServer>) -> TaskOwner {
         let owner = self.owner(context);
         if owner.is_session() {
             let mut started = self.started.lock().unwrap_or_else(PoisonError::into_inner);
@@ -300,13 +300,6 @@ impl Connection {
             }
         }
         owner
-    }
-}
-
-impl super::McpServer {
-    /// Who a task request on this connection comes from.
-    pub(super) fn task_owner(&self, context: &rmcp::service::RequestContext<rmcp::RoleServer>) -> TaskOwner {
-        self.task_connection.owner_of(context)
     }
 }
 
