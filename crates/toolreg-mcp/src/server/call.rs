@@ -17,16 +17,18 @@ use crate::protocol::is_2026_07_28;
 impl McpServer {
     pub(super) async fn call(
         &self,
-        request: CallToolRequestParams,
+        mut request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let served = self.served();
         // Deferred mode's meta-tools and refusals are answered here.
-        let (name, arguments) =
-            match served.route(self.session.lasting(&context), &request.name, request.arguments, &context).await? {
-                catalog::Route::Run { name, arguments } => (name, arguments),
-                catalog::Route::Answered(result) => return Ok((*result).into()),
-            };
+        let (name, arguments) = match served
+            .route(self.session.lasting(&context), &request.name, request.arguments.take(), &context)
+            .await?
+        {
+            catalog::Route::Run { name, arguments } => (name, arguments),
+            catalog::Route::Answered(result) => return Ok((*result).into()),
+        };
         let name = name.as_str();
         if let Some(created) = self.as_task(&served, name, &arguments, request.request_state.is_some(), &context)? {
             let created = created.await?;
@@ -41,38 +43,19 @@ impl McpServer {
         extensions.insert(context.peer.clone());
         // Approvals and the audit trail are bound to the call id: a request
         // whose id cannot be written down is refused, never run under "".
-        let mut id = call_id(&context.id)
+        let id = call_id(&context.id)
             .ok_or_else(|| ErrorData::invalid_request("the request id cannot be used as a call id", None))?;
-        // A 2026-07-28 client is asked questions with `input_required`
-        // results; a later round runs under the first round's call id.
-        // A tool that stops for a question (a code-mode program at a
-        // dangerous call) keeps its checkpoint in the sealed state, and finds
-        // it again in the next round.
-        let mut checkpoints = None;
-        let round = if is_2026_07_28(&context) {
-            let state = match &request.request_state {
-                Some(sealed) => {
-                    let reopened = self.shared.seal.open(sealed, name, &arguments).await?;
-                    id = reopened.call;
-                    checkpoints = Some(Arc::new(Checkpoints::restoring(reopened.checkpoints)));
-                    Some(reopened.state)
-                }
-                None => None,
-            };
-            let checkpoints = checkpoints.get_or_insert_with(|| Arc::new(Checkpoints::new()));
-            extensions.insert_arc(Arc::clone(checkpoints));
-            let round = Arc::new(InputRound::new(
-                request.input_responses.unwrap_or_default(),
-                state,
-                context.client_capabilities(),
-            ));
-            extensions.insert_arc(Arc::clone(&round));
+        // A 2026-07-28 client is asked questions with `input_required` results.
+        let (id, round) = if is_2026_07_28(&context) {
+            let (id, round) = self.open_round(id, &mut request, name, &arguments, &context).await?;
+            extensions.insert_arc(Arc::clone(&round.checkpoints));
+            extensions.insert_arc(Arc::clone(&round.input));
             if let Some(level) = context.meta.log_level() {
                 extensions.insert(level);
             }
-            Some(round)
+            (id, Some(round))
         } else {
-            None
+            (id, None)
         };
         let call = ToolCall::new(id.clone(), name, arguments.clone());
         let options = CallOptions::new().cancel(context.ct.clone()).extensions(extensions);
@@ -80,13 +63,37 @@ impl McpServer {
         if let Some(sender) = progress {
             sender.finish().await;
         }
-        let saved = checkpoints.map(|c| c.take_saved()).unwrap_or_default();
         if let Some(round) = round
-            && let Some(asked) = self.shared.seal.answer(&round, &id, name, &arguments, saved)?
+            && let Some(asked) =
+                self.shared.seal.answer(&round.input, &id, name, &arguments, round.checkpoints.take_saved())?
         {
             return Ok(CallToolResponse::InputRequired(asked));
         }
         to_call_tool_result(&result).map(CallToolResponse::from)
+    }
+
+    /// This round of a 2026-07-28 client's call, and the call id it runs
+    /// under: a later round runs under the first round's id, and a tool that
+    /// stopped for a question (a code-mode program at a dangerous call)
+    /// finds its checkpoint again, both from the sealed state.
+    async fn open_round(
+        &self,
+        id: String,
+        request: &mut CallToolRequestParams,
+        name: &str,
+        arguments: &Value,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<(String, Round), ErrorData> {
+        let (id, state, checkpoints) = match &request.request_state {
+            Some(sealed) => {
+                let reopened = self.shared.seal.open(sealed, name, arguments).await?;
+                (reopened.call, Some(reopened.state), Checkpoints::restoring(reopened.checkpoints))
+            }
+            None => (id, None, Checkpoints::new()),
+        };
+        let responses = request.input_responses.take().unwrap_or_default();
+        let input = Arc::new(InputRound::new(responses, state, context.client_capabilities()));
+        Ok((id, Round { input, checkpoints: Arc::new(checkpoints) }))
     }
 
     /// The task to answer this call with, when the tool runs as one; `None`:
@@ -131,6 +138,12 @@ impl McpServer {
             _ => Ok(None),
         }
     }
+}
+
+/// A 2026-07-28 call's round and the checkpoints its tools keep across rounds.
+struct Round {
+    input: Arc<InputRound>,
+    checkpoints: Arc<Checkpoints>,
 }
 
 /// The JSON-RPC id as text, the call id the engine and the audit trail see;

@@ -93,117 +93,18 @@ use serde_json::{Value, json};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use toolreg::{CallOptions, Checkpoints, Extensions, ProgressReporter, ToolCall, ToolEngine, ToolError, ToolExecutor};
-use toolreg_builtins::store::{Namespace, StoreError, now_ms};
+use toolreg_builtins::store::{StoreError, now_ms};
 
 use super::result::to_call_tool_result;
 use crate::protocol::InputRound;
 
+mod id;
+mod options;
 mod runner;
 
-/// The length of a task id: 32 lowercase hex characters (128 random bits).
-pub const TASK_ID_LEN: usize = 32;
-
-/// How the server runs tasks, and where it keeps them.
-///
-/// ```
-/// use toolreg_builtins::store::SqliteStore;
-/// use toolreg_mcp::server::{ServerOptions, TaskOptions};
-///
-/// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// let store = SqliteStore::in_memory().await?;
-/// let options = ServerOptions::default().tasks(TaskOptions::new(store.namespace("mcp-tasks")?));
-/// # let _ = options;
-/// # Ok(())
-/// # }
-/// ```
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct TaskOptions {
-    /// Where task state lives: every replica that should answer for a task
-    /// must share this namespace of one store.
-    pub namespace: Namespace,
-    /// Tasks running at once on this process (default 64); more are refused.
-    pub max_live: usize,
-    /// Tasks running at once on this process for one session (default 16,
-    /// a quarter of `max_live`): a client that starts more is refused while
-    /// other sessions still get slots. Tasks owned by no session (stateless
-    /// HTTP) share `max_live` only.
-    pub max_per_session: usize,
-    /// The largest result a task keeps, as JSON (default 4 MiB); a larger
-    /// one ends the task as failed.
-    pub max_result_bytes: usize,
-    /// How long a task is kept after it was created (`ttlMs`, default 1 hour).
-    pub ttl: Duration,
-    /// The polling interval suggested to clients (`pollIntervalMs`, default 1 s).
-    pub poll_interval: Duration,
-    /// How often a runner writes its heartbeat and looks for a cancellation
-    /// from another replica (default 2 s).
-    pub heartbeat: Duration,
-    /// A task whose heartbeat is older than this is failed: its runner died
-    /// (default 30 s; keep it well above `heartbeat` and the hosts' clock skew).
-    pub lease: Duration,
-}
-
-impl TaskOptions {
-    /// Keep tasks in `namespace`, with the default bounds.
-    pub fn new(namespace: Namespace) -> Self {
-        TaskOptions {
-            namespace,
-            max_live: 64,
-            max_per_session: 16,
-            max_result_bytes: 4 << 20,
-            ttl: Duration::from_secs(60 * 60),
-            poll_interval: Duration::from_secs(1),
-            heartbeat: Duration::from_secs(2),
-            lease: Duration::from_secs(30),
-        }
-    }
-
-    /// Set the most tasks running at once on this process (at least one).
-    pub fn max_live(mut self, max_live: usize) -> Self {
-        self.max_live = max_live.max(1);
-        self
-    }
-
-    /// Set the most tasks running at once on this process for one session
-    /// (at least one; `max_live` still bounds them all).
-    pub fn max_per_session(mut self, max_per_session: usize) -> Self {
-        self.max_per_session = max_per_session.max(1);
-        self
-    }
-
-    /// Set the largest result kept, in bytes of JSON.
-    pub fn max_result_bytes(mut self, bytes: usize) -> Self {
-        self.max_result_bytes = bytes;
-        self
-    }
-
-    /// Set how long a task is kept after its creation.
-    pub fn ttl(mut self, ttl: Duration) -> Self {
-        self.ttl = ttl;
-        self
-    }
-
-    /// Set the polling interval suggested to clients (at least 1 ms).
-    pub fn poll_interval(mut self, interval: Duration) -> Self {
-        self.poll_interval = interval.max(Duration::from_millis(1));
-        self
-    }
-
-    /// Set the heartbeat interval (at least 10 ms) and the lease after which
-    /// a silent runner counts as dead (at least twice the heartbeat).
-    pub fn heartbeat(mut self, heartbeat: Duration, lease: Duration) -> Self {
-        self.heartbeat = heartbeat.max(Duration::from_millis(10));
-        self.lease = lease.max(self.heartbeat * 2);
-        self
-    }
-}
-
-/// Whether `id` has the form of a task id this server hands out.
-pub fn is_task_id(id: &str) -> bool {
-    id.len() == TASK_ID_LEN && id.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-}
+pub use id::{TASK_ID_LEN, is_task_id};
+use id::{check_id, random_hex};
+pub use options::TaskOptions;
 
 /// The record written when a task is created.
 #[derive(Serialize, Deserialize)]
@@ -380,13 +281,6 @@ fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
-/// `bytes` random bytes as hex (at most 32: a fresh key's worth).
-fn random_hex(bytes: usize) -> String {
-    let mut hex = toolreg::seal::Key::random().to_hex();
-    hex.truncate(bytes * 2);
-    hex
-}
-
 fn key(id: &str, part: &str) -> String {
     if part.is_empty() { format!("task/{id}") } else { format!("task/{id}/{part}") }
 }
@@ -410,19 +304,6 @@ fn read<T: serde::de::DeserializeOwned>(value: Value, what: &str) -> Result<T, E
 
 fn unknown(id: &str) -> ErrorData {
     ErrorData::invalid_params(format!("unknown task `{id}` (it never existed here, or its TTL ran out)"), None)
-}
-
-/// Refuse an id that is not one this server hands out, before the store is
-/// asked (the id is quoted only up to its first 64 characters).
-fn check_id(id: &str) -> Result<(), ErrorData> {
-    if is_task_id(id) {
-        return Ok(());
-    }
-    let shown: String = id.chars().take(64).collect();
-    Err(ErrorData::invalid_params(
-        format!("invalid task id `{shown}`: a task id is {TASK_ID_LEN} lowercase hex characters"),
-        None,
-    ))
 }
 
 /// The JSON-RPC error a failed task carries.
@@ -704,55 +585,6 @@ impl Tasks {
             live.answered.notify_one();
         }
         Ok(())
-    }
-}
-
-/// The server as rmcp runs it: [`McpServer`](super::McpServer), with each
-/// listed tool's `execution` added to `tools/list` answers when tasks are
-/// enabled. rmcp's `Tool` has no `execution` field, so the answer leaves
-/// here as the same JSON with the field added.
-#[derive(Clone)]
-pub(super) struct Serving(pub(super) super::McpServer);
-
-impl rmcp::Service<rmcp::RoleServer> for Serving {
-    async fn handle_request(
-        &self,
-        request: rmcp::model::ClientRequest,
-        context: rmcp::service::RequestContext<rmcp::RoleServer>,
-    ) -> Result<rmcp::model::ServerResult, ErrorData> {
-        let answer = rmcp::Service::handle_request(&self.0, request, context).await?;
-        let rmcp::model::ServerResult::ListToolsResult(list) = answer else { return Ok(answer) };
-        let served = self.0.served();
-        if self.0.shared.tasks.is_none() || served.execution.is_empty() {
-            return Ok(rmcp::model::ServerResult::ListToolsResult(list));
-        }
-        let mut value = serde_json::to_value(&list)
-            .map_err(|e| ErrorData::internal_error(format!("the tool list cannot be sent: {e}"), None))?;
-        if let Some(tools) = value.get_mut("tools").and_then(Value::as_array_mut) {
-            for tool in tools {
-                let execution = tool.get("name").and_then(Value::as_str).and_then(|n| served.execution.get(n));
-                if let (Some(execution), Some(fields)) = (execution.cloned(), tool.as_object_mut()) {
-                    fields.insert("execution".to_owned(), execution);
-                }
-            }
-        }
-        Ok(rmcp::model::ServerResult::CustomResult(rmcp::model::CustomResult(value)))
-    }
-
-    async fn handle_notification(
-        &self,
-        notification: rmcp::model::ClientNotification,
-        context: rmcp::service::NotificationContext<rmcp::RoleServer>,
-    ) -> Result<(), ErrorData> {
-        rmcp::Service::handle_notification(&self.0, notification, context).await
-    }
-
-    fn get_info(&self) -> rmcp::model::ServerConfig {
-        rmcp::Service::<rmcp::RoleServer>::get_info(&self.0)
-    }
-
-    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [rmcp::model::ProtocolVersion]> {
-        rmcp::Service::<rmcp::RoleServer>::supported_protocol_versions(&self.0)
     }
 }
 
