@@ -13,6 +13,8 @@ use toolreg::provider::mcp::Mcp;
 use toolreg::provider::{ToolRef, WireFormat};
 use toolreg::{ToolEngine, ToolError, ToolOutput, ToolResult};
 
+#[cfg(doc)]
+use super::McpServer;
 use super::result::to_call_tool_result;
 use super::session::Session;
 use super::{ServerOptions, policed};
