@@ -37,6 +37,8 @@
 //!   (none: send it no log messages);
 //! - with [`ServerOptions::deferred`], a large catalog is served as a short
 //!   list plus `search_tools` and `call_tool` (see [`Deferral`]);
+//! - resources and prompts come from an [`Upstream`] (a gateway's imported
+//!   servers, [`McpServer::set_upstream`]); without one their lists are empty;
 //! - with [`ServerOptions::tasks`], tools that declare task support
 //!   ([`ToolDeclaration::task_support`](toolreg::ToolDeclaration::task_support))
 //!   run as MCP tasks (the `io.modelcontextprotocol/tasks` extension) for
