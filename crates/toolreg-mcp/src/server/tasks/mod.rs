@@ -407,56 +407,23 @@ impl Tasks {
     /// `tasks/get`, for `owner`.
     pub(super) async fn get(&self, owner: &TaskOwner, id: &str) -> Result<GetTaskResult, ErrorData> {
         let created = self.owned(owner, id).await?;
-        let ns = &self.options.namespace;
         if now_ms().saturating_sub(created.created_ms) > i64::try_from(created.ttl_ms).unwrap_or(i64::MAX) {
-            // Forgotten, running or not: a runner here stops now, one on
-            // another replica at its next heartbeat; what it writes after
-            // this is removed by it or by the sweep.
-            if let Some(live) = self.live.lock().unwrap_or_else(PoisonError::into_inner).get(id) {
-                live.cancel.cancel();
-            }
-            for part in ["", "beat", "end", "ask", "answers"] {
-                let _ = ns.delete(&key(id, part)).await;
-            }
+            self.forget(id).await;
             return Err(unknown(id));
         }
         if let Some(end) = self.end(id).await? {
             return Ok(self.detailed(id, &created, end));
         }
-        let beat: Option<Beat> = match ns.get(&key(id, "beat")).await {
+        let beat: Option<Beat> = match self.options.namespace.get(&key(id, "beat")).await {
             Ok(stored) => Some(read(stored.value, "heartbeat")?),
             Err(StoreError::NotFound { .. }) => None,
             Err(error) => return Err(store_error("reading the heartbeat", &error)),
         };
         let here = self.live.lock().unwrap_or_else(PoisonError::into_inner).get(id).map(|l| Arc::clone(&l.message));
-        let gone = match (&here, &beat) {
-            (Some(_), _) => None,
-            (None, Some(beat)) if beat.owner == self.process => {
-                Some("the task no longer runs on the server that started it".to_owned())
-            }
-            (None, Some(beat))
-                if now_ms().saturating_sub(beat.at_ms)
-                    > i64::try_from(millis(self.options.lease)).unwrap_or(i64::MAX) =>
-            {
-                Some(format!(
-                    "the server running this task stopped (no heartbeat since {}, over the {} ms lease); its result is lost",
-                    beat.at,
-                    millis(self.options.lease)
-                ))
-            }
-            (None, None) => Some("the server running this task stopped before its first heartbeat".to_owned()),
-            _ => None,
-        };
-        if let Some(why) = gone {
-            let failed = self.ended(TaskStatus::Failed, None, Some(rpc_error(-32603, why)));
-            return match ns.create(&key(id, "end"), &json!(failed)).await {
-                Ok(_) => Ok(self.detailed(id, &created, failed)),
-                Err(StoreError::Exists { .. }) => match self.end(id).await? {
-                    Some(end) => Ok(self.detailed(id, &created, end)),
-                    None => Err(unknown(id)),
-                },
-                Err(error) => Err(store_error("ending the task", &error)),
-            };
+        if here.is_none()
+            && let Some(why) = self.why_gone(beat.as_ref())
+        {
+            return self.fail_gone(id, &created, why).await;
         }
         let message = match &here {
             Some(message) => message.lock().unwrap_or_else(PoisonError::into_inner).clone(),
@@ -465,27 +432,72 @@ impl Tasks {
         let updated = beat.map(|b| b.at).unwrap_or_else(|| created.created_at.clone());
         let mut task = self.base(id, &created, updated, TaskStatus::Working);
         task.status_message = message;
-        // A task waiting on its client: the questions still unanswered.
-        if let Ok(stored) = ns.get(&key(id, "ask")).await
-            && let Ok(ask) = serde_json::from_value::<Ask>(stored.value)
-        {
-            let answered: InputResponses = match ns.get(&key(id, "answers")).await {
-                Ok(stored) => serde_json::from_value::<Answers>(stored.value)
-                    .ok()
-                    .filter(|a| a.round == ask.round)
-                    .map(|a| a.responses)
-                    .unwrap_or_default(),
-                Err(_) => InputResponses::new(),
-            };
-            let pending: InputRequests = ask.requests.into_iter().filter(|(k, _)| !answered.contains_key(k)).collect();
-            if !pending.is_empty() {
-                return Ok(GetTaskResult::new(DetailedTask::new(
-                    task,
-                    TaskPayload::InputRequired { input_requests: pending },
-                )));
-            }
+        let payload = match self.unanswered(id).await {
+            Some(pending) => TaskPayload::InputRequired { input_requests: pending },
+            None => TaskPayload::Working,
+        };
+        Ok(GetTaskResult::new(DetailedTask::new(task, payload)))
+    }
+
+    /// Forget an expired task, running or not: a runner here stops now, one
+    /// on another replica at its next heartbeat; what it writes after this
+    /// is removed by it or by the sweep.
+    async fn forget(&self, id: &str) {
+        if let Some(live) = self.live.lock().unwrap_or_else(PoisonError::into_inner).get(id) {
+            live.cancel.cancel();
         }
-        Ok(GetTaskResult::new(DetailedTask::new(task, TaskPayload::Working)))
+        for part in ["", "beat", "end", "ask", "answers"] {
+            let _ = self.options.namespace.delete(&key(id, part)).await;
+        }
+    }
+
+    /// Why a task that runs on no runner here is lost, judging by its last
+    /// heartbeat; `None` while another replica's runner is alive.
+    fn why_gone(&self, beat: Option<&Beat>) -> Option<String> {
+        let lease = millis(self.options.lease);
+        match beat {
+            Some(beat) if beat.owner == self.process => {
+                Some("the task no longer runs on the server that started it".to_owned())
+            }
+            Some(beat) if now_ms().saturating_sub(beat.at_ms) > i64::try_from(lease).unwrap_or(i64::MAX) => {
+                Some(format!(
+                    "the server running this task stopped (no heartbeat since {}, over the {lease} ms lease); its \
+                     result is lost",
+                    beat.at
+                ))
+            }
+            Some(_) => None,
+            None => Some("the server running this task stopped before its first heartbeat".to_owned()),
+        }
+    }
+
+    /// End a lost task as failed, saying why (unless another reader ended it first).
+    async fn fail_gone(&self, id: &str, created: &Created, why: String) -> Result<GetTaskResult, ErrorData> {
+        let failed = self.ended(TaskStatus::Failed, None, Some(rpc_error(-32603, why)));
+        match self.options.namespace.create(&key(id, "end"), &json!(failed)).await {
+            Ok(_) => Ok(self.detailed(id, created, failed)),
+            Err(StoreError::Exists { .. }) => match self.end(id).await? {
+                Some(end) => Ok(self.detailed(id, created, end)),
+                None => Err(unknown(id)),
+            },
+            Err(error) => Err(store_error("ending the task", &error)),
+        }
+    }
+
+    /// A task waiting on its client: the questions still unanswered.
+    async fn unanswered(&self, id: &str) -> Option<InputRequests> {
+        let ns = &self.options.namespace;
+        let ask = serde_json::from_value::<Ask>(ns.get(&key(id, "ask")).await.ok()?.value).ok()?;
+        let answered: InputResponses = match ns.get(&key(id, "answers")).await {
+            Ok(stored) => serde_json::from_value::<Answers>(stored.value)
+                .ok()
+                .filter(|a| a.round == ask.round)
+                .map(|a| a.responses)
+                .unwrap_or_default(),
+            Err(_) => InputResponses::new(),
+        };
+        let pending: InputRequests = ask.requests.into_iter().filter(|(k, _)| !answered.contains_key(k)).collect();
+        (!pending.is_empty()).then_some(pending)
     }
 
     async fn end(&self, id: &str) -> Result<Option<End>, ErrorData> {
