@@ -270,7 +270,7 @@ async fn serve(mut tools: setup::Tools, args: ServeArgs) -> Result<(), CliError>
     }
     let server = McpServer::new(serving_engine(&tools.registry, &tools, &options, code.as_ref()), options.clone());
     // The gateway also offers the imported servers' resources and prompts.
-    server.set_remotes(tools.remotes.clone());
+    server.set_upstream(toolreg_mcp::gateway::Gateway::new(tools.remotes.clone()));
     // The gateway: when an imported server's tools change, serve the new set
     // and tell the clients.
     let tools = Arc::new(tools);

@@ -1,10 +1,15 @@
 //! Model Context Protocol for toolreg.
 //!
+//! - [`protocol`]: what client and server share (a Multi Round-Trip
+//!   round), below both; neither imports the other.
 //! - [`server`]: serve a registry, a selection or a whole engine over MCP
 //!   (stdio and streamable HTTP), every call through the engine's policy.
-//! - [`client`]: import the tools of remote MCP servers into a registry,
-//!   namespaced and untrusted; [`config`] reads the `mcpServers` file MCP
-//!   clients use.
+//! - [`client`]: talk to one remote MCP server and import its tools into a
+//!   registry, namespaced and untrusted; [`config`] reads the `mcpServers`
+//!   file MCP clients use.
+//! - [`gateway`]: above both, the imported servers served again: their
+//!   resources, prompts and subscriptions, through the server's
+//!   [`Upstream`](server::Upstream).
 //!
 //! The core crate renders MCP's tool and result *formats*
 //! ([`toolreg::provider::mcp`]); the protocol around them is rmcp's. The
@@ -35,7 +40,9 @@
 
 pub mod client;
 pub mod config;
+pub mod gateway;
 mod oversize;
+pub mod protocol;
 pub mod server;
 mod trace;
 

@@ -43,7 +43,7 @@ async fn gateway_over(client_capabilities: Value, safety: toolreg::SafetyLevel, 
     assert!(refused.is_empty(), "{refused:?}");
     let options = ServerOptions::default();
     let server = McpServer::new(McpServer::engine_builder(&registry, &options).build(), options);
-    server.set_remotes(vec![remote.clone()]);
+    server.set_upstream(toolreg_mcp::gateway::Gateway::new(vec![remote.clone()]));
     let mut raw = Raw::start(server, StdioOptions::default());
     let init = raw.initialize(client_capabilities).await;
     let capabilities = &init["result"]["capabilities"];
@@ -231,7 +231,7 @@ async fn plain_uris_and_prompt_names_reach_the_one_server_that_lists_them() {
     let twin = RemoteServer::connect("twin", ServerConfig::new(transport)).await.unwrap();
     let options = ServerOptions::default();
     let server = McpServer::new(McpServer::engine_builder(&FunctionRegistry::new(), &options).build(), options);
-    server.set_remotes(vec![remote, twin]);
+    server.set_upstream(toolreg_mcp::gateway::Gateway::new(vec![remote, twin]));
     let mut raw = Raw::start(server, StdioOptions::default());
     raw.initialize(json!({})).await;
     let ambiguous = request(&mut raw, 4, "resources/read", json!({"uri": "mem://notes"})).await;

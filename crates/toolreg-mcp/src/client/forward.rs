@@ -41,7 +41,7 @@ use tokio::sync::{mpsc, oneshot};
 use toolreg::CallContext;
 
 use super::{Inner, RemoteServer};
-use crate::server::InputRound;
+use crate::protocol::InputRound;
 
 /// The host's answers to a remote server's elicitation and sampling
 /// requests, for calls that did not come over MCP (a host's own agent

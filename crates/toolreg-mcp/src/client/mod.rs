@@ -67,7 +67,7 @@
 //! ([`RemoteServer::list_resources`], [`RemoteServer::read_resource`],
 //! [`RemoteServer::list_prompts`], [`RemoteServer::get_prompt`]: URIs as
 //! `toolreg://<server>/<uri>`, names as `server__name`); the gateway serves
-//! them ([`McpServer::set_remotes`](crate::server::McpServer::set_remotes)).
+//! them ([`Gateway`](crate::gateway::Gateway)).
 //!
 //! Waiting for the server to answer `initialize` is bounded by the server's
 //! `timeoutMs` ([`ServerConfig::call_timeout`]).
@@ -138,7 +138,6 @@ pub use error::ClientError;
 use error::{cut, init_cause, io_cause};
 pub use forward::Answerer;
 use handler::Handler;
-pub(crate) use resources::gather;
 pub use resources::{MAX_LINKS, URI_PREFIX};
 pub use tools::{FORWARDED_KEY, local_name};
 

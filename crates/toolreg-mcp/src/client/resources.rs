@@ -21,7 +21,6 @@
 //! pages, [`MAX_TOOLS`] entries), each request within the server's timeout.
 
 use std::collections::HashSet;
-use std::future::Future;
 use std::sync::PoisonError;
 
 use rmcp::ServiceError;
@@ -301,23 +300,6 @@ impl RemoteServer {
         }
         Err(too_large(format!("more than {MAX_LIST_PAGES} pages of {what}")))
     }
-}
-
-/// The servers' resource lists, one after another; a server that cannot be
-/// listed now is left out (and logged) so the others are still offered.
-pub(crate) async fn gather<T, F, Fut>(servers: &[RemoteServer], list: F) -> Vec<T>
-where
-    F: Fn(RemoteServer) -> Fut,
-    Fut: Future<Output = Result<Vec<T>, ClientError>>,
-{
-    let mut all = Vec::new();
-    for server in servers {
-        match list(server.clone()).await {
-            Ok(items) => all.extend(items),
-            Err(error) => tracing::warn!(server = %server.name(), %error, "left out of a list"),
-        }
-    }
-    all
 }
 
 /// Whether `uri` is an expansion of a URI template's simple expressions:

@@ -26,7 +26,7 @@ use serde_json::{Value, json};
 use toolreg::{CallContext, TaskSupport, ToolError};
 
 use super::RemoteServer;
-use crate::server::InputRound;
+use crate::protocol::InputRound;
 
 impl RemoteServer {
     /// When the server answered with a task (the tasks extension), poll it

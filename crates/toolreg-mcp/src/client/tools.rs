@@ -24,7 +24,7 @@ use tracing::Instrument;
 
 use super::forward::Question;
 use super::{RemoteServer, SEPARATOR};
-use crate::server::{InputRound, STATE_TTL};
+use crate::protocol::{InputRound, STATE_TTL};
 
 impl RemoteServer {
     /// The server's tools as registrations named `server__tool` (shortened

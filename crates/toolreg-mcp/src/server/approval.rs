@@ -8,8 +8,8 @@ use serde_json::json;
 use toolreg::BoxFuture;
 use toolreg::policy::{ApprovalRequest, ApproveAll, Approver, Decision};
 
-use super::InputRound;
-use super::input::Approved;
+use crate::protocol::Approved;
+use crate::protocol::InputRound;
 
 /// Approves a dangerous call by asking the user through MCP elicitation
 /// (a form with one `approve` checkbox, showing the tool and its exact

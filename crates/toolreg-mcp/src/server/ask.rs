@@ -18,7 +18,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use toolreg::{CallContext, ToolRegistration, tool};
 
-use super::InputRound;
+use crate::protocol::InputRound;
 
 /// The key of the question in an `input_required` result's `inputRequests`
 /// (and of its answer in `inputResponses`).

@@ -4,23 +4,28 @@
 
 use std::sync::Arc;
 
-use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ErrorData};
+use rmcp::model::{CallToolRequestParams, CallToolResponse, ClientCapabilities, ErrorData};
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::Value;
 use toolreg::{CallOptions, Checkpoints, Extensions, TaskSupport, ToolCall, ToolExecutor};
 
 use super::progress::ProgressSender;
-use super::{InputRound, McpServer, catalog, is_2026_07_28};
+use super::result::to_call_tool_result;
+use super::{InputRound, McpServer, catalog};
+use crate::protocol::is_2026_07_28;
 
 impl McpServer {
     pub(super) async fn call(
         &self,
-        request: CallToolRequestParams,
+        mut request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let served = self.served();
         // Deferred mode's meta-tools and refusals are answered here.
-        let (name, arguments) = match self.route(&served, &request.name, request.arguments, &context).await? {
+        let (name, arguments) = match served
+            .route(self.session.lasting(&context), &request.name, request.arguments.take(), &context)
+            .await?
+        {
             catalog::Route::Run { name, arguments } => (name, arguments),
             catalog::Route::Answered(result) => return Ok((*result).into()),
         };
@@ -38,38 +43,19 @@ impl McpServer {
         extensions.insert(context.peer.clone());
         // Approvals and the audit trail are bound to the call id: a request
         // whose id cannot be written down is refused, never run under "".
-        let mut id = call_id(&context.id)
+        let id = call_id(&context.id)
             .ok_or_else(|| ErrorData::invalid_request("the request id cannot be used as a call id", None))?;
-        // A 2026-07-28 client is asked questions with `input_required`
-        // results; a later round runs under the first round's call id.
-        // A tool that stops for a question (a code-mode program at a
-        // dangerous call) keeps its checkpoint in the sealed state, and finds
-        // it again in the next round.
-        let mut checkpoints = None;
-        let round = if is_2026_07_28(&context) {
-            let state = match &request.request_state {
-                Some(sealed) => {
-                    let reopened = self.shared.seal.open(sealed, name, &arguments).await?;
-                    id = reopened.call;
-                    checkpoints = Some(Arc::new(Checkpoints::restoring(reopened.checkpoints)));
-                    Some(reopened.state)
-                }
-                None => None,
-            };
-            let checkpoints = checkpoints.get_or_insert_with(|| Arc::new(Checkpoints::new()));
-            extensions.insert_arc(Arc::clone(checkpoints));
-            let round = Arc::new(InputRound::new(
-                request.input_responses.unwrap_or_default(),
-                state,
-                context.client_capabilities(),
-            ));
-            extensions.insert_arc(Arc::clone(&round));
+        // A 2026-07-28 client is asked questions with `input_required` results.
+        let (id, round) = if is_2026_07_28(&context) {
+            let (id, round) = self.open_round(id, &mut request, name, &arguments, &context).await?;
+            extensions.insert_arc(Arc::clone(&round.checkpoints));
+            extensions.insert_arc(Arc::clone(&round.input));
             if let Some(level) = context.meta.log_level() {
                 extensions.insert(level);
             }
-            Some(round)
+            (id, Some(round))
         } else {
-            None
+            (id, None)
         };
         let call = ToolCall::new(id.clone(), name, arguments.clone());
         let options = CallOptions::new().cancel(context.ct.clone()).extensions(extensions);
@@ -77,17 +63,39 @@ impl McpServer {
         if let Some(sender) = progress {
             sender.finish().await;
         }
-        let saved = checkpoints.map(|c| c.take_saved()).unwrap_or_default();
         if let Some(round) = round
-            && let Some(asked) = self.shared.seal.answer(&round, &id, name, &arguments, saved)?
+            && let Some(asked) =
+                self.shared.seal.answer(&round.input, &id, name, &arguments, round.checkpoints.take_saved())?
         {
             return Ok(CallToolResponse::InputRequired(asked));
         }
         to_call_tool_result(&result).map(CallToolResponse::from)
     }
-}
 
-impl McpServer {
+    /// This round of a 2026-07-28 client's call, and the call id it runs
+    /// under: a later round runs under the first round's id, and a tool that
+    /// stopped for a question (a code-mode program at a dangerous call)
+    /// finds its checkpoint again, both from the sealed state.
+    async fn open_round(
+        &self,
+        id: String,
+        request: &mut CallToolRequestParams,
+        name: &str,
+        arguments: &Value,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<(String, Round), ErrorData> {
+        let (id, state, checkpoints) = match &request.request_state {
+            Some(sealed) => {
+                let reopened = self.shared.seal.open(sealed, name, arguments).await?;
+                (reopened.call, Some(reopened.state), Checkpoints::restoring(reopened.checkpoints))
+            }
+            None => (id, None, Checkpoints::new()),
+        };
+        let responses = request.input_responses.take().unwrap_or_default();
+        let input = Arc::new(InputRound::new(responses, state, context.client_capabilities()));
+        Ok((id, Round { input, checkpoints: Arc::new(checkpoints) }))
+    }
+
     /// The task to answer this call with, when the tool runs as one; `None`:
     /// answer it directly. A task-required tool called without the tasks
     /// extension is refused with `-32021`, naming it.
@@ -122,7 +130,7 @@ impl McpServer {
                     arguments: arguments.clone(),
                     extensions,
                     capabilities: context.client_capabilities(),
-                    owner: self.task_owner(context),
+                    owner: self.task_connection.owner_of(context),
                 };
                 let tasks = Arc::clone(tasks);
                 Ok(Some(async move { tasks.start(started).await }))
@@ -130,6 +138,12 @@ impl McpServer {
             _ => Ok(None),
         }
     }
+}
+
+/// A 2026-07-28 call's round and the checkpoints its tools keep across rounds.
+struct Round {
+    input: Arc<InputRound>,
+    checkpoints: Arc<Checkpoints>,
 }
 
 /// The JSON-RPC id as text, the call id the engine and the audit trail see;
@@ -140,30 +154,6 @@ fn call_id(id: &impl serde::Serialize) -> Option<String> {
         other => other.to_string(),
     };
     (!text.is_empty()).then_some(text)
-}
-
-/// rmcp's `CallToolResult` for an engine result: the core's MCP rendering
-/// ([`toolreg::provider::mcp::CallToolResult`]: every block, annotations,
-/// `structuredContent`, `isError`), carried in rmcp's type unchanged.
-/// rmcp reads every block that rendering writes; should it ever refuse
-/// one, the client gets an internal error saying why, not a result with
-/// blocks missing.
-pub(super) fn to_call_tool_result(result: &toolreg::ToolResult) -> Result<CallToolResult, ErrorData> {
-    let rendered = toolreg::provider::mcp::CallToolResult::new(result);
-    // Block by block, moving each one's JSON (no copy of an image's base64).
-    let content = rendered
-        .content
-        .into_iter()
-        .map(serde_json::from_value::<rmcp::model::ContentBlock>)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|error| {
-            ErrorData::internal_error(format!("the result of `{}` cannot be sent: {error}", result.name), None)
-        })?;
-    let mut out = if rendered.is_error { CallToolResult::error(content) } else { CallToolResult::success(content) };
-    // `success` and `error` set `resultType` as rmcp's constructors do; rmcp
-    // leaves it out for clients older than 2026-07-28.
-    out.structured_content = rendered.structured_content;
-    Ok(out)
 }
 
 #[cfg(test)]

@@ -3,20 +3,21 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
 
 use rmcp::model::{CallToolResult, ErrorData, JsonObject, Tool, ToolAnnotations};
-use rmcp::service::{RequestContext, RoleServer, SubscriptionSink};
+use rmcp::service::{RequestContext, RoleServer};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 use toolreg::provider::mcp::Mcp;
 use toolreg::provider::{ToolRef, WireFormat};
 use toolreg::{ToolEngine, ToolError, ToolOutput, ToolResult};
 
-use super::call::to_call_tool_result;
-use super::{McpServer, ServerOptions, is_2026_07_28, policed};
+#[cfg(doc)]
+use super::McpServer;
+use super::result::to_call_tool_result;
+use super::session::Session;
+use super::{ServerOptions, policed};
 
 /// The meta-tool that finds deferred tools (and loads them on a session).
 pub use toolreg::search::SEARCH_TOOLS;
@@ -155,6 +156,12 @@ impl Catalog {
         catalog.listed.extend(meta_tools());
         catalog
     }
+
+    /// The deferred tools `session` loaded that are still here, in load order.
+    fn loaded(&self, session: &Session) -> Vec<Tool> {
+        let names = session.loaded(|name| self.deferred.contains_key(name));
+        names.iter().filter_map(|name| self.deferred.get(name).cloned()).collect()
+    }
 }
 
 /// The declarations of [`SEARCH_TOOLS`] and [`CALL_TOOL`].
@@ -199,95 +206,6 @@ fn meta_tools() -> [Tool; 2] {
     [search, call]
 }
 
-/// How a server's connections keep what their searches load.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Transport {
-    /// One connection (stdio, any stream): it is the session.
-    Stream,
-    /// HTTP with sessions: a handshake-era client's session keeps what it
-    /// loads; a 2026-07-28 request stands alone (that revision has no
-    /// sessions).
-    HttpSession,
-    /// Stateless HTTP: nothing is kept.
-    Stateless,
-}
-
-/// One connection's deferred-loading state.
-pub(super) struct Session {
-    transport: Transport,
-    /// The deferred tools its searches found, in the order they were found.
-    /// Bounded by the catalog: only names of deferred tools are kept.
-    loaded: Mutex<Vec<String>>,
-    /// Its open `subscriptions/listen` streams (a 2026-07-28 client hears of
-    /// list changes there).
-    listeners: Mutex<Vec<SubscriptionSink>>,
-    /// Cancelled when the client has said its last word (its input closed):
-    /// streams that would stay open until the client goes (its
-    /// `subscriptions/listen`) end then, so that shutdown does not wait on them.
-    input_closed: CancellationToken,
-}
-
-impl Session {
-    pub(super) fn new(transport: Transport) -> Session {
-        Session {
-            transport,
-            loaded: Mutex::default(),
-            listeners: Mutex::default(),
-            input_closed: CancellationToken::new(),
-        }
-    }
-
-    /// The token its transport cancels when the client's input closes.
-    pub(super) fn input_closed(&self) -> &CancellationToken {
-        &self.input_closed
-    }
-
-    /// Record an open `subscriptions/listen` stream until the guard drops.
-    pub(super) fn listening(&self, sink: SubscriptionSink) -> Listening<'_> {
-        let id = sink.id().clone();
-        self.listeners.lock().unwrap_or_else(PoisonError::into_inner).push(sink);
-        Listening { session: self, id }
-    }
-
-    /// The loaded tools the catalog still holds, in load order; the others
-    /// (gone with a remote server's `list_changed`) are forgotten.
-    fn current(&self, catalog: &Catalog) -> Vec<Tool> {
-        let mut loaded = self.loaded.lock().unwrap_or_else(PoisonError::into_inner);
-        loaded.retain(|name| catalog.deferred.contains_key(name));
-        loaded.iter().filter_map(|name| catalog.deferred.get(name).cloned()).collect()
-    }
-
-    fn has(&self, catalog: &Catalog, name: &str) -> bool {
-        catalog.deferred.contains_key(name)
-            && self.loaded.lock().unwrap_or_else(PoisonError::into_inner).iter().any(|n| n == name)
-    }
-
-    /// Add these tools; whether any was new.
-    fn load(&self, names: impl IntoIterator<Item = String>) -> bool {
-        let mut loaded = self.loaded.lock().unwrap_or_else(PoisonError::into_inner);
-        let before = loaded.len();
-        for name in names {
-            if !loaded.contains(&name) {
-                loaded.push(name);
-            }
-        }
-        loaded.len() > before
-    }
-}
-
-/// Keeps a `subscriptions/listen` stream on its session's list while it is open.
-pub(super) struct Listening<'a> {
-    session: &'a Session,
-    id: rmcp::model::RequestId,
-}
-
-impl Drop for Listening<'_> {
-    fn drop(&mut self) {
-        let mut listeners = self.session.listeners.lock().unwrap_or_else(PoisonError::into_inner);
-        listeners.retain(|sink| sink.id() != &self.id);
-    }
-}
-
 /// What a `tools/call` comes to.
 pub(super) enum Route {
     /// Run this tool through the engine.
@@ -313,21 +231,12 @@ struct CallArgs {
     arguments: Option<JsonObject>,
 }
 
-impl McpServer {
-    /// The session this request belongs to, if it has one that lasts.
-    fn session_of(&self, context: &RequestContext<RoleServer>) -> Option<&Session> {
-        match self.session.transport {
-            Transport::Stream => Some(&self.session),
-            Transport::HttpSession if !is_2026_07_28(context) => Some(&self.session),
-            Transport::HttpSession | Transport::Stateless => None,
-        }
-    }
-
-    /// The tools `tools/list` offers this request's client: every tool, or
-    /// in deferred mode the short list and what its session loaded.
-    pub(super) fn offered<'a>(&self, served: &'a Served, context: &RequestContext<RoleServer>) -> Cow<'a, [Tool]> {
-        let Some(catalog) = &served.catalog else { return Cow::Borrowed(&served.listed) };
-        let loaded = self.session_of(context).map(|session| session.current(catalog)).unwrap_or_default();
+impl Served {
+    /// The tools `tools/list` offers a client: every tool, or in deferred
+    /// mode the short list and what its session (if it lasts) loaded.
+    pub(super) fn offered(&self, session: Option<&Session>) -> Cow<'_, [Tool]> {
+        let Some(catalog) = &self.catalog else { return Cow::Borrowed(&self.listed) };
+        let loaded = session.map(|session| catalog.loaded(session)).unwrap_or_default();
         if loaded.is_empty() {
             Cow::Borrowed(&catalog.listed)
         } else {
@@ -341,22 +250,21 @@ impl McpServer {
     /// deferral.
     pub(super) async fn route(
         &self,
-        served: &Served,
+        session: Option<&Session>,
         name: &str,
         arguments: Option<JsonObject>,
         context: &RequestContext<RoleServer>,
     ) -> Result<Route, ErrorData> {
-        let known = |name: &str| served.engine.tools().contains(name);
-        let Some(catalog) = &served.catalog else {
+        let known = |name: &str| self.engine.tools().contains(name);
+        let Some(catalog) = &self.catalog else {
             if !known(name) {
                 return Err(ErrorData::invalid_params(format!("unknown tool `{name}`"), None));
             }
             return Ok(Route::Run { name: name.to_owned(), arguments: Value::Object(arguments.unwrap_or_default()) });
         };
-        let session = self.session_of(context);
         match name {
             SEARCH_TOOLS => match parse::<SearchArgs>(SEARCH_TOOLS, arguments) {
-                Ok(args) => self.search(served, catalog, session, args, context).await,
+                Ok(args) => self.search(catalog, session, args, context).await,
                 Err(refused) => refused,
             },
             CALL_TOOL => match parse::<CallArgs>(CALL_TOOL, arguments) {
@@ -376,7 +284,7 @@ impl McpServer {
                 Err(refused) => refused,
             },
             _ if !known(name) => Err(ErrorData::invalid_params(format!("unknown tool `{name}`"), None)),
-            _ if catalog.deferred.contains_key(name) && !session.is_some_and(|s| s.has(catalog, name)) => {
+            _ if catalog.deferred.contains_key(name) && !session.is_some_and(|s| s.has_loaded(name)) => {
                 let advice = match session {
                     Some(_) => format!(
                         "Error: `{name}` is not loaded yet, so it did not run. Call `{SEARCH_TOOLS}` with what you \
@@ -397,14 +305,13 @@ impl McpServer {
     /// Run a search; on a session, load what it found and tell the client.
     async fn search(
         &self,
-        served: &Served,
         catalog: &Catalog,
         session: Option<&Session>,
         args: SearchArgs,
         context: &RequestContext<RoleServer>,
     ) -> Result<Route, ErrorData> {
         let limit = args.limit.unwrap_or(DEFAULT_SEARCH_RESULTS).clamp(1, MAX_SEARCH_RESULTS);
-        let hits = served.engine.tools().search_where(&args.query, limit, |name| catalog.deferred.contains_key(name));
+        let hits = self.engine.tools().search_where(&args.query, limit, |name| catalog.deferred.contains_key(name));
         let found: Vec<&Tool> = hits.iter().filter_map(|hit| catalog.deferred.get(&hit.name)).collect();
         let listed: Vec<Value> = found
             .iter()
@@ -414,7 +321,7 @@ impl McpServer {
             _ if found.is_empty() => "No tool matches; try other words (what the tool does, or its name).".to_owned(),
             Some(session) => {
                 if session.load(found.iter().map(|tool| tool.name.to_string())) {
-                    self.announce(session, context).await;
+                    session.announce(context).await;
                 }
                 format!(
                     "These tools are now in your tool list: call them by name (list the tools again if your client \
@@ -425,19 +332,6 @@ impl McpServer {
         };
         let output = ToolOutput::new(json!({"tools": listed, "note": note}));
         answer(SEARCH_TOOLS, Ok(output))
-    }
-
-    /// Tell this session's client its tool list changed.
-    async fn announce(&self, session: &Session, context: &RequestContext<RoleServer>) {
-        if is_2026_07_28(context) {
-            // That revision hears of changes on `subscriptions/listen` streams.
-            let sinks: Vec<SubscriptionSink> = session.listeners.lock().unwrap_or_else(PoisonError::into_inner).clone();
-            for sink in sinks {
-                let _ = sink.notify_tool_list_changed().await;
-            }
-        } else if let Err(error) = context.peer.notify_tool_list_changed().await {
-            tracing::debug!(%error, "list_changed after a search not sent");
-        }
     }
 }
 

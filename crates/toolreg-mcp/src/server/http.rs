@@ -39,7 +39,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-use super::catalog::Transport;
+use super::session::Transport;
 use super::{McpServer, ServeError};
 
 /// Where and how the HTTP endpoint listens.

@@ -37,6 +37,8 @@
 //!   (none: send it no log messages);
 //! - with [`ServerOptions::deferred`], a large catalog is served as a short
 //!   list plus `search_tools` and `call_tool` (see [`Deferral`]);
+//! - resources and prompts come from an [`Upstream`] (a gateway's imported
+//!   servers, [`McpServer::set_upstream`]); without one their lists are empty;
 //! - with [`ServerOptions::tasks`], tools that declare task support
 //!   ([`ToolDeclaration::task_support`](toolreg::ToolDeclaration::task_support))
 //!   run as MCP tasks (the `io.modelcontextprotocol/tasks` extension) for
@@ -61,36 +63,47 @@ mod approval;
 mod ask;
 mod call;
 mod catalog;
+mod clients;
 mod http;
 mod input;
+mod options;
 mod progress;
+mod result;
+mod serving;
+mod session;
 
 use catalog::Served;
-mod remote;
+use clients::Clients;
+use session::{Session, Transport};
 mod stdio;
-mod subscribe;
 mod tasks;
+mod upstream;
 
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::{Arc, PoisonError, RwLock};
 
 use rmcp::ServerHandler;
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, ErrorData, Implementation, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig,
 };
-use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer};
+use rmcp::service::{NotificationContext, RequestContext, RoleServer};
 use toolreg::engine::EngineBuilder;
 use toolreg::policy::ApproveAll;
 use toolreg::{FunctionRegistry, ToolEngine};
 use tracing::Instrument;
 
+use crate::protocol::is_2026_07_28;
+
+pub use crate::protocol::{InputRound, STATE_TTL};
 pub use approval::{APPROVAL_KEY, ElicitationApprover};
 pub use ask::{ASK_KEY, ask_user};
 pub use catalog::{CALL_TOOL, Deferral, MAX_SEARCH_RESULTS, SEARCH_TOOLS};
 pub use http::{HttpOptions, bearer_token_from_env};
-pub use input::{InputRound, RequestStates, STATE_TTL};
+pub use input::RequestStates;
+pub use options::ServerOptions;
 pub use stdio::{SERVER_BUSY, StdioOptions};
 pub use tasks::{TASK_ID_LEN, TaskOptions, is_task_id};
+pub use upstream::{ResourceListener, Upstream};
 
 /// Why a server could not start or stopped with an error.
 #[derive(Debug, thiserror::Error)]
@@ -104,106 +117,14 @@ pub enum ServeError {
     Handshake(String),
 }
 
-/// How the server presents itself and treats dangerous tools.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct ServerOptions {
-    /// The `serverInfo.name` sent at `initialize`.
-    pub name: String,
-    /// The `serverInfo.version`.
-    pub version: String,
-    /// Instructions for the client's model, sent at `initialize`.
-    pub instructions: Option<String>,
-    /// Tools per `tools/list` page.
-    pub page_size: usize,
-    /// Run dangerous tools without asking (the operator's `--allow-dangerous`):
-    /// the server then serves every engine it is given ([`McpServer::new`],
-    /// [`McpServer::set_engine`]) with its approver replaced by an
-    /// [`ApproveAll`]. Otherwise dangerous tools go to the engine's approver
-    /// (with [`McpServer::engine_builder`]'s, they are approved through
-    /// elicitation, or refused when the client cannot be asked).
-    pub allow_dangerous: bool,
-    /// Deferred mode (`None`: every tool listed): the tools the [`Deferral`]
-    /// names are found with `search_tools` and run with `call_tool` (or by
-    /// name once a session has found them); see [`Deferral`].
-    pub deferred: Option<Deferral>,
-    /// How Multi Round-Trip Requests' `requestState` is sealed and its one
-    /// use recorded: per process by default; shared by replicas with
-    /// [`RequestStates::shared`].
-    pub request_states: RequestStates,
-    /// Run long-running tools as MCP tasks (`None`: no tasks; every call
-    /// is answered directly and tools are listed without `execution`). See
-    /// [`TaskOptions`].
-    pub tasks: Option<TaskOptions>,
-}
-
-impl Default for ServerOptions {
-    fn default() -> Self {
-        ServerOptions {
-            name: "toolreg".to_owned(),
-            version: env!("CARGO_PKG_VERSION").to_owned(),
-            instructions: None,
-            page_size: 100,
-            allow_dangerous: false,
-            deferred: None,
-            request_states: RequestStates::local(),
-            tasks: None,
-        }
-    }
-}
-
-impl ServerOptions {
-    /// Set the server's name.
-    pub fn name(mut self, name: impl Into<String>) -> Self {
-        self.name = name.into();
-        self
-    }
-
-    /// Set instructions for the client's model.
-    pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
-        self.instructions = Some(instructions.into());
-        self
-    }
-
-    /// Set the number of tools per `tools/list` page (at least one).
-    pub fn page_size(mut self, page_size: usize) -> Self {
-        self.page_size = page_size.max(1);
-        self
-    }
-
-    /// Run dangerous tools without asking.
-    pub fn allow_dangerous(mut self, allow: bool) -> Self {
-        self.allow_dangerous = allow;
-        self
-    }
-
-    /// Seal and record Multi Round-Trip request state as `states` says.
-    pub fn request_states(mut self, states: RequestStates) -> Self {
-        self.request_states = states;
-        self
-    }
-
-    /// Run tools that declare task support as MCP tasks, kept as `tasks` says.
-    pub fn tasks(mut self, tasks: TaskOptions) -> Self {
-        self.tasks = Some(tasks);
-        self
-    }
-
-    /// Serve in deferred mode, holding back what `deferral` names.
-    pub fn deferred(mut self, deferral: Deferral) -> Self {
-        self.deferred = Some(deferral);
-        self
-    }
-}
-
 /// An MCP server over a [`ToolEngine`]. Cloning shares it: every clone
 /// serves the same tools, and [`set_engine`](Self::set_engine) on one
 /// reaches the clients of all.
 #[derive(Clone)]
 pub struct McpServer {
     shared: Arc<Shared>,
-    /// This connection's tools found by search (deferred mode).
-    session: Arc<catalog::Session>,
+    /// This connection: what its searches loaded (deferred mode), its streams.
+    session: Arc<Session>,
     /// Who this connection's task requests come from; its tasks end with it.
     task_connection: Arc<tasks::Connection>,
 }
@@ -211,18 +132,12 @@ pub struct McpServer {
 struct Shared {
     options: ServerOptions,
     tools: RwLock<Arc<Served>>,
-    peers: Mutex<Vec<Peer<RoleServer>>>,
-    /// Open `subscriptions/listen` streams (2026-07-28 clients hear of tool
-    /// list changes on these, not as unsolicited notifications).
-    listeners: Mutex<Vec<rmcp::service::SubscriptionSink>>,
-    /// The level the client asked for with `logging/setLevel`.
-    log_level: Mutex<Option<rmcp::model::LoggingLevel>>,
-    /// Imported servers whose resources and prompts are offered too.
-    remotes: RwLock<Vec<crate::client::RemoteServer>>,
+    /// The connected clients, told when the tools change.
+    clients: Clients,
+    /// The resources and prompts offered beside the tools.
+    upstream: RwLock<Arc<dyn Upstream>>,
     /// Seals the `requestState` of Multi Round-Trip Requests.
     seal: input::StateSeal,
-    /// Clients' subscriptions to the imported servers' resources.
-    subscriptions: subscribe::Subscriptions,
     /// The tasks, when [`ServerOptions::tasks`] enables them.
     tasks: Option<Arc<tasks::Tasks>>,
 }
@@ -260,17 +175,14 @@ impl McpServer {
         let seal = input::StateSeal::new(&options.request_states);
         let tasks = options.tasks.clone().map(|o| Arc::new(tasks::Tasks::new(o)));
         McpServer {
-            session: Arc::new(catalog::Session::new(catalog::Transport::Stream)),
+            session: Arc::new(Session::new(Transport::Stream)),
             task_connection: Arc::new(tasks::Connection::new(tasks.as_ref())),
             shared: Arc::new(Shared {
                 options,
                 tools: RwLock::new(Arc::new(served)),
-                peers: Mutex::new(Vec::new()),
-                log_level: Mutex::new(None),
-                listeners: Mutex::new(Vec::new()),
-                remotes: RwLock::new(Vec::new()),
+                clients: Clients::default(),
+                upstream: RwLock::new(Arc::new(upstream::NoUpstream)),
                 seal,
-                subscriptions: subscribe::Subscriptions::default(),
                 tasks,
             }),
         }
@@ -312,25 +224,7 @@ impl McpServer {
     pub async fn set_engine(&self, engine: ToolEngine) {
         let served = Arc::new(Served::new(engine, &self.shared.options));
         *self.shared.tools.write().unwrap_or_else(PoisonError::into_inner) = served;
-        let peers: Vec<Peer<RoleServer>> = self.shared.peers.lock().unwrap_or_else(PoisonError::into_inner).clone();
-        let mut any_closed = false;
-        for peer in &peers {
-            // Clients on 2026-07-28 connections hear of it on their
-            // `subscriptions/listen` streams instead (below).
-            if peer.is_transport_closed() || peer.notify_tool_list_changed().await.is_err() {
-                any_closed |= peer.is_transport_closed();
-            }
-        }
-        if any_closed {
-            let mut live = self.shared.peers.lock().unwrap_or_else(PoisonError::into_inner);
-            live.retain(|peer| !peer.is_transport_closed());
-        }
-        let listeners: Vec<rmcp::service::SubscriptionSink> =
-            self.shared.listeners.lock().unwrap_or_else(PoisonError::into_inner).clone();
-        for sink in listeners {
-            // A stream that closed is removed by its `listen` when it ends.
-            let _ = sink.notify_tool_list_changed().await;
-        }
+        self.shared.clients.tools_changed().await;
     }
 
     /// Serve one client on this process's stdin and stdout until it
@@ -347,9 +241,9 @@ impl McpServer {
         R: tokio::io::AsyncRead + Send + Unpin + 'static,
         W: tokio::io::AsyncWrite + Send + Unpin + 'static,
     {
-        let connection = self.connection(catalog::Transport::Stream);
+        let connection = self.connection(Transport::Stream);
         let transport = stdio::LineTransport::new(read, write, options, connection.session.input_closed().clone());
-        let running = match rmcp::serve_server(tasks::Serving(connection), transport).await {
+        let running = match rmcp::serve_server(serving::Serving(connection), transport).await {
             Ok(running) => running,
             // The client left before saying anything: nothing to serve, no error.
             Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
@@ -359,10 +253,42 @@ impl McpServer {
         Ok(())
     }
 
+    /// Offer `upstream`'s resources and prompts beside the tools (a
+    /// gateway's imported servers: [`Gateway`](crate::gateway::Gateway)),
+    /// replacing what was offered before.
+    pub fn set_upstream(&self, upstream: impl Upstream + 'static) {
+        *self.shared.upstream.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(upstream);
+    }
+
+    fn upstream(&self) -> Arc<dyn Upstream> {
+        Arc::clone(&self.shared.upstream.read().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// Serve a 2026-07-28 client's `subscriptions/listen` stream's resource
+    /// URIs until `closed` resolves (the stream ends).
+    async fn listen_to_resources(
+        &self,
+        sink: &rmcp::service::SubscriptionSink,
+        uris: &[String],
+        closed: impl Future<Output = ()>,
+    ) {
+        let upstream = self.upstream();
+        let listener = ResourceListener::stream(sink);
+        for uri in uris {
+            if let Err(error) = upstream.subscribe(uri, listener.clone()).await {
+                tracing::info!(%uri, error = %error.message, "a listened resource cannot be subscribed to");
+            }
+        }
+        closed.await;
+        for uri in uris {
+            upstream.unsubscribe(uri, &listener).await;
+        }
+    }
+
     /// The log level the client last asked for with `logging/setLevel`
     /// (`None`: it has not asked; send what matters).
     pub fn log_level(&self) -> Option<rmcp::model::LoggingLevel> {
-        *self.shared.log_level.lock().unwrap_or_else(PoisonError::into_inner)
+        self.shared.clients.log_level()
     }
 
     fn task_store(&self) -> Result<&Arc<tasks::Tasks>, ErrorData> {
@@ -376,10 +302,10 @@ impl McpServer {
     }
 
     /// This server for one connection: the same tools, its own session.
-    fn connection(&self, transport: catalog::Transport) -> McpServer {
+    fn connection(&self, transport: Transport) -> McpServer {
         McpServer {
             shared: Arc::clone(&self.shared),
-            session: Arc::new(catalog::Session::new(transport)),
+            session: Arc::new(Session::new(transport)),
             task_connection: Arc::new(tasks::Connection::new(self.shared.tasks.as_ref())),
         }
     }
@@ -392,7 +318,7 @@ impl McpServer {
         context: &RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let served = self.served();
-        let listed = self.offered(&served, context);
+        let listed = served.offered(self.session.lasting(context));
         let start = match cursor {
             None => 0,
             Some(text) => text
@@ -415,11 +341,6 @@ fn wants_cache_hints(context: &RequestContext<RoleServer>) -> bool {
     is_2026_07_28(context)
 }
 
-/// Whether the request comes from a client on the 2026-07-28 revision or later.
-fn is_2026_07_28(context: &RequestContext<RoleServer>) -> bool {
-    context.protocol_version().is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
-}
-
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
         let mut builder = ServerCapabilities::builder().enable_logging().enable_tools().enable_tool_list_changed();
@@ -430,10 +351,10 @@ impl ServerHandler for McpServer {
         // The imported servers' resources and prompts (a gateway's), declared
         // only when one of them offers some: hosts warn about, and list in
         // vain, a capability with nothing behind it.
-        let remotes = self.remotes();
-        if remotes.iter().any(crate::client::RemoteServer::offers_resources) {
+        let upstream = self.upstream();
+        if upstream.offers_resources() {
             let mut resources = rmcp::model::ResourcesCapability::default();
-            resources.subscribe = remotes.iter().any(crate::client::RemoteServer::offers_subscriptions).then_some(true);
+            resources.subscribe = upstream.offers_subscriptions().then_some(true);
             capabilities.resources = Some(resources);
         }
         // Prompts stay declared: the server answers `prompts/list` (empty
@@ -484,7 +405,7 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListResourcesResult, ErrorData> {
-        let list = self.gateway_resources().await;
+        let list = self.upstream().list_resources().await;
         Ok(if wants_cache_hints(&context) { list.with_ttl_ms(0).with_cache_scope(CacheScope::Private) } else { list })
     }
 
@@ -493,7 +414,7 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListResourceTemplatesResult, ErrorData> {
-        let list = self.gateway_templates().await;
+        let list = self.upstream().list_resource_templates().await;
         Ok(if wants_cache_hints(&context) { list.with_ttl_ms(0).with_cache_scope(CacheScope::Private) } else { list })
     }
 
@@ -502,7 +423,7 @@ impl ServerHandler for McpServer {
         request: rmcp::model::ReadResourceRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ReadResourceResponse, ErrorData> {
-        self.gateway_read(request).await.map(Into::into)
+        self.upstream().read_resource(request).await.map(Into::into)
     }
 
     async fn subscribe(
@@ -510,10 +431,10 @@ impl ServerHandler for McpServer {
         request: rmcp::model::SubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let listener = subscribe::Listener::client(&context.peer).ok_or_else(|| {
+        let listener = ResourceListener::client(&context.peer).ok_or_else(|| {
             ErrorData::invalid_request("resources/subscribe needs a connection that completed `initialize`", None)
         })?;
-        self.gateway_subscribe(&request.uri, listener).await
+        self.upstream().subscribe(&request.uri, listener).await
     }
 
     async fn unsubscribe(
@@ -521,8 +442,8 @@ impl ServerHandler for McpServer {
         request: rmcp::model::UnsubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        if let Some(listener) = subscribe::Listener::client(&context.peer) {
-            self.gateway_unsubscribe(&request.uri, &listener).await;
+        if let Some(listener) = ResourceListener::client(&context.peer) {
+            self.upstream().unsubscribe(&request.uri, &listener).await;
         }
         Ok(())
     }
@@ -532,7 +453,7 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListPromptsResult, ErrorData> {
-        let list = self.gateway_prompts().await;
+        let list = self.upstream().list_prompts().await;
         Ok(if wants_cache_hints(&context) { list.with_ttl_ms(0).with_cache_scope(CacheScope::Private) } else { list })
     }
 
@@ -541,7 +462,7 @@ impl ServerHandler for McpServer {
         request: rmcp::model::GetPromptRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetPromptResponse, ErrorData> {
-        self.gateway_prompt(request).await.map(Into::into)
+        self.upstream().get_prompt(request).await.map(Into::into)
     }
 
     async fn set_level(
@@ -549,7 +470,7 @@ impl ServerHandler for McpServer {
         request: rmcp::model::SetLevelRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        *self.shared.log_level.lock().unwrap_or_else(PoisonError::into_inner) = Some(request.level);
+        self.shared.clients.set_log_level(request.level);
         Ok(())
     }
 
@@ -558,7 +479,7 @@ impl ServerHandler for McpServer {
         request: rmcp::model::GetTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetTaskResult, ErrorData> {
-        self.task_store()?.get(&self.task_owner(&context), &request.task_id).await
+        self.task_store()?.get(&self.task_connection.owner_of(&context), &request.task_id).await
     }
 
     async fn cancel_task(
@@ -566,7 +487,7 @@ impl ServerHandler for McpServer {
         request: rmcp::model::CancelTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.task_store()?.cancel(&self.task_owner(&context), &request.task_id).await
+        self.task_store()?.cancel(&self.task_connection.owner_of(&context), &request.task_id).await
     }
 
     async fn update_task(
@@ -574,7 +495,9 @@ impl ServerHandler for McpServer {
         request: rmcp::model::UpdateTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.task_store()?.update(&self.task_owner(&context), &request.task_id, request.input_responses).await
+        self.task_store()?
+            .update(&self.task_connection.owner_of(&context), &request.task_id, request.input_responses)
+            .await
     }
 
     fn accepted_subscription_filter(
@@ -588,7 +511,7 @@ impl ServerHandler for McpServer {
 
     async fn listen(&self, context: rmcp::service::SubscriptionContext) -> Result<(), ErrorData> {
         let sink = context.sink().clone();
-        self.shared.listeners.lock().unwrap_or_else(PoisonError::into_inner).push(sink.clone());
+        self.shared.clients.listening(sink.clone());
         let _listening = self.session.listening(sink.clone());
         let uris = context.accepted().resource_subscriptions.clone().unwrap_or_default();
         // The stream ends when the client cancels it, or when its input
@@ -601,14 +524,11 @@ impl ServerHandler for McpServer {
             }
         };
         self.listen_to_resources(&sink, &uris, ended).await;
-        let mut listeners = self.shared.listeners.lock().unwrap_or_else(PoisonError::into_inner);
-        listeners.retain(|other| other.id() != sink.id());
+        self.shared.clients.stopped_listening(sink.id());
         Ok(())
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        let mut peers = self.shared.peers.lock().unwrap_or_else(PoisonError::into_inner);
-        peers.retain(|peer| !peer.is_transport_closed());
-        peers.push(context.peer);
+        self.shared.clients.joined(context.peer);
     }
 }

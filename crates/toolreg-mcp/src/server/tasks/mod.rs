@@ -93,117 +93,18 @@ use serde_json::{Value, json};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use toolreg::{CallOptions, Checkpoints, Extensions, ProgressReporter, ToolCall, ToolEngine, ToolError, ToolExecutor};
-use toolreg_builtins::store::{Namespace, StoreError, now_ms};
+use toolreg_builtins::store::{StoreError, now_ms};
 
-use super::InputRound;
-use super::call::to_call_tool_result;
+use super::result::to_call_tool_result;
+use crate::protocol::InputRound;
 
+mod id;
+mod options;
 mod runner;
 
-/// The length of a task id: 32 lowercase hex characters (128 random bits).
-pub const TASK_ID_LEN: usize = 32;
-
-/// How the server runs tasks, and where it keeps them.
-///
-/// ```
-/// use toolreg_builtins::store::SqliteStore;
-/// use toolreg_mcp::server::{ServerOptions, TaskOptions};
-///
-/// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// let store = SqliteStore::in_memory().await?;
-/// let options = ServerOptions::default().tasks(TaskOptions::new(store.namespace("mcp-tasks")?));
-/// # let _ = options;
-/// # Ok(())
-/// # }
-/// ```
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct TaskOptions {
-    /// Where task state lives: every replica that should answer for a task
-    /// must share this namespace of one store.
-    pub namespace: Namespace,
-    /// Tasks running at once on this process (default 64); more are refused.
-    pub max_live: usize,
-    /// Tasks running at once on this process for one session (default 16,
-    /// a quarter of `max_live`): a client that starts more is refused while
-    /// other sessions still get slots. Tasks owned by no session (stateless
-    /// HTTP) share `max_live` only.
-    pub max_per_session: usize,
-    /// The largest result a task keeps, as JSON (default 4 MiB); a larger
-    /// one ends the task as failed.
-    pub max_result_bytes: usize,
-    /// How long a task is kept after it was created (`ttlMs`, default 1 hour).
-    pub ttl: Duration,
-    /// The polling interval suggested to clients (`pollIntervalMs`, default 1 s).
-    pub poll_interval: Duration,
-    /// How often a runner writes its heartbeat and looks for a cancellation
-    /// from another replica (default 2 s).
-    pub heartbeat: Duration,
-    /// A task whose heartbeat is older than this is failed: its runner died
-    /// (default 30 s; keep it well above `heartbeat` and the hosts' clock skew).
-    pub lease: Duration,
-}
-
-impl TaskOptions {
-    /// Keep tasks in `namespace`, with the default bounds.
-    pub fn new(namespace: Namespace) -> Self {
-        TaskOptions {
-            namespace,
-            max_live: 64,
-            max_per_session: 16,
-            max_result_bytes: 4 << 20,
-            ttl: Duration::from_secs(60 * 60),
-            poll_interval: Duration::from_secs(1),
-            heartbeat: Duration::from_secs(2),
-            lease: Duration::from_secs(30),
-        }
-    }
-
-    /// Set the most tasks running at once on this process (at least one).
-    pub fn max_live(mut self, max_live: usize) -> Self {
-        self.max_live = max_live.max(1);
-        self
-    }
-
-    /// Set the most tasks running at once on this process for one session
-    /// (at least one; `max_live` still bounds them all).
-    pub fn max_per_session(mut self, max_per_session: usize) -> Self {
-        self.max_per_session = max_per_session.max(1);
-        self
-    }
-
-    /// Set the largest result kept, in bytes of JSON.
-    pub fn max_result_bytes(mut self, bytes: usize) -> Self {
-        self.max_result_bytes = bytes;
-        self
-    }
-
-    /// Set how long a task is kept after its creation.
-    pub fn ttl(mut self, ttl: Duration) -> Self {
-        self.ttl = ttl;
-        self
-    }
-
-    /// Set the polling interval suggested to clients (at least 1 ms).
-    pub fn poll_interval(mut self, interval: Duration) -> Self {
-        self.poll_interval = interval.max(Duration::from_millis(1));
-        self
-    }
-
-    /// Set the heartbeat interval (at least 10 ms) and the lease after which
-    /// a silent runner counts as dead (at least twice the heartbeat).
-    pub fn heartbeat(mut self, heartbeat: Duration, lease: Duration) -> Self {
-        self.heartbeat = heartbeat.max(Duration::from_millis(10));
-        self.lease = lease.max(self.heartbeat * 2);
-        self
-    }
-}
-
-/// Whether `id` has the form of a task id this server hands out.
-pub fn is_task_id(id: &str) -> bool {
-    id.len() == TASK_ID_LEN && id.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-}
+pub use id::{TASK_ID_LEN, is_task_id};
+use id::{check_id, random_hex};
+pub use options::TaskOptions;
 
 /// The record written when a task is created.
 #[derive(Serialize, Deserialize)]
@@ -288,7 +189,7 @@ impl Connection {
 
     /// The owner of a request on this connection, remembered as one whose
     /// tasks end with the connection.
-    fn owner_of(&self, context: &rmcp::service::RequestContext<rmcp::RoleServer>) -> TaskOwner {
+    pub(in crate::server) fn owner_of(&self, context: &rmcp::service::RequestContext<rmcp::RoleServer>) -> TaskOwner {
         let owner = self.owner(context);
         if owner.is_session() {
             let mut started = self.started.lock().unwrap_or_else(PoisonError::into_inner);
@@ -300,13 +201,6 @@ impl Connection {
             }
         }
         owner
-    }
-}
-
-impl super::McpServer {
-    /// Who a task request on this connection comes from.
-    pub(super) fn task_owner(&self, context: &rmcp::service::RequestContext<rmcp::RoleServer>) -> TaskOwner {
-        self.task_connection.owner_of(context)
     }
 }
 
@@ -387,13 +281,6 @@ fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
-/// `bytes` random bytes as hex (at most 32: a fresh key's worth).
-fn random_hex(bytes: usize) -> String {
-    let mut hex = toolreg::seal::Key::random().to_hex();
-    hex.truncate(bytes * 2);
-    hex
-}
-
 fn key(id: &str, part: &str) -> String {
     if part.is_empty() { format!("task/{id}") } else { format!("task/{id}/{part}") }
 }
@@ -417,19 +304,6 @@ fn read<T: serde::de::DeserializeOwned>(value: Value, what: &str) -> Result<T, E
 
 fn unknown(id: &str) -> ErrorData {
     ErrorData::invalid_params(format!("unknown task `{id}` (it never existed here, or its TTL ran out)"), None)
-}
-
-/// Refuse an id that is not one this server hands out, before the store is
-/// asked (the id is quoted only up to its first 64 characters).
-fn check_id(id: &str) -> Result<(), ErrorData> {
-    if is_task_id(id) {
-        return Ok(());
-    }
-    let shown: String = id.chars().take(64).collect();
-    Err(ErrorData::invalid_params(
-        format!("invalid task id `{shown}`: a task id is {TASK_ID_LEN} lowercase hex characters"),
-        None,
-    ))
 }
 
 /// The JSON-RPC error a failed task carries.
@@ -533,56 +407,23 @@ impl Tasks {
     /// `tasks/get`, for `owner`.
     pub(super) async fn get(&self, owner: &TaskOwner, id: &str) -> Result<GetTaskResult, ErrorData> {
         let created = self.owned(owner, id).await?;
-        let ns = &self.options.namespace;
         if now_ms().saturating_sub(created.created_ms) > i64::try_from(created.ttl_ms).unwrap_or(i64::MAX) {
-            // Forgotten, running or not: a runner here stops now, one on
-            // another replica at its next heartbeat; what it writes after
-            // this is removed by it or by the sweep.
-            if let Some(live) = self.live.lock().unwrap_or_else(PoisonError::into_inner).get(id) {
-                live.cancel.cancel();
-            }
-            for part in ["", "beat", "end", "ask", "answers"] {
-                let _ = ns.delete(&key(id, part)).await;
-            }
+            self.forget(id).await;
             return Err(unknown(id));
         }
         if let Some(end) = self.end(id).await? {
             return Ok(self.detailed(id, &created, end));
         }
-        let beat: Option<Beat> = match ns.get(&key(id, "beat")).await {
+        let beat: Option<Beat> = match self.options.namespace.get(&key(id, "beat")).await {
             Ok(stored) => Some(read(stored.value, "heartbeat")?),
             Err(StoreError::NotFound { .. }) => None,
             Err(error) => return Err(store_error("reading the heartbeat", &error)),
         };
         let here = self.live.lock().unwrap_or_else(PoisonError::into_inner).get(id).map(|l| Arc::clone(&l.message));
-        let gone = match (&here, &beat) {
-            (Some(_), _) => None,
-            (None, Some(beat)) if beat.owner == self.process => {
-                Some("the task no longer runs on the server that started it".to_owned())
-            }
-            (None, Some(beat))
-                if now_ms().saturating_sub(beat.at_ms)
-                    > i64::try_from(millis(self.options.lease)).unwrap_or(i64::MAX) =>
-            {
-                Some(format!(
-                    "the server running this task stopped (no heartbeat since {}, over the {} ms lease); its result is lost",
-                    beat.at,
-                    millis(self.options.lease)
-                ))
-            }
-            (None, None) => Some("the server running this task stopped before its first heartbeat".to_owned()),
-            _ => None,
-        };
-        if let Some(why) = gone {
-            let failed = self.ended(TaskStatus::Failed, None, Some(rpc_error(-32603, why)));
-            return match ns.create(&key(id, "end"), &json!(failed)).await {
-                Ok(_) => Ok(self.detailed(id, &created, failed)),
-                Err(StoreError::Exists { .. }) => match self.end(id).await? {
-                    Some(end) => Ok(self.detailed(id, &created, end)),
-                    None => Err(unknown(id)),
-                },
-                Err(error) => Err(store_error("ending the task", &error)),
-            };
+        if here.is_none()
+            && let Some(why) = self.why_gone(beat.as_ref())
+        {
+            return self.fail_gone(id, &created, why).await;
         }
         let message = match &here {
             Some(message) => message.lock().unwrap_or_else(PoisonError::into_inner).clone(),
@@ -591,27 +432,72 @@ impl Tasks {
         let updated = beat.map(|b| b.at).unwrap_or_else(|| created.created_at.clone());
         let mut task = self.base(id, &created, updated, TaskStatus::Working);
         task.status_message = message;
-        // A task waiting on its client: the questions still unanswered.
-        if let Ok(stored) = ns.get(&key(id, "ask")).await
-            && let Ok(ask) = serde_json::from_value::<Ask>(stored.value)
-        {
-            let answered: InputResponses = match ns.get(&key(id, "answers")).await {
-                Ok(stored) => serde_json::from_value::<Answers>(stored.value)
-                    .ok()
-                    .filter(|a| a.round == ask.round)
-                    .map(|a| a.responses)
-                    .unwrap_or_default(),
-                Err(_) => InputResponses::new(),
-            };
-            let pending: InputRequests = ask.requests.into_iter().filter(|(k, _)| !answered.contains_key(k)).collect();
-            if !pending.is_empty() {
-                return Ok(GetTaskResult::new(DetailedTask::new(
-                    task,
-                    TaskPayload::InputRequired { input_requests: pending },
-                )));
-            }
+        let payload = match self.unanswered(id).await {
+            Some(pending) => TaskPayload::InputRequired { input_requests: pending },
+            None => TaskPayload::Working,
+        };
+        Ok(GetTaskResult::new(DetailedTask::new(task, payload)))
+    }
+
+    /// Forget an expired task, running or not: a runner here stops now, one
+    /// on another replica at its next heartbeat; what it writes after this
+    /// is removed by it or by the sweep.
+    async fn forget(&self, id: &str) {
+        if let Some(live) = self.live.lock().unwrap_or_else(PoisonError::into_inner).get(id) {
+            live.cancel.cancel();
         }
-        Ok(GetTaskResult::new(DetailedTask::new(task, TaskPayload::Working)))
+        for part in ["", "beat", "end", "ask", "answers"] {
+            let _ = self.options.namespace.delete(&key(id, part)).await;
+        }
+    }
+
+    /// Why a task that runs on no runner here is lost, judging by its last
+    /// heartbeat; `None` while another replica's runner is alive.
+    fn why_gone(&self, beat: Option<&Beat>) -> Option<String> {
+        let lease = millis(self.options.lease);
+        match beat {
+            Some(beat) if beat.owner == self.process => {
+                Some("the task no longer runs on the server that started it".to_owned())
+            }
+            Some(beat) if now_ms().saturating_sub(beat.at_ms) > i64::try_from(lease).unwrap_or(i64::MAX) => {
+                Some(format!(
+                    "the server running this task stopped (no heartbeat since {}, over the {lease} ms lease); its \
+                     result is lost",
+                    beat.at
+                ))
+            }
+            Some(_) => None,
+            None => Some("the server running this task stopped before its first heartbeat".to_owned()),
+        }
+    }
+
+    /// End a lost task as failed, saying why (unless another reader ended it first).
+    async fn fail_gone(&self, id: &str, created: &Created, why: String) -> Result<GetTaskResult, ErrorData> {
+        let failed = self.ended(TaskStatus::Failed, None, Some(rpc_error(-32603, why)));
+        match self.options.namespace.create(&key(id, "end"), &json!(failed)).await {
+            Ok(_) => Ok(self.detailed(id, created, failed)),
+            Err(StoreError::Exists { .. }) => match self.end(id).await? {
+                Some(end) => Ok(self.detailed(id, created, end)),
+                None => Err(unknown(id)),
+            },
+            Err(error) => Err(store_error("ending the task", &error)),
+        }
+    }
+
+    /// A task waiting on its client: the questions still unanswered.
+    async fn unanswered(&self, id: &str) -> Option<InputRequests> {
+        let ns = &self.options.namespace;
+        let ask = serde_json::from_value::<Ask>(ns.get(&key(id, "ask")).await.ok()?.value).ok()?;
+        let answered: InputResponses = match ns.get(&key(id, "answers")).await {
+            Ok(stored) => serde_json::from_value::<Answers>(stored.value)
+                .ok()
+                .filter(|a| a.round == ask.round)
+                .map(|a| a.responses)
+                .unwrap_or_default(),
+            Err(_) => InputResponses::new(),
+        };
+        let pending: InputRequests = ask.requests.into_iter().filter(|(k, _)| !answered.contains_key(k)).collect();
+        (!pending.is_empty()).then_some(pending)
     }
 
     async fn end(&self, id: &str) -> Result<Option<End>, ErrorData> {
@@ -711,55 +597,6 @@ impl Tasks {
             live.answered.notify_one();
         }
         Ok(())
-    }
-}
-
-/// The server as rmcp runs it: [`McpServer`](super::McpServer), with each
-/// listed tool's `execution` added to `tools/list` answers when tasks are
-/// enabled. rmcp's `Tool` has no `execution` field, so the answer leaves
-/// here as the same JSON with the field added.
-#[derive(Clone)]
-pub(super) struct Serving(pub(super) super::McpServer);
-
-impl rmcp::Service<rmcp::RoleServer> for Serving {
-    async fn handle_request(
-        &self,
-        request: rmcp::model::ClientRequest,
-        context: rmcp::service::RequestContext<rmcp::RoleServer>,
-    ) -> Result<rmcp::model::ServerResult, ErrorData> {
-        let answer = rmcp::Service::handle_request(&self.0, request, context).await?;
-        let rmcp::model::ServerResult::ListToolsResult(list) = answer else { return Ok(answer) };
-        let served = self.0.served();
-        if self.0.shared.tasks.is_none() || served.execution.is_empty() {
-            return Ok(rmcp::model::ServerResult::ListToolsResult(list));
-        }
-        let mut value = serde_json::to_value(&list)
-            .map_err(|e| ErrorData::internal_error(format!("the tool list cannot be sent: {e}"), None))?;
-        if let Some(tools) = value.get_mut("tools").and_then(Value::as_array_mut) {
-            for tool in tools {
-                let execution = tool.get("name").and_then(Value::as_str).and_then(|n| served.execution.get(n));
-                if let (Some(execution), Some(fields)) = (execution.cloned(), tool.as_object_mut()) {
-                    fields.insert("execution".to_owned(), execution);
-                }
-            }
-        }
-        Ok(rmcp::model::ServerResult::CustomResult(rmcp::model::CustomResult(value)))
-    }
-
-    async fn handle_notification(
-        &self,
-        notification: rmcp::model::ClientNotification,
-        context: rmcp::service::NotificationContext<rmcp::RoleServer>,
-    ) -> Result<(), ErrorData> {
-        rmcp::Service::handle_notification(&self.0, notification, context).await
-    }
-
-    fn get_info(&self) -> rmcp::model::ServerConfig {
-        rmcp::Service::<rmcp::RoleServer>::get_info(&self.0)
-    }
-
-    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [rmcp::model::ProtocolVersion]> {
-        rmcp::Service::<rmcp::RoleServer>::supported_protocol_versions(&self.0)
     }
 }
 

@@ -1,57 +1,37 @@
-//! The gateway's resources and prompts: those of the imported servers
-//! ([`McpServer::set_remotes`]), namespaced as the client names them
-//! ([`crate::client`]'s resources: `toolreg://<server>/<uri>`,
-//! `server__name`).
-
-use std::sync::{Arc, PoisonError};
+//! The imported servers' resources and prompts, namespaced as the client
+//! names them ([`crate::client`]'s resources: `toolreg://<server>/<uri>`,
+//! `server__name`), and which server a URI or a prompt name belongs to.
 
 use rmcp::model::{
     ErrorData, GetPromptRequestParams, GetPromptResult, ListPromptsResult, ListResourceTemplatesResult,
     ListResourcesResult, ReadResourceRequestParams, ReadResourceResult, ResultType,
 };
 
-use super::McpServer;
-use crate::client::{ClientError, RemoteServer, SEPARATOR, URI_PREFIX, gather};
+use super::{Gateway, gather, remote_error};
+use crate::client::{RemoteServer, SEPARATOR, URI_PREFIX};
 
-impl McpServer {
-    /// Offer the resources (list, templates, read, subscribe) and prompts (list, get)
-    /// of these imported servers beside the tools, namespaced as their
-    /// tools are: the gateway (`toolreg serve --config` sets them). A URI
-    /// or prompt name as a server itself gives it reaches that server too
-    /// when no other imported server claims it.
-    pub fn set_remotes(&self, remotes: Vec<RemoteServer>) {
-        self.shared.subscriptions.watch(Arc::downgrade(&self.shared), &remotes);
-        *self.shared.remotes.write().unwrap_or_else(PoisonError::into_inner) = remotes;
-    }
-
-    pub(super) fn remotes(&self) -> Vec<RemoteServer> {
-        self.shared.remotes.read().unwrap_or_else(PoisonError::into_inner).clone()
-    }
-
-    pub(super) async fn gateway_resources(&self) -> ListResourcesResult {
-        let remotes: Vec<RemoteServer> = self.remotes().into_iter().filter(RemoteServer::offers_resources).collect();
+impl Gateway {
+    pub(super) async fn resources(&self) -> ListResourcesResult {
+        let remotes = self.remotes.iter().filter(|remote| remote.offers_resources());
         ListResourcesResult::with_all_items(
-            gather(&remotes, |remote| async move { remote.list_resources().await }).await,
+            gather(remotes, |remote| async move { remote.list_resources().await }).await,
         )
     }
 
-    pub(super) async fn gateway_templates(&self) -> ListResourceTemplatesResult {
-        let remotes: Vec<RemoteServer> = self.remotes().into_iter().filter(RemoteServer::offers_resources).collect();
-        let templates = gather(&remotes, |remote| async move { remote.list_resource_templates().await }).await;
+    pub(super) async fn templates(&self) -> ListResourceTemplatesResult {
+        let remotes = self.remotes.iter().filter(|remote| remote.offers_resources());
+        let templates = gather(remotes, |remote| async move { remote.list_resource_templates().await }).await;
         ListResourceTemplatesResult::with_all_items(templates)
     }
 
-    pub(super) async fn gateway_prompts(&self) -> ListPromptsResult {
-        let remotes: Vec<RemoteServer> = self.remotes().into_iter().filter(RemoteServer::offers_prompts).collect();
-        ListPromptsResult::with_all_items(gather(&remotes, |remote| async move { remote.list_prompts().await }).await)
+    pub(super) async fn prompts(&self) -> ListPromptsResult {
+        let remotes = self.remotes.iter().filter(|remote| remote.offers_prompts());
+        ListPromptsResult::with_all_items(gather(remotes, |remote| async move { remote.list_prompts().await }).await)
     }
 
     /// Read a gateway URI on its server, or a URI a remote tool linked to on
     /// the server whose tool did.
-    pub(super) async fn gateway_read(
-        &self,
-        request: ReadResourceRequestParams,
-    ) -> Result<ReadResourceResult, ErrorData> {
+    pub(super) async fn read(&self, request: ReadResourceRequestParams) -> Result<ReadResourceResult, ErrorData> {
         let uri = request.uri.as_str();
         let owner = self.owner_of(uri).await?;
         let mut read = owner.read_resource(uri).await.map_err(remote_error)?;
@@ -65,7 +45,7 @@ impl McpServer {
     /// names, the one whose tool linked to it, or the one server that lists
     /// it (several is an error naming them).
     pub(super) async fn owner_of(&self, uri: &str) -> Result<RemoteServer, ErrorData> {
-        let remotes = self.remotes();
+        let remotes = &self.remotes;
         let owner = if uri.starts_with(URI_PREFIX) {
             remotes.iter().find(|remote| remote.remote_uri(uri).is_some())
         } else if let Some(linked) = remotes.iter().find(|remote| remote.linked(uri)) {
@@ -94,13 +74,13 @@ impl McpServer {
     }
 
     /// Get a prompt named `server__prompt` from its server.
-    pub(super) async fn gateway_prompt(&self, request: GetPromptRequestParams) -> Result<GetPromptResult, ErrorData> {
+    pub(super) async fn prompt(&self, request: GetPromptRequestParams) -> Result<GetPromptResult, ErrorData> {
         let name = request.name.as_str();
         // A server's name may hold the separator itself: every server whose
         // prefix fits is asked, the longest name first.
-        let mut owners: Vec<RemoteServer> = self
-            .remotes()
-            .into_iter()
+        let mut owners: Vec<&RemoteServer> = self
+            .remotes
+            .iter()
             .filter(|remote| name.strip_prefix(remote.name()).is_some_and(|rest| rest.starts_with(SEPARATOR)))
             .collect();
         owners.sort_by_key(|remote| std::cmp::Reverse(remote.name().len()));
@@ -119,15 +99,13 @@ impl McpServer {
         }
         Err(last.map_or_else(|| ErrorData::invalid_params(format!("no prompt `{name}`"), None), remote_error))
     }
-}
 
-impl McpServer {
     /// Get a prompt by the name its server gives it: from the one server
     /// that lists that name.
     async fn plain_prompt(&self, request: GetPromptRequestParams) -> Result<GetPromptResult, ErrorData> {
         let name = request.name.as_str();
         let mut claimants = Vec::new();
-        for remote in self.remotes().into_iter().filter(RemoteServer::offers_prompts) {
+        for remote in self.remotes.iter().filter(|remote| remote.offers_prompts()) {
             if remote.claims_prompt(name).await {
                 claimants.push(remote);
             }
@@ -136,7 +114,7 @@ impl McpServer {
             [] => return Err(ErrorData::invalid_params(format!("no prompt `{name}`"), None)),
             [owner] => owner,
             several => {
-                let names: Vec<&str> = several.iter().map(RemoteServer::name).collect();
+                let names: Vec<&str> = several.iter().map(|remote| remote.name()).collect();
                 return Err(ErrorData::invalid_params(
                     format!(
                         "the prompt `{name}` is offered by several servers ({}): get it as <server>__{name}",
@@ -149,15 +127,5 @@ impl McpServer {
         let mut prompt = owner.get_prompt_as_listed(name, request.arguments).await.map_err(remote_error)?;
         prompt.result_type = Some(ResultType::COMPLETE);
         Ok(prompt)
-    }
-}
-
-/// A remote server's failure as the gateway's client sees it.
-pub(super) fn remote_error(error: ClientError) -> ErrorData {
-    match error {
-        // The remote server's own code (say -32002, no such resource) stands.
-        ClientError::Refused { code, .. } => ErrorData::new(rmcp::model::ErrorCode(code), error.to_string(), None),
-        ClientError::Protocol { .. } => ErrorData::invalid_params(error.to_string(), None),
-        other => ErrorData::internal_error(other.to_string(), None),
     }
 }
