@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The PostgreSQL store's tests against a real server: the conformance suite
-# (tests/store.rs, tests/store_tools.rs), the PostgreSQL-only tests
-# (tests/store_postgres.rs) and the CLI's `--store postgres://…` test.
+# (tests/it/store.rs, tests/it/store_tools.rs), the PostgreSQL-only tests
+# (tests/it/store_postgres.rs) and the CLI's `--store postgres://…` test.
 #
 # Installs PostgreSQL 15 from Debian 12's packages when its binaries are
 # missing, starts a private server in a temporary directory on a free
@@ -62,9 +62,9 @@ export TOOLREG_TEST_POSTGRES_URL="postgres://toolreg@127.0.0.1:$port/postgres"
 export TOOLREG_TEST_POSTGRES_REQUIRED=1
 echo "PostgreSQL $("$bin/postgres" --version | awk '{print $3}') on 127.0.0.1:$port" >&2
 
-cargo test -p toolreg-builtins --features postgres --test store --test store_tools --test store_postgres
-cargo test -p toolreg-cli --test store_postgres
+cargo test -p toolreg-builtins --features postgres --test it -- store:: store_tools:: store_postgres::
+cargo test -p toolreg-cli --test it -- store_postgres::
 # MCP tasks kept in the store: two servers sharing this server.
-cargo test -p toolreg-mcp --test tasks servers_sharing_a_postgresql_store
+cargo test -p toolreg-mcp --test it -- tasks::servers_sharing_a_postgresql_store
 # The replicas behind HAProxy again, sharing this server as their store.
 TOOLREG_REPLICA_STORE="$TOOLREG_TEST_POSTGRES_URL" scripts/check_replicas.sh

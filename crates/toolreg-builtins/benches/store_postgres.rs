@@ -20,7 +20,7 @@
 //! The store goes through its pool (`deadpool-postgres`), the boxed trait
 //! future, and its key and value checks; latency is one call at a time.
 
-#[path = "../tests/support/postgres.rs"]
+#[path = "../tests/it/support/postgres.rs"]
 mod pg;
 
 use std::hint::black_box;

@@ -18,7 +18,7 @@ use toolreg::provider::openai_responses::OpenAiResponses;
 use toolreg::provider::{Strictness, ToolRef, WireFormat};
 use toolreg::{FunctionRegistry, ToolDeclaration, ToolRegistration};
 
-#[path = "../tests/common/mod.rs"]
+#[path = "../tests/it/support.rs"]
 mod common;
 
 const N: usize = 1_000;

@@ -1,0 +1,67 @@
+//! `toolreg serve --deferred-past N`: a short list over stdio, the rest
+//! found with `search_tools` (the `--config` servers' case is in
+//! scripts/mcp_python_client.py, with the official SDK's client).
+
+use crate::support as common;
+
+use std::io::Write;
+use std::process::Command as StdCommand;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+#[test]
+fn serve_deferred_past_lists_the_first_tools_and_loads_the_rest_on_search() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("toolreg");
+    // The built-ins in the order they are served.
+    let all = StdCommand::new(&bin).current_dir(dir.path()).args(["tools", "--json", "--no-shell"]).output().unwrap();
+    let all: Value = serde_json::from_slice(&all.stdout).unwrap();
+    let all: Vec<String> = all.as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_owned()).collect();
+    assert!(all.len() > 3, "{all:?}");
+
+    let (mut child, mut stdin, lines) =
+        common::serve_stdio(dir.path(), &["serve", "--no-shell", "--deferred-past", "2"], &[]);
+    let mut send = |message: Value| writeln!(stdin, "{message}").unwrap();
+    let mut seen = Vec::new();
+    send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}));
+    answer(&lines, &mut seen, 1);
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let names = |list: &Value| -> Vec<String> {
+        list["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_owned()).collect()
+    };
+
+    send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
+    let short = [all[0].clone(), all[1].clone(), "search_tools".to_owned(), "call_tool".to_owned()];
+    assert_eq!(names(&answer(&lines, &mut seen, 2)), short);
+
+    // The third tool, called before a search: refused, told to search.
+    let third = all[2].clone();
+    send(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": third, "arguments": {}}}));
+    let refused = answer(&lines, &mut seen, 3);
+    assert_eq!(refused["result"]["isError"], true, "{refused}");
+    assert!(refused["result"]["content"][0]["text"].as_str().unwrap().contains("search_tools"), "{refused}");
+
+    send(json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+        "params": {"name": "search_tools", "arguments": {"query": third, "limit": 1}}}));
+    let found = answer(&lines, &mut seen, 4);
+    assert_eq!(found["result"]["structuredContent"]["tools"][0]["name"], third.as_str(), "{found}");
+    assert!(seen.iter().any(|m| m["method"] == "notifications/tools/list_changed"), "{seen:?}");
+    send(json!({"jsonrpc": "2.0", "id": 5, "method": "tools/list"}));
+    assert_eq!(names(&answer(&lines, &mut seen, 5)), [&short[..], &[third]].concat());
+    drop(stdin);
+    let _ = child.wait();
+}
+
+/// The answer to request `id`; what comes before it goes to `seen`.
+fn answer(lines: &mpsc::Receiver<Value>, seen: &mut Vec<Value>, id: i64) -> Value {
+    loop {
+        let message = lines.recv_timeout(Duration::from_secs(20)).expect("no answer in time");
+        if message["id"] == id && message.get("method").is_none() {
+            return message;
+        }
+        seen.push(message);
+    }
+}

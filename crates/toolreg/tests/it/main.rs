@@ -1,0 +1,22 @@
+//! The integration tests of `toolreg`, as one test program: one module per
+//! area, linked once. Fixtures live in `tests/fixtures`, the `#[tool]`
+//! compile-time cases in `tests/ui`.
+
+mod agreement;
+mod approval_props;
+mod engine;
+mod hostile;
+mod official_validators;
+mod policy;
+mod provider_blocks;
+mod provider_corpus;
+mod provider_hosted;
+mod provider_props;
+mod provider_roundtrip;
+mod provider_snapshots;
+mod provider_text;
+mod registry;
+mod support;
+mod tool_macro;
+mod tool_methods;
+mod ui;
