@@ -72,7 +72,7 @@ impl Agent {
             if !held.approvals.is_empty() {
                 self.announce(&held);
                 let waiting = Waiting { calls, done: answers.into_values().collect(), held, external: Vec::new() };
-                return Ok(RunOutcome::Suspended(Suspended::new(state, waiting)));
+                return Ok(RunOutcome::Suspended(state.suspended(waiting)));
             }
         }
         state.conversation.push(Message::Tool { results: in_call_order(&calls, answers) });

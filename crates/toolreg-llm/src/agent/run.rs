@@ -112,7 +112,7 @@ impl Agent {
             match self.step(&mut state, &cancel).await {
                 Ok(Step::Next) => {}
                 Ok(Step::Finish(value)) => return Ok(RunOutcome::Finished(state.finished(value))),
-                Ok(Step::Suspend(waiting)) => return Ok(RunOutcome::Suspended(Suspended::new(state, waiting))),
+                Ok(Step::Suspend(waiting)) => return Ok(RunOutcome::Suspended(state.suspended(waiting))),
                 Err(stop) => return Err(stop.into_error(state.conversation.into_transcript())),
             }
         }

@@ -12,7 +12,8 @@ use toolreg::exec::value_text;
 use toolreg::{Extensions, Finish, FunctionRegistry};
 
 use super::conversation::Conversation;
-use super::{Agent, Budget, Finished};
+use super::suspend::{Waiting, suspension_id};
+use super::{Agent, Budget, Finished, Suspended};
 use crate::model::Usage;
 
 /// The run's state, in every tool call's context: what agent functions
@@ -113,5 +114,22 @@ impl LoopState {
         let answer = value_text(&value).into_owned();
         let (transcript, _) = self.conversation.into_parts();
         Finished { answer, value, transcript, usage: self.usage, steps: self.steps }
+    }
+
+    /// The run, stopped to wait for what `waiting` names, under a new id.
+    pub(super) fn suspended(self, waiting: Waiting) -> Suspended {
+        let (transcript, loaded) = self.conversation.into_parts();
+        Suspended {
+            id: suspension_id(),
+            transcript,
+            calls: waiting.calls,
+            done: waiting.done,
+            approvals: waiting.held.approvals,
+            external: waiting.external,
+            usage: self.usage,
+            steps: self.steps,
+            loaded,
+            checkpoints: waiting.held.checkpoints,
+        }
     }
 }

@@ -12,7 +12,6 @@ use toolreg::ToolCall;
 
 use super::PendingApproval;
 use super::approval::Held;
-use super::state::LoopState;
 use crate::model::{Message, ToolResultMessage, Usage};
 
 /// A run stopped to wait for the outside, ready to be stored and resumed
@@ -62,28 +61,9 @@ pub(super) struct Waiting {
     pub(super) external: Vec<ToolCall>,
 }
 
-impl Suspended {
-    /// The run in `state`, stopped to wait for what `waiting` names; a new id.
-    pub(super) fn new(state: LoopState, waiting: Waiting) -> Self {
-        let (transcript, loaded) = state.conversation.into_parts();
-        Suspended {
-            id: suspension_id(),
-            transcript,
-            calls: waiting.calls,
-            done: waiting.done,
-            approvals: waiting.held.approvals,
-            external: waiting.external,
-            usage: state.usage,
-            steps: state.steps,
-            loaded,
-            checkpoints: waiting.held.checkpoints,
-        }
-    }
-}
-
 /// A new suspension's id: the clock, the process and a counter, so no two
 /// suspensions share one.
-fn suspension_id() -> String {
+pub(super) fn suspension_id() -> String {
     use std::sync::atomic::{AtomicU64, Ordering};
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
