@@ -15,7 +15,7 @@
 //!   budget. Sub-agents use the same engine, offered the same tools but the
 //!   user's.
 //! - A tool ends the run with a value through the call context's
-//!   [`Finish`] slot ([`CallContext::finish`](toolreg::CallContext::finish)):
+//!   [`Finish`](toolreg::Finish) slot ([`CallContext::finish`](toolreg::CallContext::finish)):
 //!   `return_result`, the built-in `final_answer`, or a tool of yours. The
 //!   first finish wins.
 //! - When a run needs something from outside — a dangerous call's approval
