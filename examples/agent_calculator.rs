@@ -15,7 +15,7 @@
 use serde::{Deserialize, Serialize};
 use toolreg::{FunctionRegistry, ToolCall, tool};
 use toolreg_llm::LlmClient;
-use toolreg_llm::agent::{Agent, AgentEvent, Outcome};
+use toolreg_llm::agent::{Agent, AgentEvent, RunOutcome};
 use toolreg_llm::client::{self, ProviderKind};
 use toolreg_llm::scripted::ScriptedClient;
 
@@ -110,11 +110,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         })
         .build();
     match agent.run("What are 6 × 7 and 1 / 0 and 1 / 4?").await? {
-        Outcome::Finished(done) => {
+        RunOutcome::Finished(done) => {
             println!("answer: {}", done.answer);
             println!("({} model requests, {} tokens)", done.steps, done.usage.total());
         }
-        Outcome::Suspended(_) => println!("the run waits for an approval (none needed here)"),
+        RunOutcome::Suspended(_) => println!("the run waits for an approval (none needed here)"),
     }
     Ok(())
 }

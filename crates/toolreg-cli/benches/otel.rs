@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use toolreg::{FunctionRegistry, ParamType, SafetyLevel, ToolCall, ToolDeclaration, ToolEngine, ToolExecutor};
-use toolreg_llm::agent::{Agent, Limits, Outcome};
+use toolreg_llm::agent::{Agent, AgentLimits, RunOutcome};
 use toolreg_llm::client::{ClientConfig, OpenAiChatClient};
 use toolreg_llm::scripted::{ScriptedClient, calls_response, text_response};
 use toolreg_llm::{LlmClient, Message};
@@ -195,15 +195,16 @@ fn measure() {
 /// µs per step of ten-step runs of an agent on `model` over `registry`,
 /// after `warm` runs.
 async fn agent_steps(registry: &FunctionRegistry, model: impl LlmClient + 'static, warm: u32, runs: u32) -> f64 {
-    let agent =
-        Agent::builder(model, "bench", ToolEngine::builder(registry)).limits(Limits::default().max_steps(10)).build();
+    let agent = Agent::builder(model, "bench", ToolEngine::builder(registry))
+        .limits(AgentLimits::default().max_steps(10))
+        .build();
     for _ in 0..warm {
         agent.run("count").await.unwrap();
     }
     let started = Instant::now();
     for _ in 0..runs {
         match agent.run("count").await {
-            Ok(Outcome::Finished(done)) => assert_eq!(done.steps, 10),
+            Ok(RunOutcome::Finished(done)) => assert_eq!(done.steps, 10),
             other => panic!("{other:?}"),
         }
     }

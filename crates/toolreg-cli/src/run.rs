@@ -12,7 +12,8 @@ use toolreg_builtins::store::Namespace;
 use toolreg_builtins::user::{TerminalChannel, UserApprover, UserChannel, UserTools};
 use toolreg_llm::agent::functions::AgentTools;
 use toolreg_llm::agent::{
-    Agent, AgentError, AgentEvent, Limits, Outcome, PendingApproval, Resolution, SuspendForApproval, SuspendedRuns,
+    Agent, AgentError, AgentEvent, AgentLimits, PendingApproval, Resolution, RunOutcome, SuspendForApproval,
+    SuspendedRuns,
 };
 use toolreg_llm::client::{ProviderKind, UnknownProviderKind};
 use toolreg_llm::{LlmClient, LlmError};
@@ -181,13 +182,13 @@ fn interrupt() -> tokio_util::sync::CancellationToken {
 
 /// The answer on stdout; or, for a run stopped at a dangerous call, the
 /// run kept in the store, its id on stdout and what it waits for on stderr.
-async fn report(outcome: Result<Outcome, AgentError>, runs: &SuspendedRuns) -> Result<(), CliError> {
+async fn report(outcome: Result<RunOutcome, AgentError>, runs: &SuspendedRuns) -> Result<(), CliError> {
     match outcome {
-        Ok(Outcome::Finished(done)) => {
+        Ok(RunOutcome::Finished(done)) => {
             eprintln!("toolreg: done in {} steps, {} tokens", done.steps, done.usage.total());
             writeln!(std::io::stdout().lock(), "{}", done.answer).map_err(|e| CliError::new(e.to_string()))
         }
-        Ok(Outcome::Suspended(suspended)) => {
+        Ok(RunOutcome::Suspended(suspended)) => {
             runs.save(&suspended).await.map_err(|e| CliError::new(e.to_string()))?;
             show_pending(&suspended.id, &suspended.approvals);
             writeln!(std::io::stdout().lock(), "{}", suspended.id).map_err(|e| CliError::new(e.to_string()))?;
@@ -275,7 +276,7 @@ fn agent(tools: Tools, args: &AgentArgs) -> Result<(Agent, SuspendedRuns), CliEr
             "You are a capable assistant working in the user's directory with the tools given. Use them to do the \
              task, then answer briefly (or call final_answer).",
         )
-        .limits(Limits::default().max_steps(args.max_steps))
+        .limits(AgentLimits::default().max_steps(args.max_steps))
         .resume_claims(claims)
         .on_event(move |event| progress(event, &blocks));
     let agent = builder.build();

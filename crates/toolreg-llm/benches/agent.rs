@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use toolreg::{FunctionRegistry, ParamType, SafetyLevel, ToolCall, ToolDeclaration, ToolEngine};
 use toolreg_llm::Message;
 use toolreg_llm::agent::functions::AgentTools;
-use toolreg_llm::agent::{Agent, Limits, Outcome};
+use toolreg_llm::agent::{Agent, AgentLimits, RunOutcome};
 use toolreg_llm::scripted::{ScriptedClient, calls_response, text_response};
 
 fn registry() -> FunctionRegistry {
@@ -47,14 +47,14 @@ fn benches(c: &mut Criterion) {
     })
     .unrecorded();
     let agent = Agent::builder(model, "scripted", ToolEngine::builder(&registry))
-        .limits(Limits::default().max_steps(10))
+        .limits(AgentLimits::default().max_steps(10))
         .build();
     let mut group = c.benchmark_group("agent");
     group.throughput(Throughput::Elements(10)).measurement_time(Duration::from_secs(5));
     group.bench_function("loop_10_steps_20_tools", |b| {
         b.to_async(&runtime).iter(|| async {
             match agent.run("count").await {
-                Ok(Outcome::Finished(done)) => assert_eq!(done.steps, 10),
+                Ok(RunOutcome::Finished(done)) => assert_eq!(done.steps, 10),
                 other => panic!("{other:?}"),
             }
         })
@@ -75,14 +75,14 @@ fn benches(c: &mut Criterion) {
     })
     .unrecorded();
     let agent = Agent::builder(model, "scripted", ToolEngine::builder(&registry))
-        .limits(Limits::default().max_steps(200))
+        .limits(AgentLimits::default().max_steps(200))
         .build();
     let mut group = c.benchmark_group("agent");
     group.sample_size(20).measurement_time(Duration::from_secs(5));
     group.bench_function("spawn_many_100", |b| {
         b.to_async(&runtime).iter(|| async {
             match agent.run("parent").await {
-                Ok(Outcome::Finished(done)) => assert_eq!(done.answer, "all done"),
+                Ok(RunOutcome::Finished(done)) => assert_eq!(done.answer, "all done"),
                 other => panic!("{other:?}"),
             }
         })

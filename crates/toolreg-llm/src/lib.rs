@@ -14,5 +14,5 @@ pub mod client;
 pub mod model;
 pub mod scripted;
 
-pub use agent::{Agent, AgentError, AgentEvent, Outcome, Suspended};
+pub use agent::{Agent, AgentError, AgentEvent, RunOutcome, Suspended};
 pub use model::{LlmClient, LlmError, Message, ModelRequest, ModelResponse, OfferedTool, StreamEvent, Usage};

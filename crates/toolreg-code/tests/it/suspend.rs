@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 use toolreg::ToolEngine;
 use toolreg::policy::MemorySink;
 use toolreg_code::{CodeMode, Key};
-use toolreg_llm::agent::{Agent, Outcome, Resolution, SuspendForApproval};
+use toolreg_llm::agent::{Agent, Resolution, RunOutcome, SuspendForApproval};
 use toolreg_llm::scripted::ScriptedClient;
 use toolreg_llm::{Message, Suspended};
 
@@ -60,8 +60,8 @@ async fn child(path: &str) {
     let agent = agent(ScriptedClient::new().then_text("all done"), &runs, &audit);
     let outcome = agent.resume(suspended, resolutions, CancellationToken::new()).await.unwrap();
     let (suspended, results) = match outcome {
-        Outcome::Suspended(s) => (Some(s), Vec::new()),
-        Outcome::Finished(done) => (None, results(&done.transcript)),
+        RunOutcome::Suspended(s) => (Some(s), Vec::new()),
+        RunOutcome::Finished(done) => (None, results(&done.transcript)),
     };
     let audit = audit.events().iter().map(|e| format!("{} {} {}", e.call_id, e.tool, e.outcome)).collect();
     let report = Report { runs: runs.lock().unwrap().clone(), suspended, results, audit };
@@ -94,7 +94,7 @@ async fn a_program_suspends_at_each_dangerous_call_and_resumes_in_another_proces
     let runs = runs();
     let audit = std::sync::Arc::new(MemorySink::new());
     let model = ScriptedClient::new().then_call("c1", "run_code", json!({ "code": PROGRAM }));
-    let Outcome::Suspended(first) = agent(model, &runs, &audit).run("clean up").await.unwrap() else {
+    let RunOutcome::Suspended(first) = agent(model, &runs, &audit).run("clean up").await.unwrap() else {
         panic!("not suspended")
     };
     // Stopped at the program's second call; the first ran, here, once.
@@ -132,7 +132,7 @@ async fn a_program_suspends_at_each_dangerous_call_and_resumes_in_another_proces
     let host = agent(ScriptedClient::new(), &runs, &audit);
     let before = runs.lock().unwrap().len();
     let once = host.resume(first.clone(), vec![first.approvals[0].approve()], CancellationToken::new()).await;
-    assert!(matches!(once, Ok(Outcome::Suspended(_))), "{once:?}");
+    assert!(matches!(once, Ok(RunOutcome::Suspended(_))), "{once:?}");
     let twice = host.resume(first.clone(), vec![first.approvals[0].approve()], CancellationToken::new()).await;
     assert!(matches!(twice, Err(toolreg_llm::AgentError::AlreadyResumed { .. })), "{twice:?}");
     assert_eq!(runs.lock().unwrap().len(), before + 1);
@@ -161,7 +161,7 @@ async fn what_a_program_printed_before_it_stopped_goes_with_the_suspension() {
     let runs = runs();
     let audit = std::sync::Arc::new(MemorySink::new());
     let model = ScriptedClient::new().then_call("c1", "run_code", json!({ "code": program }));
-    let Outcome::Suspended(stopped) = agent(model, &runs, &audit).run("clean up").await.unwrap() else {
+    let RunOutcome::Suspended(stopped) = agent(model, &runs, &audit).run("clean up").await.unwrap() else {
         panic!("not suspended")
     };
     assert_eq!(stopped.approvals[0].call_id, "c1/2");

@@ -8,7 +8,8 @@ use toolreg::engine::EngineBuilder;
 use toolreg::provider::CodeExecution;
 use toolreg_builtins::store::Namespace;
 
-use super::{Agent, AgentEvent, Deferral, Inner, Limits, OnAgentEvent};
+use super::event::OnAgentEvent;
+use super::{Agent, AgentEvent, AgentLimits, Deferral, Inner};
 use crate::model::LlmClient;
 
 /// Builds an [`Agent`] on an [`EngineBuilder`].
@@ -21,7 +22,7 @@ use crate::model::LlmClient;
 /// approver, a dangerous call is refused; with
 /// [`SuspendForApproval`](super::SuspendForApproval) (alone or as a policy's
 /// fallback), it suspends the run for the host to decide. The agent adds
-/// the model, the prompt, its own [`Limits`], the tools the host runs
+/// the model, the prompt, its own [`AgentLimits`], the tools the host runs
 /// itself and the functions its result goes through.
 #[must_use]
 pub struct AgentBuilder {
@@ -29,7 +30,7 @@ pub struct AgentBuilder {
     model: String,
     engine: EngineBuilder,
     system: Option<String>,
-    limits: Limits,
+    limits: AgentLimits,
     external: HashSet<String>,
     post_process: Vec<String>,
     max_tokens_per_request: Option<u32>,
@@ -56,7 +57,7 @@ impl Agent {
             model: model.into(),
             engine,
             system: None,
-            limits: Limits::default(),
+            limits: AgentLimits::default(),
             external: HashSet::new(),
             post_process: Vec::new(),
             max_tokens_per_request: None,
@@ -85,7 +86,7 @@ impl AgentBuilder {
     }
 
     /// How far a run may go.
-    pub fn limits(mut self, limits: Limits) -> Self {
+    pub fn limits(mut self, limits: AgentLimits) -> Self {
         self.limits = limits;
         self
     }

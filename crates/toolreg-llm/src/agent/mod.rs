@@ -15,13 +15,13 @@
 //!   budget. Sub-agents use the same engine, offered the same tools but the
 //!   user's.
 //! - A tool ends the run with a value through the call context's
-//!   [`Finish`] slot ([`CallContext::finish`](toolreg::CallContext::finish)):
+//!   [`Finish`](toolreg::Finish) slot ([`CallContext::finish`](toolreg::CallContext::finish)):
 //!   `return_result`, the built-in `final_answer`, or a tool of yours. The
 //!   first finish wins.
 //! - When a run needs something from outside — a dangerous call's approval
 //!   deferred by [`SuspendForApproval`] (the engine's approver, alone or as
 //!   a policy's fallback), a tool the host runs itself — it stops with
-//!   [`Outcome::Suspended`]: a [`Suspended`] value that serialises with the
+//!   [`RunOutcome::Suspended`]: a [`Suspended`] value that serialises with the
 //!   whole conversation and the pending calls, and resumes later, in any
 //!   process, with [`Agent::resume`]. A recorded approval binds exactly as a
 //!   live one does: same call id, same tool, same arguments hash. A
@@ -36,7 +36,7 @@
 //! ```
 //! use toolreg::engine::{OutputBudget, ToolEngine};
 //! use toolreg::FunctionRegistry;
-//! use toolreg_llm::agent::{Agent, Outcome};
+//! use toolreg_llm::agent::{Agent, RunOutcome};
 //! use toolreg_llm::scripted::ScriptedClient;
 //!
 //! /// Add two numbers.
@@ -55,8 +55,8 @@
 //! let engine = ToolEngine::builder(&registry).layer(OutputBudget::new(4_000));
 //! let agent = Agent::builder(model, "scripted", engine).build();
 //! match agent.run("What is 2 + 40?").await.unwrap() {
-//!     Outcome::Finished(done) => assert_eq!(done.answer, "42"),
-//!     Outcome::Suspended(_) => unreachable!(),
+//!     RunOutcome::Finished(done) => assert_eq!(done.answer, "42"),
+//!     RunOutcome::Suspended(_) => unreachable!(),
 //! }
 //! # });
 //! # }
@@ -70,7 +70,7 @@
 //! use toolreg::engine::{OutputBudget, ToolEngine};
 //! use toolreg::policy::{MemorySink, PolicyApprover};
 //! use toolreg::{FunctionRegistry, tool};
-//! use toolreg_llm::agent::{Agent, Outcome, SuspendForApproval};
+//! use toolreg_llm::agent::{Agent, RunOutcome, SuspendForApproval};
 //! use toolreg_llm::scripted::ScriptedClient;
 //!
 //! /// Drop a table.
@@ -90,242 +90,49 @@
 //!     .audit(audit.clone());
 //! let model = ScriptedClient::new().then_call("c1", "drop_table", serde_json::json!({"name": "tmp"}));
 //! let agent = Agent::builder(model, "scripted", engine).build();
-//! let Outcome::Suspended(suspended) = agent.run("Clean up.").await? else { unreachable!() };
+//! let RunOutcome::Suspended(suspended) = agent.run("Clean up.").await? else { unreachable!() };
 //! assert_eq!(suspended.approvals[0].tool, "drop_table"); // waits for the host
 //! assert_eq!(audit.events().len(), 1);
 //! # Ok(())
 //! # }
 //! ```
 
+mod approval;
 mod builder;
 mod catalog;
+mod conversation;
+mod event;
 pub mod functions;
+mod limits;
+mod outcome;
 mod post;
+mod resume;
 mod run;
+mod state;
 mod stored;
 mod suspend;
 
+pub use approval::{PendingApproval, Resolution, SuspendForApproval};
 pub use builder::AgentBuilder;
 pub use catalog::{Deferral, SEARCH_TOOLS};
+pub use event::AgentEvent;
+pub use limits::{AgentLimits, Budget};
+pub use outcome::{AgentError, Finished, RunOutcome};
 pub use post::{POST_PROCESS_ARGUMENT, PostProcessError};
+pub use state::RunState;
 pub use stored::SuspendedRuns;
-pub use suspend::{PendingApproval, Resolution, SuspendForApproval, Suspended};
+pub use suspend::Suspended;
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use serde::{Deserialize, Serialize};
-use tokio_util::sync::CancellationToken;
 use toolreg::policy::Selection;
-use toolreg::{Finish, Scope, ToolCall, ToolEngine};
+use toolreg::{Scope, ToolEngine};
 use toolreg_builtins::store::Namespace;
 
-use crate::model::{LlmClient, LlmError, Message, ToolResultMessage, Usage};
-
-/// How far a run may go.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[non_exhaustive]
-pub struct Limits {
-    /// Model requests (default 10).
-    pub max_steps: usize,
-    /// Tokens, prompt and answer together, over the whole run.
-    pub max_tokens: Option<u64>,
-    /// Wall time for the whole run.
-    pub max_time: Option<Duration>,
-    /// Nesting of sub-agents (default 5).
-    pub max_depth: usize,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Limits { max_steps: 10, max_tokens: None, max_time: None, max_depth: 5 }
-    }
-}
-
-impl Limits {
-    /// Set the step limit.
-    pub fn max_steps(mut self, steps: usize) -> Self {
-        self.max_steps = steps;
-        self
-    }
-
-    /// Set the token limit.
-    pub fn max_tokens(mut self, tokens: u64) -> Self {
-        self.max_tokens = Some(tokens);
-        self
-    }
-
-    /// Set the wall-time limit.
-    pub fn max_time(mut self, time: Duration) -> Self {
-        self.max_time = Some(time);
-        self
-    }
-
-    /// Set the sub-agent depth limit.
-    pub fn max_depth(mut self, depth: usize) -> Self {
-        self.max_depth = depth;
-        self
-    }
-}
-
-/// What happens during a run, step by step, for a user interface.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub enum AgentEvent {
-    /// A model request is sent.
-    ModelRequest {
-        /// The step (from 1).
-        step: usize,
-        /// The sub-agent depth (0 for the top level).
-        depth: usize,
-    },
-    /// A piece of streamed text.
-    TextDelta(String),
-    /// The model answered.
-    ModelResponse {
-        /// The step.
-        step: usize,
-        /// Tokens this request used.
-        usage: Usage,
-        /// Tokens the run has used so far.
-        total: Usage,
-    },
-    /// The model asked for a tool.
-    ToolCall(ToolCall),
-    /// A tool answered.
-    ToolResult(ToolResultMessage),
-    /// A call waits for an approval from outside; the run suspends.
-    ApprovalNeeded(PendingApproval),
-    /// A post-processing function refused the result; the model is told
-    /// and the run goes on.
-    ResultRefused(PostProcessError),
-    /// A model request is retried.
-    Retrying {
-        /// The retry's number.
-        attempt: u32,
-        /// The wait before it.
-        delay: Duration,
-    },
-}
-
-type OnAgentEvent = Arc<dyn Fn(&AgentEvent) + Send + Sync>;
-
-/// A finished run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[non_exhaustive]
-pub struct Finished {
-    /// The answer: the model's last text, or what a finishing tool returned,
-    /// after post-processing, as text.
-    pub answer: String,
-    /// The same result as JSON: a finishing tool's value or the model's
-    /// text (a string), after post-processing.
-    #[serde(default)]
-    pub value: serde_json::Value,
-    /// The whole conversation.
-    pub transcript: Vec<Message>,
-    /// Tokens used.
-    pub usage: Usage,
-    /// Model requests made.
-    pub steps: usize,
-}
-
-/// How a run ended, when it did not fail.
-#[derive(Debug, Clone, PartialEq)]
-#[allow(clippy::large_enum_variant)]
-pub enum Outcome {
-    /// The model finished.
-    Finished(Finished),
-    /// The run waits for decisions or answers from outside.
-    Suspended(Suspended),
-}
-
-/// Why a run stopped without an answer. Each carries the transcript so far.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[non_exhaustive]
-pub enum AgentError {
-    /// The step limit was reached.
-    #[error("the agent reached its limit of {limit} model requests")]
-    StepLimit {
-        /// The limit.
-        limit: usize,
-        /// The conversation so far.
-        transcript: Vec<Message>,
-    },
-    /// The token limit was reached.
-    #[error("the agent used {used} tokens, over its limit of {limit}")]
-    TokenLimit {
-        /// The limit.
-        limit: u64,
-        /// Tokens used.
-        used: u64,
-        /// The conversation so far.
-        transcript: Vec<Message>,
-    },
-    /// The wall-time limit was reached.
-    #[error("the agent ran out of time ({limit:?})")]
-    TimeLimit {
-        /// The limit.
-        limit: Duration,
-        /// The conversation so far.
-        transcript: Vec<Message>,
-    },
-    /// The run was cancelled.
-    #[error("the agent run was cancelled")]
-    Cancelled {
-        /// The conversation so far.
-        transcript: Vec<Message>,
-    },
-    /// The model request failed (after the client's retries).
-    #[error("the model request failed: {error}")]
-    Model {
-        /// Why.
-        error: LlmError,
-        /// The conversation so far.
-        transcript: Vec<Message>,
-    },
-    /// A sub-agent would nest deeper than allowed.
-    #[error("sub-agents may nest {limit} deep")]
-    DepthLimit {
-        /// The limit.
-        limit: usize,
-    },
-    /// A suspended run was resumed without what it waits for.
-    #[error("cannot resume: {0}")]
-    Resume(String),
-    /// A post-processing function is not offered by the agent's engine
-    /// (unknown, or outside its selection): the run does not start, since
-    /// only the host can fix it.
-    #[error("the post-processing function `{function}` is not offered by the agent's engine")]
-    PostProcessNotOffered {
-        /// The function.
-        function: String,
-    },
-    /// This suspension (or a call it approves) was already resumed: a
-    /// suspension is resumable once, so an approved call never runs twice.
-    #[error("the suspended run was already resumed ({what}); a suspension resumes once")]
-    AlreadyResumed {
-        /// The suspension id or call id already consumed.
-        what: String,
-    },
-}
-
-impl AgentError {
-    /// The conversation up to the failure, when there is one.
-    pub fn transcript(&self) -> Option<&[Message]> {
-        match self {
-            AgentError::StepLimit { transcript, .. }
-            | AgentError::TokenLimit { transcript, .. }
-            | AgentError::TimeLimit { transcript, .. }
-            | AgentError::Cancelled { transcript }
-            | AgentError::Model { transcript, .. } => Some(transcript),
-            AgentError::DepthLimit { .. }
-            | AgentError::PostProcessNotOffered { .. }
-            | AgentError::Resume(_)
-            | AgentError::AlreadyResumed { .. } => None,
-        }
-    }
-}
+use crate::model::LlmClient;
+use event::OnAgentEvent;
 
 /// A model, a system prompt, an engine for its tools, and limits. Cloning
 /// shares it.
@@ -343,7 +150,7 @@ struct Inner {
     system: Option<String>,
     /// Functions the result goes through before it is returned.
     post_process: Vec<String>,
-    limits: Limits,
+    limits: AgentLimits,
     external: HashSet<String>,
     max_tokens_per_request: Option<u32>,
     on_event: Option<OnAgentEvent>,
@@ -369,45 +176,6 @@ impl std::fmt::Debug for Agent {
     }
 }
 
-/// The run's state, in every tool call's context: what agent functions
-/// (sub-agents, `call_llm`, `return_result`) work with.
-#[derive(Clone)]
-pub struct RunState {
-    /// The agent running.
-    pub agent: Agent,
-    /// Cancelled when the run is: sub-agents watch it.
-    pub cancel: CancellationToken,
-    /// What the run may still spend.
-    pub remaining: Budget,
-    /// Where a finishing tool (`return_result`, `final_answer`, or one of
-    /// yours, through [`CallContext::finish`](toolreg::CallContext::finish))
-    /// puts the run's result; also in every call's extensions on its own.
-    pub finish: Finish,
-    /// Tokens sub-agents of this step spent: counted against the run.
-    pub spent_by_children: Arc<Mutex<Usage>>,
-    /// The deferred tools loaded so far, in the order they were loaded
-    /// (`search_tools` adds to it; see [`Deferral`]).
-    pub loaded: Arc<Mutex<Vec<String>>>,
-}
-
-/// What a run may still spend; a sub-agent gets at most this.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Budget {
-    /// Model requests left.
-    pub steps: usize,
-    /// Tokens left.
-    pub tokens: Option<u64>,
-    /// When the run must end.
-    pub deadline: Option<Instant>,
-}
-
-impl RunState {
-    /// Count a sub-agent's tokens against this run.
-    pub fn charge(&self, usage: Usage) {
-        *self.spent_by_children.lock().unwrap_or_else(PoisonError::into_inner) += usage;
-    }
-}
-
 impl Agent {
     /// The model client.
     pub fn client(&self) -> &Arc<dyn LlmClient> {
@@ -420,7 +188,7 @@ impl Agent {
     }
 
     /// The limits.
-    pub fn limits(&self) -> Limits {
+    pub fn limits(&self) -> AgentLimits {
         self.inner.limits
     }
 
@@ -449,6 +217,13 @@ impl Agent {
         *engines = Arc::new(Engines::new(engine, engines.generation + 1));
     }
 
+    /// Tell the host's event handler, if there is one.
+    pub(super) fn emit(&self, event: &AgentEvent) {
+        if let Some(on_event) = &self.inner.on_event {
+            on_event(event);
+        }
+    }
+
     /// The engines now.
     pub(super) fn current(&self) -> Arc<Engines> {
         Arc::clone(&self.inner.engines.read().unwrap_or_else(PoisonError::into_inner))
@@ -475,7 +250,7 @@ impl Agent {
             Some(tools) => sub_engine(&current.engine, Some(tools)),
         };
         let now = Instant::now();
-        let limits = Limits {
+        let limits = AgentLimits {
             max_steps: budget.steps.min(inner.limits.max_steps),
             max_tokens: budget.tokens,
             max_time: budget.deadline.map(|d| d.saturating_duration_since(now)),

@@ -5,8 +5,8 @@
 use serde_json::{Value, json};
 use toolreg::{CallOptions, ToolCall, ToolError, ToolExecutor};
 
-use super::run::{LoopState, nested_extensions};
-use super::{Agent, AgentError, AgentEvent, RunState};
+use super::state::{LoopState, RunState};
+use super::{Agent, AgentError, AgentEvent};
 use crate::model::Message;
 
 /// The one argument a post-processing function is called with:
@@ -46,7 +46,7 @@ impl Agent {
             Ok(value) => Some(value),
             Err(refused) => {
                 self.emit(&AgentEvent::ResultRefused(refused.clone()));
-                state.messages.push(Message::user(refused.to_string()));
+                state.conversation.push(Message::user(refused.to_string()));
                 None
             }
         }
@@ -57,7 +57,7 @@ impl Agent {
         for (i, function) in self.inner.post_process.iter().enumerate() {
             let call =
                 ToolCall::new(format!("post-{step}-{i}"), function.clone(), json!({ POST_PROCESS_ARGUMENT: value }));
-            let options = CallOptions::new().cancel(run.cancel.child_token()).extensions(nested_extensions(run));
+            let options = CallOptions::new().cancel(run.cancel.child_token()).extensions(run.nested_extensions());
             let result = engine.execute_call_with(call, options).await;
             match result.outcome {
                 Ok(output) => value = output.value,

@@ -1,34 +1,71 @@
 //! The loop of one run: model request, tool calls through the agent's
 //! engine, results back to the model, until the model answers, a tool
 //! finishes the run, the run suspends, or a limit is hit.
+//!
+//! [`Agent::drive`] repeats [`Agent::step`]: [`Agent::ask_model`] sends the
+//! conversation and adds the answer to it; a turn with calls goes to
+//! [`Agent::call_tools`], which screens the calls, runs them in one batch
+//! ([`Agent::call_batch`]) and adds the results, or suspends the run.
 
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Instant;
+use std::time::Duration;
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
-use toolreg::exec::value_text;
-use toolreg::{CallOptions, Extensions, Finish, ToolCall, ToolError, ToolResult};
-use tracing::Instrument;
+use toolreg::provider::HostedTurn;
+use toolreg::{CallOptions, FunctionRegistry, ToolCall, ToolEngine, ToolError, ToolResult};
+use tracing::{Instrument, Span};
 
+use super::approval::{ApprovalRound, Held};
 use super::catalog;
-use super::suspend::{Deferred, suspension_id};
-use super::{Agent, AgentError, AgentEvent, Budget, Finished, Outcome, PendingApproval, RunState, Suspended};
-use crate::model::{FinishReason, Message, ModelRequest, ModelResponse, StreamEvent, ToolResultMessage, Usage};
+use super::conversation::Conversation;
+use super::state::{LoopState, RunState};
+use super::suspend::Waiting;
+use super::{Agent, AgentError, AgentEvent, Finished, RunOutcome, Suspended};
+use crate::model::{FinishReason, LlmError, Message, ModelResponse, StreamEvent, ToolResultMessage, Usage};
+
+/// What a step leaves the run to do.
+enum Step {
+    /// Ask the model again.
+    Next,
+    /// End with this result (after post-processing).
+    Finish(Value),
+    /// Wait for the outside.
+    Suspend(Waiting),
+}
+
+/// Why a step stopped the run: an [`AgentError`] once the transcript is
+/// added.
+enum Stop {
+    Cancelled,
+    Steps(usize),
+    Tokens { limit: u64, used: u64 },
+    Time(Duration),
+    Model(LlmError),
+}
+
+impl Stop {
+    fn into_error(self, transcript: Vec<Message>) -> AgentError {
+        match self {
+            Stop::Cancelled => AgentError::Cancelled { transcript },
+            Stop::Steps(limit) => AgentError::StepLimit { limit, transcript },
+            Stop::Tokens { limit, used } => AgentError::TokenLimit { limit, used, transcript },
+            Stop::Time(limit) => AgentError::TimeLimit { limit, transcript },
+            Stop::Model(error) => AgentError::Model { error, transcript },
+        }
+    }
+}
 
 impl Agent {
     /// Run a task to the end.
-    pub async fn run(&self, task: impl Into<String>) -> Result<Outcome, AgentError> {
+    pub async fn run(&self, task: impl Into<String>) -> Result<RunOutcome, AgentError> {
         self.run_with(vec![Message::user(task)], CancellationToken::new()).await
     }
 
     /// Run from a conversation, cancellable: cancelling stops the model
     /// request and every running tool, sub-agents included.
-    pub async fn run_with(&self, messages: Vec<Message>, cancel: CancellationToken) -> Result<Outcome, AgentError> {
+    pub async fn run_with(&self, messages: Vec<Message>, cancel: CancellationToken) -> Result<RunOutcome, AgentError> {
         self.check_post_process()?;
-        let state =
-            LoopState { messages, usage: Usage::default(), steps: 0, started: Instant::now(), loaded: Vec::new() };
+        let state = LoopState::new(Conversation::new(self, messages, Vec::new()), Usage::default(), 0);
         self.traced(self.drive(state, cancel)).await
     }
 
@@ -37,8 +74,8 @@ impl Agent {
     /// `tracing-opentelemetry`): the model, then the run's usage.
     pub(super) async fn traced(
         &self,
-        run: impl Future<Output = Result<Outcome, AgentError>>,
-    ) -> Result<Outcome, AgentError> {
+        run: impl Future<Output = Result<RunOutcome, AgentError>>,
+    ) -> Result<RunOutcome, AgentError> {
         let span = tracing::info_span!(
             "agent_run",
             depth = self.inner.depth,
@@ -53,7 +90,7 @@ impl Agent {
         let outcome = run.instrument(span.clone()).await;
         if !span.is_disabled() {
             match &outcome {
-                Ok(Outcome::Finished(Finished { usage, .. }) | Outcome::Suspended(Suspended { usage, .. })) => {
+                Ok(RunOutcome::Finished(Finished { usage, .. }) | RunOutcome::Suspended(Suspended { usage, .. })) => {
                     span.record("gen_ai.usage.input_tokens", usage.input_tokens);
                     span.record("gen_ai.usage.output_tokens", usage.output_tokens);
                 }
@@ -65,246 +102,253 @@ impl Agent {
         outcome
     }
 
-    pub(super) fn emit(&self, event: &AgentEvent) {
-        if let Some(on_event) = &self.inner.on_event {
-            on_event(event);
+    /// Step until the run ends.
+    pub(super) async fn drive(
+        &self,
+        mut state: LoopState,
+        cancel: CancellationToken,
+    ) -> Result<RunOutcome, AgentError> {
+        loop {
+            match self.step(&mut state, &cancel).await {
+                Ok(Step::Next) => {}
+                Ok(Step::Finish(value)) => return Ok(RunOutcome::Finished(state.finished(value))),
+                Ok(Step::Suspend(waiting)) => return Ok(RunOutcome::Suspended(state.suspended(waiting))),
+                Err(stop) => return Err(stop.into_error(state.conversation.into_transcript())),
+            }
         }
     }
 
-    pub(super) fn run_state(&self, cancel: &CancellationToken, state: &LoopState) -> RunState {
+    /// One model request, and the calls it makes.
+    async fn step(&self, state: &mut LoopState, cancel: &CancellationToken) -> Result<Step, Stop> {
+        // The host may have replaced the tools (`Agent::set_tools`).
+        let current = self.current();
+        state.conversation.offer(self, &current);
+        let left = self.time_left(state, cancel)?;
+        let response = self.ask_model(state, cancel, left).await?;
+        if !response.tool_calls.is_empty() || !response.refused.is_empty() {
+            return self.call_tools(state, &current.engine, response, cancel).await;
+        }
+        // The provider paused a turn in which it runs code (Anthropic's
+        // `pause_turn`): the turn goes back as it is, and the model carries
+        // it on (within the step limit).
+        if response.hosted.is_some() && response.finish == FinishReason::Other("pause_turn".into()) {
+            return Ok(Step::Next);
+        }
+        let run = state.run_state(self, cancel);
+        Ok(match self.accept(state, Value::String(response.text), &run).await {
+            Some(value) => Step::Finish(value),
+            None => Step::Next,
+        })
+    }
+
+    /// What stops the run before its next request (a cancellation, a
+    /// limit reached); else the time it has left, if it is limited.
+    fn time_left(&self, state: &LoopState, cancel: &CancellationToken) -> Result<Option<Duration>, Stop> {
         let limits = &self.inner.limits;
-        RunState {
-            agent: self.clone(),
-            cancel: cancel.clone(),
-            remaining: Budget {
-                steps: limits.max_steps.saturating_sub(state.steps),
-                tokens: limits.max_tokens.map(|t| t.saturating_sub(state.usage.total())),
-                deadline: limits.max_time.map(|t| state.started + t),
-            },
-            finish: Finish::new(),
-            spent_by_children: Arc::default(),
-            loaded: Arc::new(Mutex::new(state.loaded.clone())),
+        if cancel.is_cancelled() {
+            return Err(Stop::Cancelled);
+        }
+        if state.steps >= limits.max_steps {
+            return Err(Stop::Steps(limits.max_steps));
+        }
+        if let Some(limit) = limits.max_tokens
+            && state.usage.total() >= limit
+        {
+            return Err(Stop::Tokens { limit, used: state.usage.total() });
+        }
+        match limits.max_time {
+            None => Ok(None),
+            Some(limit) => limit.checked_sub(state.started.elapsed()).map(Some).ok_or(Stop::Time(limit)),
         }
     }
 
-    pub(super) fn finished(&self, state: LoopState, value: Value) -> Finished {
-        let answer = value_text(&value).into_owned();
-        Finished { answer, value, transcript: state.messages, usage: state.usage, steps: state.steps }
-    }
-
-    pub(super) async fn drive(&self, mut state: LoopState, cancel: CancellationToken) -> Result<Outcome, AgentError> {
-        let inner = &self.inner;
-        let limits = inner.limits;
-        let mut current = self.current();
-        // With the provider's own search, every tool goes in every request
-        // (the deferred ones deferred); otherwise found tools are added.
-        let native = !inner.deferral.is_empty() && inner.client.native_tool_search();
-        let mut request = ModelRequest::new(inner.model.clone(), std::mem::take(&mut state.messages));
-        catalog::offer(&mut request, &inner.deferral, current.engine.tools(), &state.loaded, native);
-        request.system = inner.system.clone();
-        request.max_tokens = inner.max_tokens_per_request;
-        request.code_execution = inner.code_execution.clone();
+    /// Send the conversation to the model (within the time `left`) and add
+    /// its answer to it.
+    async fn ask_model(
+        &self,
+        state: &mut LoopState,
+        cancel: &CancellationToken,
+        left: Option<Duration>,
+    ) -> Result<ModelResponse, Stop> {
+        state.steps += 1;
+        let step = state.steps;
+        self.emit(&AgentEvent::ModelRequest { step, depth: self.inner.depth });
+        let request = state.conversation.request();
+        let span = chat_span(step, &request.model);
         let on_stream = |event: StreamEvent| match event {
             StreamEvent::TextDelta(text) => self.emit(&AgentEvent::TextDelta(text)),
             StreamEvent::Retrying { attempt, delay } => self.emit(&AgentEvent::Retrying { attempt, delay }),
             _ => {}
         };
-        loop {
-            // The host replaced the tools (`Agent::set_tools`): offer the new set.
-            let now = self.current();
-            if now.generation != current.generation {
-                current = now;
-                catalog::offer(&mut request, &inner.deferral, current.engine.tools(), &state.loaded, native);
+        let call = self.inner.client.complete(request, &on_stream).instrument(span.clone());
+        let answer = tokio::select! {
+            answer = call => answer,
+            () = cancel.cancelled() => return Err(Stop::Cancelled),
+            () = sleep(left) => return Err(Stop::Time(self.inner.limits.max_time.unwrap_or_default())),
+        };
+        let mut response = match answer {
+            Ok(response) => response,
+            Err(error) => {
+                span.record("error.type", "model_error");
+                return Err(Stop::Model(error));
             }
-            let engine = &current.engine;
-            let offered = engine.tools();
-            state.messages = std::mem::take(&mut request.messages);
-            if cancel.is_cancelled() {
-                return Err(AgentError::Cancelled { transcript: state.messages });
-            }
-            if state.steps >= limits.max_steps {
-                return Err(AgentError::StepLimit { limit: limits.max_steps, transcript: state.messages });
-            }
-            if let Some(limit) = limits.max_tokens
-                && state.usage.total() >= limit
-            {
-                return Err(AgentError::TokenLimit { limit, used: state.usage.total(), transcript: state.messages });
-            }
-            let left = match limits.max_time {
-                None => None,
-                Some(limit) => match limit.checked_sub(state.started.elapsed()) {
-                    Some(left) => Some(left),
-                    None => return Err(AgentError::TimeLimit { limit, transcript: state.messages }),
-                },
-            };
-            request.messages = std::mem::take(&mut state.messages);
-            state.steps += 1;
-            let step = state.steps;
-            self.emit(&AgentEvent::ModelRequest { step, depth: inner.depth });
-            // OpenTelemetry's GenAI `chat` span; usage is recorded when the
-            // response arrives.
-            let span = tracing::info_span!(
-                "model_request",
-                step,
-                otel.name = format_args!("chat {}", request.model),
-                otel.kind = "client",
-                gen_ai.operation.name = "chat",
-                gen_ai.request.model = %request.model,
-                gen_ai.usage.input_tokens = tracing::field::Empty,
-                gen_ai.usage.output_tokens = tracing::field::Empty,
-                error.type = tracing::field::Empty,
-            );
-            let answer = {
-                let call = inner.client.complete(&request, &on_stream).instrument(span.clone());
-                let timeout = async {
-                    match left {
-                        Some(left) => tokio::time::sleep(left).await,
-                        None => std::future::pending().await,
-                    }
-                };
-                tokio::select! {
-                    answer = call => Ok(answer),
-                    () = cancel.cancelled() => Err(Stop::Cancelled),
-                    () = timeout => Err(Stop::Time),
-                }
-            };
-            let response: ModelResponse = match answer {
-                Ok(Ok(response)) => {
-                    span.record("gen_ai.usage.input_tokens", response.usage.input_tokens);
-                    span.record("gen_ai.usage.output_tokens", response.usage.output_tokens);
-                    response
-                }
-                Ok(Err(error)) => {
-                    span.record("error.type", "model_error");
-                    return Err(AgentError::Model { error, transcript: request.messages });
-                }
-                Err(Stop::Cancelled) => return Err(AgentError::Cancelled { transcript: request.messages }),
-                Err(Stop::Time) => {
-                    let limit = limits.max_time.unwrap_or_default();
-                    return Err(AgentError::TimeLimit { limit, transcript: request.messages });
-                }
-            };
-            // The `chat` span ends with the response, before the tools run.
-            drop(span);
-            let mut response = response;
-            unique_generated_ids(&mut response, step);
-            state.usage += response.usage;
-            self.emit(&AgentEvent::ModelResponse { step, usage: response.usage, total: state.usage });
-            request.messages.push(response.to_message());
-            if response.tool_calls.is_empty() && response.refused.is_empty() {
-                // The provider paused a turn in which it runs code
-                // (Anthropic's `pause_turn`): the turn goes back as it is,
-                // and the model carries it on (within the step limit).
-                if response.hosted.is_some() && response.finish == FinishReason::Other("pause_turn".into()) {
-                    continue;
-                }
-                state.messages = std::mem::take(&mut request.messages);
-                let run = self.run_state(&cancel, &state);
-                if let Some(value) = self.accept(&mut state, Value::String(response.text), &run).await {
-                    return Ok(Outcome::Finished(self.finished(state, value)));
-                }
-                request.messages = std::mem::take(&mut state.messages);
+        };
+        span.record("gen_ai.usage.input_tokens", response.usage.input_tokens);
+        span.record("gen_ai.usage.output_tokens", response.usage.output_tokens);
+        // The `chat` span ends with the response, before the tools run.
+        drop(span);
+        unique_generated_ids(&mut response, step);
+        state.usage += response.usage;
+        self.emit(&AgentEvent::ModelResponse { step, usage: response.usage, total: state.usage });
+        state.conversation.push(response.to_message());
+        Ok(response)
+    }
+
+    /// Run the calls of the model's turn through `engine` and add their
+    /// results to the conversation; or suspend, when some wait for the
+    /// outside.
+    async fn call_tools(
+        &self,
+        state: &mut LoopState,
+        engine: &ToolEngine,
+        response: ModelResponse,
+        cancel: &CancellationToken,
+    ) -> Result<Step, Stop> {
+        for call in &response.tool_calls {
+            self.emit(&AgentEvent::ToolCall(call.clone()));
+        }
+        let (mut done, calls) = self.screen(&state.conversation, engine.tools(), &response);
+        // Tools the host runs itself wait; the rest run now.
+        let (external, local): (Vec<ToolCall>, Vec<ToolCall>) =
+            calls.into_iter().partition(|c| self.inner.external.contains(&c.name));
+        let run = state.run_state(self, cancel);
+        let round = ApprovalRound::default();
+        let (answered, held) = self
+            .call_batch(engine, local, &run, round, response.hosted.as_ref())
+            .instrument(tracing::info_span!("tool_calls", step = state.steps))
+            .await;
+        state.absorb(self, &run, engine.tools());
+        done.extend(answered);
+        if cancel.is_cancelled() {
+            return Err(Stop::Cancelled);
+        }
+        if !held.approvals.is_empty() || !external.is_empty() {
+            self.announce(&held);
+            return Ok(Step::Suspend(Waiting { calls: response.tool_calls, done, held, external }));
+        }
+        state.conversation.push(Message::Tool { results: done });
+        Ok(match self.finish_if_returned(state, &run).await {
+            Some(value) => Step::Finish(value),
+            None => Step::Next,
+        })
+    }
+
+    /// The turn's calls that may run, and the answers (each announced) for
+    /// those that never will: calls of tools the request did not declare,
+    /// which the client refused, and calls of deferred tools not loaded yet,
+    /// whatever the client let through. Any other call the engine answers
+    /// and audits.
+    fn screen(
+        &self,
+        conversation: &Conversation,
+        tools: &FunctionRegistry,
+        response: &ModelResponse,
+    ) -> (Vec<ToolResultMessage>, Vec<ToolCall>) {
+        let deferral = &self.inner.deferral;
+        let mut refused = response.refused.clone();
+        let mut calls = Vec::with_capacity(response.tool_calls.len());
+        for call in &response.tool_calls {
+            if conversation.offers(&call.name) || !deferral.holds(tools, &call.name) {
+                calls.push(call.clone());
                 continue;
             }
-            for call in &response.tool_calls {
-                self.emit(&AgentEvent::ToolCall(call.clone()));
-            }
-            // Calls of tools the request did not declare never run: the
-            // model reads why, and which tools it has.
-            let mut done = Vec::with_capacity(response.sent_calls.len().max(response.tool_calls.len()));
-            for result in &response.refused {
-                let message = ToolResultMessage::from(&catalog::explain(&inner.deferral, offered, result.clone()));
+            let available = conversation.offered().take(8).map(str::to_owned).collect();
+            let outcome = Err(ToolError::NotOffered { available });
+            refused.push(ToolResult { id: call.id.clone(), name: call.name.clone(), outcome });
+        }
+        let done = refused
+            .into_iter()
+            .map(|result| {
+                // The model reads why, and which tools it has.
+                let message = ToolResultMessage::from(&catalog::explain(deferral, tools, result));
                 self.emit(&AgentEvent::ToolResult(message.clone()));
-                done.push(message);
-            }
-            // A deferred tool not loaded yet never runs, whatever the client
-            // let through (any other call the engine answers and audits).
-            // (Sent deferred to a provider that searches natively counts as
-            // offered only once a search found it.)
-            let offered_names: HashSet<&str> = request
-                .tools
-                .iter()
-                .map(|t| t.name.as_str())
-                .filter(|n| !request.deferred_tools.contains(*n) || state.loaded.iter().any(|l| l == n))
-                .collect();
-            let (unoffered, calls): (Vec<ToolCall>, Vec<ToolCall>) = response
-                .tool_calls
-                .iter()
-                .cloned()
-                .partition(|c| !offered_names.contains(c.name.as_str()) && inner.deferral.holds(offered, &c.name));
-            for call in unoffered {
-                let available = offered_names.iter().take(8).map(|n| (*n).to_owned()).collect();
-                let refused =
-                    ToolResult { id: call.id, name: call.name, outcome: Err(ToolError::NotOffered { available }) };
-                let message = ToolResultMessage::from(&catalog::explain(&inner.deferral, offered, refused));
-                self.emit(&AgentEvent::ToolResult(message.clone()));
-                done.push(message);
-            }
-            // Tools the host runs itself wait; the rest run now.
-            let (external, local): (Vec<ToolCall>, Vec<ToolCall>) =
-                calls.into_iter().partition(|c| inner.external.contains(&c.name));
-            state.messages = std::mem::take(&mut request.messages);
-            let run = self.run_state(&cancel, &state);
-            let deferred = Arc::new(Deferred::default());
-            let mut batch = extensions(&run, Some(&deferred));
-            if let Some(turn) = &response.hosted {
-                // Approvers and hooks can tell the calls the provider's code
-                // made (`HostedTurn::caller`) from the model's own.
-                batch.insert(turn.clone());
-            }
-            let results = engine
-                .execute_batch_with(local, CallOptions::new().cancel(cancel.child_token()).extensions(batch))
-                .instrument(tracing::info_span!("tool_calls", step))
-                .await;
-            state.usage += std::mem::take(&mut *run.spent_by_children.lock().unwrap_or_else(PoisonError::into_inner));
-            // Tools a search loaded join the next request, after the others.
-            let loaded = run.loaded.lock().unwrap_or_else(PoisonError::into_inner).clone();
-            if loaded != state.loaded {
-                state.loaded = loaded;
-                if !native {
-                    request.tools = catalog::offered(&inner.deferral, offered, &state.loaded);
-                }
-            }
-            let waiting: Vec<PendingApproval> = deferred.take_pending(&results);
-            // Calls stopped part-way (a program waiting at one of its own
-            // calls) answer on resume, like the calls that wait themselves.
-            let checkpoints = deferred.take_checkpoints();
-            for result in &results {
-                if waiting.iter().any(|p| p.call_id == result.id) || checkpoints.contains_key(&result.id) {
-                    continue;
-                }
+                message
+            })
+            .collect();
+        (done, calls)
+    }
+
+    /// Run `calls` in one batch through `engine`, with `run`'s state and
+    /// `round` in their context (and the provider's turn, when its code made
+    /// some of them): the answers the model reads now, each announced, and
+    /// what the round held back.
+    pub(super) async fn call_batch(
+        &self,
+        engine: &ToolEngine,
+        calls: Vec<ToolCall>,
+        run: &RunState,
+        round: ApprovalRound,
+        hosted: Option<&HostedTurn>,
+    ) -> (Vec<ToolResultMessage>, Held) {
+        let round = std::sync::Arc::new(round);
+        let mut extensions = run.extensions();
+        round.attach(&mut extensions);
+        if let Some(turn) = hosted {
+            // Approvers and hooks can tell the calls the provider's code
+            // made (`HostedTurn::caller`) from the model's own.
+            extensions.insert(turn.clone());
+        }
+        let options = CallOptions::new().cancel(run.cancel.child_token()).extensions(extensions);
+        let results = engine.execute_batch_with(calls, options).await;
+        let held = round.close(&results);
+        let answered = results
+            .iter()
+            .filter(|result| !held.holds(&result.id))
+            .map(|result| {
                 let message = ToolResultMessage::from(result);
                 self.emit(&AgentEvent::ToolResult(message.clone()));
-                done.push(message);
-            }
-            if cancel.is_cancelled() {
-                return Err(AgentError::Cancelled { transcript: state.messages });
-            }
-            if !waiting.is_empty() || !external.is_empty() {
-                for pending in &waiting {
-                    self.emit(&AgentEvent::ApprovalNeeded(pending.clone()));
-                }
-                return Ok(Outcome::Suspended(Suspended {
-                    id: suspension_id(),
-                    transcript: state.messages,
-                    calls: response.tool_calls,
-                    done,
-                    approvals: waiting,
-                    external,
-                    usage: state.usage,
-                    steps: state.steps,
-                    loaded: state.loaded,
-                    checkpoints,
-                }));
-            }
-            state.messages.push(Message::Tool { results: done });
-            if let Some(value) = run.finish.get()
-                && let Some(value) = self.accept(&mut state, value.clone(), &run).await
-            {
-                return Ok(Outcome::Finished(self.finished(state, value)));
-            }
-            request.messages = std::mem::take(&mut state.messages);
+                message
+            })
+            .collect();
+        (answered, held)
+    }
+
+    /// Tell the host which calls wait for its approval.
+    pub(super) fn announce(&self, held: &Held) {
+        for pending in &held.approvals {
+            self.emit(&AgentEvent::ApprovalNeeded(pending.clone()));
         }
+    }
+
+    /// The run's result, when a tool of the step finished the run and
+    /// post-processing accepted it.
+    pub(super) async fn finish_if_returned(&self, state: &mut LoopState, run: &RunState) -> Option<Value> {
+        let value = run.finish.get()?.clone();
+        self.accept(state, value, run).await
+    }
+}
+
+/// OpenTelemetry's GenAI `chat` span for the request of `step`; usage is
+/// recorded when the response arrives.
+fn chat_span(step: usize, model: &str) -> Span {
+    tracing::info_span!(
+        "model_request",
+        step,
+        otel.name = format_args!("chat {model}"),
+        otel.kind = "client",
+        gen_ai.operation.name = "chat",
+        gen_ai.request.model = %model,
+        gen_ai.usage.input_tokens = tracing::field::Empty,
+        gen_ai.usage.output_tokens = tracing::field::Empty,
+        error.type = tracing::field::Empty,
+    )
+}
+
+/// Wait for `left`, or forever.
+async fn sleep(left: Option<Duration>) {
+    match left {
+        Some(left) => tokio::time::sleep(left).await,
+        None => std::future::pending().await,
     }
 }
 
@@ -317,7 +361,7 @@ fn unique_generated_ids(response: &mut ModelResponse, step: usize) {
     if response.generated_ids.is_empty() {
         return;
     }
-    let generated: HashSet<String> = response.generated_ids.iter().cloned().collect();
+    let generated: std::collections::HashSet<String> = response.generated_ids.iter().cloned().collect();
     let scoped = |id: &mut String| {
         if generated.contains(id.as_str()) {
             id.push_str(&format!("_s{step}"));
@@ -327,43 +371,4 @@ fn unique_generated_ids(response: &mut ModelResponse, step: usize) {
     response.sent_calls.iter_mut().for_each(|c| scoped(&mut c.id));
     response.refused.iter_mut().for_each(|r| scoped(&mut r.id));
     response.generated_ids.iter_mut().for_each(scoped);
-}
-
-enum Stop {
-    Cancelled,
-    Time,
-}
-
-pub(super) struct LoopState {
-    pub(super) messages: Vec<Message>,
-    pub(super) usage: Usage,
-    pub(super) steps: usize,
-    pub(super) started: Instant,
-    /// Deferred tools loaded so far, in load order.
-    pub(super) loaded: Vec<String>,
-}
-
-/// What every call of a run carries in its context: the run's state, its
-/// [`Finish`] slot, and, for the calls the model made, where
-/// [`SuspendForApproval`](super::SuspendForApproval) defers to (calls the
-/// agent makes itself, such as a merge or a post-processing function, have
-/// none: nothing outside can approve them later).
-pub(super) fn extensions(run: &RunState, deferred: Option<&Arc<Deferred>>) -> Extensions {
-    let mut extensions = Extensions::default();
-    extensions.insert(run.finish.clone());
-    extensions.insert(run.clone());
-    if let Some(deferred) = deferred {
-        extensions.insert_arc(Arc::clone(deferred));
-        extensions.insert_arc(Arc::clone(&deferred.checkpoints));
-    }
-    extensions
-}
-
-/// What a call the agent makes itself carries (a merge or post-processing
-/// function): the run's state, so agent functions work, but no [`Finish`]
-/// slot (it cannot end the run) and nowhere to defer an approval to.
-pub(super) fn nested_extensions(run: &RunState) -> Extensions {
-    let mut extensions = Extensions::default();
-    extensions.insert(run.clone());
-    extensions
 }

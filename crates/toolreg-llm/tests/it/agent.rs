@@ -13,7 +13,7 @@ use toolreg::policy::{ApprovalRequest, approver_fn};
 use toolreg::{CallContext, FunctionRegistry, ToolCall, ToolExecutor, tool};
 use toolreg_llm::agent::functions::{AgentTools, TaskResult};
 use toolreg_llm::agent::{
-    Agent, AgentError, AgentEvent, Deferral, Limits, Outcome, Resolution, SuspendForApproval, Suspended,
+    Agent, AgentError, AgentEvent, AgentLimits, Deferral, Resolution, RunOutcome, SuspendForApproval, Suspended,
 };
 use toolreg_llm::scripted::{ScriptedClient, calls_response, text_response};
 use toolreg_llm::{LlmError, Message, ModelResponse, OfferedTool};
@@ -52,10 +52,10 @@ fn engine(registry: &FunctionRegistry) -> EngineBuilder {
     ToolEngine::builder(registry).approver(SuspendForApproval)
 }
 
-fn finished(outcome: Outcome) -> toolreg_llm::agent::Finished {
+fn finished(outcome: RunOutcome) -> toolreg_llm::agent::Finished {
     match outcome {
-        Outcome::Finished(done) => done,
-        Outcome::Suspended(s) => panic!("suspended: {s:?}"),
+        RunOutcome::Finished(done) => done,
+        RunOutcome::Suspended(s) => panic!("suspended: {s:?}"),
     }
 }
 
@@ -115,12 +115,13 @@ async fn multi_step_parallel_calls_and_a_corrected_malformed_call() {
 async fn each_limit_is_a_typed_error_with_the_transcript() {
     let forever =
         || ScriptedClient::from_fn(|_| Ok(calls_response(vec![ToolCall::new("x", "add", json!({"a": 1, "b": 1}))])));
-    let agent = Agent::builder(forever(), "m", engine(&registry())).limits(Limits::default().max_steps(3)).build();
+    let agent = Agent::builder(forever(), "m", engine(&registry())).limits(AgentLimits::default().max_steps(3)).build();
     match agent.run("loop").await {
         Err(AgentError::StepLimit { limit: 3, transcript }) => assert_eq!(transcript.len(), 7),
         other => panic!("{other:?}"),
     }
-    let agent = Agent::builder(forever(), "m", engine(&registry())).limits(Limits::default().max_tokens(40)).build();
+    let agent =
+        Agent::builder(forever(), "m", engine(&registry())).limits(AgentLimits::default().max_tokens(40)).build();
     match agent.run("loop").await {
         Err(AgentError::TokenLimit { limit: 40, used, transcript }) => {
             assert!(used >= 40);
@@ -130,7 +131,7 @@ async fn each_limit_is_a_typed_error_with_the_transcript() {
     }
     let slow = ScriptedClient::from_fn(|_| Ok(calls_response(vec![ToolCall::new("w", "wait", json!({}))])));
     let agent = Agent::builder(slow, "m", engine(&registry()))
-        .limits(Limits::default().max_time(Duration::from_millis(300)))
+        .limits(AgentLimits::default().max_time(Duration::from_millis(300)))
         .build();
     let started = std::time::Instant::now();
     let error = tokio::time::timeout(Duration::from_secs(20), async {
@@ -206,7 +207,7 @@ async fn suspension_serialises_and_resumes_in_a_fresh_process() {
         ToolCall::new("s2", "wipe", json!({"path": "/data"})),
     ]);
     let agent = Agent::builder(model, "m", engine(&registry())).build();
-    let Outcome::Suspended(suspended) = agent.run("clean up").await.unwrap() else { panic!("not suspended") };
+    let RunOutcome::Suspended(suspended) = agent.run("clean up").await.unwrap() else { panic!("not suspended") };
     assert_eq!(suspended.approvals.len(), 1);
     assert_eq!(suspended.approvals[0].call_id, "s2");
     assert_eq!(suspended.done.len(), 1, "the safe call already ran");
@@ -266,7 +267,7 @@ async fn a_recorded_approval_is_bound_to_its_tool() {
     registry.register(archive_tool::registration()).unwrap();
     let model = ScriptedClient::new().then_call("a1", "archive", json!({"path": "/data"})).then_text("done");
     let agent = Agent::builder(model, "m", engine(&registry)).build();
-    let Outcome::Suspended(suspended) = agent.run("archive it").await.unwrap() else { panic!("not suspended") };
+    let RunOutcome::Suspended(suspended) = agent.run("archive it").await.unwrap() else { panic!("not suspended") };
     let approval = suspended.approvals[0].approve();
     let mut edited: Suspended = serde_json::from_value(serde_json::to_value(&suspended).unwrap()).unwrap();
     edited.calls[0].name = "wipe".into();
@@ -289,7 +290,7 @@ async fn a_suspension_resumes_once() {
     let agent =
         |model: ScriptedClient| Agent::builder(model, "m", engine(&registry)).resume_claims(claims.clone()).build();
     let first = agent(ScriptedClient::new().then_call("r1", "archive", json!({"path": "/x"})).then_text("done"));
-    let Outcome::Suspended(suspended) = first.run("archive it").await.unwrap() else { panic!("not suspended") };
+    let RunOutcome::Suspended(suspended) = first.run("archive it").await.unwrap() else { panic!("not suspended") };
     let approval = suspended.approvals[0].approve();
 
     // A resume refused for a missing decision consumes nothing.
@@ -353,7 +354,9 @@ async fn two_runs_with_the_same_call_id_both_resume_once() {
     let suspend = |path: &'static str| {
         let agent = agent(ScriptedClient::new().then_call("call_1", "archive", json!({"path": path})));
         async move {
-            let Outcome::Suspended(suspended) = agent.run("archive it").await.unwrap() else { panic!("not suspended") };
+            let RunOutcome::Suspended(suspended) = agent.run("archive it").await.unwrap() else {
+                panic!("not suspended")
+            };
             suspended
         }
     };
@@ -387,7 +390,7 @@ async fn concurrent_resumes_of_one_suspension_run_it_once() {
         engine(&registry),
     )
     .build();
-    let Outcome::Suspended(suspended) = first.run("archive it").await.unwrap() else { panic!("not suspended") };
+    let RunOutcome::Suspended(suspended) = first.run("archive it").await.unwrap() else { panic!("not suspended") };
     let approval = suspended.approvals[0].approve();
     let mut hosts = Vec::new();
     for _ in 0..8 {
@@ -423,7 +426,7 @@ async fn suspended_runs_are_stored_sealed_and_loaded_by_id() {
 
     let model = ScriptedClient::new().then_call("w1", "wipe", json!({"path": "/tmp/x"}));
     let agent = Agent::builder(model, "m", engine(&registry())).build();
-    let Outcome::Suspended(suspended) = agent.run("wipe").await.unwrap() else { panic!("not suspended") };
+    let RunOutcome::Suspended(suspended) = agent.run("wipe").await.unwrap() else { panic!("not suspended") };
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("store.db");
     let store = toolreg_builtins::store::SqliteStore::open(&path).await.unwrap();
@@ -452,7 +455,8 @@ async fn suspended_runs_are_stored_sealed_and_loaded_by_id() {
     // A record copied into another store (whose claims never saw it),
     // under the same key: refused, so it cannot run its approval again there.
     let model = ScriptedClient::new().then_call("w2", "wipe", json!({"path": "/tmp/y"}));
-    let Outcome::Suspended(kept) = Agent::builder(model, "m", engine(&registry())).build().run("wipe").await.unwrap()
+    let RunOutcome::Suspended(kept) =
+        Agent::builder(model, "m", engine(&registry())).build().run("wipe").await.unwrap()
     else {
         panic!("not suspended")
     };
@@ -470,7 +474,7 @@ async fn suspended_runs_are_stored_sealed_and_loaded_by_id() {
 async fn external_tools_suspend_for_the_hosts_answer() {
     let model = ScriptedClient::new().then_call("e1", "add", json!({"a": 1, "b": 2})).then_text("the host said 99");
     let agent = Agent::builder(model, "m", engine(&registry())).external(["add"]).build();
-    let Outcome::Suspended(suspended) = agent.run("x").await.unwrap() else { panic!("not suspended") };
+    let RunOutcome::Suspended(suspended) = agent.run("x").await.unwrap() else { panic!("not suspended") };
     assert_eq!(suspended.external[0].id, "e1");
     let resumed =
         agent.resume(suspended, vec![Resolution::answer("e1", Ok(json!(99)))], CancellationToken::new()).await;
@@ -531,14 +535,15 @@ async fn spawn_many_keeps_order_and_survives_a_failing_child() {
 async fn sub_agents_are_depth_limited_and_never_see_user_tools() {
     use toolreg_llm::agent::Budget;
     let budget = Budget { steps: 3, tokens: Some(100), deadline: None };
-    let agent = Agent::builder(family_model(), "m", engine(&registry())).limits(Limits::default().max_depth(1)).build();
+    let agent =
+        Agent::builder(family_model(), "m", engine(&registry())).limits(AgentLimits::default().max_depth(1)).build();
     let sub = agent.sub_agent(None, budget).unwrap();
     assert_eq!((sub.depth(), sub.limits().max_steps, sub.limits().max_tokens), (1, 3, Some(100)));
     assert!(matches!(sub.sub_agent(None, budget), Err(AgentError::DepthLimit { limit: 1 })));
 
     // In a run: the refusal is a result the model reads.
     let agent = Agent::builder(family_model(), "m", engine(&registry()))
-        .limits(Limits::default().max_depth(0).max_steps(1))
+        .limits(AgentLimits::default().max_depth(0).max_steps(1))
         .build();
     let Err(AgentError::StepLimit { transcript, .. }) = agent.run("deep").await else {
         panic!("expected the step limit")
@@ -763,7 +768,7 @@ async fn approval_is_the_engines_refuse_approve_or_suspend() {
         ToolCall::new("a1", "archive", json!({"path": "/y"})),
     ]);
     let agent = Agent::builder(model, "m", ToolEngine::builder(&registry).approver(policy)).build();
-    let Outcome::Suspended(suspended) = agent.run("both").await.unwrap() else { panic!("not suspended") };
+    let RunOutcome::Suspended(suspended) = agent.run("both").await.unwrap() else { panic!("not suspended") };
     assert_eq!(WIPED.load(Ordering::SeqCst), before + 1, "the policy approved wipe live");
     assert_eq!(suspended.approvals.len(), 1);
     assert_eq!(suspended.approvals[0].tool, "archive");
@@ -958,7 +963,7 @@ async fn a_refused_result_is_the_models_to_correct_within_the_limits() {
     let model = ScriptedClient::from_fn(|_| Ok(text_response("still no title")));
     let agent = Agent::builder(model, "m", engine(&post_registry()))
         .post_process(["validate_report"])
-        .limits(Limits::default().max_steps(3))
+        .limits(AgentLimits::default().max_steps(3))
         .build();
     assert!(matches!(agent.run("report").await, Err(AgentError::StepLimit { limit: 3, .. })));
 }
@@ -1038,7 +1043,7 @@ async fn deferred_tools_are_found_loaded_appended_and_kept_through_a_suspension(
         .defer(Deferral::new().tools(["convert_currency"]))
         .external(["ask_host"])
         .build();
-    let Outcome::Suspended(suspended) = agent.run("Convert 1 EUR to USD.").await.unwrap() else {
+    let RunOutcome::Suspended(suspended) = agent.run("Convert 1 EUR to USD.").await.unwrap() else {
         panic!("the run should wait for the host's answer");
     };
     let requests = model.requests();
@@ -1215,7 +1220,7 @@ async fn a_resumed_run_is_traced_as_an_agent_run() {
     tracing::callsite::rebuild_interest_cache();
     let model = ScriptedClient::new().then_call("t1", "wipe", json!({"path": "/x"})).then_text("done");
     let agent = Agent::builder(model, "m", engine(&registry())).build();
-    let Outcome::Suspended(suspended) = agent.run("wipe it").await.unwrap() else { panic!("not suspended") };
+    let RunOutcome::Suspended(suspended) = agent.run("wipe it").await.unwrap() else { panic!("not suspended") };
     let runs = |names: &Mutex<Vec<&str>>| names.lock().unwrap().iter().filter(|n| **n == "agent_run").count();
     assert_eq!(runs(&names), 1);
     let approval = suspended.approvals[0].approve();

@@ -430,7 +430,7 @@ fn missing_keys_are_config_errors() {
 /// that never stops calling tools.
 #[tokio::test(flavor = "multi_thread")]
 async fn agent_loop_over_http() {
-    use toolreg_llm::agent::{Agent, AgentError, Limits, Outcome};
+    use toolreg_llm::agent::{Agent, AgentError, AgentLimits, RunOutcome};
 
     let server = MockServer::start().await;
     let calls =
@@ -460,7 +460,7 @@ async fn agent_loop_over_http() {
         toolreg::ToolEngine::builder(&registry),
     )
     .build();
-    let Outcome::Finished(finished) = agent.run("Weather?").await.unwrap() else { panic!("suspended") };
+    let RunOutcome::Finished(finished) = agent.run("Weather?").await.unwrap() else { panic!("suspended") };
     assert_eq!(finished.answer, "Cold in Oslo.");
     assert_eq!(finished.usage.total(), 22);
     let body = last_body(&server).await;
@@ -475,7 +475,7 @@ async fn agent_loop_over_http() {
         "model-x",
         toolreg::ToolEngine::builder(&registry),
     )
-    .limits(Limits::default().max_steps(4))
+    .limits(AgentLimits::default().max_steps(4))
     .build();
     assert!(matches!(agent.run("Weather?").await, Err(AgentError::StepLimit { limit: 4, .. })));
     assert_eq!(forever.received_requests().await.unwrap().len(), 4);

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use toolreg::{FunctionRegistry, ToolEngine, tool};
 use toolreg_llm::LlmClient;
 use toolreg_llm::agent::functions::AgentTools;
-use toolreg_llm::agent::{Agent, Deferral, Outcome};
+use toolreg_llm::agent::{Agent, Deferral, RunOutcome};
 use toolreg_llm::client::{AnthropicClient, ClientConfig, GeminiClient, OpenAiChatClient, OpenAiResponsesClient};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
@@ -256,7 +256,7 @@ async fn deferred_tools_are_searched_loaded_and_called_through_every_client() {
                 .defer(Deferral::new().tools(["convert_currency"]))
                 .build();
             let outcome = agent.run("Convert 3 EUR to USD.").await.unwrap_or_else(|e| panic!("{what}: {e}"));
-            let Outcome::Finished(done) = outcome else { panic!("{what}: suspended") };
+            let RunOutcome::Finished(done) = outcome else { panic!("{what}: suspended") };
             assert_eq!(done.answer, "done", "{what}");
             let bodies = model.bodies.lock().unwrap().clone();
             assert_eq!(bodies.len(), 3, "{what}");

@@ -16,7 +16,7 @@ use toolreg::policy::{AuditDecision, MemorySink, approver_fn};
 use toolreg::provider::{Caller, CodeExecution, HostedTurn};
 use toolreg::{FunctionRegistry, tool};
 use toolreg_llm::Message;
-use toolreg_llm::agent::{Agent, Outcome};
+use toolreg_llm::agent::{Agent, RunOutcome};
 use toolreg_llm::client::{AnthropicClient, ClientConfig, OpenAiResponsesClient};
 use wiremock::matchers::path;
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
@@ -156,7 +156,7 @@ async fn run(stream: bool) {
     let agent =
         Agent::builder(client(&server, stream), "claude-x", engine).code_execution(CodeExecution::new()).build();
 
-    let Outcome::Finished(done) = agent.run("Which region had the highest revenue?").await.unwrap() else {
+    let RunOutcome::Finished(done) = agent.run("Which region had the highest revenue?").await.unwrap() else {
         panic!("the run should finish");
     };
     assert_eq!(done.answer, "West had the highest revenue.");
@@ -213,7 +213,7 @@ async fn without_code_execution_the_requests_are_as_before() {
     let answer = json!({"content": [{"type": "text", "text": "Nothing to do."}], "stop_reason": "end_turn"});
     let server = server(&[answer], false).await;
     let agent = Agent::builder(client(&server, false), "claude-x", ToolEngine::builder(&registry)).build();
-    let Outcome::Finished(done) = agent.run("Hi").await.unwrap() else { panic!("the run should finish") };
+    let RunOutcome::Finished(done) = agent.run("Hi").await.unwrap() else { panic!("the run should finish") };
     assert_eq!(done.answer, "Nothing to do.");
     let bodies = bodies(&server).await;
     assert_eq!(bodies[0]["tools"].as_array().unwrap().len(), 1);
@@ -236,7 +236,7 @@ async fn a_paused_turn_goes_back_as_it_is_and_the_model_carries_it_on() {
     let agent = Agent::builder(client(&server, false), "claude-x", ToolEngine::builder(&registry))
         .code_execution(CodeExecution::new())
         .build();
-    let Outcome::Finished(finished) = agent.run("What is 6 * 7?").await.unwrap() else { panic!("should finish") };
+    let RunOutcome::Finished(finished) = agent.run("What is 6 * 7?").await.unwrap() else { panic!("should finish") };
     assert_eq!(finished.answer, "42");
     assert_eq!(finished.steps, 2);
     let bodies = bodies(&server).await;
@@ -303,7 +303,7 @@ async fn openai_responses_programs_call_through_the_engine_and_go_back_as_they_c
         let client = OpenAiResponsesClient::new(config).unwrap();
         let agent = Agent::builder(client, "gpt-x", engine).code_execution(CodeExecution::new()).build();
 
-        let Outcome::Finished(done) = agent.run("Which region?").await.unwrap() else { panic!("should finish") };
+        let RunOutcome::Finished(done) = agent.run("Which region?").await.unwrap() else { panic!("should finish") };
         assert_eq!(done.answer, "West.", "stream: {stream}");
         let decisions: Vec<_> = audit.events().iter().map(|e| (e.call_id.clone(), e.decision)).collect();
         assert_eq!(decisions, [("call_1".to_owned(), AuditDecision::Approved)], "stream: {stream}");

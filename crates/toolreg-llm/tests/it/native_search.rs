@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use toolreg::engine::ToolEngine;
 use toolreg::{FunctionRegistry, tool};
 use toolreg_llm::agent::functions::AgentTools;
-use toolreg_llm::agent::{Agent, Deferral, Outcome};
+use toolreg_llm::agent::{Agent, Deferral, RunOutcome};
 use toolreg_llm::client::{AnthropicClient, ClientConfig, OpenAiResponsesClient};
 use wiremock::matchers::path;
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
@@ -110,7 +110,7 @@ async fn anthropic_native_search_finds_loads_and_calls_a_deferred_tool_plain_and
         let agent = Agent::builder(client, "claude-x", ToolEngine::builder(&registry))
             .defer(Deferral::new().tools(["convert_currency"]))
             .build();
-        let Outcome::Finished(done) = agent.run("Convert 1 EUR to USD.").await.unwrap() else {
+        let RunOutcome::Finished(done) = agent.run("Convert 1 EUR to USD.").await.unwrap() else {
             panic!("the run should finish");
         };
         assert_eq!(done.answer, "1 EUR is 2 USD.", "stream: {stream}");
@@ -214,7 +214,7 @@ async fn openai_responses_native_search_finds_loads_and_calls_a_deferred_tool_pl
         let agent = Agent::builder(client, "gpt-x", ToolEngine::builder(&registry))
             .defer(Deferral::new().tools(["convert_currency"]))
             .build();
-        let Outcome::Finished(done) = agent.run("Convert 1 EUR to USD.").await.unwrap() else {
+        let RunOutcome::Finished(done) = agent.run("Convert 1 EUR to USD.").await.unwrap() else {
             panic!("the run should finish");
         };
         assert_eq!(done.answer, "1 EUR is 2 USD.", "stream: {stream}");
@@ -299,7 +299,9 @@ async fn openai_responses_namespaced_tools_are_called_by_their_one_name() {
             Agent::builder(OpenAiResponsesClient::new(config).unwrap(), "gpt-x", ToolEngine::builder(&registry))
                 .defer(Deferral::imported())
                 .build();
-        let Outcome::Finished(_) = agent.run("File the crash.").await.unwrap() else { panic!("the run should finish") };
+        let RunOutcome::Finished(_) = agent.run("File the crash.").await.unwrap() else {
+            panic!("the run should finish")
+        };
         let bodies: Vec<Value> = server
             .received_requests()
             .await

@@ -6,7 +6,7 @@
 //! - `spawn_agent(task, tools?, context_refs?)`: a sub-agent on the
 //!   caller's engine, offered what the caller is offered but the user-scope
 //!   tools (only `tools` when given), its limits taken from what the caller
-//!   has left, at most [`Limits::max_depth`](super::Limits) deep.
+//!   has left, at most `max_depth` deep ([`AgentLimits`](super::AgentLimits)).
 //! - `spawn_many(tasks, merge?)`: sub-agents in parallel, at most three at a
 //!   time, their results merged as the caller asks (see [`Merge`]): all of
 //!   them in task order (the default; a failing one not losing the others),

@@ -14,8 +14,7 @@ use toolreg::{CallContext, CallOptions, ToolArgs, ToolCall, ToolExecutor};
 use toolreg_builtins::store::Namespace;
 
 use super::{AgentTools, SpawnArgs, context, run_state};
-use crate::agent::run::nested_extensions;
-use crate::agent::{Outcome, RunState};
+use crate::agent::{RunOutcome, RunState};
 use crate::model::Message;
 
 /// Sub-agents of one `spawn_many` running at once.
@@ -126,11 +125,11 @@ pub(super) async fn spawn(cx: &CallContext, args: SpawnArgs, store: Option<Names
     let child = run.agent.sub_agent(args.tools.as_deref(), run.remaining).map_err(|e| e.to_string())?;
     // The child's token is a child of the parent's: cancelling the parent reaches it.
     match Box::pin(child.run_with(vec![Message::user(task)], run.cancel.child_token())).await {
-        Ok(Outcome::Finished(done)) => {
+        Ok(RunOutcome::Finished(done)) => {
             run.charge(done.usage);
             Ok(done.answer)
         }
-        Ok(Outcome::Suspended(_)) => {
+        Ok(RunOutcome::Suspended(_)) => {
             Err("the sub-agent needs an approval from outside, which a sub-agent cannot wait for".to_owned())
         }
         Err(error) => Err(format!("the sub-agent failed: {error}")),
@@ -237,7 +236,7 @@ async fn merge_with(
     let results = serde_json::to_value(results).unwrap_or_default();
     let id = format!("{}-merge", cx.call_id().unwrap_or(AgentTools::SPAWN_MANY_TOOL_NAME));
     let call = ToolCall::new(id, function.clone(), json!({ MERGE_FUNCTION_ARGUMENT: results }));
-    let options = CallOptions::new().cancel(run.cancel.child_token()).extensions(nested_extensions(run));
+    let options = CallOptions::new().cancel(run.cancel.child_token()).extensions(run.nested_extensions());
     let merged = run.agent.engine().execute_call_with(call, options).await;
     match merged.outcome {
         Ok(output) => Ok(output.value),
