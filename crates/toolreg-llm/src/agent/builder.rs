@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use toolreg::engine::EngineBuilder;
 use toolreg::provider::CodeExecution;
-use toolreg_builtins::store::Namespace;
+use toolreg_store::Namespace;
 
 use super::{Agent, AgentEvent, Deferral, Inner, Limits, OnAgentEvent};
 use crate::model::LlmClient;

@@ -119,7 +119,7 @@ use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 use toolreg::policy::Selection;
 use toolreg::{Finish, Scope, ToolCall, ToolEngine};
-use toolreg_builtins::store::Namespace;
+use toolreg_store::Namespace;
 
 use crate::model::{LlmClient, LlmError, Message, ToolResultMessage, Usage};
 

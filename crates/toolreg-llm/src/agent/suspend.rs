@@ -11,7 +11,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use toolreg::policy::{ApprovalRequest, Approver, Decision as EngineDecision};
 use toolreg::{BoxFuture, CallOptions, Checkpoints, ToolCall, ToolError, ToolOutput, ToolResult};
-use toolreg_builtins::store::StoreError;
+use toolreg_store::StoreError;
 
 use super::run::{LoopState, extensions};
 use super::{Agent, AgentError, AgentEvent, Outcome};
@@ -350,7 +350,7 @@ pub(super) fn suspension_id() -> String {
 /// since ids may hold any character).
 fn claim_key(parts: &[&str]) -> Result<String, AgentError> {
     let key = format!("resumed/{}", parts.join("/"));
-    if key.len() > toolreg_builtins::store::MAX_KEY_LEN {
+    if key.len() > toolreg_store::MAX_KEY_LEN {
         return Err(AgentError::Resume(format!("the {} id is too long to record ({} bytes)", parts[0], key.len())));
     }
     Ok(key)

@@ -93,7 +93,7 @@ use serde_json::{Value, json};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use toolreg::{CallOptions, Checkpoints, Extensions, ProgressReporter, ToolCall, ToolEngine, ToolError, ToolExecutor};
-use toolreg_builtins::store::{Namespace, StoreError, now_ms};
+use toolreg_store::{Namespace, StoreError, now_ms};
 
 use super::InputRound;
 use super::call::to_call_tool_result;
@@ -106,7 +106,7 @@ pub const TASK_ID_LEN: usize = 32;
 /// How the server runs tasks, and where it keeps them.
 ///
 /// ```
-/// use toolreg_builtins::store::SqliteStore;
+/// use toolreg_store::SqliteStore;
 /// use toolreg_mcp::server::{ServerOptions, TaskOptions};
 ///
 /// # #[tokio::main(flavor = "current_thread")]

@@ -20,7 +20,7 @@
 //! The store goes through its pool (`deadpool-postgres`), the boxed trait
 //! future, and its key and value checks; latency is one call at a time.
 
-#[path = "../tests/support/postgres.rs"]
+#[path = "../tests/it/support/postgres.rs"]
 mod pg;
 
 use std::hint::black_box;
@@ -29,7 +29,7 @@ use std::time::Duration;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use futures_util::future::join_all;
 use serde_json::{Value, json};
-use toolreg_builtins::store::{Namespace, PostgresStore};
+use toolreg_store::{Namespace, PostgresStore};
 
 const KEYS: usize = 1_000;
 const IN_FLIGHT: usize = 16;
