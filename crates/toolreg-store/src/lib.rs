@@ -142,3 +142,8 @@ pub fn now_ms() -> i64 {
 fn to_u64(n: i64) -> u64 {
     u64::try_from(n).unwrap_or(0)
 }
+
+/// The README's Rust examples, compiled and run as doctests so they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

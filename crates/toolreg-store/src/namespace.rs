@@ -93,7 +93,7 @@ impl Namespace {
     /// version of `key`. The handle can then stand for the output: `store_get`
     /// of it returns the blocks, [`StoredValue::output`] reads it back, and
     /// `store_summarize` previews it as the blocks' summaries. Bytes are kept
-    /// in base64, so [`StoreLimits::max_value_bytes`] (16 MiB by default)
+    /// in base64, so [`StoreLimits::max_value_bytes`](crate::StoreLimits::max_value_bytes) (16 MiB by default)
     /// holds about 12 MiB of them.
     ///
     /// ```
