@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The PostgreSQL store's tests against a real server: the conformance suite
-# (tests/it/store.rs, tests/it/store_tools.rs), the PostgreSQL-only tests
-# (tests/it/store_postgres.rs) and the CLI's `--store postgres://…` test.
+# The PostgreSQL store's tests against a real server: the store's own tests
+# (the conformance suite and the PostgreSQL-only tests, in
+# crates/toolreg-store/tests/it), the store tools on it
+# (crates/toolreg-builtins/tests/it/store_tools.rs) and the CLI's
+# `--store postgres://…` test.
 #
 # Installs PostgreSQL 15 from Debian 12's packages when its binaries are
 # missing, starts a private server in a temporary directory on a free
@@ -62,7 +64,8 @@ export TOOLREG_TEST_POSTGRES_URL="postgres://toolreg@127.0.0.1:$port/postgres"
 export TOOLREG_TEST_POSTGRES_REQUIRED=1
 echo "PostgreSQL $("$bin/postgres" --version | awk '{print $3}') on 127.0.0.1:$port" >&2
 
-cargo test -p toolreg-builtins --features postgres --test it -- store:: store_tools:: store_postgres::
+cargo test -p toolreg-store --features postgres --test it
+cargo test -p toolreg-builtins --test it -- store_tools::
 cargo test -p toolreg-cli --test it -- store_postgres::
 # MCP tasks kept in the store: two servers sharing this server.
 cargo test -p toolreg-mcp --test it -- tasks::servers_sharing_a_postgresql_store

@@ -4,9 +4,10 @@
 //! level, category and scope, so that selection, approval and audit apply to
 //! them like to any other tool:
 //!
-//! - [`store`]: the context store (`store_set`, `store_get`, `store_ref`,
-//!   `store_list`, `store_summarize`, `store_delete`), named JSON values kept
-//!   outside the context window and handed on by reference; SQLite by default.
+//! - [`store`]: the context store's tools (`store_set`, `store_get`,
+//!   `store_ref`, `store_list`, `store_summarize`, `store_delete`), named
+//!   JSON values kept outside the context window and handed on by
+//!   reference, over a namespace of a `toolreg-store` store.
 //! - [`files`]: `read_file`, `write_file`, `edit_file`, `list_files`,
 //!   `search_files`, confined to a root directory through a cap-std handle.
 //! - [`shell`] (Linux): `shell`, a command in the root with a timeout; in a
@@ -54,13 +55,14 @@ pub mod user;
 use files::{FileError, FileOptions, FileTools};
 #[cfg(target_os = "linux")]
 use shell::{ShellError, ShellOptions, ShellTool};
+use store::StoreTools;
 use user::UserTools;
 
 /// Chooses which built-in tools to register.
 #[derive(Debug, Default)]
 #[must_use]
 pub struct Builtins {
-    store: Option<store::Namespace>,
+    store: Option<StoreTools>,
     files: Option<FilesSpec>,
     #[cfg(target_os = "linux")]
     shell: Option<ShellOptions>,
@@ -96,9 +98,10 @@ impl Builtins {
         Self::default()
     }
 
-    /// The six context-store tools, bound to `namespace`.
-    pub fn store(mut self, namespace: store::Namespace) -> Self {
-        self.store = Some(namespace);
+    /// The six context-store tools, bound to a namespace (or prepared
+    /// [`StoreTools`]).
+    pub fn store(mut self, namespace: impl Into<StoreTools>) -> Self {
+        self.store = Some(namespace.into());
         self
     }
 
@@ -143,8 +146,8 @@ impl Builtins {
     /// The chosen tools' registrations, in the order store, files, shell, user.
     pub fn registrations(self) -> Result<Vec<ToolRegistration>, BuiltinsError> {
         let mut out = Vec::new();
-        if let Some(namespace) = self.store {
-            out.extend(namespace.tools());
+        if let Some(store) = self.store {
+            out.extend(store.registrations());
         }
         let reserved = self.reserved;
         match self.files {

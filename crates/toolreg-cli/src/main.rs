@@ -19,11 +19,11 @@ use serde_json::Value;
 use toolreg::policy::{ApproveAll, Approver, TerminalApprover};
 use toolreg::provider::{Provider, ToolRef};
 use toolreg::{SafetyLevel, ToolCall, ToolEngine, ToolExecutor};
-use toolreg_builtins::store::Namespace;
 use toolreg_code::{CodeMode, RUN_CODE, Worker};
 use toolreg_mcp::server::{
     Deferral, HttpOptions, McpServer, RequestStates, ServerOptions, TaskOptions, bearer_token_from_env,
 };
+use toolreg_store::Namespace;
 
 use cli::{Cli, Command, ServeArgs};
 

@@ -8,7 +8,6 @@ use toolreg::ToolEngine;
 use toolreg::engine::{ToolLayer, hook_fn};
 use toolreg::exec::Content;
 use toolreg::policy::ApproveAll;
-use toolreg_builtins::store::Namespace;
 use toolreg_builtins::user::{TerminalChannel, UserApprover, UserChannel, UserTools};
 use toolreg_llm::agent::functions::AgentTools;
 use toolreg_llm::agent::{
@@ -17,6 +16,7 @@ use toolreg_llm::agent::{
 };
 use toolreg_llm::client::{ProviderKind, UnknownProviderKind};
 use toolreg_llm::{LlmClient, LlmError};
+use toolreg_store::Namespace;
 
 use crate::answer::HostAnswerer;
 use crate::cli::{AgentArgs, ResumeArgs, RunArgs};

@@ -10,7 +10,7 @@ use toolreg::policy::{AuditSink, JsonLinesSink};
 use toolreg::seal::Key;
 use toolreg_builtins::Builtins;
 use toolreg_builtins::files::RESERVED_NAME;
-use toolreg_builtins::store::{ContextStore, Namespace, PostgresStore, SqliteStore};
+use toolreg_store::{ContextStore, Namespace, PostgresStore, SqliteStore};
 
 use crate::CliError;
 use toolreg_mcp::client::RemoteServer;

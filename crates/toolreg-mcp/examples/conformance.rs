@@ -27,8 +27,8 @@ use rmcp::model::{CreateMessageRequestParams, ElicitRequestParams, InputRequests
 use rmcp::service::{Peer, RoleServer};
 use serde_json::{Value, json};
 use toolreg::{CallContext, Content, FunctionRegistry, TaskSupport, ToolOutput, tool};
-use toolreg_builtins::store::SqliteStore;
 use toolreg_mcp::server::{HttpOptions, InputRound, McpServer, ServerOptions, TaskOptions};
+use toolreg_store::SqliteStore;
 
 fn peer(cx: &CallContext) -> Result<Peer<RoleServer>, String> {
     cx.extensions().get::<Peer<RoleServer>>().cloned().ok_or_else(|| "not called over MCP".to_owned())

@@ -1,12 +1,44 @@
 //! The six store tools as a model meets them: registered, declared and
-//! called through a `FunctionRegistry`.
+//! called through a `FunctionRegistry`, on each backend of the store (on
+//! PostgreSQL when a server can be found: see the store's
+//! `tests/it/support/postgres.rs`).
+
+use std::sync::Arc;
 
 use serde_json::{Value, json};
 use toolreg::{FunctionRegistry, SafetyLevel, Scope, ToolDeclaration, ToolError, ToolRegistration};
 use toolreg_builtins::Builtins;
-use toolreg_builtins::store::{Namespace, SqliteStore, TOOL_NAMES};
+use toolreg_builtins::store::TOOL_NAMES;
+use toolreg_store::{ContextStore, Namespace, PostgresStore, SqliteStore};
 
-use crate::support::conformance::Backend;
+#[path = "../../../toolreg-store/tests/it/support/postgres.rs"]
+mod pg_server;
+
+/// A fresh store for one case: an SQLite file, or a schema of its own on a
+/// PostgreSQL server.
+enum Backend {
+    Sqlite(tempfile::TempDir),
+    Postgres(String),
+}
+
+impl Backend {
+    async fn sqlite() -> Option<Backend> {
+        Some(Backend::Sqlite(tempfile::tempdir().unwrap()))
+    }
+
+    /// `None` (the case is skipped) when there is no server.
+    async fn postgres() -> Option<Backend> {
+        let base = pg_server::base_url()?;
+        Some(Backend::Postgres(pg_server::fresh_url(&base).await))
+    }
+
+    async fn store(&self) -> Arc<dyn ContextStore> {
+        match self {
+            Backend::Sqlite(dir) => Arc::new(SqliteStore::open(dir.path().join("store.db")).await.unwrap()),
+            Backend::Postgres(url) => Arc::new(PostgresStore::connect(url).await.unwrap()),
+        }
+    }
+}
 
 /// The cases that need a store, once per backend.
 macro_rules! on_each_backend {
@@ -19,7 +51,6 @@ macro_rules! on_each_backend {
                 }
             )*
         }
-        #[cfg(feature = "postgres")]
         mod postgres {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

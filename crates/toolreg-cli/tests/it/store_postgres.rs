@@ -2,7 +2,7 @@
 //! directories, two processes) sharing one PostgreSQL store. Runs when a
 //! server can be found, as the store's own PostgreSQL tests do.
 
-#[path = "../../../toolreg-builtins/tests/it/support/postgres.rs"]
+#[path = "../../../toolreg-store/tests/it/support/postgres.rs"]
 mod pg;
 
 use assert_cmd::Command;

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use toolreg::engine::EngineBuilder;
 use toolreg::provider::CodeExecution;
-use toolreg_builtins::store::Namespace;
+use toolreg_store::Namespace;
 
 use super::event::OnAgentEvent;
 use super::{Agent, AgentEvent, AgentLimits, Deferral, Inner};

@@ -129,7 +129,7 @@ use std::time::Instant;
 
 use toolreg::policy::Selection;
 use toolreg::{Scope, ToolEngine};
-use toolreg_builtins::store::Namespace;
+use toolreg_store::Namespace;
 
 use crate::model::LlmClient;
 use event::OnAgentEvent;

@@ -7,7 +7,7 @@ use std::sync::PoisonError;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use toolreg::{ToolCall, ToolError, ToolOutput, ToolResult};
-use toolreg_builtins::store::StoreError;
+use toolreg_store::StoreError;
 
 use super::approval::ApprovalRound;
 use super::conversation::Conversation;
@@ -198,7 +198,7 @@ fn in_call_order(calls: &[ToolCall], mut answers: HashMap<String, ToolResultMess
 /// since ids may hold any character).
 fn claim_key(parts: &[&str]) -> Result<String, AgentError> {
     let key = format!("resumed/{}", parts.join("/"));
-    if key.len() > toolreg_builtins::store::MAX_KEY_LEN {
+    if key.len() > toolreg_store::MAX_KEY_LEN {
         return Err(AgentError::Resume(format!("the {} id is too long to record ({} bytes)", parts[0], key.len())));
     }
     Ok(key)

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 use toolreg::seal::Key;
-use toolreg_builtins::store::{Namespace, StoreError};
+use toolreg_store::{Namespace, StoreError};
 
 use super::{AgentError, Suspended};
 
@@ -22,7 +22,7 @@ use super::{AgentError, Suspended};
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// use toolreg::seal::Key;
-/// use toolreg_builtins::store::SqliteStore;
+/// use toolreg_store::SqliteStore;
 /// use toolreg_llm::agent::SuspendedRuns;
 ///
 /// let store = SqliteStore::in_memory().await.unwrap();
@@ -133,7 +133,7 @@ impl SuspendedRuns {
 /// The store key of run `id`: hex, since ids may hold any character.
 fn record_key(id: &str) -> Result<String, AgentError> {
     let key = format!("run/{}", id.bytes().map(|b| format!("{b:02x}")).collect::<String>());
-    if id.is_empty() || key.len() > toolreg_builtins::store::MAX_KEY_LEN {
+    if id.is_empty() || key.len() > toolreg_store::MAX_KEY_LEN {
         return Err(AgentError::Resume(format!("`{id}` cannot be a suspended run's id")));
     }
     Ok(key)

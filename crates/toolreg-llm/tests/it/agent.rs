@@ -285,7 +285,7 @@ async fn a_recorded_approval_is_bound_to_its_tool() {
 async fn a_suspension_resumes_once() {
     let mut registry = registry();
     registry.register(archive_tool::registration()).unwrap();
-    let store = toolreg_builtins::store::SqliteStore::in_memory().await.unwrap();
+    let store = toolreg_store::SqliteStore::in_memory().await.unwrap();
     let claims = store.namespace("resumed-runs").unwrap();
     let agent =
         |model: ScriptedClient| Agent::builder(model, "m", engine(&registry)).resume_claims(claims.clone()).build();
@@ -347,7 +347,7 @@ async fn made_up_call_ids_are_unique_within_a_run() {
 async fn two_runs_with_the_same_call_id_both_resume_once() {
     let mut registry = registry();
     registry.register(archive_tool::registration()).unwrap();
-    let store = toolreg_builtins::store::SqliteStore::in_memory().await.unwrap();
+    let store = toolreg_store::SqliteStore::in_memory().await.unwrap();
     let claims = store.namespace("resumed-runs").unwrap();
     let agent =
         |model: ScriptedClient| Agent::builder(model, "m", engine(&registry)).resume_claims(claims.clone()).build();
@@ -395,7 +395,7 @@ async fn concurrent_resumes_of_one_suspension_run_it_once() {
     let mut hosts = Vec::new();
     for _ in 0..8 {
         // Each host opens the file itself, as another process would.
-        let store = toolreg_builtins::store::SqliteStore::open(&path).await.unwrap();
+        let store = toolreg_store::SqliteStore::open(&path).await.unwrap();
         let agent = Agent::builder(ScriptedClient::new().then_text("done"), "m", engine(&registry))
             .resume_claims(store.namespace("resumed-runs").unwrap())
             .build();
@@ -429,14 +429,14 @@ async fn suspended_runs_are_stored_sealed_and_loaded_by_id() {
     let RunOutcome::Suspended(suspended) = agent.run("wipe").await.unwrap() else { panic!("not suspended") };
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("store.db");
-    let store = toolreg_builtins::store::SqliteStore::open(&path).await.unwrap();
+    let store = toolreg_store::SqliteStore::open(&path).await.unwrap();
     let runs = SuspendedRuns::new(store.namespace("suspended").unwrap(), Key::new([3; 32]));
     runs.save(&suspended).await.unwrap();
     assert!(matches!(runs.save(&suspended).await, Err(AgentError::Resume(_))), "stored once");
     assert_eq!(runs.list(10).await.unwrap(), std::slice::from_ref(&suspended.id));
 
     // Another host: its own connection to the store, the same key.
-    let other = toolreg_builtins::store::SqliteStore::open(&path).await.unwrap();
+    let other = toolreg_store::SqliteStore::open(&path).await.unwrap();
     let there = SuspendedRuns::new(other.namespace("suspended").unwrap(), Key::new([3; 32]));
     assert_eq!(there.load(&suspended.id).await.unwrap(), suspended);
 
@@ -463,7 +463,7 @@ async fn suspended_runs_are_stored_sealed_and_loaded_by_id() {
     runs.save(&kept).await.unwrap();
     let key = format!("run/{}", kept.id.bytes().map(|b| format!("{b:02x}")).collect::<String>());
     let record = store.namespace("suspended").unwrap().get(&key).await.unwrap().value;
-    let elsewhere = toolreg_builtins::store::SqliteStore::in_memory().await.unwrap();
+    let elsewhere = toolreg_store::SqliteStore::in_memory().await.unwrap();
     elsewhere.namespace("suspended").unwrap().create(&key, &record).await.unwrap();
     let copy = SuspendedRuns::new(elsewhere.namespace("suspended").unwrap(), Key::new([3; 32]));
     assert!(matches!(copy.load(&kept.id).await, Err(AgentError::Resume(m)) if m.contains("another store")));

@@ -37,7 +37,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use toolreg::policy::ArgumentsHash;
 use toolreg::seal::Key;
-use toolreg_builtins::store::{Namespace, StoreError};
+use toolreg_store::{Namespace, StoreError};
 
 use crate::protocol::{InputRound, STATE_TTL};
 
@@ -253,7 +253,7 @@ fn already_used() -> ErrorData {
 }
 
 fn now_ms() -> u64 {
-    u64::try_from(toolreg_builtins::store::now_ms()).unwrap_or(0)
+    u64::try_from(toolreg_store::now_ms()).unwrap_or(0)
 }
 
 /// What a sealed state is bound to: the tool and its canonical arguments.
@@ -300,7 +300,7 @@ mod tests {
     /// accept each once between them; a replica with another key does not.
     #[tokio::test]
     async fn replicas_sharing_a_key_and_a_store_accept_a_state_once_between_them() {
-        use toolreg_builtins::store::SqliteStore;
+        use toolreg_store::SqliteStore;
         let store = SqliteStore::in_memory().await.unwrap();
         let key = Key::new([5; 32]);
         let replica = || StateSeal::new(&RequestStates::shared(key.clone(), store.namespace("spent").unwrap()));
@@ -324,7 +324,7 @@ mod tests {
 
     #[tokio::test]
     async fn expired_claims_are_pruned_oldest_first() {
-        use toolreg_builtins::store::SqliteStore;
+        use toolreg_store::SqliteStore;
         let store = SqliteStore::in_memory().await.unwrap();
         let spent = store.namespace("spent").unwrap();
         let past = now_ms() - 1_000;

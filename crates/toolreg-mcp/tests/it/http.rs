@@ -157,7 +157,7 @@ async fn connections_that_never_finish_their_headers_are_closed() {
 /// request refused for its headers is refused before its body is read.
 #[tokio::test]
 async fn refused_requests_are_answered_without_reading_their_bodies() {
-    let store = toolreg_builtins::store::SqliteStore::in_memory().await.unwrap();
+    let store = toolreg_store::SqliteStore::in_memory().await.unwrap();
     let tasks = toolreg_mcp::server::TaskOptions::new(store.namespace("mcp-tasks").unwrap());
     let mut r = FunctionRegistry::new();
     let decl = ToolDeclaration::builder("echo").description("Echo.").safety(SafetyLevel::Safe).build();

@@ -532,7 +532,7 @@ async fn a_2026_07_28_client_approves_with_a_multi_round_trip_request() {
 /// the state, and the approval in it runs the call once between them.
 #[tokio::test]
 async fn replicas_sharing_a_key_and_a_store_answer_each_others_rounds_once() {
-    let store = toolreg_builtins::store::SqliteStore::in_memory().await.unwrap();
+    let store = toolreg_store::SqliteStore::in_memory().await.unwrap();
     let key = toolreg::seal::Key::new([3; 32]);
     let seen = seen();
     let replica = || {

@@ -8,15 +8,15 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use toolreg::{CallContext, FunctionRegistry, ParamType, SafetyLevel, TaskSupport, ToolDeclaration, ToolRegistration};
-use toolreg_builtins::store::{Namespace, PostgresStore, SqliteStore};
 use toolreg_mcp::server::{InputRound, McpServer, ServerOptions, StdioOptions, TaskOptions, is_task_id};
+use toolreg_store::{Namespace, PostgresStore, SqliteStore};
 
 use crate::support::Raw;
 
 // The store's own PostgreSQL test support: a server from
 // `TOOLREG_TEST_POSTGRES_URL` or started privately, else one line saying
 // what was skipped.
-#[path = "../../../toolreg-builtins/tests/it/support/postgres.rs"]
+#[path = "../../../toolreg-store/tests/it/support/postgres.rs"]
 mod postgres;
 
 const TASKS: &str = "io.modelcontextprotocol/tasks";

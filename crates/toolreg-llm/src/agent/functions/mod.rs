@@ -43,7 +43,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use toolreg::provider::with_tool_references;
 use toolreg::{CallContext, FunctionRegistry, RegistryError, ToolArgs, ToolOutput, ToolRegistration, tools};
-use toolreg_builtins::store::{Namespace, StoreRef};
+use toolreg_store::{Namespace, StoreRef};
 
 use super::RunState;
 use crate::model::{Message, ModelRequest};

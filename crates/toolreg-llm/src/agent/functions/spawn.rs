@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use toolreg::{CallContext, CallOptions, ToolArgs, ToolCall, ToolExecutor};
-use toolreg_builtins::store::Namespace;
+use toolreg_store::Namespace;
 
 use super::{AgentTools, SpawnArgs, context, run_state};
 use crate::agent::{RunOutcome, RunState};

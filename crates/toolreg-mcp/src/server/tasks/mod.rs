@@ -93,7 +93,7 @@ use serde_json::{Value, json};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use toolreg::{CallOptions, Checkpoints, Extensions, ProgressReporter, ToolCall, ToolEngine, ToolError, ToolExecutor};
-use toolreg_builtins::store::{StoreError, now_ms};
+use toolreg_store::{StoreError, now_ms};
 
 use super::result::to_call_tool_result;
 use crate::protocol::InputRound;

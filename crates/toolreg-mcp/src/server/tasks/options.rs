@@ -2,12 +2,12 @@
 
 use std::time::Duration;
 
-use toolreg_builtins::store::Namespace;
+use toolreg_store::Namespace;
 
 /// How the server runs tasks, and where it keeps them.
 ///
 /// ```
-/// use toolreg_builtins::store::SqliteStore;
+/// use toolreg_store::SqliteStore;
 /// use toolreg_mcp::server::{ServerOptions, TaskOptions};
 ///
 /// # #[tokio::main(flavor = "current_thread")]

@@ -1,8 +1,6 @@
-//! What only the PostgreSQL store does: migrations, the server's URL, a
-//! server that goes away. Runs when a server can be found (see
-//! `support/postgres.rs`); the shared behaviour is the conformance suite in
-//! `store.rs`.
-#![cfg(feature = "postgres")]
+//! The PostgreSQL store: the conformance suite, then what only it does
+//! (migrations, the server's URL, a server that goes away). Runs when a
+//! server can be found (see `support/postgres.rs`).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -13,7 +11,11 @@ use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
-use toolreg_builtins::store::{PostgresOptions, PostgresStore, StoreError};
+use toolreg_store::{PostgresOptions, PostgresStore, StoreError};
+
+mod conformance {
+    crate::support::conformance::suite!(crate::support::conformance::Backend::postgres);
+}
 
 async fn raw(url: &str) -> tokio_postgres::Client {
     let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await.unwrap();

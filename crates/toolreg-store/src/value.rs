@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::types::DEPTH_CEILING;
-use super::{Key, StoreError, StoreLimits, StoredValue};
+use super::{StoreError, StoreKey, StoreLimits, StoredValue};
 
 /// How many object keys a summary names.
 pub const SUMMARY_MAX_KEYS: usize = 50;
@@ -30,7 +30,7 @@ impl EncodedValue {
     /// The depth is checked before any serialisation, and serialisation
     /// stops keeping bytes past the size limit, so an oversized value costs
     /// no more memory than the limit.
-    pub fn encode(key: &Key, value: &Value, limits: &StoreLimits) -> Result<Self, StoreError> {
+    pub fn encode(key: &StoreKey, value: &Value, limits: &StoreLimits) -> Result<Self, StoreError> {
         let max_depth = limits.max_depth.min(DEPTH_CEILING);
         if let Err(depth) = depth_within(value, max_depth) {
             return Err(StoreError::TooDeep { key: key.to_string(), depth, max: max_depth });
@@ -187,7 +187,7 @@ impl Summary {
     ///
     /// ```
     /// use serde_json::json;
-    /// use toolreg_builtins::store::{JsonType, StoredValue, Summary};
+    /// use toolreg_store::{JsonType, StoredValue, Summary};
     ///
     /// let stored = StoredValue::new("k".into(), 1, 17, 0, json!({"a": [1, "x"], "b": null}));
     /// let summary = Summary::of(&stored);
@@ -303,7 +303,7 @@ mod tests {
 
     #[test]
     fn encode_refuses_oversized_and_too_deep() {
-        let key = Key::new("k").unwrap();
+        let key = StoreKey::new("k").unwrap();
         let limits = StoreLimits::default().with_max_value_bytes(10).with_max_depth(2);
         let err = EncodedValue::encode(&key, &json!("0123456789"), &limits).unwrap_err();
         assert!(matches!(err, StoreError::ValueTooLarge { size: 12, max: 10, .. }), "{err}");

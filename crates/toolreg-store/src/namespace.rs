@@ -1,123 +1,14 @@
-//! The context store: named JSON values an agent keeps outside its context
-//! window and hands to sub-agents by reference.
-//!
-//! - [`ContextStore`] is the backend trait; [`SqliteStore`] is the embedded
-//!   default (one SQLite file in WAL mode, or `:memory:`), and
-//!   `PostgresStore` (feature `postgres`) the one several hosts share. One
-//!   conformance suite runs against both, so they behave alike.
-//! - [`Namespace`] is what agents use: one namespace per agent run, so
-//!   concurrent runs never see each other's keys. Its [`Namespace::tools`]
-//!   are the six model-facing tools (`store_set`, `store_get`, `store_ref`,
-//!   `store_list`, `store_summarize`, `store_delete`).
-//! - Every write makes a new version; a [`StoreRef`] `{key, version}` names
-//!   one version for good.
-//!
-//! ```
-//! use serde_json::json;
-//! use toolreg_builtins::store::SqliteStore;
-//!
-//! # #[tokio::main(flavor = "current_thread")]
-//! # async fn main() -> Result<(), toolreg_builtins::store::StoreError> {
-//! let store = SqliteStore::in_memory().await?;
-//! let run = store.namespace("run-42")?;
-//! let first = run.set("plan", &json!(["read", "write"])).await?;
-//! run.set("plan", &json!(["read", "test", "write"])).await?;
-//!
-//! // The latest value by key, an exact version by handle.
-//! assert_eq!(run.get("plan").await?.value, json!(["read", "test", "write"]));
-//! assert_eq!(run.get_ref(&first).await?.value, json!(["read", "write"]));
-//!
-//! // Other namespaces see nothing.
-//! assert!(store.namespace("run-43")?.get("plan").await.is_err());
-//! # Ok(())
-//! # }
-//! ```
+//! [`Namespace`]: one namespace of a store, the handle agents, hosts and
+//! tools work through, and its use as the engine's overflow for long results.
 
 use std::fmt;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 
 use serde_json::Value;
 use toolreg::exec::ToolOutput;
 
-mod error;
-mod output;
-#[cfg(feature = "postgres")]
-mod postgres;
-mod sqlite;
-mod tools;
-mod types;
-mod value;
-
-pub use error::StoreError;
-pub use output::OUTPUT_TAG;
-#[cfg(feature = "postgres")]
-pub use postgres::{PostgresOptions, PostgresStore};
-pub use sqlite::{SqliteOptions, SqliteStore, Synchronous};
-pub use tools::{DeleteOutcome, SetOutcome, TOOL_NAMES};
-pub use types::{
-    Key, ListEntry, ListPage, ListQuery, MAX_KEY_LEN, MAX_NAMESPACE_LEN, NamespaceName, StoreLimits, StoreRef,
-    StoredValue, Usage,
-};
-pub use value::{EncodedValue, JsonType, SUMMARY_MAX_KEYS, SUMMARY_PREVIEW_BYTES, Summary, depth_within};
-
-/// The future every [`ContextStore`] method returns.
-///
-/// Boxed so the trait stays usable as `Arc<dyn ContextStore>`: a host picks
-/// its backend at run time, and the tools do not change with it.
-pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
-
-/// A backend for the context store.
-///
-/// Inputs arrive checked: keys and namespace names by their types, values
-/// already encoded within the size and depth limits ([`EncodedValue`]). A
-/// backend enforces what needs its own state, atomically with the write:
-/// the namespace quotas of [`StoreLimits`].
-///
-/// A backend for several agent hosts sharing one store (PostgreSQL, Redis)
-/// implements the same methods; the contract each must keep:
-/// - a write that returned `Ok` is durable and visible to every later read;
-/// - versions only grow within a namespace and are never reused;
-/// - a failed write changes nothing.
-pub trait ContextStore: Send + Sync + fmt::Debug + 'static {
-    /// The limits this store enforces.
-    fn limits(&self) -> &StoreLimits;
-
-    /// Store a new version of `key`; returns its handle.
-    fn set<'a>(&'a self, namespace: &'a NamespaceName, key: &'a Key, value: EncodedValue) -> StoreFuture<'a, StoreRef>;
-
-    /// Store `value` as the first version of `key` only if the key holds
-    /// nothing, atomically: of several hosts creating one key at once,
-    /// exactly one succeeds and the others get [`StoreError::Exists`]. What
-    /// a host claims once (a suspended run's resumption) is a `create`.
-    fn create<'a>(
-        &'a self,
-        namespace: &'a NamespaceName,
-        key: &'a Key,
-        value: EncodedValue,
-    ) -> StoreFuture<'a, StoreRef>;
-
-    /// Read the latest version of `key`, or exactly `version`.
-    fn get<'a>(
-        &'a self,
-        namespace: &'a NamespaceName,
-        key: &'a Key,
-        version: Option<u64>,
-    ) -> StoreFuture<'a, StoredValue>;
-
-    /// The handle of the latest version of `key`, without reading the value.
-    fn latest<'a>(&'a self, namespace: &'a NamespaceName, key: &'a Key) -> StoreFuture<'a, StoreRef>;
-
-    /// One page of keys (latest version of each), in byte order.
-    fn list<'a>(&'a self, namespace: &'a NamespaceName, query: ListQuery) -> StoreFuture<'a, ListPage>;
-
-    /// Delete every version of `key`; returns how many there were.
-    fn delete<'a>(&'a self, namespace: &'a NamespaceName, key: &'a Key) -> StoreFuture<'a, u64>;
-
-    /// What the namespace holds, as its quotas count it.
-    fn usage<'a>(&'a self, namespace: &'a NamespaceName) -> StoreFuture<'a, Usage>;
-}
+use crate::{ContextStore, EncodedValue, ListPage, ListQuery, NamespaceName, NamespaceUsage, StoreError, StoreKey};
+use crate::{StoreRef, StoredValue, Summary, output};
 
 /// One namespace of a store: the handle agents and tools work through.
 ///
@@ -155,7 +46,7 @@ impl Namespace {
     /// nothing ([`StoreError::Exists`] otherwise): atomic, so of several
     /// hosts creating one key at once exactly one succeeds.
     pub async fn create(&self, key: &str, value: &Value) -> Result<StoreRef, StoreError> {
-        let key = Key::new(key)?;
+        let key = StoreKey::new(key)?;
         let encoded = EncodedValue::encode(&key, value, self.store.limits())?;
         self.store.create(&self.name, &key, encoded).await
     }
@@ -165,9 +56,10 @@ impl Namespace {
         self.set_sized(key, value).await.map(|(handle, _)| handle)
     }
 
-    /// [`Namespace::set`], also giving the stored size in bytes.
-    pub(crate) async fn set_sized(&self, key: &str, value: &Value) -> Result<(StoreRef, u64), StoreError> {
-        let key = Key::new(key)?;
+    /// [`Namespace::set`], also giving the stored size in bytes (what a
+    /// tool reports back to the model that stored the value).
+    pub async fn set_sized(&self, key: &str, value: &Value) -> Result<(StoreRef, u64), StoreError> {
+        let key = StoreKey::new(key)?;
         let encoded = EncodedValue::encode(&key, value, self.store.limits())?;
         let size = encoded.size();
         Ok((self.store.set(&self.name, &key, encoded).await?, size))
@@ -178,10 +70,10 @@ impl Namespace {
     ///
     /// ```
     /// use serde_json::json;
-    /// use toolreg_builtins::store::SqliteStore;
+    /// use toolreg_store::SqliteStore;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), toolreg_builtins::store::StoreError> {
+    /// # async fn main() -> Result<(), toolreg_store::StoreError> {
     /// let run = SqliteStore::in_memory().await?.namespace("run-42")?;
     /// let rows: Vec<_> = (0..10_000).map(|i| json!({"row": i})).collect();
     /// let (handle, summary) = run.offload("results/call-7", &json!(rows)).await?;
@@ -201,15 +93,15 @@ impl Namespace {
     /// version of `key`. The handle can then stand for the output: `store_get`
     /// of it returns the blocks, [`StoredValue::output`] reads it back, and
     /// `store_summarize` previews it as the blocks' summaries. Bytes are kept
-    /// in base64, so [`StoreLimits::max_value_bytes`] (16 MiB by default)
+    /// in base64, so [`StoreLimits::max_value_bytes`](crate::StoreLimits::max_value_bytes) (16 MiB by default)
     /// holds about 12 MiB of them.
     ///
     /// ```
     /// use toolreg::exec::{Content, ToolOutput};
-    /// use toolreg_builtins::store::SqliteStore;
+    /// use toolreg_store::SqliteStore;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), toolreg_builtins::store::StoreError> {
+    /// # async fn main() -> Result<(), toolreg_store::StoreError> {
     /// let run = SqliteStore::in_memory().await?.namespace("run-42")?;
     /// let chart = ToolOutput::from(Content::image(vec![0x89, b'P', b'N', b'G'], "image/png"));
     /// let handle = run.set_output("charts/q3", &chart).await?;
@@ -224,13 +116,13 @@ impl Namespace {
 
     /// The latest version of `key`.
     pub async fn get(&self, key: &str) -> Result<StoredValue, StoreError> {
-        let key = Key::new(key)?;
+        let key = StoreKey::new(key)?;
         self.store.get(&self.name, &key, None).await
     }
 
     /// Exactly `version` of `key`.
     pub async fn get_version(&self, key: &str, version: u64) -> Result<StoredValue, StoreError> {
-        let key = Key::new(key)?;
+        let key = StoreKey::new(key)?;
         self.store.get(&self.name, &key, Some(version)).await
     }
 
@@ -241,7 +133,7 @@ impl Namespace {
 
     /// A handle to the latest version of `key`.
     pub async fn reference(&self, key: &str) -> Result<StoreRef, StoreError> {
-        let key = Key::new(key)?;
+        let key = StoreKey::new(key)?;
         self.store.latest(&self.name, &key).await
     }
 
@@ -254,19 +146,19 @@ impl Namespace {
 
     /// Type, size, shape and a bounded preview of `key` (latest, or `version`).
     pub async fn summarize(&self, key: &str, version: Option<u64>) -> Result<Summary, StoreError> {
-        let key = Key::new(key)?;
+        let key = StoreKey::new(key)?;
         let stored = self.store.get(&self.name, &key, version).await?;
         Ok(Summary::of(&stored))
     }
 
     /// Delete every version of `key`; returns how many there were.
     pub async fn delete(&self, key: &str) -> Result<u64, StoreError> {
-        let key = Key::new(key)?;
+        let key = StoreKey::new(key)?;
         self.store.delete(&self.name, &key).await
     }
 
     /// What the namespace holds, as its quotas count it.
-    pub async fn usage(&self) -> Result<Usage, StoreError> {
+    pub async fn usage(&self) -> Result<NamespaceUsage, StoreError> {
         self.store.usage(&self.name).await
     }
 }
@@ -311,16 +203,4 @@ fn overflow_key(tool: &str, call_id: Option<&str>) -> String {
             .collect()
     };
     format!("results/{}/{}", clean(tool), clean(&id))
-}
-
-/// Now, in milliseconds since the Unix epoch: how both backends keep times
-/// (`created_ms`), for callers that compare their own times with them.
-pub fn now_ms() -> i64 {
-    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
-    since.map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX)).unwrap_or(0)
-}
-
-/// A count or version read back from the database (never negative there).
-fn to_u64(n: i64) -> u64 {
-    u64::try_from(n).unwrap_or(0)
 }

@@ -57,21 +57,21 @@ fn name_problem(name: &str, max: usize, what: &str) -> Option<String> {
 /// tricks, and sortable byte by byte, so prefixes list in order.
 ///
 /// ```
-/// use toolreg_builtins::store::Key;
+/// use toolreg_store::StoreKey;
 ///
-/// assert!(Key::new("notes/plan.v2").is_ok());
-/// assert!(Key::new("two words").is_err());
+/// assert!(StoreKey::new("notes/plan.v2").is_ok());
+/// assert!(StoreKey::new("two words").is_err());
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Key(String);
+pub struct StoreKey(String);
 
-impl Key {
+impl StoreKey {
     /// Check `key` against the rule.
     pub fn new(key: impl Into<String>) -> Result<Self, StoreError> {
         let key = key.into();
         match name_problem(&key, MAX_KEY_LEN, "key") {
             Some(reason) => Err(StoreError::InvalidKey { key: shown(key, MAX_KEY_LEN), reason }),
-            None => Ok(Key(key)),
+            None => Ok(StoreKey(key)),
         }
     }
 
@@ -81,7 +81,7 @@ impl Key {
     }
 }
 
-impl fmt::Display for Key {
+impl fmt::Display for StoreKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
     }
@@ -167,7 +167,7 @@ impl StoredValue {
     }
 }
 
-/// One page request of [`crate::store::ContextStore::list`].
+/// One page request of [`crate::ContextStore::list`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ListQuery {
@@ -262,24 +262,24 @@ impl ListPage {
 /// What a namespace holds, as its quotas count it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[non_exhaustive]
-pub struct Usage {
+pub struct NamespaceUsage {
     /// Keys with at least one version.
     pub keys: u64,
     /// Bytes of every version of every key.
     pub bytes: u64,
 }
 
-impl Usage {
+impl NamespaceUsage {
     /// Build one (for backends).
     pub fn new(keys: u64, bytes: u64) -> Self {
-        Usage { keys, bytes }
+        NamespaceUsage { keys, bytes }
     }
 }
 
 /// Limits every backend enforces, each with a typed error.
 ///
 /// ```
-/// use toolreg_builtins::store::StoreLimits;
+/// use toolreg_store::StoreLimits;
 ///
 /// let limits = StoreLimits::default().with_max_value_bytes(1 << 20).with_max_namespace_keys(500);
 /// assert_eq!(limits.max_value_bytes, 1 << 20);

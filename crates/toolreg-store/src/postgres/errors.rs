@@ -7,7 +7,7 @@ use tokio_postgres::Config;
 use tokio_postgres::config::Host;
 use tokio_postgres::error::SqlState;
 
-use crate::store::StoreError;
+use crate::StoreError;
 
 /// `user@host:port/dbname`, for messages: everything but the password.
 pub(super) fn describe_target(config: &Config) -> String {

@@ -2,12 +2,12 @@
 //! on one connection. The threads that own the connections, and the group
 //! commit that wraps each write in a savepoint, are in the parent module.
 
-use crate::store::{now_ms, to_u64};
+use crate::{now_ms, to_u64};
 use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
 use serde_json::Value;
 
 use super::super::{
-    EncodedValue, ListEntry, ListPage, ListQuery, StoreError, StoreLimits, StoreRef, StoredValue, Usage,
+    EncodedValue, ListEntry, ListPage, ListQuery, NamespaceUsage, StoreError, StoreLimits, StoreRef, StoredValue,
 };
 
 /// The tables: every version of every value, and each namespace's counters.
@@ -202,10 +202,10 @@ pub(super) fn list_keys(conn: &Connection, ns: &str, query: &ListQuery) -> Resul
     Ok(ListPage::new(entries, next_cursor))
 }
 
-pub(super) fn usage(conn: &Connection, ns: &str) -> Result<Usage, StoreError> {
+pub(super) fn usage(conn: &Connection, ns: &str) -> Result<NamespaceUsage, StoreError> {
     conn.prepare_cached("SELECT keys, bytes FROM store_namespaces WHERE namespace = ?1")
         .and_then(|mut stmt| {
-            stmt.query_row([ns], |row| Ok(Usage::new(to_u64(row.get(0)?), to_u64(row.get(1)?)))).optional()
+            stmt.query_row([ns], |row| Ok(NamespaceUsage::new(to_u64(row.get(0)?), to_u64(row.get(1)?)))).optional()
         })
         .map(Option::unwrap_or_default)
         .map_err(sql("read the namespace"))

@@ -1,5 +1,7 @@
-//! The six model-facing store tools: `#[tool]` methods of [`Namespace`], so
-//! each is bound to the namespace it was made from. Reads are `Safe`, writes
+//! The six model-facing tools of the context store (`store_set`,
+//! `store_get`, `store_ref`, `store_list`, `store_summarize`,
+//! `store_delete`): `#[tool]` methods of [`StoreTools`], bound to one
+//! [`Namespace`] of a `toolreg_store` store. Reads are `Safe`, writes
 //! `Cautious`; all are in category `store` and scope `Core`. Writes name
 //! `key` as their exclusive key, so a batch that writes one key twice does
 //! so in call order.
@@ -10,10 +12,10 @@ use serde_json::Value;
 use toolreg::exec::ToolOutput;
 use toolreg::{ToolArgs, ToolRegistration, tools};
 
-use super::{ListPage, Namespace, StoreError, StoreRef, StoredValue, Summary};
+use toolreg_store::{ListPage, Namespace, StoreError, StoreRef, StoredValue, Summary};
 
 /// The names of the store tools, in registration order.
-pub const TOOL_NAMES: &[&str] = Namespace::TOOL_NAMES;
+pub const TOOL_NAMES: &[&str] = StoreTools::TOOL_NAMES;
 
 /// Keys per page when `store_list` is given no limit.
 const DEFAULT_LIST_LIMIT: u64 = 100;
@@ -98,10 +100,27 @@ pub struct DeleteOutcome {
     pub deleted_versions: u64,
 }
 
-impl Namespace {
-    /// The six store tools, bound to this namespace, ready for
-    /// [`toolreg::FunctionRegistry::register_all`].
-    pub fn tools(&self) -> Vec<ToolRegistration> {
+/// The six store tools over one namespace: what a model reads and writes
+/// the store through. [`Builtins::store`](crate::Builtins::store) registers
+/// them; a host that calls the store itself uses the [`Namespace`].
+#[derive(Debug, Clone)]
+pub struct StoreTools {
+    namespace: Namespace,
+}
+
+impl StoreTools {
+    /// The tools over `namespace`.
+    pub fn new(namespace: Namespace) -> Self {
+        StoreTools { namespace }
+    }
+
+    /// The namespace they read and write.
+    pub fn namespace(&self) -> &Namespace {
+        &self.namespace
+    }
+
+    /// The six tools, ready for [`toolreg::FunctionRegistry::register_all`].
+    pub fn registrations(&self) -> Vec<ToolRegistration> {
         self.tool_registrations()
             .into_iter()
             .map(|tool| match tool.name() {
@@ -112,14 +131,20 @@ impl Namespace {
     }
 }
 
+impl From<Namespace> for StoreTools {
+    fn from(namespace: Namespace) -> Self {
+        StoreTools::new(namespace)
+    }
+}
+
 #[tools]
-impl Namespace {
+impl StoreTools {
     /// Store a JSON value, given as JSON text, under a key, outside your
     /// context. Every call makes a new version and returns its handle {key,
     /// version}; pass the handle instead of the value to whoever needs it.
     #[tool(safety = "cautious", category = "store", scope = "core", exclusive = "key")]
     async fn store_set(&self, #[args] args: SetArgs) -> Result<SetOutcome, StoreError> {
-        let (handle, size) = self.set_sized(&args.key, &stored_value(args.value)).await?;
+        let (handle, size) = self.namespace.set_sized(&args.key, &stored_value(args.value)).await?;
         Ok(SetOutcome { key: handle.key, version: handle.version, size })
     }
 
@@ -130,8 +155,8 @@ impl Namespace {
     #[tool(safety = "safe", category = "store", scope = "core")]
     async fn store_get(&self, #[args] args: GetArgs) -> Result<ToolOutput, StoreError> {
         let stored = match args.version {
-            Some(version) => self.get_version(&args.key, version).await?,
-            None => self.get(&args.key).await?,
+            Some(version) => self.namespace.get_version(&args.key, version).await?,
+            None => self.namespace.get(&args.key).await?,
         };
         Ok(get_output(stored))
     }
@@ -141,7 +166,7 @@ impl Namespace {
     /// after later writes.
     #[tool(safety = "safe", category = "store", scope = "core")]
     async fn store_ref(&self, #[args] args: KeyArgs) -> Result<StoreRef, StoreError> {
-        self.reference(&args.key).await
+        self.namespace.reference(&args.key).await
     }
 
     /// List stored keys in order, one page at a time, with each key's latest
@@ -151,7 +176,7 @@ impl Namespace {
     async fn store_list(&self, #[args] args: ListArgs) -> Result<ListOutput, StoreError> {
         let prefix = args.prefix.unwrap_or_default();
         let limit = args.limit.unwrap_or(DEFAULT_LIST_LIMIT);
-        self.list(&prefix, limit, args.cursor.as_deref()).await.map(ListOutput::from)
+        self.namespace.list(&prefix, limit, args.cursor.as_deref()).await.map(ListOutput::from)
     }
 
     /// Describe a stored value without reading it all: its type, size in
@@ -159,13 +184,13 @@ impl Namespace {
     /// and a short preview.
     #[tool(safety = "safe", category = "store", scope = "core")]
     async fn store_summarize(&self, #[args] args: GetArgs) -> Result<Summary, StoreError> {
-        self.summarize(&args.key, args.version).await
+        self.namespace.summarize(&args.key, args.version).await
     }
 
     /// Delete a key and every version of it; handles to it stop working.
     #[tool(safety = "cautious", category = "store", scope = "core", exclusive = "key")]
     async fn store_delete(&self, #[args] args: KeyArgs) -> Result<DeleteOutcome, StoreError> {
-        let deleted_versions = self.delete(&args.key).await?;
+        let deleted_versions = self.namespace.delete(&args.key).await?;
         Ok(DeleteOutcome { key: args.key, deleted_versions })
     }
 }

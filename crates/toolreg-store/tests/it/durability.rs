@@ -4,7 +4,6 @@
 //!
 //! The writing process is this test binary itself, running the ignored test
 //! `child_writer`, which prints `ACK <key> <version>` once each write returned `Ok`.
-#![cfg(unix)]
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Read};
@@ -12,7 +11,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
 use serde_json::json;
-use toolreg_builtins::store::{SqliteStore, StoreRef};
+use toolreg_store::{SqliteStore, StoreRef};
 
 const NAMESPACE: &str = "durable";
 
@@ -38,7 +37,7 @@ async fn child_writer() {
 
 fn spawn_writer(path: &Path, prefix: &str, count: u64) -> Child {
     Command::new(std::env::current_exe().expect("test binary"))
-        .args(["store_durability::child_writer", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
+        .args(["durability::child_writer", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
         .env("STORE_CHILD_DB", path)
         .env("STORE_CHILD_PREFIX", prefix)
         .env("STORE_CHILD_COUNT", count.to_string())

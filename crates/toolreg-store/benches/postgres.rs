@@ -29,7 +29,7 @@ use std::time::Duration;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use futures_util::future::join_all;
 use serde_json::{Value, json};
-use toolreg_builtins::store::{Namespace, PostgresStore};
+use toolreg_store::{Namespace, PostgresStore};
 
 const KEYS: usize = 1_000;
 const IN_FLIGHT: usize = 16;

@@ -9,7 +9,7 @@ use std::error::Error as StdError;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum StoreError {
-    /// The key breaks the key rule (see [`crate::store::Key`]).
+    /// The key breaks the key rule (see [`crate::StoreKey`]).
     #[error("invalid key `{key}`: {reason}")]
     InvalidKey {
         /// The key as given, cut to its first 64 bytes and its length when
@@ -168,7 +168,7 @@ impl StoreError {
     /// Whether the same operation may succeed if tried again unchanged.
     ///
     /// ```
-    /// use toolreg_builtins::store::StoreError;
+    /// use toolreg_store::StoreError;
     ///
     /// assert!(StoreError::Busy.retryable());
     /// assert!(!StoreError::NotFound { key: "k".into() }.retryable());

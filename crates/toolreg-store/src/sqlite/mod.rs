@@ -24,8 +24,8 @@ use rusqlite::{Connection, ErrorCode};
 use tokio::sync::oneshot;
 
 use super::{
-    ContextStore, EncodedValue, Key, ListPage, ListQuery, Namespace, NamespaceName, StoreError, StoreFuture,
-    StoreLimits, StoreRef, StoredValue, Usage,
+    ContextStore, EncodedValue, ListPage, ListQuery, Namespace, NamespaceName, NamespaceUsage, StoreError, StoreFuture,
+    StoreKey, StoreLimits, StoreRef, StoredValue,
 };
 
 mod sql;
@@ -60,7 +60,7 @@ impl Synchronous {
 ///
 /// ```
 /// use std::time::Duration;
-/// use toolreg_builtins::store::{SqliteOptions, StoreLimits, Synchronous};
+/// use toolreg_store::{SqliteOptions, StoreLimits, Synchronous};
 ///
 /// let options = SqliteOptions::default()
 ///     .with_synchronous(Synchronous::Full)
@@ -477,7 +477,12 @@ impl ContextStore for SqliteStore {
         &self.inner.limits
     }
 
-    fn set<'a>(&'a self, namespace: &'a NamespaceName, key: &'a Key, value: EncodedValue) -> StoreFuture<'a, StoreRef> {
+    fn set<'a>(
+        &'a self,
+        namespace: &'a NamespaceName,
+        key: &'a StoreKey,
+        value: EncodedValue,
+    ) -> StoreFuture<'a, StoreRef> {
         let (ns, key, limits) = (namespace.as_str().to_owned(), key.as_str().to_owned(), self.inner.limits);
         self.write(move |conn| set_value(conn, &limits, &ns, &key, &value, WriteMode::Always))
     }
@@ -485,7 +490,7 @@ impl ContextStore for SqliteStore {
     fn create<'a>(
         &'a self,
         namespace: &'a NamespaceName,
-        key: &'a Key,
+        key: &'a StoreKey,
         value: EncodedValue,
     ) -> StoreFuture<'a, StoreRef> {
         let (ns, key, limits) = (namespace.as_str().to_owned(), key.as_str().to_owned(), self.inner.limits);
@@ -498,14 +503,14 @@ impl ContextStore for SqliteStore {
     fn get<'a>(
         &'a self,
         namespace: &'a NamespaceName,
-        key: &'a Key,
+        key: &'a StoreKey,
         version: Option<u64>,
     ) -> StoreFuture<'a, StoredValue> {
         let (ns, key) = (namespace.as_str().to_owned(), key.as_str().to_owned());
         self.read(move |conn| get_value(conn, &ns, &key, version))
     }
 
-    fn latest<'a>(&'a self, namespace: &'a NamespaceName, key: &'a Key) -> StoreFuture<'a, StoreRef> {
+    fn latest<'a>(&'a self, namespace: &'a NamespaceName, key: &'a StoreKey) -> StoreFuture<'a, StoreRef> {
         let (ns, key) = (namespace.as_str().to_owned(), key.as_str().to_owned());
         self.read(move |conn| match latest_version(conn, &ns, &key)? {
             Some(version) => Ok(StoreRef { key, version }),
@@ -518,12 +523,12 @@ impl ContextStore for SqliteStore {
         self.read(move |conn| list_keys(conn, &ns, &query))
     }
 
-    fn delete<'a>(&'a self, namespace: &'a NamespaceName, key: &'a Key) -> StoreFuture<'a, u64> {
+    fn delete<'a>(&'a self, namespace: &'a NamespaceName, key: &'a StoreKey) -> StoreFuture<'a, u64> {
         let (ns, key) = (namespace.as_str().to_owned(), key.as_str().to_owned());
         self.write(move |conn| delete_key(conn, &ns, &key))
     }
 
-    fn usage<'a>(&'a self, namespace: &'a NamespaceName) -> StoreFuture<'a, Usage> {
+    fn usage<'a>(&'a self, namespace: &'a NamespaceName) -> StoreFuture<'a, NamespaceUsage> {
         let ns = namespace.as_str().to_owned();
         self.read(move |conn| usage(conn, &ns))
     }

@@ -1,17 +1,11 @@
-//! The context store's behaviour: the conformance suite on SQLite (and on
-//! PostgreSQL with the `postgres` feature, when a server can be found: see
-//! `support/postgres.rs`), then what only a SQLite file does.
+//! The SQLite store: the conformance suite, then what only a SQLite file
+//! does.
 
 use serde_json::json;
-use toolreg_builtins::store::{SqliteOptions, SqliteStore, StoreError, StoreLimits};
+use toolreg_store::{SqliteOptions, SqliteStore, StoreError, StoreLimits};
 
-mod sqlite {
+mod conformance {
     crate::support::conformance::suite!(crate::support::conformance::Backend::sqlite);
-}
-
-#[cfg(feature = "postgres")]
-mod postgres {
-    crate::support::conformance::suite!(crate::support::conformance::Backend::postgres);
 }
 
 #[tokio::test]

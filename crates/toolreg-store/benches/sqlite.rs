@@ -28,7 +28,7 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use futures_util::future::join_all;
 use rusqlite::Connection;
 use serde_json::{Value, json};
-use toolreg_builtins::store::{Namespace, SqliteStore};
+use toolreg_store::{Namespace, SqliteStore};
 
 const KEYS: usize = 1_000;
 const IN_FLIGHT: usize = 64;

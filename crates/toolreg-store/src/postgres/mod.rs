@@ -8,7 +8,7 @@
 //! `tokio-postgres` is the driver the raw baseline in the benches uses, so
 //! the comparison measures only what this module adds.
 
-use crate::store::{now_ms, to_u64};
+use crate::{now_ms, to_u64};
 use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;
@@ -18,8 +18,8 @@ use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use tokio_postgres::{Config, NoTls, Row};
 
 use super::{
-    ContextStore, EncodedValue, Key, ListEntry, ListPage, ListQuery, Namespace, NamespaceName, StoreError, StoreFuture,
-    StoreLimits, StoreRef, StoredValue, Usage,
+    ContextStore, EncodedValue, ListEntry, ListPage, ListQuery, Namespace, NamespaceName, NamespaceUsage, StoreError,
+    StoreFuture, StoreKey, StoreLimits, StoreRef, StoredValue,
 };
 
 mod errors;
@@ -31,7 +31,7 @@ use errors::{describe_target, one_line, pg, pool_error};
 ///
 /// ```
 /// use std::time::Duration;
-/// use toolreg_builtins::store::{PostgresOptions, StoreLimits};
+/// use toolreg_store::{PostgresOptions, StoreLimits};
 ///
 /// let options = PostgresOptions::default()
 ///     .with_pool_size(32)
@@ -130,10 +130,10 @@ impl PostgresOptions {
 ///
 /// ```no_run
 /// use serde_json::json;
-/// use toolreg_builtins::store::PostgresStore;
+/// use toolreg_store::PostgresStore;
 ///
 /// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() -> Result<(), toolreg_builtins::store::StoreError> {
+/// # async fn main() -> Result<(), toolreg_store::StoreError> {
 /// let store = PostgresStore::connect("postgres://toolreg@db.internal/toolreg").await?;
 /// let run = store.namespace("run-42")?;
 /// let handle = run.set("plan", &json!(["read", "write"])).await?;
@@ -171,7 +171,7 @@ impl PostgresStore {
     /// `postgresql://`) rather than a file path.
     ///
     /// ```
-    /// use toolreg_builtins::store::PostgresStore;
+    /// use toolreg_store::PostgresStore;
     ///
     /// assert!(PostgresStore::is_url("postgres://toolreg@localhost/toolreg"));
     /// assert!(!PostgresStore::is_url("./store.db"));
@@ -347,7 +347,7 @@ impl PostgresStore {
     async fn write(
         &self,
         namespace: &NamespaceName,
-        key: &Key,
+        key: &StoreKey,
         value: EncodedValue,
         if_absent: bool,
     ) -> Result<StoreRef, StoreError> {
@@ -389,7 +389,7 @@ impl PostgresStore {
         }
     }
 
-    async fn latest_version(&self, namespace: &NamespaceName, key: &Key) -> Result<Option<u64>, StoreError> {
+    async fn latest_version(&self, namespace: &NamespaceName, key: &StoreKey) -> Result<Option<u64>, StoreError> {
         let row = self.query_opt("look up the key", sql::LATEST, &[&namespace.as_str(), &key.as_str()]).await?;
         let latest: Option<i64> = match row {
             Some(row) => row.try_get(0).map_err(pg("look up the key"))?,
@@ -401,7 +401,7 @@ impl PostgresStore {
     async fn read(
         &self,
         namespace: &NamespaceName,
-        key: &Key,
+        key: &StoreKey,
         version: Option<u64>,
     ) -> Result<StoredValue, StoreError> {
         let (ns, k) = (namespace.as_str(), key.as_str());
@@ -457,7 +457,7 @@ impl PostgresStore {
         Ok(ListPage::new(entries, next_cursor))
     }
 
-    async fn remove(&self, namespace: &NamespaceName, key: &Key) -> Result<u64, StoreError> {
+    async fn remove(&self, namespace: &NamespaceName, key: &StoreKey) -> Result<u64, StoreError> {
         let row = self.query_opt("delete the key", sql::DELETE, &[&namespace.as_str(), &key.as_str()]).await?;
         let count: i64 = match row {
             Some(row) => row.try_get(0).map_err(pg("delete the key"))?,
@@ -469,14 +469,14 @@ impl PostgresStore {
         Ok(to_u64(count))
     }
 
-    async fn namespace_usage(&self, namespace: &NamespaceName) -> Result<Usage, StoreError> {
+    async fn namespace_usage(&self, namespace: &NamespaceName) -> Result<NamespaceUsage, StoreError> {
         let row = self.query_opt("read the namespace", sql::USAGE, &[&namespace.as_str()]).await?;
         Ok(match row {
             Some(row) => {
                 let (keys, bytes): (i64, i64) = (row.get(0), row.get(1));
-                Usage::new(to_u64(keys), to_u64(bytes))
+                NamespaceUsage::new(to_u64(keys), to_u64(bytes))
             }
-            None => Usage::default(),
+            None => NamespaceUsage::default(),
         })
     }
 }
@@ -486,14 +486,19 @@ impl ContextStore for PostgresStore {
         &self.inner.limits
     }
 
-    fn set<'a>(&'a self, namespace: &'a NamespaceName, key: &'a Key, value: EncodedValue) -> StoreFuture<'a, StoreRef> {
+    fn set<'a>(
+        &'a self,
+        namespace: &'a NamespaceName,
+        key: &'a StoreKey,
+        value: EncodedValue,
+    ) -> StoreFuture<'a, StoreRef> {
         Box::pin(self.write(namespace, key, value, false))
     }
 
     fn create<'a>(
         &'a self,
         namespace: &'a NamespaceName,
-        key: &'a Key,
+        key: &'a StoreKey,
         value: EncodedValue,
     ) -> StoreFuture<'a, StoreRef> {
         Box::pin(self.write(namespace, key, value, true))
@@ -502,13 +507,13 @@ impl ContextStore for PostgresStore {
     fn get<'a>(
         &'a self,
         namespace: &'a NamespaceName,
-        key: &'a Key,
+        key: &'a StoreKey,
         version: Option<u64>,
     ) -> StoreFuture<'a, StoredValue> {
         Box::pin(self.read(namespace, key, version))
     }
 
-    fn latest<'a>(&'a self, namespace: &'a NamespaceName, key: &'a Key) -> StoreFuture<'a, StoreRef> {
+    fn latest<'a>(&'a self, namespace: &'a NamespaceName, key: &'a StoreKey) -> StoreFuture<'a, StoreRef> {
         Box::pin(async move {
             match self.latest_version(namespace, key).await? {
                 Some(version) => Ok(StoreRef { key: key.as_str().to_owned(), version }),
@@ -521,11 +526,11 @@ impl ContextStore for PostgresStore {
         Box::pin(self.list_keys(namespace, query))
     }
 
-    fn delete<'a>(&'a self, namespace: &'a NamespaceName, key: &'a Key) -> StoreFuture<'a, u64> {
+    fn delete<'a>(&'a self, namespace: &'a NamespaceName, key: &'a StoreKey) -> StoreFuture<'a, u64> {
         Box::pin(self.remove(namespace, key))
     }
 
-    fn usage<'a>(&'a self, namespace: &'a NamespaceName) -> StoreFuture<'a, Usage> {
+    fn usage<'a>(&'a self, namespace: &'a NamespaceName) -> StoreFuture<'a, NamespaceUsage> {
         Box::pin(self.namespace_usage(namespace))
     }
 }

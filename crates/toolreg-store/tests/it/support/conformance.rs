@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use toolreg_builtins::store::{
-    ContextStore, JsonType, Namespace, SqliteOptions, SqliteStore, StoreError, StoreLimits, StoreRef, Usage,
+use toolreg_store::{
+    ContextStore, JsonType, Namespace, NamespaceUsage, SqliteOptions, SqliteStore, StoreError, StoreLimits, StoreRef,
 };
 
 /// Where a case's store lives; [`Backend::open`] gives another handle on
@@ -46,7 +46,7 @@ impl Backend {
             }
             #[cfg(feature = "postgres")]
             Backend::Postgres { url } => {
-                use toolreg_builtins::store::{PostgresOptions, PostgresStore};
+                use toolreg_store::{PostgresOptions, PostgresStore};
                 let options = PostgresOptions::default().with_limits(limits);
                 Arc::new(PostgresStore::connect_with(url, options).await.unwrap())
             }
@@ -198,7 +198,7 @@ pub async fn namespaces_never_see_each_other(backend: &Backend) {
     assert!(matches!(b.get_ref(&handle).await, Err(StoreError::VersionNotFound { latest: None, .. })));
     assert!(b.list("", 10, None).await.unwrap().entries.is_empty());
     assert!(matches!(b.delete("secret").await, Err(StoreError::NotFound { .. })));
-    assert_eq!(b.usage().await.unwrap(), Usage::default());
+    assert_eq!(b.usage().await.unwrap(), NamespaceUsage::default());
     assert_eq!(a.get("secret").await.unwrap().value, json!(1));
 }
 
@@ -342,7 +342,7 @@ pub async fn value_limits_are_typed_and_leave_the_store_unchanged(backend: &Back
     assert!(matches!(err, StoreError::TooDeep { depth: 4, max: 3, .. }), "{err}");
 
     assert_eq!(ns.reference("k").await.unwrap(), kept);
-    assert_eq!(ns.usage().await.unwrap(), Usage::new(1, 7));
+    assert_eq!(ns.usage().await.unwrap(), NamespaceUsage::new(1, 7));
 }
 
 pub async fn the_default_value_limit_is_16_mib(backend: &Backend) {
@@ -370,16 +370,16 @@ pub async fn namespace_quotas_are_enforced_per_namespace(backend: &Backend) {
     assert!(matches!(err, StoreError::NamespaceFull { used: 14, needed: 18, quota: 30, .. }), "{err}");
     let err = run.create("c", &json!(1)).await.unwrap_err();
     assert!(matches!(err, StoreError::TooManyKeys { keys: 2, .. }), "{err}");
-    assert_eq!(run.usage().await.unwrap(), Usage::new(2, 14));
+    assert_eq!(run.usage().await.unwrap(), NamespaceUsage::new(2, 14));
 
     // Another namespace has its own quota.
     ns(&store, "run-2").set("c", &json!(1)).await.unwrap();
 
     // Deleting frees both keys and bytes.
     assert_eq!(run.delete("b").await.unwrap(), 2);
-    assert_eq!(run.usage().await.unwrap(), Usage::new(1, 12));
+    assert_eq!(run.usage().await.unwrap(), NamespaceUsage::new(1, 12));
     run.set("c", &json!("0123456789abcd")).await.unwrap();
-    assert_eq!(run.usage().await.unwrap(), Usage::new(2, 28));
+    assert_eq!(run.usage().await.unwrap(), NamespaceUsage::new(2, 28));
 }
 
 /// Twenty new keys at once against a quota of five: exactly five are
