@@ -17,7 +17,8 @@ use serde::{Serialize, Serializer};
 use serde_json::Value;
 
 use super::CodeExecution;
-use super::prepare::Prepared;
+use super::Declarations;
+use super::prepare::{Preparation, Prepared};
 
 /// How a format writes its prepared tools (and the code execution that may
 /// call them): its own serde structs, behind one erased `Serialize`, so the
@@ -118,5 +119,17 @@ impl Serialize for DeclaredTools<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let tools = (self.write)(&self.tools, self.code.as_ref());
         erased_serde::serialize(&*tools, serializer)
+    }
+}
+
+impl<'a> Preparation<'a> {
+    /// The declarations, with the tools to be written by the format's `write`.
+    pub(crate) fn finish(self, write: WriteTools) -> Declarations<DeclaredTools<'a>> {
+        let mut mapping = self.mapping;
+        mapping.declared = Some(self.tools.iter().map(|p| p.name.clone().into_owned()).collect());
+        mapping.deferred =
+            self.tools.iter().filter(|p| p.tool.is_deferred()).map(|p| p.tool.declaration().name.clone()).collect();
+        mapping.search = self.tools.iter().find(|p| p.tool.is_search_tool()).map(|p| p.tool.declaration().name.clone());
+        Declarations { tools: DeclaredTools::new(write, self.tools), mapping, report: self.report }
     }
 }

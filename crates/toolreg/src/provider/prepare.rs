@@ -13,10 +13,9 @@ use std::sync::{Arc, OnceLock};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::declared::WriteTools;
 use super::{
-    CallMapping, Declarations, DeclaredTools, Dialect, FormatOptions, LoweringError, NameStyle, Provider,
-    ProviderError, Strictness, ToolReport, ToolStatus, lower,
+    CallMapping, Dialect, FormatOptions, LoweringError, NameStyle, Provider, ProviderError, Strictness, ToolReport,
+    ToolStatus, lower,
 };
 use crate::declaration::ToolDeclaration;
 
@@ -211,16 +210,6 @@ impl<'a> Preparation<'a> {
             let provider = self.provider;
             self.refuse(limit, ProviderError::TooMany { provider, what: "tools", count, limit });
         }
-    }
-
-    /// The declarations, with the tools to be written by the format's `write`.
-    pub(crate) fn finish(self, write: WriteTools) -> Declarations<DeclaredTools<'a>> {
-        let mut mapping = self.mapping;
-        mapping.declared = Some(self.tools.iter().map(|p| p.name.clone().into_owned()).collect());
-        mapping.deferred =
-            self.tools.iter().filter(|p| p.tool.is_deferred()).map(|p| p.tool.declaration().name.clone()).collect();
-        mapping.search = self.tools.iter().find(|p| p.tool.is_search_tool()).map(|p| p.tool.declaration().name.clone());
-        Declarations { tools: DeclaredTools::new(write, self.tools), mapping, report: self.report }
     }
 }
 
