@@ -61,13 +61,14 @@ use toolreg::provider::{Declarations, DeclaredTools};
 const ENDPOINTS: [&Endpoint; 4] =
     [&openai_chat::ENDPOINT, &openai_responses::ENDPOINT, &anthropic::ENDPOINT, &gemini::ENDPOINT];
 
-/// The names [`Endpoint::parse`] knows, for an error: each client's first
-/// alias, or its provider's name.
+/// The names [`Endpoint::parse`] knows, for an error: the shortest of each
+/// client's names (`openai` for `openai-chat`).
 fn endpoint_names() -> String {
-    let names: Vec<String> = ENDPOINTS
-        .iter()
-        .map(|e| e.aliases.first().map_or_else(|| e.provider.as_str().replace('_', "-"), |a| (*a).to_owned()))
-        .collect();
+    let shortest = |e: &Endpoint| {
+        let name = e.provider.as_str().replace('_', "-");
+        e.aliases.iter().map(|a| (*a).to_owned()).fold(name, |best, a| if a.len() < best.len() { a } else { best })
+    };
+    let names: Vec<String> = ENDPOINTS.iter().map(|e| shortest(e)).collect();
     match names.split_last() {
         Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
         _ => names.concat(),
