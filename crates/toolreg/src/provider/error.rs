@@ -69,7 +69,7 @@ pub enum ProviderError {
         /// What is wrong with it.
         reason: String,
     },
-    /// The provider has no way to say this [`ToolChoice`].
+    /// The provider has no way to say this [`ToolChoice`](super::ToolChoice).
     #[error("{reason}")]
     UnsupportedChoice {
         /// The provider.
@@ -87,7 +87,7 @@ pub enum ProviderError {
         id: String,
     },
     /// The model called a tool the request did not declare (one left out
-    /// as [`ToolStatus::Refused`], or a name it made up). The response is
+    /// as [`ToolStatus::Refused`](super::ToolStatus::Refused), or a name it made up). The response is
     /// refused whole: the tool was never offered, so it never runs.
     #[error("{provider}: the model called `{tool}`, which the request did not declare")]
     UndeclaredTool {
