@@ -13,10 +13,11 @@
 //! Run with `cargo run --example agent_calculator`.
 
 use serde::{Deserialize, Serialize};
+use toolreg::provider::Provider;
 use toolreg::{FunctionRegistry, ToolCall, tool};
 use toolreg_llm::LlmClient;
 use toolreg_llm::agent::{Agent, AgentEvent, RunOutcome};
-use toolreg_llm::client::{self, ProviderKind};
+use toolreg_llm::client;
 use toolreg_llm::scripted::ScriptedClient;
 
 /// An arithmetic operation.
@@ -70,13 +71,13 @@ fn model() -> Result<(std::sync::Arc<dyn LlmClient>, String), Box<dyn std::error
         Ok((std::sync::Arc::from(client::from_env(kind)?), model))
     };
     if env("OPENAI_BASE_URL").is_some() || env("OPENAI_API_KEY").is_some() {
-        return pick(ProviderKind::OpenAiChat, "gpt-4.1-mini");
+        return pick(Provider::OpenAiChat, "gpt-4.1-mini");
     }
     if env("ANTHROPIC_API_KEY").is_some() {
-        return pick(ProviderKind::Anthropic, "claude-sonnet-4-5");
+        return pick(Provider::Anthropic, "claude-sonnet-4-5");
     }
     if env("GOOGLE_API_KEY").is_some() || env("GEMINI_API_KEY").is_some() {
-        return pick(ProviderKind::Gemini, "gemini-2.5-flash");
+        return pick(Provider::Gemini, "gemini-2.5-flash");
     }
     // Offline: a model that makes the calls a real one might, mistakes included.
     let scripted = ScriptedClient::new()

@@ -14,7 +14,7 @@ use toolreg_llm::agent::{
     Agent, AgentError, AgentEvent, AgentLimits, PendingApproval, Resolution, RunOutcome, SuspendForApproval,
     SuspendedRuns,
 };
-use toolreg_llm::client::{ProviderKind, UnknownProviderKind};
+use toolreg_llm::client::{Endpoint, UnknownEndpoint};
 use toolreg_llm::{LlmClient, LlmError};
 use toolreg_store::Namespace;
 
@@ -24,27 +24,22 @@ use crate::{CliError, Tools};
 
 /// The client the arguments and the environment name, and the model.
 /// `--base-url` replaces the chosen provider's base URL, read the way that
-/// provider's SDK reads its variable (see [`ProviderKind`]).
+/// provider's SDK reads its variable (see [`Endpoint`]).
 fn client(args: &AgentArgs) -> Result<(Arc<dyn LlmClient>, String), CliError> {
-    let kind: ProviderKind = args.provider.parse().map_err(|e: UnknownProviderKind| CliError::new(e.to_string()))?;
-    let mut config = kind.config_from_env().stream(!args.no_stream);
+    let endpoint = Endpoint::parse(&args.provider).map_err(|e: UnknownEndpoint| CliError::new(e.to_string()))?;
+    let mut config = endpoint.config_from_env().stream(!args.no_stream);
     if let Some(url) = &args.base_url {
         config.base_url = url.trim_end_matches('/').to_owned();
     }
-    let client = kind.client(config).map_err(|e| match e {
+    let client = endpoint.client(config).map_err(|e| match e {
         LlmError::Config(message) => CliError::new(format!("{message}; set it, or use --base-url for a local server")),
         other => CliError::new(other.to_string()),
     })?;
-    let default_model = match kind {
-        ProviderKind::Anthropic => "claude-sonnet-4-5",
-        ProviderKind::Gemini => "gemini-2.5-flash",
-        _ => "gpt-4.1-mini",
-    };
     let model = args
         .model
         .clone()
         .or_else(|| std::env::var("TOOLREG_MODEL").ok().filter(|v| !v.is_empty()))
-        .unwrap_or_else(|| default_model.to_owned());
+        .unwrap_or_else(|| endpoint.default_model.to_owned());
     Ok((Arc::from(client), model))
 }
 

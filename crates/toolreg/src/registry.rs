@@ -12,7 +12,7 @@ use crate::args::ArgumentLimits;
 use crate::declaration::ToolDeclaration;
 use crate::exec::ToolError;
 use crate::handler::{Async, Blocking, ErasedTool, Erasure, ToolHandler};
-use crate::provider::LoweredSchemas;
+use crate::provider::{LoweredSchemas, ToolRef};
 use crate::schema::{self, CachedSchema};
 use crate::search::{SearchError, SearchHit, ToolIndex};
 use crate::validate::ArgumentValidator;
@@ -256,10 +256,12 @@ impl ToolEntry {
             errors => Err(ToolError::InvalidArguments { errors }),
         }
     }
+}
 
-    /// The provider formats' cache of this tool's lowered schemas.
-    pub(crate) fn lowered(&self) -> &LoweredSchemas {
-        &self.lowered
+/// A registered tool, declared from the schemas its entry keeps lowered.
+impl<'a> From<&'a ToolEntry> for ToolRef<'a> {
+    fn from(entry: &'a ToolEntry) -> Self {
+        ToolRef::registered(&entry.declaration, &entry.lowered)
     }
 }
 

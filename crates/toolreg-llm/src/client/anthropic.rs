@@ -3,11 +3,11 @@
 use serde_json::{Value, json};
 use toolreg::provider::anthropic::Anthropic;
 use toolreg::provider::hosted::last_container;
-use toolreg::provider::{CallAssembler, CallMapping, WireFormat};
+use toolreg::provider::{CallAssembler, CallMapping, Provider, WireFormat};
 
-use super::openai_chat::{choice, declare, finish_reason, read_calls, refused};
-use super::{Body, ClientConfig, Http, sse};
-use crate::model::{LlmError, Message, ModelRequest, ModelResponse, OnEvent, StreamEvent, Usage};
+use super::wire::{choice, declare, read_calls, refused};
+use super::{Body, ClientConfig, Endpoint, Http, sse};
+use crate::model::{FinishReason, LlmError, Message, ModelRequest, ModelResponse, OnEvent, StreamEvent, Usage};
 
 /// The Messages API (`POST {base}/v1/messages`; the base URL is the host
 /// root, as in Anthropic's SDKs, and one that already ends in `/v1` is
@@ -16,6 +16,18 @@ use crate::model::{LlmError, Message, ModelRequest, ModelResponse, OnEvent, Stre
 pub struct AnthropicClient {
     http: Http,
 }
+
+/// This client in the list of clients, with its environment as its
+/// provider's official SDK reads it.
+pub(crate) const ENDPOINT: Endpoint = Endpoint {
+    provider: Provider::Anthropic,
+    aliases: &[],
+    base_url_vars: &["ANTHROPIC_BASE_URL"],
+    default_url: "https://api.anthropic.com",
+    key_vars: &["ANTHROPIC_API_KEY"],
+    default_model: "claude-sonnet-4-5",
+    build: |config| Ok(Box::new(AnthropicClient::new(config)?)),
+};
 
 /// `max_tokens` is required by the API; this is sent when the request sets none.
 const DEFAULT_MAX_TOKENS: u32 = 4096;
@@ -30,7 +42,7 @@ impl AnthropicClient {
     /// `https://api.anthropic.com`) and `ANTHROPIC_API_KEY` (required for the
     /// default URL only).
     pub fn from_env() -> Result<Self, LlmError> {
-        Self::new(super::ProviderKind::Anthropic.checked_env_config()?)
+        Self::new(ENDPOINT.checked_env_config()?)
     }
 }
 
@@ -148,3 +160,13 @@ impl AnthropicClient {
 }
 
 super::llm_client!(AnthropicClient, "anthropic", Anthropic::new());
+
+/// The Messages API's `stop_reason`.
+fn finish_reason(reason: Option<&str>) -> FinishReason {
+    match reason {
+        None | Some("end_turn") => FinishReason::Stop,
+        Some("tool_use") => FinishReason::ToolCalls,
+        Some("max_tokens") => FinishReason::Length,
+        Some(other) => FinishReason::Other(other.to_owned()),
+    }
+}

@@ -2,11 +2,11 @@
 
 use serde_json::{Value, json};
 use toolreg::provider::gemini::Gemini;
-use toolreg::provider::{CallAssembler, CallMapping, WireFormat};
+use toolreg::provider::{CallAssembler, CallMapping, Provider, WireFormat};
 
-use super::openai_chat::{choice, declare, finish_reason, read_calls, refused};
-use super::{Body, ClientConfig, Http, sse};
-use crate::model::{LlmError, Message, ModelRequest, ModelResponse, OnEvent, StreamEvent, Usage};
+use super::wire::{choice, declare, read_calls, refused};
+use super::{Body, ClientConfig, Endpoint, Http, sse};
+use crate::model::{FinishReason, LlmError, Message, ModelRequest, ModelResponse, OnEvent, StreamEvent, Usage};
 
 /// Gemini (`POST {base}/v1beta/models/{model}:generateContent`, or
 /// `:streamGenerateContent?alt=sse` when streaming). The base URL is the
@@ -16,6 +16,20 @@ use crate::model::{LlmError, Message, ModelRequest, ModelResponse, OnEvent, Stre
 pub struct GeminiClient {
     http: Http,
 }
+
+/// This client in the list of clients, with its environment as its
+/// provider's official SDK reads it.
+pub(crate) const ENDPOINT: Endpoint = Endpoint {
+    provider: Provider::Gemini,
+    aliases: &["google"],
+    // `GEMINI_BASE_URL` is what earlier versions read; the SDK's own
+    // variable wins.
+    base_url_vars: &["GOOGLE_GEMINI_BASE_URL", "GEMINI_BASE_URL"],
+    default_url: "https://generativelanguage.googleapis.com",
+    key_vars: &["GOOGLE_API_KEY", "GEMINI_API_KEY"],
+    default_model: "gemini-2.5-flash",
+    build: |config| Ok(Box::new(GeminiClient::new(config)?)),
+};
 
 /// The API version inserted after a base URL that names none.
 const API_VERSION: &str = "v1beta";
@@ -32,7 +46,7 @@ impl GeminiClient {
     /// `GEMINI_API_KEY` when that is unset (one of them required for the
     /// default URL).
     pub fn from_env() -> Result<Self, LlmError> {
-        Self::new(super::ProviderKind::Gemini.checked_env_config()?)
+        Self::new(ENDPOINT.checked_env_config()?)
     }
 }
 
@@ -143,3 +157,13 @@ impl GeminiClient {
 }
 
 super::llm_client!(GeminiClient, "gemini", Gemini::new());
+
+/// A Gemini candidate's `finishReason`.
+fn finish_reason(reason: Option<&str>) -> FinishReason {
+    match reason {
+        None | Some("STOP") => FinishReason::Stop,
+        Some("MAX_TOKENS") => FinishReason::Length,
+        Some("SAFETY") => FinishReason::ContentFilter,
+        Some(other) => FinishReason::Other(other.to_owned()),
+    }
+}

@@ -36,11 +36,12 @@
 //! ```
 
 mod anthropic;
+mod endpoint;
 mod gemini;
-mod kind;
 mod openai_chat;
 mod openai_responses;
 mod sse;
+mod wire;
 
 use std::fmt;
 use std::time::Duration;
@@ -48,13 +49,31 @@ use std::time::Duration;
 use serde_json::Value;
 
 pub use anthropic::AnthropicClient;
+pub use endpoint::{Endpoint, UnknownEndpoint, from_env};
 pub use gemini::GeminiClient;
-pub use kind::{ProviderKind, UnknownProviderKind, from_env};
 pub use openai_chat::OpenAiChatClient;
 pub use openai_responses::OpenAiResponsesClient;
 
 use crate::model::{LlmError, ModelRequest, OnEvent, StreamEvent};
 use toolreg::provider::{Declarations, DeclaredTools};
+
+/// Every client, one line each: adding one is its file and its line here.
+const ENDPOINTS: [&Endpoint; 4] =
+    [&openai_chat::ENDPOINT, &openai_responses::ENDPOINT, &anthropic::ENDPOINT, &gemini::ENDPOINT];
+
+/// The names [`Endpoint::parse`] knows, for an error: the shortest of each
+/// client's names (`openai` for `openai-chat`).
+fn endpoint_names() -> String {
+    let shortest = |e: &Endpoint| {
+        let name = e.provider.as_str().replace('_', "-");
+        e.aliases.iter().map(|a| (*a).to_owned()).fold(name, |best, a| if a.len() < best.len() { a } else { best })
+    };
+    let names: Vec<String> = ENDPOINTS.iter().map(|e| shortest(e)).collect();
+    match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        _ => names.concat(),
+    }
+}
 
 /// How to reach a provider: base URL, key, timeouts, retries, streaming.
 #[derive(Clone)]

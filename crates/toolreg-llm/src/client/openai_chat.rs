@@ -2,11 +2,10 @@
 
 use serde_json::{Value, json};
 use toolreg::provider::openai_chat::OpenAiChat;
-use toolreg::provider::{
-    CallAssembler, CallMapping, Declarations, DeclaredTools, ProviderError, ReadCalls, ToolChoice, ToolRef, WireFormat,
-};
+use toolreg::provider::{CallAssembler, CallMapping, Provider, WireFormat};
 
-use super::{Body, ClientConfig, Http, sse};
+use super::wire::{choice, declare, read_calls, refused};
+use super::{Body, ClientConfig, Endpoint, Http, sse};
 use crate::model::{FinishReason, LlmError, Message, ModelRequest, ModelResponse, OnEvent, StreamEvent, Usage};
 
 /// Chat Completions (`POST {base}/chat/completions`): OpenAI and every
@@ -17,6 +16,18 @@ pub struct OpenAiChatClient {
     http: Http,
 }
 
+/// This client in the list of clients, with its environment as its
+/// provider's official SDK reads it.
+pub(crate) const ENDPOINT: Endpoint = Endpoint {
+    provider: Provider::OpenAiChat,
+    aliases: &["openai"],
+    base_url_vars: &["OPENAI_BASE_URL"],
+    default_url: "https://api.openai.com/v1",
+    key_vars: &["OPENAI_API_KEY"],
+    default_model: "gpt-4.1-mini",
+    build: |config| Ok(Box::new(OpenAiChatClient::new(config)?)),
+};
+
 impl OpenAiChatClient {
     /// A client with this configuration.
     pub fn new(config: ClientConfig) -> Result<Self, LlmError> {
@@ -26,45 +37,13 @@ impl OpenAiChatClient {
     /// From `OPENAI_BASE_URL` (default `https://api.openai.com/v1`) and
     /// `OPENAI_API_KEY` (required for the default URL only).
     pub fn from_env() -> Result<Self, LlmError> {
-        Self::new(super::ProviderKind::OpenAiChat.checked_env_config()?)
+        Self::new(ENDPOINT.checked_env_config()?)
     }
 }
 
 impl std::fmt::Debug for Http {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Http").field("config", &self.config).finish_non_exhaustive()
-    }
-}
-
-/// The tools in a provider's format, with the name mapping to read calls
-/// back; the tools are written straight into the request's text ([`Body`]).
-pub(crate) fn declare<'a>(format: &dyn WireFormat, request: &'a ModelRequest) -> Declarations<DeclaredTools<'a>> {
-    let deferred = |name: &str| request.deferred_tools.contains(name);
-    let search = |name: &str| request.search_tool.as_deref() == Some(name);
-    let refs: Vec<ToolRef<'a>> = request
-        .tools
-        .iter()
-        .map(|t| ToolRef::from(t).deferred(deferred(&t.name)).search_tool(search(&t.name)))
-        .collect();
-    let declared = format.declare_view(&refs);
-    for (tool, reason) in declared.refused() {
-        tracing::warn!(tool, %reason, "tool not offered to the model");
-    }
-    declared
-}
-
-/// The `tool_choice` value, when one must be sent.
-pub(crate) fn choice(format: &dyn WireFormat, request: &ModelRequest, mapping: &CallMapping) -> Option<Value> {
-    if request.tools.is_empty() || request.tool_choice == ToolChoice::Auto {
-        return None;
-    }
-    match format.tool_choice(&request.tool_choice, mapping) {
-        Ok(choice) => Some(choice),
-        // The provider's default (the model decides) is sent instead: say so.
-        Err(reason) => {
-            tracing::warn!(%reason, "tool choice not sent");
-            None
-        }
     }
 }
 
@@ -83,28 +62,13 @@ fn messages(format: &dyn WireFormat, request: &ModelRequest, mapping: &CallMappi
     out
 }
 
-/// The calls of an answer (a whole one, or one assembled from a stream:
-/// both go through the same checks), a refused answer being
-/// [`LlmError::Protocol`].
-pub(crate) fn read_calls(
-    format: &dyn WireFormat,
-    answer: &Value,
-    mapping: &CallMapping,
-) -> Result<ReadCalls, LlmError> {
-    format.read_calls(answer, mapping).map_err(refused)
-}
-
-/// A response the format refused, as the client's error.
-pub(crate) fn refused(error: ProviderError) -> LlmError {
-    LlmError::Protocol(error.to_string())
-}
-
-pub(crate) fn finish_reason(reason: Option<&str>) -> FinishReason {
+/// Chat Completions' `finish_reason`.
+fn finish_reason(reason: Option<&str>) -> FinishReason {
     match reason {
-        None | Some("stop") | Some("end_turn") | Some("STOP") => FinishReason::Stop,
-        Some("tool_calls") | Some("function_call") | Some("tool_use") => FinishReason::ToolCalls,
-        Some("length") | Some("max_tokens") | Some("MAX_TOKENS") => FinishReason::Length,
-        Some("content_filter") | Some("SAFETY") => FinishReason::ContentFilter,
+        None | Some("stop") => FinishReason::Stop,
+        Some("tool_calls") | Some("function_call") => FinishReason::ToolCalls,
+        Some("length") => FinishReason::Length,
+        Some("content_filter") => FinishReason::ContentFilter,
         Some(other) => FinishReason::Other(other.to_owned()),
     }
 }

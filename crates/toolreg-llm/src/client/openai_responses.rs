@@ -2,10 +2,10 @@
 
 use serde_json::{Value, json};
 use toolreg::provider::openai_responses::OpenAiResponses;
-use toolreg::provider::{CallMapping, WireFormat};
+use toolreg::provider::{CallMapping, Provider, WireFormat};
 
-use super::openai_chat::{choice, declare};
-use super::{Body, ClientConfig, Http, sse};
+use super::wire::{choice, declare};
+use super::{Body, ClientConfig, Endpoint, Http, sse};
 use crate::model::{FinishReason, LlmError, Message, ModelRequest, ModelResponse, OnEvent, StreamEvent, Usage};
 
 /// At most this many output items are kept from one streamed answer.
@@ -34,6 +34,18 @@ pub struct OpenAiResponsesClient {
     http: Http,
 }
 
+/// This client in the list of clients, with its environment as its
+/// provider's official SDK reads it.
+pub(crate) const ENDPOINT: Endpoint = Endpoint {
+    provider: Provider::OpenAiResponses,
+    aliases: &[],
+    base_url_vars: &["OPENAI_BASE_URL"],
+    default_url: "https://api.openai.com/v1",
+    key_vars: &["OPENAI_API_KEY"],
+    default_model: "gpt-4.1-mini",
+    build: |config| Ok(Box::new(OpenAiResponsesClient::new(config)?)),
+};
+
 impl OpenAiResponsesClient {
     /// A client with this configuration.
     pub fn new(config: ClientConfig) -> Result<Self, LlmError> {
@@ -43,7 +55,7 @@ impl OpenAiResponsesClient {
     /// From `OPENAI_BASE_URL` (default `https://api.openai.com/v1`) and
     /// `OPENAI_API_KEY` (required for the default URL only).
     pub fn from_env() -> Result<Self, LlmError> {
-        Self::new(super::ProviderKind::OpenAiResponses.checked_env_config()?)
+        Self::new(ENDPOINT.checked_env_config()?)
     }
 }
 
@@ -72,7 +84,7 @@ fn read(answer: &Value, format: &OpenAiResponses, mapping: &CallMapping) -> Resu
             }
         }
     }
-    let read = super::openai_chat::read_calls(format, answer, mapping)?;
+    let read = super::wire::read_calls(format, answer, mapping)?;
     let n = |p: &str| answer.pointer(p).and_then(Value::as_u64).unwrap_or(0);
     let usage = Usage { input_tokens: n("/usage/input_tokens"), output_tokens: n("/usage/output_tokens") };
     let finish = if !read.calls.is_empty() {

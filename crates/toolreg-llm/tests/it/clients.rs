@@ -520,23 +520,28 @@ async fn base_urls_follow_each_sdks_convention() {
     assert_eq!(answer.map(|a| a.text), Ok("ok".into()));
 }
 
-/// Through `ProviderKind`, the one door the CLI uses: every kind parses and
+/// Through `Endpoint`, the one door the CLI uses: every client parses and
 /// builds; a key is required for the provider's own API only.
 #[test]
-fn provider_kinds_require_a_key_for_their_own_api_only() {
-    use toolreg_llm::client::ProviderKind;
+fn endpoints_require_a_key_for_their_own_api_only() {
+    use toolreg_llm::client::Endpoint;
     for (name, official) in [
         ("openai", "https://api.openai.com/v1"),
         ("openai-responses", "https://api.openai.com/v1"),
         ("anthropic", "https://api.anthropic.com"),
         ("gemini", "https://generativelanguage.googleapis.com"),
+        ("google", "https://generativelanguage.googleapis.com"),
     ] {
-        let kind: ProviderKind = name.parse().unwrap();
-        assert!(matches!(kind.client(ClientConfig::new(official)), Err(LlmError::Config(_))), "{name}");
-        assert!(kind.client(ClientConfig::new(official).api_key(KEY)).is_ok(), "{name}");
-        assert!(kind.client(ClientConfig::new("http://localhost:4000")).is_ok(), "{name}: a local server");
+        let endpoint = Endpoint::parse(name).unwrap();
+        assert!(matches!(endpoint.client(ClientConfig::new(official)), Err(LlmError::Config(_))), "{name}");
+        assert!(endpoint.client(ClientConfig::new(official).api_key(KEY)).is_ok(), "{name}");
+        assert!(endpoint.client(ClientConfig::new("http://localhost:4000")).is_ok(), "{name}: a local server");
     }
-    assert!("cobol".parse::<ProviderKind>().is_err());
+    let unknown = Endpoint::parse("cobol").unwrap_err();
+    assert_eq!(unknown.to_string(), "unknown provider `cobol`; use openai, openai-responses, anthropic or gemini");
+    // A provider the core renders but no client here speaks.
+    assert!(Endpoint::parse("bedrock").is_err());
+    assert!(Endpoint::of(toolreg::provider::Provider::Mcp).is_none());
 }
 
 // ---- Redirects never carry the key to another host -------------------------

@@ -44,13 +44,27 @@ use serde::{Serialize, Serializer};
 use serde_json::{Value, json};
 
 use super::blocks::{self, WEB_IMAGES, accepted};
+use super::choice::{spelled, unsupported, unsupported_validated};
+use super::history::{as_object, text_block};
 use super::hosted::CODE_EXECUTION_TOOL;
+use super::stream::{Partial, streamed_input};
 use super::{
     CallMapping, Caller, CodeExecution, Declarations, DeclaredTools, Dialect, FormatOptions, HostedTurn, LoweringError,
-    Prepared, Provider, ProviderError, RenderedResults, SchemaMode, Shape, Strictness, ToolRef, ToolStatus, WireFormat,
-    find, generated_id, invalid, object_arguments, prepare, result_text, sealed, str_field,
+    NameRule, Prepared, Provider, ProviderError, Registration, RenderedResults, SchemaMode, StreamedCalls, Strictness,
+    ToolChoice, ToolRef, ToolStatus, WireFormat, find, generated_id, invalid, object_arguments, prepare, result_text,
+    sealed, str_field,
 };
 use crate::exec::{Content, ToolCall, ToolResult};
+
+/// This format in the list of formats.
+pub(crate) const REGISTRATION: Registration = Registration {
+    provider: Provider::Anthropic,
+    name: "anthropic",
+    aliases: &[],
+    title: "Anthropic Messages",
+    name_rule: NameRule::ANTHROPIC,
+    build: |options| Box::new(Anthropic::with_options(options)),
+};
 
 /// Anthropic's limit on strict tools in one request.
 pub const MAX_STRICT_TOOLS: usize = 20;
@@ -96,9 +110,18 @@ struct CodeExecutionTool<'a> {
     name: &'a str,
 }
 
+/// Anthropic's `tools`, written by [`serialize`].
+struct AnthropicTools<'b, 'a>(&'b [Prepared<'a>], Option<&'b CodeExecution>);
+
+impl Serialize for AnthropicTools<'_, '_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serialize(self.0, self.1, serializer)
+    }
+}
+
 /// Anthropic's `tools`: the prepared tools, then, when code execution may
 /// call them, the code execution tool.
-pub(crate) fn serialize<S: Serializer>(
+fn serialize<S: Serializer>(
     tools: &[Prepared<'_>],
     code: Option<&CodeExecution>,
     serializer: S,
@@ -240,7 +263,7 @@ impl WireFormat for Anthropic {
             };
             prepared.refuse(i, reason);
         }
-        let mut declared = prepared.finish(Shape::Anthropic);
+        let mut declared = prepared.finish(|tools, code| Box::new(AnthropicTools(tools, code)));
         declared.tools = declared.tools.with_code_execution(self.options.code_execution.clone());
         declared
     }
@@ -266,6 +289,27 @@ impl WireFormat for Anthropic {
             Some(turn) if !turn.content.is_empty() => vec![json!({"role": "assistant", "content": turn.content})],
             _ => self.render_calls(text, calls, mapping),
         }
+    }
+
+    fn tool_choice(&self, choice: &ToolChoice, mapping: &CallMapping) -> Result<Value, ProviderError> {
+        let provider = Provider::Anthropic;
+        Ok(match choice {
+            ToolChoice::Auto => json!({"type": "auto"}),
+            ToolChoice::Required => json!({"type": "any"}),
+            ToolChoice::None => json!({"type": "none"}),
+            ToolChoice::Tool(n) => json!({"type": "tool", "name": spelled(mapping, n)}),
+            ToolChoice::Validated => return Err(unsupported_validated(provider)),
+            ToolChoice::Allowed { .. } => return Err(unsupported(provider, "list of allowed tools")),
+        })
+    }
+
+    /// One assistant message: a text block, then a `tool_use` block per call.
+    fn render_calls(&self, text: &str, calls: &[ToolCall], mapping: &CallMapping) -> Vec<Value> {
+        let mut blocks = text_block(text, |t| json!({"type": "text", "text": t}));
+        blocks.extend(calls.iter().map(|c| {
+            json!({"type": "tool_use", "id": c.id, "name": mapping.provider_name(&c.name), "input": as_object(&c.arguments)})
+        }));
+        vec![json!({"role": "assistant", "content": blocks})]
     }
 
     fn render_results(&self, results: &[ToolResult], mapping: &CallMapping) -> RenderedResults {
@@ -336,6 +380,60 @@ fn content_block(block: &Content) -> Option<Value> {
 }
 
 impl sealed::Format for Anthropic {
+    /// Content blocks as they start and as their deltas add to them; the
+    /// container a message names.
+    fn stream_event(&self, stream: &mut StreamedCalls, event: &Value) -> Result<(), ProviderError> {
+        let index = event.get("index").and_then(Value::as_u64).unwrap_or(0);
+        match event.get("type").and_then(Value::as_str) {
+            Some("content_block_start") => {
+                let block = &event["content_block"];
+                let part = stream.at(index)?;
+                if block.get("type") == Some(&json!("tool_use")) {
+                    part.id = block["id"].as_str().unwrap_or_default().to_owned();
+                    part.name = block["name"].as_str().unwrap_or_default().to_owned();
+                    part.start_input = block.get("input").cloned();
+                }
+                // Every block is kept: a turn in which Anthropic ran code
+                // goes back whole (see `hosted`); a plain call is
+                // rebuilt from its parts as before.
+                part.start = Some(block.clone());
+            }
+            Some("content_block_delta") => {
+                let Some(part) = stream.started(index) else { return Ok(()) };
+                let delta = &event["delta"];
+                let text = |key: &str| delta.get(key).and_then(Value::as_str).unwrap_or_default();
+                match delta.get("type").and_then(Value::as_str) {
+                    Some("input_json_delta") => part.arguments.push_str(text("partial_json")),
+                    Some("text_delta") => part.text.push_str(text("text")),
+                    Some("thinking_delta") => part.text.push_str(text("thinking")),
+                    Some("signature_delta") => part.signature.push_str(text("signature")),
+                    _ => {}
+                }
+            }
+            Some("message_start") => {
+                if let Some(container) = event.pointer("/message/container").filter(|c| !c.is_null()) {
+                    stream.container = Some(container.clone());
+                }
+            }
+            Some("message_delta") => {
+                if let Some(container) = event.pointer("/delta/container").filter(|c| !c.is_null()) {
+                    stream.container = Some(container.clone());
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn streamed_answer(&self, mut stream: StreamedCalls) -> Option<Value> {
+        let container = stream.container.take();
+        let blocks: Vec<Value> = stream.into_calls().map(streamed_block).collect();
+        Some(match container {
+            Some(container) => json!({"content": blocks, "container": container}),
+            None => json!({"content": blocks}),
+        })
+    }
+
     /// The `tool_use` blocks of a response or message (its `content`), or of
     /// a content-block list.
     fn calls_in(&self, body: &Value, mapping: &CallMapping) -> Result<Vec<ToolCall>, ProviderError> {
@@ -436,4 +534,45 @@ fn count_params(schema: &Value) -> (usize, usize) {
         }
     }
     (optional, unions)
+}
+
+/// A content block from its start and its deltas: a call rebuilt from its
+/// parts (with its `caller`, when code made it); any other block as it
+/// started, with the text, thinking or input its deltas added.
+fn streamed_block(part: Partial) -> Value {
+    let mut block = part.start.unwrap_or_else(|| json!({"type": "tool_use"}));
+    match block.get("type").and_then(Value::as_str).unwrap_or_default() {
+        "tool_use" => {
+            // No delta: the input the block started with (`{}` for a call
+            // without arguments).
+            let input = match part.start_input {
+                Some(start) if part.arguments.trim().is_empty() => start,
+                _ => streamed_input(part.arguments),
+            };
+            let mut call = json!({"type": "tool_use", "id": part.id, "name": part.name, "input": input});
+            if let Some(caller) = block.get_mut("caller") {
+                call["caller"] = caller.take();
+            }
+            call
+        }
+        "text" => {
+            let text = block.get("text").and_then(Value::as_str).unwrap_or_default().to_owned() + &part.text;
+            block["text"] = Value::String(text);
+            block
+        }
+        "thinking" => {
+            let thinking = block.get("thinking").and_then(Value::as_str).unwrap_or_default().to_owned() + &part.text;
+            block["thinking"] = Value::String(thinking);
+            if !part.signature.is_empty() {
+                block["signature"] = Value::String(part.signature);
+            }
+            block
+        }
+        // A server tool's call (`server_tool_use`) streams its input too.
+        _ if !part.arguments.trim().is_empty() => {
+            block["input"] = streamed_input(part.arguments);
+            block
+        }
+        _ => block,
+    }
 }

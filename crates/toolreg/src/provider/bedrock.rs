@@ -17,12 +17,26 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::blocks::{self, WEB_IMAGES, accepted};
+use super::choice::{spelled, unsupported, unsupported_validated};
+use super::declared::Entries;
+use super::history::{as_object, text_block};
+use super::stream::streamed_input;
 use super::{
-    CallMapping, Declarations, DeclaredTools, FormatOptions, Prepared, Provider, ProviderError, RenderedResults,
-    SchemaMode, Shape, ToolRef, WireFormat, find, generated_id, invalid, object_arguments, prepare, result_text,
-    sealed, str_field,
+    CallMapping, Declarations, DeclaredTools, FormatOptions, NameRule, Prepared, Provider, ProviderError, Registration,
+    RenderedResults, SchemaMode, StreamedCalls, ToolChoice, ToolRef, WireFormat, find, generated_id, invalid,
+    object_arguments, prepare, result_text, sealed, str_field,
 };
 use crate::exec::{Content, ToolCall, ToolResult};
+
+/// This format in the list of formats.
+pub(crate) const REGISTRATION: Registration = Registration {
+    provider: Provider::Bedrock,
+    name: "bedrock",
+    aliases: &[],
+    title: "AWS Bedrock Converse",
+    name_rule: NameRule::OPENAI,
+    build: |options| Box::new(Bedrock::with_options(options)),
+};
 
 /// The document types of a `document` block, by MIME type.
 const DOCUMENTS: &[(&str, &str)] = &[
@@ -93,7 +107,31 @@ impl WireFormat for Bedrock {
     }
 
     fn declare_view<'a>(&self, tools: &[ToolRef<'a>]) -> Declarations<DeclaredTools<'a>> {
-        prepare(Provider::Bedrock, SchemaMode::Canonical, &self.options, tools).finish(Shape::Bedrock)
+        prepare(Provider::Bedrock, SchemaMode::Canonical, &self.options, tools)
+            .finish(|tools, _| Box::new(Entries(tools, entry)))
+    }
+
+    fn tool_choice(&self, choice: &ToolChoice, mapping: &CallMapping) -> Result<Value, ProviderError> {
+        let provider = Provider::Bedrock;
+        Ok(match choice {
+            ToolChoice::Auto => json!({"auto": {}}),
+            ToolChoice::Required => json!({"any": {}}),
+            ToolChoice::Tool(n) => json!({"tool": {"name": spelled(mapping, n)}}),
+            ToolChoice::Validated => return Err(unsupported_validated(provider)),
+            ToolChoice::None => {
+                return Err(unsupported(provider, "way to forbid tool calls but to leave out `toolConfig`"));
+            }
+            ToolChoice::Allowed { .. } => return Err(unsupported(provider, "list of allowed tools")),
+        })
+    }
+
+    /// One assistant message: a text block, then a `toolUse` block per call.
+    fn render_calls(&self, text: &str, calls: &[ToolCall], mapping: &CallMapping) -> Vec<Value> {
+        let mut blocks = text_block(text, |t| json!({"text": t}));
+        blocks.extend(calls.iter().map(|c| {
+            json!({"toolUse": {"toolUseId": c.id, "name": mapping.provider_name(&c.name), "input": as_object(&c.arguments)}})
+        }));
+        vec![json!({"role": "assistant", "content": blocks})]
     }
 
     /// Objects go back as `{"json"}` content, anything else (and errors) as
@@ -160,6 +198,32 @@ fn document_name(file: &str) -> String {
 }
 
 impl sealed::Format for Bedrock {
+    /// A `toolUse` block's start, then the deltas of its input text.
+    fn stream_event(&self, stream: &mut StreamedCalls, event: &Value) -> Result<(), ProviderError> {
+        let at = event.get("contentBlockIndex").and_then(Value::as_u64).unwrap_or(0);
+        if let Some(start) = event.pointer("/start/toolUse") {
+            let call = stream.at(at)?;
+            call.id = start["toolUseId"].as_str().unwrap_or_default().to_owned();
+            call.name = start["name"].as_str().unwrap_or_default().to_owned();
+        } else if let Some(text) = event.pointer("/delta/toolUse/input").and_then(Value::as_str)
+            && let Some(call) = stream.started(at)
+        {
+            call.arguments.push_str(text);
+        }
+        Ok(())
+    }
+
+    fn streamed_answer(&self, stream: StreamedCalls) -> Option<Value> {
+        let blocks: Vec<Value> = stream
+            .into_calls()
+            .map(|c| {
+                let input = streamed_input(c.arguments);
+                json!({"toolUse": {"toolUseId": c.id, "name": c.name, "input": input}})
+            })
+            .collect();
+        Some(json!({"output": {"message": {"role": "assistant", "content": blocks}}}))
+    }
+
     /// The `toolUse` blocks of a Converse response, a message, or a content list.
     fn calls_in(&self, body: &Value, mapping: &CallMapping) -> Result<Vec<ToolCall>, ProviderError> {
         let p = Provider::Bedrock;

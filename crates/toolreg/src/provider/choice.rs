@@ -1,5 +1,6 @@
 //! Which tools the model may or must call: one [`ToolChoice`], rendered in
-//! each provider's own spelling (`tool_choice`, `toolConfig`, `toolChoice`).
+//! each provider's own spelling (`tool_choice`, `toolConfig`, `toolChoice`)
+//! by that provider's format ([`WireFormat::tool_choice`](super::WireFormat::tool_choice)).
 //!
 //! ```
 //! use toolreg::provider::{CallMapping, ToolChoice, Provider};
@@ -19,34 +20,19 @@
 //! # Ok::<(), toolreg::provider::ProviderError>(())
 //! ```
 //!
-//! Gemini's `toolConfig.functionCallingConfig` has four modes, and
-//! `allowedFunctionNames` only with `ANY` or `VALIDATED` (as its API
-//! reference says). Each choice maps to one of them:
-//!
-//! | choice | Gemini |
-//! |---|---|
-//! | [`Auto`](ToolChoice::Auto) | `{"mode":"AUTO"}` |
-//! | [`Required`](ToolChoice::Required) | `{"mode":"ANY"}` |
-//! | [`None`](ToolChoice::None) | `{"mode":"NONE"}` |
-//! | [`Validated`](ToolChoice::Validated) | `{"mode":"VALIDATED"}` |
-//! | [`Tool(name)`](ToolChoice::Tool) | `{"mode":"ANY","allowedFunctionNames":[name]}` |
-//! | [`Allowed { required: true, .. }`](ToolChoice::Allowed) | `{"mode":"ANY","allowedFunctionNames":[..]}` |
-//! | [`Allowed { required: false, .. }`](ToolChoice::Allowed) | `{"mode":"VALIDATED","allowedFunctionNames":[..]}` |
+//! A choice a provider has no way to say is
+//! [`ProviderError::UnsupportedChoice`]: Gemini's `VALIDATED` mode elsewhere,
+//! for one.
 //!
 //! ```
 //! use toolreg::provider::{CallMapping, Provider, ProviderError, ToolChoice};
-//! use serde_json::json;
 //!
-//! // Text or a call, and a call sticks to its tool's schema.
 //! let validated = ToolChoice::Validated;
-//! let mapping = CallMapping::default();
-//! assert_eq!(validated.render(Provider::Gemini, &mapping)?, json!({"functionCallingConfig": {"mode": "VALIDATED"}}));
 //! // Elsewhere that is strict mode, set per tool: no choice says it.
-//! assert!(matches!(validated.render(Provider::OpenAiChat, &mapping), Err(ProviderError::UnsupportedChoice { .. })));
-//! # Ok::<(), ProviderError>(())
+//! assert!(matches!(validated.render(Provider::OpenAiChat, &CallMapping::default()), Err(ProviderError::UnsupportedChoice { .. })));
 //! ```
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::{CallMapping, Provider, ProviderError};
 
@@ -81,89 +67,28 @@ pub enum ToolChoice {
 }
 
 impl ToolChoice {
-    /// The provider's value for this choice: OpenAI's and Mistral's
-    /// `tool_choice`, Anthropic's `tool_choice`, Gemini's `toolConfig`,
-    /// Bedrock's `toolConfig.toolChoice`. Names are spelled as `mapping`
-    /// sent them. A choice the provider has no way to say is an error.
+    /// The provider's value for this choice: what its format's
+    /// [`tool_choice`](super::WireFormat::tool_choice) writes.
     pub fn render(&self, provider: Provider, mapping: &CallMapping) -> Result<Value, ProviderError> {
-        let unsupported = |what: &str| {
-            Err(ProviderError::UnsupportedChoice { provider, reason: format!("{provider} has no {what}") })
-        };
-        let validated = || {
-            unsupported(
-                "validated mode (Gemini's VALIDATED); where it has strict mode, set that per tool \
-                 (FormatOptions::strict) and choose Auto",
-            )
-        };
-        let name = |n: &String| Value::String(mapping.provider_name(n).to_owned());
-        let names = |ns: &[String]| Value::Array(ns.iter().map(name).collect());
-        let mode = |required: bool| if required { "required" } else { "auto" };
-        Ok(match provider {
-            Provider::OpenAiChat | Provider::Ollama => match self {
-                ToolChoice::Auto => json!("auto"),
-                ToolChoice::Required => json!("required"),
-                ToolChoice::None => json!("none"),
-                ToolChoice::Tool(n) => json!({"type": "function", "function": {"name": name(n)}}),
-                ToolChoice::Validated => return validated(),
-                ToolChoice::Allowed { tools, required } => json!({
-                    "type": "allowed_tools",
-                    "allowed_tools": {
-                        "mode": mode(*required),
-                        "tools": tools.iter().map(|n| json!({"type": "function", "function": {"name": name(n)}})).collect::<Vec<_>>()
-                    }
-                }),
-            },
-            Provider::OpenAiResponses => match self {
-                ToolChoice::Auto => json!("auto"),
-                ToolChoice::Required => json!("required"),
-                ToolChoice::None => json!("none"),
-                ToolChoice::Tool(n) => json!({"type": "function", "name": name(n)}),
-                ToolChoice::Validated => return validated(),
-                ToolChoice::Allowed { tools, required } => json!({
-                    "type": "allowed_tools",
-                    "mode": mode(*required),
-                    "tools": tools.iter().map(|n| json!({"type": "function", "name": name(n)})).collect::<Vec<_>>()
-                }),
-            },
-            Provider::Mistral => match self {
-                ToolChoice::Auto => json!("auto"),
-                ToolChoice::Required => json!("any"),
-                ToolChoice::None => json!("none"),
-                ToolChoice::Tool(n) => json!({"type": "function", "function": {"name": name(n)}}),
-                ToolChoice::Validated => return validated(),
-                ToolChoice::Allowed { .. } => return unsupported("list of allowed tools"),
-            },
-            Provider::Anthropic => match self {
-                ToolChoice::Auto => json!({"type": "auto"}),
-                ToolChoice::Required => json!({"type": "any"}),
-                ToolChoice::None => json!({"type": "none"}),
-                ToolChoice::Tool(n) => json!({"type": "tool", "name": name(n)}),
-                ToolChoice::Validated => return validated(),
-                ToolChoice::Allowed { .. } => return unsupported("list of allowed tools"),
-            },
-            Provider::Gemini => {
-                let config = match self {
-                    ToolChoice::Auto => json!({"mode": "AUTO"}),
-                    ToolChoice::Required => json!({"mode": "ANY"}),
-                    ToolChoice::None => json!({"mode": "NONE"}),
-                    ToolChoice::Validated => json!({"mode": "VALIDATED"}),
-                    ToolChoice::Tool(n) => json!({"mode": "ANY", "allowedFunctionNames": [name(n)]}),
-                    ToolChoice::Allowed { tools, required } => json!({
-                        "mode": if *required { "ANY" } else { "VALIDATED" },
-                        "allowedFunctionNames": names(tools)
-                    }),
-                };
-                json!({"functionCallingConfig": config})
-            }
-            Provider::Bedrock => match self {
-                ToolChoice::Auto => json!({"auto": {}}),
-                ToolChoice::Required => json!({"any": {}}),
-                ToolChoice::Tool(n) => json!({"tool": {"name": name(n)}}),
-                ToolChoice::Validated => return validated(),
-                ToolChoice::None => return unsupported("way to forbid tool calls but to leave out `toolConfig`"),
-                ToolChoice::Allowed { .. } => return unsupported("list of allowed tools"),
-            },
-            Provider::Mcp => return unsupported("tool choice: the client decides"),
-        })
+        provider.wire_format().tool_choice(self, mapping)
     }
+}
+
+/// A tool's name in a choice, spelled as `mapping` sent it.
+pub(crate) fn spelled(mapping: &CallMapping, name: &str) -> Value {
+    Value::String(mapping.provider_name(name).to_owned())
+}
+
+/// `provider` has no way to say `what`.
+pub(crate) fn unsupported(provider: Provider, what: &str) -> ProviderError {
+    ProviderError::UnsupportedChoice { provider, reason: format!("{provider} has no {what}") }
+}
+
+/// [`ToolChoice::Validated`] for a provider without Gemini's `VALIDATED`.
+pub(crate) fn unsupported_validated(provider: Provider) -> ProviderError {
+    unsupported(
+        provider,
+        "validated mode (Gemini's VALIDATED); where it has strict mode, set that per tool \
+         (FormatOptions::strict) and choose Auto",
+    )
 }

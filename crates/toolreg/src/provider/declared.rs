@@ -3,33 +3,37 @@
 //! canonical or cached lowered schemas.
 //!
 //! Apart from the formats because every format writes through it: a
-//! format prepares its tools (`prepare`), names its [`Shape`], and the
-//! view writes each tool in that format's serde structs, into a `Value`
-//! ([`DeclaredTools::to_value`], what [`WireFormat::declare_partial`]
-//! returns) or straight into the request text (`serde_json::to_writer`), so
-//! both come from the same code.
+//! format prepares its tools (`prepare`) and hands over its own writer
+//! ([`WriteTools`]), and the view writes each tool in that format's serde
+//! structs, into a `Value` ([`DeclaredTools::to_value`], what
+//! [`WireFormat::declare_partial`] returns) or straight into the request
+//! text (`serde_json::to_writer`), so both come from the same code.
 //!
 //! [`WireFormat::declare_partial`]: super::WireFormat::declare_partial
+
+use std::fmt;
 
 use serde::{Serialize, Serializer};
 use serde_json::Value;
 
 use super::CodeExecution;
-use super::prepare::Prepared;
-use super::{anthropic, bedrock, gemini, mcp, mistral, ollama, openai_chat, openai_responses};
+use super::Declarations;
+use super::prepare::{Preparation, Prepared};
 
-/// Which format's structs the tools are written in (and, for Gemini, which
-/// of its two schema fields).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Shape {
-    OpenAiChat,
-    OpenAiResponses,
-    Anthropic,
-    Gemini { json_schema: bool },
-    Mcp,
-    Bedrock,
-    Mistral,
-    Ollama,
+/// How a format writes its prepared tools (and the code execution that may
+/// call them): its own serde structs, behind one erased `Serialize`, so the
+/// view writes any format's tools without knowing which.
+pub(crate) type WriteTools =
+    for<'b, 'a> fn(&'b [Prepared<'a>], Option<&'b CodeExecution>) -> Box<dyn erased_serde::Serialize + 'b>;
+
+/// Tools written one entry each, by the format's `entry`: the shape of
+/// every format whose `tools` is a plain list.
+pub(crate) struct Entries<'b, 'a, E>(pub(crate) &'b [Prepared<'a>], pub(crate) fn(&'b Prepared<'a>) -> E);
+
+impl<E: Serialize> Serialize for Entries<'_, '_, E> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().map(self.1))
+    }
 }
 
 /// The provider's `tools`, ready to be written: what
@@ -66,9 +70,9 @@ pub(crate) enum Shape {
 /// assert_eq!(serde_json::from_str::<Value>(&text)?, declared.tools.to_value());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct DeclaredTools<'a> {
-    shape: Shape,
+    write: WriteTools,
     tools: Vec<Prepared<'a>>,
     /// The provider's code execution that may call the tools (Anthropic),
     /// written after them.
@@ -76,8 +80,8 @@ pub struct DeclaredTools<'a> {
 }
 
 impl<'a> DeclaredTools<'a> {
-    pub(crate) fn new(shape: Shape, tools: Vec<Prepared<'a>>) -> Self {
-        DeclaredTools { shape, tools, code: None }
+    pub(crate) fn new(write: WriteTools, tools: Vec<Prepared<'a>>) -> Self {
+        DeclaredTools { write, tools, code: None }
     }
 
     /// The same tools, callable from the provider's code execution.
@@ -105,18 +109,27 @@ impl<'a> DeclaredTools<'a> {
     }
 }
 
+impl fmt::Debug for DeclaredTools<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DeclaredTools").field("tools", &self.tools).field("code", &self.code).finish_non_exhaustive()
+    }
+}
+
 impl Serialize for DeclaredTools<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let tools = self.tools.iter();
-        match self.shape {
-            Shape::OpenAiChat => serializer.collect_seq(tools.map(openai_chat::entry)),
-            Shape::OpenAiResponses => openai_responses::serialize(&self.tools, self.code.as_ref(), serializer),
-            Shape::Anthropic => anthropic::serialize(&self.tools, self.code.as_ref(), serializer),
-            Shape::Gemini { json_schema } => gemini::serialize(&self.tools, json_schema, serializer),
-            Shape::Mcp => serializer.collect_seq(tools.map(mcp::entry)),
-            Shape::Bedrock => serializer.collect_seq(tools.map(bedrock::entry)),
-            Shape::Mistral => serializer.collect_seq(tools.map(mistral::entry)),
-            Shape::Ollama => serializer.collect_seq(tools.map(ollama::entry)),
-        }
+        let tools = (self.write)(&self.tools, self.code.as_ref());
+        erased_serde::serialize(&*tools, serializer)
+    }
+}
+
+impl<'a> Preparation<'a> {
+    /// The declarations, with the tools to be written by the format's `write`.
+    pub(crate) fn finish(self, write: WriteTools) -> Declarations<DeclaredTools<'a>> {
+        let mut mapping = self.mapping;
+        mapping.declared = Some(self.tools.iter().map(|p| p.name.clone().into_owned()).collect());
+        mapping.deferred =
+            self.tools.iter().filter(|p| p.tool.is_deferred()).map(|p| p.tool.declaration().name.clone()).collect();
+        mapping.search = self.tools.iter().find(|p| p.tool.is_search_tool()).map(|p| p.tool.declaration().name.clone());
+        Declarations { tools: DeclaredTools::new(write, self.tools), mapping, report: self.report }
     }
 }

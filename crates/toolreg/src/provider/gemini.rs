@@ -19,17 +19,57 @@
 //!   AAC, OGG, FLAC) and PDF. Other types, links and embedded text
 //!   resources are their summary text in `output`
 //!   ([`Fallback::Summary`](super::Fallback::Summary)). Annotations are left out.
+//! - Streamed: whole `functionCall` parts, kept as they come.
+//!
+//! Tool choice: `toolConfig.functionCallingConfig` has four modes, and
+//! `allowedFunctionNames` only with `ANY` or `VALIDATED` (as its API
+//! reference says). Each choice maps to one of them:
+//!
+//! | choice | Gemini |
+//! |---|---|
+//! | [`Auto`](ToolChoice::Auto) | `{"mode":"AUTO"}` |
+//! | [`Required`](ToolChoice::Required) | `{"mode":"ANY"}` |
+//! | [`None`](ToolChoice::None) | `{"mode":"NONE"}` |
+//! | [`Validated`](ToolChoice::Validated) | `{"mode":"VALIDATED"}` |
+//! | [`Tool(name)`](ToolChoice::Tool) | `{"mode":"ANY","allowedFunctionNames":[name]}` |
+//! | [`Allowed { required: true, .. }`](ToolChoice::Allowed) | `{"mode":"ANY","allowedFunctionNames":[..]}` |
+//! | [`Allowed { required: false, .. }`](ToolChoice::Allowed) | `{"mode":"VALIDATED","allowedFunctionNames":[..]}` |
+//!
+//! ```
+//! use toolreg::provider::{CallMapping, Provider, ProviderError, ToolChoice};
+//! use serde_json::json;
+//!
+//! // Text or a call, and a call sticks to its tool's schema.
+//! let validated = ToolChoice::Validated;
+//! let mapping = CallMapping::default();
+//! assert_eq!(validated.render(Provider::Gemini, &mapping)?, json!({"functionCallingConfig": {"mode": "VALIDATED"}}));
+//! // Elsewhere that is strict mode, set per tool: no choice says it.
+//! assert!(matches!(validated.render(Provider::OpenAiChat, &mapping), Err(ProviderError::UnsupportedChoice { .. })));
+//! # Ok::<(), ProviderError>(())
+//! ```
 
 use serde::{Serialize, Serializer};
 use serde_json::{Value, json};
 
 use super::blocks::{self, accepted};
+use super::choice::spelled;
+use super::history::{as_object, text_block};
 use super::{
-    CallMapping, Declarations, DeclaredTools, Dialect, FormatOptions, Prepared, Provider, ProviderError,
-    RenderedResults, SchemaMode, Shape, ToolRef, ToolStatus, WireFormat, find, generated_id, invalid, object_arguments,
-    prepare, result_text, sealed, str_field,
+    CallMapping, Declarations, DeclaredTools, Dialect, FormatOptions, NameRule, Prepared, Provider, ProviderError,
+    Registration, RenderedResults, SchemaMode, StreamedCalls, ToolChoice, ToolRef, ToolStatus, WireFormat, find,
+    generated_id, invalid, object_arguments, prepare, result_text, sealed, str_field,
 };
 use crate::exec::{Content, ToolCall, ToolResult};
+
+/// This format in the list of formats.
+pub(crate) const REGISTRATION: Registration = Registration {
+    provider: Provider::Gemini,
+    name: "gemini",
+    aliases: &[],
+    title: "Google Gemini",
+    name_rule: NameRule::GEMINI,
+    build: |options| Box::new(Gemini::with_options(options)),
+};
 
 /// The media types a function response's `inlineData` takes.
 const INLINE: &[&str] = &[
@@ -83,12 +123,18 @@ fn no_parameters(schema: &Value) -> bool {
 }
 
 /// The prepared tools as Gemini's `tools`: one `Tool` holding every
+/// Gemini's `tools`, written by [`serialize`]: with `parametersJsonSchema`
+/// when the flag is set.
+struct GeminiTools<'b, 'a>(&'b [Prepared<'a>], bool);
+
+impl Serialize for GeminiTools<'_, '_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serialize(self.0, self.1, serializer)
+    }
+}
+
 /// declaration, or none at all for no tools.
-pub(crate) fn serialize<S: Serializer>(
-    tools: &[Prepared<'_>],
-    json_schema: bool,
-    serializer: S,
-) -> Result<S::Ok, S::Error> {
+fn serialize<S: Serializer>(tools: &[Prepared<'_>], json_schema: bool, serializer: S) -> Result<S::Ok, S::Error> {
     struct Declarations<'b, 'a>(&'b [Prepared<'a>], bool);
     impl Serialize for Declarations<'_, '_> {
         fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
@@ -147,7 +193,40 @@ impl WireFormat for Gemini {
                 }
             }
         }
-        prepared.finish(Shape::Gemini { json_schema: self.json_schema })
+        match self.json_schema {
+            true => prepared.finish(|tools, _| Box::new(GeminiTools(tools, true))),
+            false => prepared.finish(|tools, _| Box::new(GeminiTools(tools, false))),
+        }
+    }
+
+    fn tool_choice(&self, choice: &ToolChoice, mapping: &CallMapping) -> Result<Value, ProviderError> {
+        let names = |ns: &[String]| Value::Array(ns.iter().map(|n| spelled(mapping, n)).collect());
+        let config = match choice {
+            ToolChoice::Auto => json!({"mode": "AUTO"}),
+            ToolChoice::Required => json!({"mode": "ANY"}),
+            ToolChoice::None => json!({"mode": "NONE"}),
+            ToolChoice::Validated => json!({"mode": "VALIDATED"}),
+            ToolChoice::Tool(n) => json!({"mode": "ANY", "allowedFunctionNames": [spelled(mapping, n)]}),
+            ToolChoice::Allowed { tools, required } => json!({
+                "mode": if *required { "ANY" } else { "VALIDATED" },
+                "allowedFunctionNames": names(tools)
+            }),
+        };
+        Ok(json!({"functionCallingConfig": config}))
+    }
+
+    /// One `model` content: a text part, then a `functionCall` part per
+    /// call, without the ids toolreg made up.
+    fn render_calls(&self, text: &str, calls: &[ToolCall], mapping: &CallMapping) -> Vec<Value> {
+        let mut parts = text_block(text, |t| json!({"text": t}));
+        parts.extend(calls.iter().map(|c| {
+            let mut call = json!({"name": mapping.provider_name(&c.name), "args": as_object(&c.arguments)});
+            if !mapping.is_generated_id(&c.id) {
+                call["id"] = json!(c.id);
+            }
+            json!({"functionCall": call})
+        }));
+        vec![json!({"role": "model", "parts": parts})]
     }
 
     /// The name in each part is the one Gemini called (respelled through
@@ -209,6 +288,19 @@ fn inline_data(block: &Content) -> Option<Piece> {
 }
 
 impl sealed::Format for Gemini {
+    /// Whole `functionCall` parts, kept in order.
+    fn stream_event(&self, stream: &mut StreamedCalls, event: &Value) -> Result<(), ProviderError> {
+        let parts = event.pointer("/candidates/0/content/parts").and_then(Value::as_array);
+        for part in parts.into_iter().flatten().filter(|p| p.get("functionCall").is_some()) {
+            stream.push_whole(part)?;
+        }
+        Ok(())
+    }
+
+    fn streamed_answer(&self, stream: StreamedCalls) -> Option<Value> {
+        Some(json!({"candidates": [{"content": {"role": "model", "parts": stream.whole}}]}))
+    }
+
     /// The `functionCall` parts of a response (first candidate), of a
     /// `Content`, or of a part list.
     fn calls_in(&self, body: &Value, mapping: &CallMapping) -> Result<Vec<ToolCall>, ProviderError> {

@@ -24,12 +24,25 @@
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use super::choice::unsupported;
+use super::declared::Entries;
 use super::{
-    CallMapping, Declarations, DeclaredTools, FormatOptions, Prepared, Provider, ProviderError, SchemaMode, Shape,
-    ToolRef, WireFormat, invalid, object_arguments, prepare, result_text, sealed, str_field,
+    CallMapping, Declarations, DeclaredTools, FormatOptions, NameRule, Prepared, Provider, ProviderError, Registration,
+    SchemaMode, StreamedCalls, ToolChoice, ToolRef, WireFormat, invalid, object_arguments, prepare, result_text,
+    sealed, str_field,
 };
 use crate::declaration::{SafetyLevel, ToolDeclaration};
 use crate::exec::{Content, EmbeddedResource, Media, ResourceContents, ToolCall, ToolResult};
+
+/// This format in the list of formats.
+pub(crate) const REGISTRATION: Registration = Registration {
+    provider: Provider::Mcp,
+    name: "mcp",
+    aliases: &[],
+    title: "MCP",
+    name_rule: NameRule::MCP,
+    build: |options| Box::new(Mcp::with_options(options)),
+};
 
 /// MCP's tool and result formats.
 #[derive(Debug, Clone, Default)]
@@ -231,12 +244,22 @@ impl WireFormat for Mcp {
     }
 
     fn declare_view<'a>(&self, tools: &[ToolRef<'a>]) -> Declarations<DeclaredTools<'a>> {
-        prepare(Provider::Mcp, SchemaMode::Mcp, &self.options, tools).finish(Shape::Mcp)
+        prepare(Provider::Mcp, SchemaMode::Mcp, &self.options, tools).finish(|tools, _| Box::new(Entries(tools, entry)))
     }
 
     fn render_results(&self, results: &[ToolResult], _mapping: &CallMapping) -> super::RenderedResults {
         let messages = results.iter().map(|r| super::to_json(&CallToolResult::new(r))).collect();
         super::RenderedResults { messages, fallbacks: Vec::new() }
+    }
+
+    /// The client decides: MCP has no tool choice.
+    fn tool_choice(&self, _choice: &ToolChoice, _mapping: &CallMapping) -> Result<Value, ProviderError> {
+        Err(unsupported(Provider::Mcp, "tool choice: the client decides"))
+    }
+
+    /// An MCP conversation has no assistant turn: calls are requests.
+    fn render_calls(&self, _text: &str, _calls: &[ToolCall], _mapping: &CallMapping) -> Vec<Value> {
+        Vec::new()
     }
 }
 
@@ -260,6 +283,15 @@ impl sealed::Format for Mcp {
             _ => String::new(),
         };
         Ok(vec![ToolCall { id, name: name.to_owned(), arguments: object_arguments(params.get("arguments")) }])
+    }
+
+    /// MCP calls are requests, never streamed.
+    fn stream_event(&self, _stream: &mut StreamedCalls, _event: &Value) -> Result<(), ProviderError> {
+        Ok(())
+    }
+
+    fn streamed_answer(&self, _stream: StreamedCalls) -> Option<Value> {
+        None
     }
 }
 

@@ -22,12 +22,26 @@
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::openai_chat::{chat_tool_call, chat_tool_calls, user_message, user_part};
+use super::choice::{spelled, unsupported, unsupported_validated};
+use super::declared::Entries;
+use super::openai_chat::{
+    chat_stream_event, chat_streamed_answer, chat_tool_call, chat_tool_calls, chat_turn, user_message, user_part,
+};
 use super::{
-    CallMapping, Declarations, DeclaredTools, Fnv, FormatOptions, Prepared, Provider, ProviderError, RenderedResults,
-    SchemaMode, Shape, ToolRef, WireFormat, blocks, prepare, sealed,
+    CallMapping, Declarations, DeclaredTools, Fnv, FormatOptions, NameRule, Prepared, Provider, ProviderError,
+    Registration, RenderedResults, SchemaMode, StreamedCalls, ToolChoice, ToolRef, WireFormat, blocks, prepare, sealed,
 };
 use crate::exec::{ToolCall, ToolResult};
+
+/// This format in the list of formats.
+pub(crate) const REGISTRATION: Registration = Registration {
+    provider: Provider::Mistral,
+    name: "mistral",
+    aliases: &[],
+    title: "Mistral",
+    name_rule: NameRule::OPENAI,
+    build: |options| Box::new(Mistral::with_options(options)),
+};
 
 /// Mistral's wire format.
 #[derive(Debug, Clone, Default)]
@@ -98,7 +112,27 @@ impl WireFormat for Mistral {
     }
 
     fn declare_view<'a>(&self, tools: &[ToolRef<'a>]) -> Declarations<DeclaredTools<'a>> {
-        prepare(Provider::Mistral, SchemaMode::Canonical, &self.options, tools).finish(Shape::Mistral)
+        prepare(Provider::Mistral, SchemaMode::Canonical, &self.options, tools)
+            .finish(|tools, _| Box::new(Entries(tools, entry)))
+    }
+
+    /// OpenAI's spelling, but `any` for a required call and no list of
+    /// allowed tools.
+    fn tool_choice(&self, choice: &ToolChoice, mapping: &CallMapping) -> Result<Value, ProviderError> {
+        let provider = Provider::Mistral;
+        Ok(match choice {
+            ToolChoice::Auto => json!("auto"),
+            ToolChoice::Required => json!("any"),
+            ToolChoice::None => json!("none"),
+            ToolChoice::Tool(n) => json!({"type": "function", "function": {"name": spelled(mapping, n)}}),
+            ToolChoice::Validated => return Err(unsupported_validated(provider)),
+            ToolChoice::Allowed { .. } => return Err(unsupported(provider, "list of allowed tools")),
+        })
+    }
+
+    /// OpenAI's assistant message, the arguments as the text the model wrote.
+    fn render_calls(&self, text: &str, calls: &[ToolCall], mapping: &CallMapping) -> Vec<Value> {
+        chat_turn(text, calls, mapping, |arguments| json!(arguments.to_string()))
     }
 
     /// One `tool` message per result, with the nine-character id and the
@@ -128,5 +162,14 @@ impl sealed::Format for Mistral {
                 Ok(call)
             })
             .collect()
+    }
+
+    /// OpenAI's stream chunks.
+    fn stream_event(&self, stream: &mut StreamedCalls, event: &Value) -> Result<(), ProviderError> {
+        chat_stream_event(stream, event)
+    }
+
+    fn streamed_answer(&self, stream: StreamedCalls) -> Option<Value> {
+        Some(chat_streamed_answer(stream))
     }
 }

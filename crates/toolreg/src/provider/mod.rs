@@ -147,16 +147,21 @@ pub use names::{NameRule, NameStyle};
 pub use native_search::{TOOL_REFERENCES, tool_references, with_tool_references};
 pub use stream::{CallAssembler, MAX_STREAMED_CALLS};
 
-// What every format shares, one job per file: `wire` (the trait, its error
-// and what it returns), `blocks` (content blocks in results), `options` (how
-// a format is configured), `prepare` (names, schemas and the lowering cache
-// of a declaration), `declared` (the prepared tools written as JSON, to a
-// `Value` or straight to text) and `mapping` (the model's calls back to the
-// real tools). Their public items are
-// re-exported here, so `toolreg::provider::X` is the one path users see.
+// What every format shares, one job per file: `kind` (which provider),
+// `wire` (the trait and what it returns), `error` (its error), `blocks`
+// (content blocks in results), `options` (how a format is configured),
+// `prepare` (names, schemas and the lowering cache of a declaration),
+// `declared` (the prepared tools written as JSON, to a `Value` or straight
+// to text), `mapping` (the model's calls back to the real tools), `history`
+// (pieces of the model's turn written back) and `stream` (calls put together
+// from a stream). None of them names a format: each format calls them.
+// Their public items are re-exported here, so `toolreg::provider::X` is the
+// one path users see.
 mod blocks;
 mod declared;
+mod error;
 mod history;
+mod kind;
 mod mapping;
 mod options;
 mod prepare;
@@ -164,67 +169,55 @@ mod stream;
 mod wire;
 
 pub use declared::DeclaredTools;
+pub use error::ProviderError;
+pub use kind::Provider;
 pub use mapping::CallMapping;
 pub use options::{FormatOptions, Strictness};
 pub use prepare::ToolRef;
-pub use wire::{
-    BlockFallback, Declarations, Fallback, ProviderError, ReadCalls, RenderedResults, ToolReport, ToolStatus,
-    WireFormat,
-};
+pub use wire::{BlockFallback, Declarations, Fallback, ReadCalls, RenderedResults, ToolReport, ToolStatus, WireFormat};
 
-pub(crate) use declared::Shape;
 pub(crate) use mapping::{Fnv, find, generated_id, invalid, object_arguments, str_field};
 pub(crate) use options::format_options;
 pub(crate) use prepare::{LoweredSchemas, Prepared, SchemaMode, description, prepare, to_json};
-pub(crate) use wire::{result_text, sealed};
+pub(crate) use stream::StreamedCalls;
+pub(crate) use wire::{Registration, result_text, sealed};
 
-/// The wire formats toolreg renders.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Provider {
-    /// OpenAI Chat Completions and the servers that copy it.
-    OpenAiChat,
-    /// OpenAI Responses API.
-    OpenAiResponses,
-    /// Anthropic Messages.
-    Anthropic,
-    /// Google Gemini (`generateContent`).
-    Gemini,
-    /// Model Context Protocol.
-    Mcp,
-    /// AWS Bedrock Converse.
-    Bedrock,
-    /// Mistral chat completions.
-    Mistral,
-    /// Ollama's native `/api/chat`.
-    Ollama,
-}
+/// Every format, one line each, in [`Provider::ALL`]'s order: adding a
+/// format is its module, its [`Provider`] variant and its line here.
+const FORMATS: [&Registration; 8] = [
+    &openai_chat::REGISTRATION,
+    &openai_responses::REGISTRATION,
+    &anthropic::REGISTRATION,
+    &gemini::REGISTRATION,
+    &mcp::REGISTRATION,
+    &bedrock::REGISTRATION,
+    &mistral::REGISTRATION,
+    &ollama::REGISTRATION,
+];
 
 impl Provider {
     /// Every provider, in a fixed order.
-    pub const ALL: [Provider; 8] = [
-        Provider::OpenAiChat,
-        Provider::OpenAiResponses,
-        Provider::Anthropic,
-        Provider::Gemini,
-        Provider::Mcp,
-        Provider::Bedrock,
-        Provider::Mistral,
-        Provider::Ollama,
-    ];
+    pub const ALL: [Provider; FORMATS.len()] = {
+        let mut all = [Provider::OpenAiChat; FORMATS.len()];
+        let mut i = 0;
+        while i < FORMATS.len() {
+            all[i] = FORMATS[i].provider;
+            i += 1;
+        }
+        all
+    };
+
+    /// What this provider's format registered.
+    fn registration(self) -> &'static Registration {
+        FORMATS
+            .into_iter()
+            .find(|format| format.provider == self)
+            .expect("every provider has its format in `FORMATS` (checked by a test)")
+    }
 
     /// A short, stable name (`"openai_chat"`, `"gemini"`, ...).
     pub fn as_str(self) -> &'static str {
-        match self {
-            Provider::OpenAiChat => "openai_chat",
-            Provider::OpenAiResponses => "openai_responses",
-            Provider::Anthropic => "anthropic",
-            Provider::Gemini => "gemini",
-            Provider::Mcp => "mcp",
-            Provider::Bedrock => "bedrock",
-            Provider::Mistral => "mistral",
-            Provider::Ollama => "ollama",
-        }
+        self.registration().name
     }
 
     /// This provider's wire format with its default options.
@@ -244,65 +237,70 @@ impl Provider {
     /// for an example): a format configured the same way whichever
     /// provider is picked at run time.
     pub fn wire_format_with(self, options: FormatOptions) -> Box<dyn WireFormat> {
-        match self {
-            Provider::OpenAiChat => Box::new(openai_chat::OpenAiChat::with_options(options)),
-            Provider::OpenAiResponses => Box::new(openai_responses::OpenAiResponses::with_options(options)),
-            Provider::Anthropic => Box::new(anthropic::Anthropic::with_options(options)),
-            Provider::Gemini => Box::new(gemini::Gemini::with_options(options)),
-            Provider::Mcp => Box::new(mcp::Mcp::with_options(options)),
-            Provider::Bedrock => Box::new(bedrock::Bedrock::with_options(options)),
-            Provider::Mistral => Box::new(mistral::Mistral::with_options(options)),
-            Provider::Ollama => Box::new(ollama::Ollama::with_options(options)),
-        }
+        (self.registration().build)(options)
     }
 
     /// The rule tool names must follow for this provider.
     pub fn name_rule(self) -> NameRule {
-        match self {
-            Provider::OpenAiChat
-            | Provider::OpenAiResponses
-            | Provider::Bedrock
-            | Provider::Mistral
-            | Provider::Ollama => NameRule::OPENAI,
-            Provider::Anthropic => NameRule::ANTHROPIC,
-            Provider::Gemini => NameRule::GEMINI,
-            Provider::Mcp => NameRule::MCP,
-        }
+        self.registration().name_rule
     }
 }
 
 /// A provider name [`Provider::from_str`](std::str::FromStr) does not know.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "unknown provider `{0}`; known: openai (openai-chat), openai-responses, anthropic, gemini, mcp, bedrock, mistral, ollama"
-)]
+#[error("unknown provider `{0}`; known: {known}", known = known_names())]
 pub struct UnknownProvider(pub String);
+
+/// The names [`Provider::from_str`](std::str::FromStr) knows, for an error:
+/// each format's first alias with its own name, or its own name.
+fn known_names() -> String {
+    let spelled = |format: &Registration| {
+        let name = format.name.replace('_', "-");
+        match format.aliases.first() {
+            Some(alias) => format!("{alias} ({name})"),
+            None => name,
+        }
+    };
+    FORMATS.into_iter().map(spelled).collect::<Vec<_>>().join(", ")
+}
 
 impl std::str::FromStr for Provider {
     type Err = UnknownProvider;
 
-    /// The short name ([`Provider::as_str`]), with `-` or `_`, or `openai`
-    /// for Chat Completions; any case.
+    /// The short name ([`Provider::as_str`]), with `-` or `_`, or an alias
+    /// (`openai` for Chat Completions); any case.
     fn from_str(name: &str) -> Result<Self, Self::Err> {
         let key = name.trim().to_ascii_lowercase().replace('-', "_");
-        if key == "openai" {
-            return Ok(Provider::OpenAiChat);
-        }
-        Provider::ALL.into_iter().find(|p| p.as_str() == key).ok_or_else(|| UnknownProvider(name.to_owned()))
+        FORMATS
+            .into_iter()
+            .find(|format| format.name == key || format.aliases.contains(&key.as_str()))
+            .map(|format| format.provider)
+            .ok_or_else(|| UnknownProvider(name.to_owned()))
     }
 }
 
 impl fmt::Display for Provider {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Provider::OpenAiChat => "OpenAI Chat Completions",
-            Provider::OpenAiResponses => "OpenAI Responses",
-            Provider::Anthropic => "Anthropic Messages",
-            Provider::Gemini => "Google Gemini",
-            Provider::Mcp => "MCP",
-            Provider::Bedrock => "AWS Bedrock Converse",
-            Provider::Mistral => "Mistral",
-            Provider::Ollama => "Ollama",
-        })
+        f.write_str(self.registration().title)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_provider_is_registered_once_with_its_own_format() {
+        for (i, format) in FORMATS.into_iter().enumerate() {
+            assert_eq!(FORMATS.iter().filter(|f| f.provider == format.provider).count(), 1, "{}", format.name);
+            assert_eq!((format.build)(FormatOptions::default()).provider(), format.provider, "{}", format.name);
+            assert_eq!(Provider::ALL[i], format.provider);
+            assert_eq!(format.name.parse::<Provider>(), Ok(format.provider));
+        }
+        assert_eq!(
+            UnknownProvider("x".into()).to_string(),
+            "unknown provider `x`; known: openai (openai-chat), openai-responses, anthropic, gemini, mcp, bedrock, \
+             mistral, ollama"
+        );
     }
 }

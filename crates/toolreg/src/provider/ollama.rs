@@ -18,12 +18,26 @@
 use serde_json::{Value, json};
 
 use super::blocks::{self, WEB_IMAGES, accepted, attachments_of};
-use super::openai_chat::{ChatTool, chat_tool_call, chat_tool_calls};
+use super::declared::Entries;
+use super::history::as_object;
+use super::openai_chat::{
+    ChatTool, chat_choice, chat_stream_event, chat_streamed_answer, chat_tool_call, chat_tool_calls, chat_turn,
+};
 use super::{
-    CallMapping, Declarations, DeclaredTools, FormatOptions, Prepared, Provider, ProviderError, RenderedResults,
-    SchemaMode, Shape, ToolRef, WireFormat, prepare, sealed,
+    CallMapping, Declarations, DeclaredTools, FormatOptions, NameRule, Prepared, Provider, ProviderError, Registration,
+    RenderedResults, SchemaMode, StreamedCalls, ToolChoice, ToolRef, WireFormat, prepare, sealed,
 };
 use crate::exec::{ToolCall, ToolResult};
+
+/// This format in the list of formats.
+pub(crate) const REGISTRATION: Registration = Registration {
+    provider: Provider::Ollama,
+    name: "ollama",
+    aliases: &[],
+    title: "Ollama",
+    name_rule: NameRule::OPENAI,
+    build: |options| Box::new(Ollama::with_options(options)),
+};
 
 /// Ollama's native wire format.
 #[derive(Debug, Clone, Default)]
@@ -53,7 +67,19 @@ impl WireFormat for Ollama {
     }
 
     fn declare_view<'a>(&self, tools: &[ToolRef<'a>]) -> Declarations<DeclaredTools<'a>> {
-        prepare(Provider::Ollama, SchemaMode::Canonical, &self.options, tools).finish(Shape::Ollama)
+        prepare(Provider::Ollama, SchemaMode::Canonical, &self.options, tools)
+            .finish(|tools, _| Box::new(Entries(tools, entry)))
+    }
+
+    /// OpenAI's spelling.
+    fn tool_choice(&self, choice: &ToolChoice, mapping: &CallMapping) -> Result<Value, ProviderError> {
+        chat_choice(Provider::Ollama, choice, mapping)
+    }
+
+    /// OpenAI's assistant message, but Ollama's own API takes the
+    /// arguments as an object.
+    fn render_calls(&self, text: &str, calls: &[ToolCall], mapping: &CallMapping) -> Vec<Value> {
+        chat_turn(text, calls, mapping, as_object)
     }
 
     /// One `tool` message per result, the name respelled through `mapping`.
@@ -86,5 +112,14 @@ impl sealed::Format for Ollama {
             .into_iter()
             .map(|(i, call)| chat_tool_call(Provider::Ollama, i, call, mapping))
             .collect()
+    }
+
+    /// OpenAI's stream chunks.
+    fn stream_event(&self, stream: &mut StreamedCalls, event: &Value) -> Result<(), ProviderError> {
+        chat_stream_event(stream, event)
+    }
+
+    fn streamed_answer(&self, stream: StreamedCalls) -> Option<Value> {
+        Some(chat_streamed_answer(stream))
     }
 }

@@ -36,12 +36,25 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::blocks::{self, WEB_IMAGES, accepted, attachments_of};
+use super::choice::{spelled, unsupported_validated};
+use super::declared::Entries;
+use super::history::assistant_text;
 use super::{
-    CallMapping, Declarations, DeclaredTools, Dialect, FormatOptions, Prepared, Provider, ProviderError,
-    RenderedResults, SchemaMode, Shape, Strictness, ToolRef, WireFormat, find, generated_id, invalid, object_arguments,
-    prepare, sealed, str_field,
+    CallMapping, Declarations, DeclaredTools, Dialect, FormatOptions, NameRule, Prepared, Provider, ProviderError,
+    Registration, RenderedResults, SchemaMode, StreamedCalls, Strictness, ToolChoice, ToolRef, WireFormat, find,
+    generated_id, invalid, object_arguments, prepare, sealed, str_field,
 };
 use crate::exec::{Media, ToolArguments, ToolCall, ToolResult};
+
+/// This format in the list of formats.
+pub(crate) const REGISTRATION: Registration = Registration {
+    provider: Provider::OpenAiChat,
+    name: "openai_chat",
+    aliases: &["openai"],
+    title: "OpenAI Chat Completions",
+    name_rule: NameRule::OPENAI,
+    build: |options| Box::new(OpenAiChat::with_options(options)),
+};
 
 /// OpenAI's limit on tools in one request.
 pub const MAX_TOOLS: usize = 128;
@@ -106,7 +119,15 @@ impl WireFormat for OpenAiChat {
         let mode = SchemaMode::Strict(Dialect::OpenAiStrict, Strictness::IfCompatible);
         let mut prepared = prepare(Provider::OpenAiChat, mode, &self.options, tools);
         prepared.limit(MAX_TOOLS);
-        prepared.finish(Shape::OpenAiChat)
+        prepared.finish(|tools, _| Box::new(Entries(tools, entry)))
+    }
+
+    fn tool_choice(&self, choice: &ToolChoice, mapping: &CallMapping) -> Result<Value, ProviderError> {
+        chat_choice(Provider::OpenAiChat, choice, mapping)
+    }
+
+    fn render_calls(&self, text: &str, calls: &[ToolCall], mapping: &CallMapping) -> Vec<Value> {
+        chat_turn(text, calls, mapping, |arguments| json!(arguments.to_string()))
     }
 
     fn render_results(&self, results: &[ToolResult], _mapping: &CallMapping) -> RenderedResults {
@@ -165,6 +186,91 @@ impl sealed::Format for OpenAiChat {
             .map(|(i, call)| chat_tool_call(Provider::OpenAiChat, i, call, mapping))
             .collect()
     }
+
+    fn stream_event(&self, stream: &mut StreamedCalls, event: &Value) -> Result<(), ProviderError> {
+        chat_stream_event(stream, event)
+    }
+
+    fn streamed_answer(&self, stream: StreamedCalls) -> Option<Value> {
+        Some(chat_streamed_answer(stream))
+    }
+}
+
+/// The `tool_choice` of Chat Completions (also Ollama's).
+pub(crate) fn chat_choice(
+    provider: Provider,
+    choice: &ToolChoice,
+    mapping: &CallMapping,
+) -> Result<Value, ProviderError> {
+    let function = |n: &String| json!({"type": "function", "function": {"name": spelled(mapping, n)}});
+    Ok(match choice {
+        ToolChoice::Auto => json!("auto"),
+        ToolChoice::Required => json!("required"),
+        ToolChoice::None => json!("none"),
+        ToolChoice::Tool(n) => function(n),
+        ToolChoice::Validated => return Err(unsupported_validated(provider)),
+        ToolChoice::Allowed { tools, required } => json!({
+            "type": "allowed_tools",
+            "allowed_tools": {
+                "mode": if *required { "required" } else { "auto" },
+                "tools": tools.iter().map(function).collect::<Vec<_>>()
+            }
+        }),
+    })
+}
+
+/// The model's turn as one OpenAI-shaped assistant message (also Mistral's
+/// and Ollama's), each call's arguments as `arguments` writes them: the
+/// text the model wrote for OpenAI and Mistral, an object for Ollama.
+pub(crate) fn chat_turn(
+    text: &str,
+    calls: &[ToolCall],
+    mapping: &CallMapping,
+    arguments: impl Fn(&ToolArguments) -> Value,
+) -> Vec<Value> {
+    let mut message = serde_json::Map::new();
+    message.insert("role".into(), json!("assistant"));
+    message.insert("content".into(), assistant_text(text));
+    if !calls.is_empty() {
+        let calls: Vec<Value> = calls
+            .iter()
+            .map(|c| {
+                let name = mapping.provider_name(&c.name);
+                json!({"id": c.id, "type": "function", "function": {"name": name, "arguments": arguments(&c.arguments)}})
+            })
+            .collect();
+        message.insert("tool_calls".into(), Value::Array(calls));
+    }
+    vec![Value::Object(message)]
+}
+
+/// One chunk of an OpenAI-shaped stream (also Mistral's and Ollama's):
+/// indexed deltas of each call's id, name and argument text.
+pub(crate) fn chat_stream_event(stream: &mut StreamedCalls, event: &Value) -> Result<(), ProviderError> {
+    let deltas = event.pointer("/choices/0/delta/tool_calls").and_then(Value::as_array);
+    for delta in deltas.into_iter().flatten() {
+        let next = stream.next_index();
+        let call = stream.at(delta.get("index").and_then(Value::as_u64).unwrap_or(next))?;
+        if let Some(id) = delta.get("id").and_then(Value::as_str) {
+            id.clone_into(&mut call.id);
+        }
+        if let Some(name) = delta.pointer("/function/name").and_then(Value::as_str) {
+            call.name.push_str(name);
+        }
+        if let Some(text) = delta.pointer("/function/arguments").and_then(Value::as_str) {
+            call.arguments.push_str(text);
+        }
+    }
+    Ok(())
+}
+
+/// The chat completion a finished OpenAI-shaped stream amounts to.
+pub(crate) fn chat_streamed_answer(stream: StreamedCalls) -> Value {
+    let calls: Vec<Value> = stream
+        .into_calls()
+        .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
+        .collect();
+    json!({"choices": [{"message": {"role": "assistant", "tool_calls": calls}}]})
 }
 
 /// The OpenAI-shaped `tool_calls` of a chat response, message or bare list.

@@ -73,12 +73,24 @@ use super::blocks::{self, WEB_IMAGES, accepted};
 use super::openai_chat::MAX_TOOLS;
 use std::collections::BTreeMap;
 
+use super::choice::{spelled, unsupported_validated};
+use super::history::as_object;
 use super::{
-    CallMapping, Caller, CodeExecution, Declarations, DeclaredTools, Dialect, FormatOptions, HostedTurn, Prepared,
-    Provider, ProviderError, RenderedResults, SchemaMode, Shape, Strictness, ToolRef, WireFormat, find, generated_id,
-    invalid, prepare, result_text, sealed, str_field,
+    CallMapping, Caller, CodeExecution, Declarations, DeclaredTools, Dialect, FormatOptions, HostedTurn, NameRule,
+    Prepared, Provider, ProviderError, Registration, RenderedResults, SchemaMode, StreamedCalls, Strictness,
+    ToolChoice, ToolRef, WireFormat, find, generated_id, invalid, prepare, result_text, sealed, str_field,
 };
 use crate::exec::{Content, ToolArguments, ToolCall, ToolResult};
+
+/// This format in the list of formats.
+pub(crate) const REGISTRATION: Registration = Registration {
+    provider: Provider::OpenAiResponses,
+    name: "openai_responses",
+    aliases: &[],
+    title: "OpenAI Responses",
+    name_rule: NameRule::OPENAI,
+    build: |options| Box::new(OpenAiResponses::with_options(options)),
+};
 
 /// The Responses API's wire format.
 #[derive(Debug, Clone, Default)]
@@ -198,9 +210,18 @@ enum Entry<'b> {
     },
 }
 
+/// The Responses API's `tools`, written by [`serialize`].
+struct ResponsesTools<'b, 'a>(&'b [Prepared<'a>], Option<&'b CodeExecution>);
+
+impl Serialize for ResponsesTools<'_, '_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serialize(self.0, self.1, serializer)
+    }
+}
+
 /// The prepared tools as `tools`: each namespace where its first tool is;
 /// then, when programs may call them, the programmatic tool calling tool.
-pub(crate) fn serialize<S: Serializer>(
+fn serialize<S: Serializer>(
     tools: &[Prepared<'_>],
     code: Option<&CodeExecution>,
     serializer: S,
@@ -284,7 +305,7 @@ impl WireFormat for OpenAiResponses {
                 Some((p.tool.declaration().name.clone(), (server.to_owned(), bare.to_owned())))
             })
             .collect();
-        let mut declared = prepared.finish(Shape::OpenAiResponses);
+        let mut declared = prepared.finish(|tools, code| Box::new(ResponsesTools(tools, code)));
         declared.tools = declared.tools.with_code_execution(self.options.code_execution.clone());
         declared
     }
@@ -328,6 +349,45 @@ impl WireFormat for OpenAiResponses {
                 _ => Some(item.clone()),
             })
             .collect()
+    }
+
+    fn tool_choice(&self, choice: &ToolChoice, mapping: &CallMapping) -> Result<Value, ProviderError> {
+        let function = |n: &String| json!({"type": "function", "name": spelled(mapping, n)});
+        Ok(match choice {
+            ToolChoice::Auto => json!("auto"),
+            ToolChoice::Required => json!("required"),
+            ToolChoice::None => json!("none"),
+            ToolChoice::Tool(n) => function(n),
+            ToolChoice::Validated => return Err(unsupported_validated(Provider::OpenAiResponses)),
+            ToolChoice::Allowed { tools, required } => json!({
+                "type": "allowed_tools",
+                "mode": if *required { "required" } else { "auto" },
+                "tools": tools.iter().map(function).collect::<Vec<_>>()
+            }),
+        })
+    }
+
+    /// An assistant item with the text, then an item per call.
+    fn render_calls(&self, text: &str, calls: &[ToolCall], mapping: &CallMapping) -> Vec<Value> {
+        let mut items = Vec::with_capacity(calls.len() + 1);
+        if !text.is_empty() {
+            items.push(json!({"role": "assistant", "content": text}));
+        }
+        items.extend(calls.iter().map(|c| match mapping.search_tool() == Some(c.name.as_str()) {
+            // A call of the `tool_search` tool was a `tool_search_call`
+            // item, and goes back as one.
+            true => json!({"type": "tool_search_call", "call_id": c.id, "execution": "client",
+                "arguments": as_object(&c.arguments), "status": "completed"}),
+            // A namespaced tool's call goes back as it came: its
+            // namespace and its bare name.
+            false => match mapping.namespaced.get(&c.name) {
+                Some((space, bare)) => json!({"type": "function_call", "call_id": c.id, "namespace": space,
+                    "name": bare, "arguments": c.arguments.to_string()}),
+                None => json!({"type": "function_call", "call_id": c.id, "name": mapping.provider_name(&c.name),
+                    "arguments": c.arguments.to_string()}),
+            },
+        }));
+        items
     }
 
     fn render_results(&self, results: &[ToolResult], mapping: &CallMapping) -> RenderedResults {
@@ -405,6 +465,40 @@ fn output_item(block: &Content) -> Option<Value> {
 }
 
 impl sealed::Format for OpenAiResponses {
+    /// Function call items as they are added, and their argument deltas.
+    fn stream_event(&self, stream: &mut StreamedCalls, event: &Value) -> Result<(), ProviderError> {
+        let at = event.get("output_index").and_then(Value::as_u64).unwrap_or(0);
+        match event.get("type").and_then(Value::as_str) {
+            Some("response.output_item.added") if event.pointer("/item/type") == Some(&json!("function_call")) => {
+                let item = &event["item"];
+                let call = stream.at(at)?;
+                call.id = item["call_id"].as_str().unwrap_or_default().to_owned();
+                let name = item["name"].as_str().unwrap_or_default();
+                // A namespaced tool's call: our name joins the two (as
+                // `calls_in` reads a whole `function_call`).
+                call.name = match item.get("namespace").and_then(Value::as_str) {
+                    Some(space) if !space.is_empty() => format!("{space}__{name}"),
+                    _ => name.to_owned(),
+                };
+            }
+            Some("response.function_call_arguments.delta") => {
+                if let (Some(call), Some(text)) = (stream.started(at), event.get("delta").and_then(Value::as_str)) {
+                    call.arguments.push_str(text);
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn streamed_answer(&self, stream: StreamedCalls) -> Option<Value> {
+        let items: Vec<Value> = stream
+            .into_calls()
+            .map(|c| json!({"type": "function_call", "call_id": c.id, "name": c.name, "arguments": c.arguments}))
+            .collect();
+        Some(json!({"output": items}))
+    }
+
     /// The `function_call` items of a response (its `output`), of an item
     /// list, or a single item. The call's id is its `call_id`. A
     /// client-executed `tool_search_call` is a call of the tool declared as

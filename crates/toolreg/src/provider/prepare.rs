@@ -13,13 +13,11 @@ use std::sync::{Arc, OnceLock};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::declared::Shape;
 use super::{
-    CallMapping, Declarations, DeclaredTools, Dialect, FormatOptions, LoweringError, NameStyle, Provider,
-    ProviderError, Strictness, ToolReport, ToolStatus, lower,
+    CallMapping, Dialect, FormatOptions, LoweringError, NameStyle, Provider, ProviderError, Strictness, ToolReport,
+    ToolStatus, lower,
 };
 use crate::declaration::ToolDeclaration;
-use crate::registry::ToolEntry;
 
 /// Lowered schemas of one registered tool, computed on first use per
 /// provider and kept for the life of the entry, in its typed `lowered` field
@@ -34,7 +32,7 @@ pub(crate) struct LoweredSchemas {
     mcp_empty: OnceLock<bool>,
 }
 
-/// A tool to render: a registered [`ToolEntry`] (whose lowered schemas are
+/// A tool to render: a registered [`ToolEntry`](crate::ToolEntry) (whose lowered schemas are
 /// cached) or a bare [`ToolDeclaration`] (lowered on each use).
 #[derive(Debug, Clone, Copy)]
 pub struct ToolRef<'a> {
@@ -94,6 +92,12 @@ impl<'a> ToolRef<'a> {
         self.search
     }
 
+    /// A registered tool: its shared declaration and the cache of its
+    /// lowered schemas, kept by its registry entry.
+    pub(crate) fn registered(declaration: &'a Arc<ToolDeclaration>, cache: &'a LoweredSchemas) -> Self {
+        ToolRef { declaration, shared: Some(declaration), cache: Some(cache), deferred: false, search: false }
+    }
+
     pub(crate) fn lowered(&self, dialect: Dialect) -> Result<Cow<'a, Value>, LoweringError> {
         let schema = &self.declaration.input_schema;
         let run = move || dialect.lower(schema);
@@ -138,18 +142,6 @@ impl<'a> ToolRef<'a> {
                 false => schema,
             },
             None => lower::mcp_input(schema),
-        }
-    }
-}
-
-impl<'a> From<&'a ToolEntry> for ToolRef<'a> {
-    fn from(entry: &'a ToolEntry) -> Self {
-        ToolRef {
-            declaration: entry.declaration(),
-            shared: Some(entry.declaration_arc()),
-            cache: Some(entry.lowered()),
-            deferred: false,
-            search: false,
         }
     }
 }
@@ -218,16 +210,6 @@ impl<'a> Preparation<'a> {
             let provider = self.provider;
             self.refuse(limit, ProviderError::TooMany { provider, what: "tools", count, limit });
         }
-    }
-
-    /// The declarations, with the tools to be written in `shape`.
-    pub(crate) fn finish(self, shape: Shape) -> Declarations<DeclaredTools<'a>> {
-        let mut mapping = self.mapping;
-        mapping.declared = Some(self.tools.iter().map(|p| p.name.clone().into_owned()).collect());
-        mapping.deferred =
-            self.tools.iter().filter(|p| p.tool.is_deferred()).map(|p| p.tool.declaration().name.clone()).collect();
-        mapping.search = self.tools.iter().find(|p| p.tool.is_search_tool()).map(|p| p.tool.declaration().name.clone());
-        Declarations { tools: DeclaredTools::new(shape, self.tools), mapping, report: self.report }
     }
 }
 
@@ -319,7 +301,6 @@ pub(crate) fn prepare<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::FunctionRegistry;
     use serde_json::json;
 
     #[test]
@@ -327,10 +308,9 @@ mod tests {
         let schema = json!({"type": "object", "properties": {"n": {"type": "integer"}, "s": {"type": "string"}},
                             "required": ["n"]});
         let decl = ToolDeclaration::new("t", "", schema);
-        let mut registry = FunctionRegistry::new();
-        registry.register_sync_tool("t", |_: Value| Ok::<_, String>(()), decl.clone()).unwrap();
-        let entry = registry.get("t").unwrap();
-        let cached = ToolRef::from(entry);
+        // As a registry entry keeps it: the declaration and its cache.
+        let (shared, cache) = (Arc::new(decl.clone()), LoweredSchemas::default());
+        let cached = ToolRef::registered(&shared, &cache);
         let (a, b) = (cached.lowered(Dialect::OpenAiStrict).unwrap(), cached.lowered(Dialect::OpenAiStrict).unwrap());
         assert!(matches!((&a, &b), (Cow::Borrowed(_), Cow::Borrowed(_))));
         assert!(std::ptr::eq(a.as_ref(), b.as_ref()), "one cached strict schema for both OpenAI formats");

@@ -5,11 +5,12 @@
 //! Each provider streams calls its own way — OpenAI-style chat as indexed
 //! deltas of argument text, Anthropic as content blocks with partial JSON,
 //! OpenAI Responses as output items with argument deltas, Bedrock as
-//! content-block deltas, Gemini as whole `functionCall` parts. The
-//! assembler keeps what each sends and, at the end, hands the format the
-//! answer it would have sent unstreamed, so ids, names, empty and invalid
-//! arguments, duplicates and undeclared tools follow one set of rules
-//! whether an answer was streamed or not.
+//! content-block deltas, Gemini as whole `functionCall` parts — and each
+//! format reads its own events into a [`StreamedCalls`] and, at the end,
+//! writes the answer it would have sent unstreamed, so ids, names, empty and
+//! invalid arguments, duplicates and undeclared tools follow one set of
+//! rules whether an answer was streamed or not. What is here is only what
+//! every format shares: calls by their stream index, bounded.
 
 use serde_json::{Value, json};
 
@@ -40,243 +41,117 @@ pub const MAX_STREAMED_CALLS: usize = 1024;
 /// assert_eq!(read.calls[0].arguments.to_string(), r#"{"q": "x"}"#);
 /// # Ok::<(), toolreg::provider::ProviderError>(())
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct CallAssembler {
-    provider: Provider,
-    /// Calls by the index the stream gives them.
-    calls: Vec<Option<Partial>>,
-    /// Whole call parts or items, in order (Gemini parts, finished
-    /// Responses items).
-    whole: Vec<Value>,
-    /// The container Anthropic named (code execution), as it sent it.
-    container: Option<Value>,
+    /// The provider's format, which reads its own events.
+    format: Box<dyn WireFormat>,
+    stream: StreamedCalls,
 }
 
-/// One call being streamed.
-#[derive(Debug, Clone, Default)]
-struct Partial {
-    id: String,
-    name: String,
-    arguments: String,
-    /// Arguments that came whole with the call's start (Anthropic's
-    /// `input`, used when no delta follows).
-    start_input: Option<Value>,
-    /// Anthropic: the content block as it started (text, a call with its
-    /// `caller`, server tool blocks), so that a turn in which the provider
-    /// ran code is rebuilt whole.
-    start: Option<Value>,
-    /// Anthropic: the text (or thinking) the block's deltas added.
-    text: String,
-    /// Anthropic: a thinking block's signature.
-    signature: String,
+impl Clone for CallAssembler {
+    fn clone(&self) -> Self {
+        let format = self.stream.provider.wire_format();
+        CallAssembler { format, stream: self.stream.clone() }
+    }
 }
 
 impl CallAssembler {
     /// An assembler for this provider's stream.
     pub fn new(provider: Provider) -> Self {
-        CallAssembler { provider, calls: Vec::new(), whole: Vec::new(), container: None }
+        CallAssembler { format: provider.wire_format(), stream: StreamedCalls::new(provider) }
     }
 
     /// Take one stream event (the JSON of one server-sent event's data).
     /// Events that carry no part of a call are ignored.
     pub fn push(&mut self, event: &Value) -> Result<(), ProviderError> {
-        match self.provider {
-            Provider::OpenAiChat | Provider::Mistral | Provider::Ollama => {
-                let deltas = event.pointer("/choices/0/delta/tool_calls").and_then(Value::as_array);
-                for delta in deltas.into_iter().flatten() {
-                    let next = self.calls.len() as u64;
-                    let call = self.at(delta.get("index").and_then(Value::as_u64).unwrap_or(next))?;
-                    if let Some(id) = delta.get("id").and_then(Value::as_str) {
-                        id.clone_into(&mut call.id);
-                    }
-                    if let Some(name) = delta.pointer("/function/name").and_then(Value::as_str) {
-                        call.name.push_str(name);
-                    }
-                    if let Some(text) = delta.pointer("/function/arguments").and_then(Value::as_str) {
-                        call.arguments.push_str(text);
-                    }
-                }
-            }
-            Provider::Anthropic => match event.get("type").and_then(Value::as_str) {
-                Some("content_block_start") => {
-                    let block = &event["content_block"];
-                    let part = self.at(index(event))?;
-                    if block.get("type") == Some(&json!("tool_use")) {
-                        part.id = block["id"].as_str().unwrap_or_default().to_owned();
-                        part.name = block["name"].as_str().unwrap_or_default().to_owned();
-                        part.start_input = block.get("input").cloned();
-                    }
-                    // Every block is kept: a turn in which Anthropic ran code
-                    // goes back whole (see `hosted`); a plain call is
-                    // rebuilt from its parts as before.
-                    part.start = Some(block.clone());
-                }
-                Some("content_block_delta") => {
-                    let Some(Some(part)) = self.calls.get_mut(index(event) as usize) else { return Ok(()) };
-                    let delta = &event["delta"];
-                    let text = |key: &str| delta.get(key).and_then(Value::as_str).unwrap_or_default();
-                    match delta.get("type").and_then(Value::as_str) {
-                        Some("input_json_delta") => part.arguments.push_str(text("partial_json")),
-                        Some("text_delta") => part.text.push_str(text("text")),
-                        Some("thinking_delta") => part.text.push_str(text("thinking")),
-                        Some("signature_delta") => part.signature.push_str(text("signature")),
-                        _ => {}
-                    }
-                }
-                Some("message_start") => {
-                    if let Some(container) = event.pointer("/message/container").filter(|c| !c.is_null()) {
-                        self.container = Some(container.clone());
-                    }
-                }
-                Some("message_delta") => {
-                    if let Some(container) = event.pointer("/delta/container").filter(|c| !c.is_null()) {
-                        self.container = Some(container.clone());
-                    }
-                }
-                _ => {}
-            },
-            Provider::OpenAiResponses => match event.get("type").and_then(Value::as_str) {
-                Some("response.output_item.added") if event.pointer("/item/type") == Some(&json!("function_call")) => {
-                    let item = &event["item"];
-                    let call = self.at(event.get("output_index").and_then(Value::as_u64).unwrap_or(0))?;
-                    call.id = item["call_id"].as_str().unwrap_or_default().to_owned();
-                    let name = item["name"].as_str().unwrap_or_default();
-                    // A namespaced tool's call: our name joins the two
-                    // (as `calls_in` reads a whole `function_call`).
-                    call.name = match item.get("namespace").and_then(Value::as_str) {
-                        Some(space) if !space.is_empty() => format!("{space}__{name}"),
-                        _ => name.to_owned(),
-                    };
-                }
-                Some("response.function_call_arguments.delta") => {
-                    let at = event.get("output_index").and_then(Value::as_u64).unwrap_or(0) as usize;
-                    if let (Some(Some(call)), Some(text)) =
-                        (self.calls.get_mut(at), event.get("delta").and_then(Value::as_str))
-                    {
-                        call.arguments.push_str(text);
-                    }
-                }
-                _ => {}
-            },
-            Provider::Bedrock => {
-                let at = event.get("contentBlockIndex").and_then(Value::as_u64).unwrap_or(0);
-                if let Some(start) = event.pointer("/start/toolUse") {
-                    let call = self.at(at)?;
-                    call.id = start["toolUseId"].as_str().unwrap_or_default().to_owned();
-                    call.name = start["name"].as_str().unwrap_or_default().to_owned();
-                } else if let Some(text) = event.pointer("/delta/toolUse/input").and_then(Value::as_str)
-                    && let Some(Some(call)) = self.calls.get_mut(at as usize)
-                {
-                    call.arguments.push_str(text);
-                }
-            }
-            Provider::Gemini => {
-                let parts = event.pointer("/candidates/0/content/parts").and_then(Value::as_array);
-                for part in parts.into_iter().flatten().filter(|p| p.get("functionCall").is_some()) {
-                    if self.whole.len() >= MAX_STREAMED_CALLS {
-                        return Err(too_many(self.provider));
-                    }
-                    self.whole.push(part.clone());
-                }
-            }
-            // MCP calls are requests, never streamed.
-            Provider::Mcp => {}
-        }
-        Ok(())
+        self.format.stream_event(&mut self.stream, event)
     }
 
     /// The calls, read by `format` from the answer the stream amounts to:
     /// the same [`ReadCalls`] (and the same errors) as an unstreamed answer.
     pub fn finish(self, format: &dyn WireFormat, mapping: &CallMapping) -> Result<ReadCalls, ProviderError> {
-        let calls = self.calls.into_iter().flatten();
-        let answer = match self.provider {
-            Provider::OpenAiChat | Provider::Mistral | Provider::Ollama => {
-                let calls: Vec<Value> = calls
-                    .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
-                    .collect();
-                json!({"choices": [{"message": {"role": "assistant", "tool_calls": calls}}]})
-            }
-            Provider::Anthropic => {
-                let blocks: Vec<Value> = calls.map(anthropic_block).collect();
-                match self.container {
-                    Some(container) => json!({"content": blocks, "container": container}),
-                    None => json!({"content": blocks}),
-                }
-            }
-            Provider::OpenAiResponses => {
-                let items: Vec<Value> = calls
-                    .map(
-                        |c| json!({"type": "function_call", "call_id": c.id, "name": c.name, "arguments": c.arguments}),
-                    )
-                    .collect();
-                json!({"output": items})
-            }
-            Provider::Bedrock => {
-                let blocks: Vec<Value> = calls
-                    .map(|c| {
-                        let input = streamed_input(c.arguments);
-                        json!({"toolUse": {"toolUseId": c.id, "name": c.name, "input": input}})
-                    })
-                    .collect();
-                json!({"output": {"message": {"role": "assistant", "content": blocks}}})
-            }
-            Provider::Gemini => json!({"candidates": [{"content": {"role": "model", "parts": self.whole}}]}),
-            Provider::Mcp => return Ok(ReadCalls::default()),
-        };
-        format.read_calls(&answer, mapping)
+        match format.streamed_answer(self.stream) {
+            Some(answer) => format.read_calls(&answer, mapping),
+            None => Ok(ReadCalls::default()),
+        }
+    }
+}
+
+/// What a stream has said of its calls so far, kept by the format that
+/// reads the stream (each in its own module).
+#[derive(Debug, Clone)]
+pub struct StreamedCalls {
+    provider: Provider,
+    /// Calls by the index the stream gives them.
+    calls: Vec<Option<Partial>>,
+    /// Whole call parts or items, in order (Gemini's parts).
+    pub(crate) whole: Vec<Value>,
+    /// The container Anthropic named (code execution), as it sent it.
+    pub(crate) container: Option<Value>,
+}
+
+/// One call (or, for Anthropic, one content block) being streamed.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Partial {
+    pub(crate) id: String,
+    pub(crate) name: String,
+    pub(crate) arguments: String,
+    /// Arguments that came whole with the call's start (Anthropic's
+    /// `input`, used when no delta follows).
+    pub(crate) start_input: Option<Value>,
+    /// Anthropic: the content block as it started (text, a call with its
+    /// `caller`, server tool blocks), so that a turn in which the provider
+    /// ran code is rebuilt whole.
+    pub(crate) start: Option<Value>,
+    /// Anthropic: the text (or thinking) the block's deltas added.
+    pub(crate) text: String,
+    /// Anthropic: a thinking block's signature.
+    pub(crate) signature: String,
+}
+
+impl StreamedCalls {
+    fn new(provider: Provider) -> Self {
+        StreamedCalls { provider, calls: Vec::new(), whole: Vec::new(), container: None }
     }
 
     /// The call at a stream index, made when first seen.
-    fn at(&mut self, index: u64) -> Result<&mut Partial, ProviderError> {
+    pub(crate) fn at(&mut self, index: u64) -> Result<&mut Partial, ProviderError> {
         let index = usize::try_from(index).unwrap_or(usize::MAX);
         if index >= MAX_STREAMED_CALLS {
-            return Err(too_many(self.provider));
+            return Err(self.too_many());
         }
         if self.calls.len() <= index {
             self.calls.resize(index + 1, None);
         }
         Ok(self.calls[index].get_or_insert_with(Partial::default))
     }
-}
 
-/// An Anthropic content block from its start and its deltas: a call
-/// rebuilt from its parts (with its `caller`, when code made it); any other
-/// block as it started, with the text, thinking or input its deltas added.
-fn anthropic_block(part: Partial) -> Value {
-    let mut block = part.start.unwrap_or_else(|| json!({"type": "tool_use"}));
-    match block.get("type").and_then(Value::as_str).unwrap_or_default() {
-        "tool_use" => {
-            // No delta: the input the block started with (`{}` for a call
-            // without arguments).
-            let input = match part.start_input {
-                Some(start) if part.arguments.trim().is_empty() => start,
-                _ => streamed_input(part.arguments),
-            };
-            let mut call = json!({"type": "tool_use", "id": part.id, "name": part.name, "input": input});
-            if let Some(caller) = block.get_mut("caller") {
-                call["caller"] = caller.take();
-            }
-            call
+    /// The index after the last one seen: where a call without one goes.
+    pub(crate) fn next_index(&self) -> u64 {
+        self.calls.len() as u64
+    }
+
+    /// The call at a stream index, if it has started.
+    pub(crate) fn started(&mut self, index: u64) -> Option<&mut Partial> {
+        self.calls.get_mut(usize::try_from(index).ok()?)?.as_mut()
+    }
+
+    /// A whole call part, kept as it came.
+    pub(crate) fn push_whole(&mut self, part: &Value) -> Result<(), ProviderError> {
+        if self.whole.len() >= MAX_STREAMED_CALLS {
+            return Err(self.too_many());
         }
-        "text" => {
-            let text = block.get("text").and_then(Value::as_str).unwrap_or_default().to_owned() + &part.text;
-            block["text"] = Value::String(text);
-            block
-        }
-        "thinking" => {
-            let thinking = block.get("thinking").and_then(Value::as_str).unwrap_or_default().to_owned() + &part.text;
-            block["thinking"] = Value::String(thinking);
-            if !part.signature.is_empty() {
-                block["signature"] = Value::String(part.signature);
-            }
-            block
-        }
-        // A server tool's call (`server_tool_use`) streams its input too.
-        _ if !part.arguments.trim().is_empty() => {
-            block["input"] = streamed_input(part.arguments);
-            block
-        }
-        _ => block,
+        self.whole.push(part.clone());
+        Ok(())
+    }
+
+    /// The calls in stream order, each once.
+    pub(crate) fn into_calls(self) -> impl Iterator<Item = Partial> {
+        self.calls.into_iter().flatten()
+    }
+
+    fn too_many(&self) -> ProviderError {
+        invalid(self.provider, format!("a streamed answer with more than {MAX_STREAMED_CALLS} tool calls"))
     }
 }
 
@@ -284,19 +159,11 @@ fn anthropic_block(part: Partial) -> Value {
 /// (Anthropic, Bedrock): that object when the text is JSON, `{}` when it is
 /// empty, and otherwise the text, kept for the engine to report as
 /// malformed — what the whole answer would have given.
-fn streamed_input(text: String) -> Value {
+pub(crate) fn streamed_input(text: String) -> Value {
     if text.trim().is_empty() {
         return json!({});
     }
     serde_json::from_str(&text).unwrap_or(Value::String(text))
-}
-
-fn index(event: &Value) -> u64 {
-    event.get("index").and_then(Value::as_u64).unwrap_or(0)
-}
-
-fn too_many(provider: Provider) -> ProviderError {
-    invalid(provider, format!("a streamed answer with more than {MAX_STREAMED_CALLS} tool calls"))
 }
 
 #[cfg(test)]

@@ -1,8 +1,9 @@
 //! The contract every format keeps: the [`WireFormat`] trait (declare,
 //! read calls, render results), what a declaration produces
 //! ([`Declarations`], with a [`ToolReport`] per tool), what reading a
-//! response produces ([`ReadCalls`]), and the one error type,
-//! [`ProviderError`].
+//! response produces ([`ReadCalls`]), and what each format registers about
+//! itself (`Registration`). The one error type, [`ProviderError`], is in
+//! `error`.
 //!
 //! Apart from the formats themselves so that a reader sees the promises
 //! once; how a format keeps them is in its own module, with the shared
@@ -14,110 +15,11 @@ use std::fmt;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{CallMapping, Caller, DeclaredTools, HostedTurn, LoweringError, Provider, ToolChoice, ToolRef};
+use super::{
+    CallMapping, Caller, DeclaredTools, FormatOptions, HostedTurn, LoweringError, NameRule, Provider, ProviderError,
+    StreamedCalls, ToolChoice, ToolRef,
+};
 use crate::exec::{ToolCall, ToolError, ToolResult};
-
-/// Why tools could not be rendered for a provider, or a response not read.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ProviderError {
-    /// The provider cannot take this tool name (and renaming was not asked for).
-    #[error("{provider} cannot take the tool name `{tool}`: {reason} (names must match {rule})")]
-    InvalidName {
-        /// The provider.
-        provider: Provider,
-        /// The tool's name.
-        tool: String,
-        /// The provider's rule, as a pattern.
-        rule: &'static str,
-        /// Which part of the rule the name breaks.
-        reason: String,
-    },
-    /// Two tools would reach the provider under the same name.
-    #[error("{provider}: tools `{first}` and `{second}` would both be sent as `{spelled}`")]
-    NameCollision {
-        /// The provider.
-        provider: Provider,
-        /// The first tool.
-        first: String,
-        /// The second tool.
-        second: String,
-        /// The name both would have.
-        spelled: String,
-    },
-    /// The tool's schema cannot be lowered to what the provider accepts.
-    #[error("{provider} cannot take the input schema of `{tool}`: {reason}")]
-    UnsupportedSchema {
-        /// The provider.
-        provider: Provider,
-        /// The tool.
-        tool: String,
-        /// What the provider cannot take.
-        reason: LoweringError,
-    },
-    /// More tools (or strict tools) than the provider accepts in one request.
-    #[error("{provider} accepts at most {limit} {what} per request, got {count}")]
-    TooMany {
-        /// The provider.
-        provider: Provider,
-        /// What was counted (`"tools"`, `"strict tools"`).
-        what: &'static str,
-        /// How many there were.
-        count: usize,
-        /// The provider's limit.
-        limit: usize,
-    },
-    /// One of the tool's example arguments
-    /// ([`input_examples`](crate::ToolDeclaration::input_examples)) does not
-    /// fit its input schema. Checked when a declaration that was never
-    /// registered is rendered (registering checks it once, up front).
-    #[error("{provider}: example {index} of `{tool}` does not fit its input schema: {reason}")]
-    InvalidExample {
-        /// The provider.
-        provider: Provider,
-        /// The tool.
-        tool: String,
-        /// The example's position, from 0.
-        index: usize,
-        /// What is wrong with it.
-        reason: String,
-    },
-    /// The provider has no way to say this [`ToolChoice`].
-    #[error("{reason}")]
-    UnsupportedChoice {
-        /// The provider.
-        provider: Provider,
-        /// What it cannot say.
-        reason: String,
-    },
-    /// Two calls of one response carry the same id, so their results could
-    /// not be told apart. The response is refused whole.
-    #[error("{provider}: two tool calls in one response share the id `{id}`")]
-    DuplicateCallId {
-        /// The provider.
-        provider: Provider,
-        /// The id given twice.
-        id: String,
-    },
-    /// The model called a tool the request did not declare (one left out
-    /// as [`ToolStatus::Refused`], or a name it made up). The response is
-    /// refused whole: the tool was never offered, so it never runs.
-    #[error("{provider}: the model called `{tool}`, which the request did not declare")]
-    UndeclaredTool {
-        /// The provider.
-        provider: Provider,
-        /// The name as the model wrote it.
-        tool: String,
-    },
-    /// The JSON is not a response (or message) of this provider.
-    #[error("not a {provider} response: {reason}")]
-    InvalidResponse {
-        /// The provider.
-        provider: Provider,
-        /// What was expected and not found.
-        reason: String,
-    },
-}
 
 /// What became of one tool when a selection was declared for a provider.
 #[derive(Debug, Clone, PartialEq)]
@@ -212,6 +114,25 @@ impl<T: Serialize> Serialize for Declarations<T> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         self.tools.serialize(serializer)
     }
+}
+
+/// What a format registers about itself, once, in the list of formats in
+/// `provider/mod.rs`: the methods on [`Provider`] read it from there, so
+/// nothing outside the format's module names its provider in a `match`.
+#[derive(Debug)]
+pub(crate) struct Registration {
+    /// The provider the format speaks for.
+    pub(crate) provider: Provider,
+    /// A short, stable name (`Provider::as_str`).
+    pub(crate) name: &'static str,
+    /// Other names it is parsed from, the first shown in the list of known names.
+    pub(crate) aliases: &'static [&'static str],
+    /// The name people know it by (`Provider`'s `Display`).
+    pub(crate) title: &'static str,
+    /// The rule its tool names follow.
+    pub(crate) name_rule: NameRule,
+    /// The format with these options.
+    pub(crate) build: fn(FormatOptions) -> Box<dyn WireFormat>,
 }
 
 /// One provider's wire format: declarations out, tool calls in, results out.
@@ -417,10 +338,12 @@ pub trait WireFormat: sealed::Format + fmt::Debug + Send + Sync {
         self.render_calls(text, calls, mapping)
     }
 
-    /// This provider's spelling of a [`ToolChoice`] (see [`ToolChoice::render`]).
-    fn tool_choice(&self, choice: &ToolChoice, mapping: &CallMapping) -> Result<Value, ProviderError> {
-        choice.render(self.provider(), mapping)
-    }
+    /// This provider's spelling of a [`ToolChoice`] (see [`ToolChoice::render`]):
+    /// OpenAI's and Mistral's `tool_choice`, Anthropic's `tool_choice`,
+    /// Gemini's `toolConfig`, Bedrock's `toolConfig.toolChoice`. Names are
+    /// spelled as `mapping` sent them. A choice the provider has no way to
+    /// say is [`ProviderError::UnsupportedChoice`].
+    fn tool_choice(&self, choice: &ToolChoice, mapping: &CallMapping) -> Result<Value, ProviderError>;
 
     /// The model's turn as the conversation must repeat it: its text and
     /// its calls as it sent them ([`ReadCalls::sent`]: ids and argument
@@ -436,21 +359,28 @@ pub trait WireFormat: sealed::Format + fmt::Debug + Send + Sync {
     /// let turn = Anthropic::new().render_calls("Checking.", &[ToolCall::new("t1", "find", json!({"q": "x"}))], &CallMapping::default());
     /// assert_eq!(turn[0]["content"][1], json!({"type": "tool_use", "id": "t1", "name": "find", "input": {"q": "x"}}));
     /// ```
-    fn render_calls(&self, text: &str, calls: &[ToolCall], mapping: &CallMapping) -> Vec<Value> {
-        super::history::render_calls(self.provider(), text, calls, mapping)
-    }
+    fn render_calls(&self, text: &str, calls: &[ToolCall], mapping: &CallMapping) -> Vec<Value>;
 }
 
 pub(crate) mod sealed {
     use serde_json::Value;
 
-    use super::{CallMapping, ProviderError};
+    use super::{CallMapping, ProviderError, StreamedCalls};
     use crate::exec::ToolCall;
 
     /// The part of a format only this crate sees: its calls as the provider
-    /// wrote them, before names are mapped back.
+    /// wrote them, before names are mapped back, and as it streams them.
     pub trait Format {
         fn calls_in(&self, response: &Value, mapping: &CallMapping) -> Result<Vec<ToolCall>, ProviderError>;
+
+        /// Take one stream event (the JSON of one server-sent event's data)
+        /// into `stream`; events that carry no part of a call are ignored.
+        fn stream_event(&self, stream: &mut StreamedCalls, event: &Value) -> Result<(), ProviderError>;
+
+        /// The whole answer a finished stream amounts to, for
+        /// [`read_calls`](super::WireFormat::read_calls); `None` when the
+        /// format has no streamed calls.
+        fn streamed_answer(&self, stream: StreamedCalls) -> Option<Value>;
 
         /// What the provider ran itself in this turn, for a format with
         /// code execution configured; `None` otherwise.

@@ -360,3 +360,34 @@ fn tool_choice_per_provider() {
         assert!(matches!(err, ProviderError::UnsupportedChoice { .. }), "{err:?}");
     }
 }
+
+// ---- The model's turn written back -----------------------------------------
+
+#[test]
+fn argument_text_is_echoed_verbatim_where_the_provider_sent_text() {
+    let text = r#"{"limit": null,  "q":"x"}"#;
+    let calls = [ToolCall::new("c1", "find", text)];
+    let mapping = none();
+    let chat = OpenAiChat::new().render_calls("", &calls, &mapping);
+    assert_eq!(chat[0]["tool_calls"][0]["function"]["arguments"], text);
+    assert_eq!(chat[0]["content"], Value::Null);
+    let responses = OpenAiResponses::new().render_calls("Looking.", &calls, &mapping);
+    assert_eq!(responses[0], json!({"role": "assistant", "content": "Looking."}));
+    assert_eq!(responses[1]["arguments"], text);
+    let anthropic = Anthropic::new().render_calls("", &calls, &mapping);
+    assert_eq!(anthropic[0]["content"][0]["input"], json!({"limit": null, "q": "x"}));
+    assert_eq!(Mcp::new().render_calls("x", &calls, &mapping), Vec::<Value>::new());
+    // Ollama's own API takes the arguments as an object.
+    let ollama = Ollama::new().render_calls("", &calls, &mapping);
+    assert_eq!(ollama[0]["tool_calls"][0]["function"]["arguments"], json!({"limit": null, "q": "x"}));
+}
+
+#[test]
+fn gemini_leaves_out_ids_it_never_sent() {
+    let mapping = none();
+    mapping.note_generated_id("made_up");
+    let calls = [ToolCall::new("made_up", "t", json!({})), ToolCall::new("real", "t", json!({}))];
+    let parts = &Gemini::new().render_calls("", &calls, &mapping)[0]["parts"];
+    assert!(parts[0]["functionCall"].get("id").is_none());
+    assert_eq!(parts[1]["functionCall"]["id"], "real");
+}
