@@ -77,14 +77,14 @@ impl<T, F: Future<Output = Result<T, ToolError>>> Future for Contained<F> {
 
 /// The call's outer boundary: polls the call's steps in place (they are
 /// pinned where they were built, never moved) inside the call's span,
-/// catches a panic the stages' own boundaries did not (as the tool's), and
-/// ends the call with [`ToolError::Cancelled`] when its caller's token is
+/// catches a panic the stages' own boundaries did not (its payload comes
+/// back as the error, for [`panicked`] once the steps are gone), and ends
+/// the call with [`ToolError::Cancelled`] when its caller's token is
 /// cancelled while the steps wait (a token cancelled before the call
 /// starts is the caller's to check).
 pub(crate) struct Guarded<'a, F> {
     steps: Pin<&'a mut F>,
     span: &'a tracing::Span,
-    tool: &'a str,
     /// Boxed: only a call given a token has it, and it would make every
     /// call's future larger.
     cancelled: Option<Pin<Box<WaitForCancellationFuture<'a>>>>,
@@ -94,27 +94,29 @@ impl<'a, F> Guarded<'a, F> {
     pub(crate) fn new(
         steps: Pin<&'a mut F>,
         span: &'a tracing::Span,
-        tool: &'a str,
         watch: Option<&'a tokio_util::sync::CancellationToken>,
     ) -> Self {
-        Guarded { steps, span, tool, cancelled: watch.map(|watch| Box::pin(watch.cancelled())) }
+        Guarded { steps, span, cancelled: watch.map(|watch| Box::pin(watch.cancelled())) }
     }
 }
 
+/// A panic's payload.
+pub(crate) type Panic = Box<dyn std::any::Any + Send>;
+
 impl<T, F: Future<Output = Result<T, ToolError>>> Future for Guarded<'_, F> {
-    type Output = Result<T, ToolError>;
+    type Output = Result<Result<T, ToolError>, Panic>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
         let _in_span = this.span.enter();
         let steps = this.steps.as_mut();
         match catch_unwind(AssertUnwindSafe(|| steps.poll(cx))) {
-            Ok(Poll::Ready(outcome)) => return Poll::Ready(outcome),
-            Err(panic) => return Poll::Ready(Err(panicked(this.tool, None, &*panic))),
+            Ok(Poll::Ready(outcome)) => return Poll::Ready(Ok(outcome)),
+            Err(panic) => return Poll::Ready(Err(panic)),
             Ok(Poll::Pending) => {}
         }
         match &mut this.cancelled {
-            Some(cancelled) => cancelled.as_mut().poll(cx).map(|()| Err(ToolError::Cancelled)),
+            Some(cancelled) => cancelled.as_mut().poll(cx).map(|()| Ok(Err(ToolError::Cancelled))),
             None => Poll::Pending,
         }
     }

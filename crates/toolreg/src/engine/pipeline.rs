@@ -130,41 +130,39 @@ pub(crate) fn run<'a>(
     let mut record = Record::new(p.sinks, id, name, control.stopped, !span.is_disabled());
     async move {
         let outcome = if control.watch.is_some_and(CancellationToken::is_cancelled) {
-            Err(ToolError::Cancelled)
+            Ok(Err(ToolError::Cancelled))
         } else {
             let recording = record.recording();
-            let Record { id, name, event, .. } = &mut record;
-            let (id, name) = (id.as_str(), name.as_str());
             // Pinned where it is built and polled in place: every move of
             // the steps' state was a copy on each call (measured: about a
             // fifth of a registry call went to copying futures).
-            let mut steps = std::pin::pin!(steps(p, id, name, event, recording, arguments, &control));
-            Guarded::new(steps.as_mut(), &span, name, control.watch).await
+            let mut steps = std::pin::pin!(steps(p, &mut record.event, recording, arguments, &control));
+            Guarded::new(steps.as_mut(), &span, control.watch).await
         };
+        let outcome = outcome.unwrap_or_else(|panic| Err(contain::panicked(&record.event.tool, None, &*panic)));
         let outcome = outcome.and_then(|output| within_content_limit(p.options, output));
         // 6. Audit.
         record.finish(&span, outcome)
     }
 }
 
-/// Steps 1 to 5 of a call, each filling in the call's audit `event`
+/// Steps 1 to 5 of a call (named and identified in its audit `event`),
+/// each filling in the `event`
 /// (`recording`: whether anything reads it, so the arguments are hashed).
 async fn steps(
     p: Pipeline<'_>,
-    id: &str,
-    name: &str,
     event: &mut AuditEvent,
     recording: bool,
     arguments: ToolArguments,
     control: &Control<'_>,
 ) -> Result<ToolOutput, ToolError> {
     // 1. Lookup and selection.
-    let entry = lookup(&p, name)?;
+    let entry = lookup(&p, &event.tool)?;
     let decl = entry.declaration_arc();
     event.safety = Some(decl.safety);
     // 2. Argument limits, in whatever form the arguments came.
     let arguments = check_limits(&p, arguments)?;
-    let mut cx = context(id, decl, control);
+    let mut cx = context(&event.call_id, decl, control);
     let offload = p.options.has_timeout();
     let needs_approval = p.approval.needed_for(decl);
     if !needs_approval && p.layers.is_empty() {

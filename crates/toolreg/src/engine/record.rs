@@ -19,10 +19,8 @@ use crate::policy::{AuditEvent, AuditSink};
 pub(crate) struct Record<'a> {
     /// Where the record goes.
     sinks: &'a [Arc<dyn AuditSink>],
-    /// The call's id and name, handed back with its result.
-    pub(crate) id: String,
-    pub(crate) name: String,
-    /// What the audit says of the call, filled in by the steps.
+    /// What the audit says of the call, filled in by the steps. Its
+    /// `call_id` and `tool` are the call's, handed back with the result.
     pub(crate) event: AuditEvent,
     /// When the call started; `None` when nothing records the call.
     started_at: Option<SystemTime>,
@@ -44,7 +42,7 @@ impl<'a> Record<'a> {
         let recording =
             traced || !sinks.is_empty() || tracing::enabled!(target: "toolreg::audit", tracing::Level::INFO);
         let started_at = recording.then(SystemTime::now);
-        Record { sinks, id, name, event: AuditEvent::start(started_at), started_at, stopped, done: false }
+        Record { sinks, event: AuditEvent::start(name, id, started_at), started_at, stopped, done: false }
     }
 
     /// Whether anything reads the record: only then are the arguments hashed.
@@ -58,18 +56,14 @@ impl<'a> Record<'a> {
     /// whole record on every call.
     pub(crate) fn finish(&mut self, span: &tracing::Span, outcome: Result<ToolOutput, ToolError>) -> ToolResult {
         self.done = true;
-        let (mut id, mut name) = (std::mem::take(&mut self.id), std::mem::take(&mut self.name));
         if let Some(started_at) = self.started_at {
-            // The event takes the call's id and name, and gives them back for the result.
-            let event = &mut self.event;
-            (event.call_id, event.tool) = (id, name);
-            end(event, &outcome, started_at);
-            event.record_on(span);
+            end(&mut self.event, &outcome, started_at);
+            self.event.record_on(span);
             // The log event belongs to the call's span too.
             let _in_span = span.enter();
-            emit(self.sinks, event);
-            (id, name) = (std::mem::take(&mut event.call_id), std::mem::take(&mut event.tool));
+            emit(self.sinks, &self.event);
         }
+        let (id, name) = (std::mem::take(&mut self.event.call_id), std::mem::take(&mut self.event.tool));
         ToolResult { id, name, outcome }
     }
 }
@@ -80,10 +74,8 @@ impl Drop for Record<'_> {
             return;
         }
         if let (Some(stop), Some(started_at)) = (self.stopped.and_then(OnceLock::get), self.started_at) {
-            let event = &mut self.event;
-            (event.call_id, event.tool) = (std::mem::take(&mut self.id), std::mem::take(&mut self.name));
-            end(event, &Err(stop.error()), started_at);
-            emit(self.sinks, event);
+            end(&mut self.event, &Err(stop.error()), started_at);
+            emit(self.sinks, &self.event);
         }
     }
 }

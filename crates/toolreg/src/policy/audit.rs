@@ -108,11 +108,11 @@ pub struct AuditEvent {
 /// log event, and nowhere else.
 impl AuditEvent {
     /// The event of a call starting at `started_at`, to be filled in as the
-    /// call proceeds; its tool and call id are set when it ends.
-    pub(crate) fn start(started_at: Option<SystemTime>) -> Self {
+    /// call proceeds.
+    pub(crate) fn start(tool: String, call_id: String, started_at: Option<SystemTime>) -> Self {
         AuditEvent {
-            tool: String::new(),
-            call_id: String::new(),
+            tool,
+            call_id,
             safety: None,
             arguments_hash: None,
             approved_hash: None,
