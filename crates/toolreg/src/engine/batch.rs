@@ -81,6 +81,7 @@ struct Shared {
     extensions: Option<Arc<Extensions>>,
 }
 
+/// Run the calls of one batch and answer each, in the order of the calls.
 pub(crate) async fn run(
     engine: &ToolEngine,
     calls: Vec<ToolCall>,
@@ -99,38 +100,7 @@ pub(crate) async fn run(
         stopped: Arc::default(),
         extensions: (!extensions.is_empty()).then(|| Arc::new(extensions)),
     };
-    let mut results: Vec<Option<Finished>> = (0..calls.len()).map(|_| None).collect();
-    let mut labels = Vec::with_capacity(calls.len());
-    let mut lanes: IndexMap<Lane, VecDeque<(usize, ToolCall)>> = IndexMap::new();
-    let workers = tokio::runtime::Handle::current().metrics().num_workers().max(1);
-    let mut shares: Vec<VecDeque<(usize, ToolCall)>> = (0..workers).map(|_| VecDeque::new()).collect();
-    // One approval must never run a tool twice: a call repeating an earlier
-    // call's id is refused.
-    let repeated: Vec<bool> = {
-        let mut seen = HashSet::with_capacity(calls.len());
-        calls.iter().map(|call| !seen.insert(call.id.as_str())).collect()
-    };
-    let mut dealt = 0;
-
-    for (index, mut call) in calls.into_iter().enumerate() {
-        labels.push((call.id.clone(), call.name.clone()));
-        if repeated[index] {
-            let error = ToolError::DuplicateCallId { id: call.id.clone() };
-            results[index] = Some(Finished::Result(refused(engine, call, error)));
-            continue;
-        }
-        match lane_of(engine, &mut call) {
-            Some(lane) => lanes.entry(lane).or_default().push_back((index, call)),
-            None => {
-                shares[dealt % workers].push_back((index, call));
-                dealt += 1;
-            }
-        }
-    }
-
-    let mut queues: Vec<(VecDeque<(usize, ToolCall)>, bool)> =
-        shares.into_iter().filter(|share| !share.is_empty()).map(|share| (share, false)).collect();
-    queues.extend(lanes.into_values().map(|queue| (queue, true)));
+    let Dealt { mut queues, mut results, labels } = deal(engine, calls);
     // One queue (a model's usual single call) runs right here: a task of
     // its own would only add a hand-over between threads (measured: 13 to
     // 27 µs on a 2-core machine, more than the rest of an agent step).
@@ -160,6 +130,56 @@ pub(crate) async fn run(
     answers(results, labels)
 }
 
+/// A worker's calls, each with its place in the batch.
+type Queue = VecDeque<(usize, ToolCall)>;
+
+/// A batch dealt to its workers.
+struct Dealt {
+    /// Each worker's queue, and whether it runs its calls one at a time.
+    queues: Vec<(Queue, bool)>,
+    /// The calls answered already (a repeated call id), by place.
+    results: Vec<Option<Finished>>,
+    /// Each call's id and name, by place.
+    labels: Vec<(String, String)>,
+}
+
+/// Deal the calls: those free to run in parallel spread over one worker
+/// per runtime thread, each lane of calls that must not overlap to a
+/// worker of its own.
+fn deal(engine: &ToolEngine, calls: Vec<ToolCall>) -> Dealt {
+    let mut results: Vec<Option<Finished>> = (0..calls.len()).map(|_| None).collect();
+    let mut labels = Vec::with_capacity(calls.len());
+    let mut lanes: IndexMap<Lane, Queue> = IndexMap::new();
+    let workers = tokio::runtime::Handle::current().metrics().num_workers().max(1);
+    let mut shares: Vec<Queue> = (0..workers).map(|_| VecDeque::new()).collect();
+    // One approval must never run a tool twice: a call repeating an earlier
+    // call's id is refused.
+    let repeated: Vec<bool> = {
+        let mut seen = HashSet::with_capacity(calls.len());
+        calls.iter().map(|call| !seen.insert(call.id.as_str())).collect()
+    };
+    let mut dealt = 0;
+    for (index, mut call) in calls.into_iter().enumerate() {
+        labels.push((call.id.clone(), call.name.clone()));
+        if repeated[index] {
+            let error = ToolError::DuplicateCallId { id: call.id.clone() };
+            results[index] = Some(Finished::Result(refused(engine, call, error)));
+            continue;
+        }
+        match lane_of(engine, &mut call) {
+            Some(lane) => lanes.entry(lane).or_default().push_back((index, call)),
+            None => {
+                shares[dealt % workers].push_back((index, call));
+                dealt += 1;
+            }
+        }
+    }
+    let mut queues: Vec<(Queue, bool)> =
+        shares.into_iter().filter(|share| !share.is_empty()).map(|share| (share, false)).collect();
+    queues.extend(lanes.into_values().map(|queue| (queue, true)));
+    Dealt { queues, results, labels }
+}
+
 /// Each call's result, in the order of the calls: the call's own, or made
 /// from its label when it was stopped or its task failed.
 fn answers(results: Vec<Option<Finished>>, labels: Vec<(String, String)>) -> Vec<ToolResult> {
@@ -179,12 +199,12 @@ fn answers(results: Vec<Option<Finished>>, labels: Vec<(String, String)>) -> Vec
 
 /// Answer a call that will not run, recorded like every other call.
 fn refused(engine: &ToolEngine, call: ToolCall, error: ToolError) -> ToolResult {
-    Record::new(engine.pipeline().sinks, call.id, call.name, None, false).finish(Err(error))
+    Record::new(engine.pipeline().sinks, call.id, call.name, None, false).finish(&tracing::Span::none(), Err(error))
 }
 
 /// Run a worker's queue, all at once or one at a time, admitting a call
 /// only with a permit when the batch has a concurrency limit.
-async fn work(shared: Shared, mut queue: VecDeque<(usize, ToolCall)>, one_at_a_time: bool) -> Vec<(usize, Finished)> {
+async fn work(shared: Shared, mut queue: Queue, one_at_a_time: bool) -> Vec<(usize, Finished)> {
     let Shared { engine, cancel, token, deadline, semaphore, stopped, extensions } = &shared;
     let extensions = extensions.as_deref();
     let mut done = Vec::with_capacity(queue.len());
@@ -246,17 +266,22 @@ async fn work(shared: Shared, mut queue: VecDeque<(usize, ToolCall)>, one_at_a_t
         // The calls still running are dropped; each records itself as stopped.
         let _ = stopped.set(stop);
         drop(running);
-        let mut finished: HashSet<usize> = done.iter().map(|(index, _)| *index).collect();
-        finished.extend(queue.iter().map(|(index, _)| *index));
-        for index in dealt.into_iter().filter(|index| !finished.contains(index)) {
-            done.push((index, Finished::Stopped(stop)));
-        }
-        // Calls that never started answer the same way, and are recorded.
-        for (index, call) in queue {
-            done.push((index, Finished::Result(refused(engine, call, stop.error()))));
-        }
+        answer_stopped(engine, stop, dealt, queue, &mut done);
     }
     done
+}
+
+/// Answer the calls of a worker whose batch stopped: those that were
+/// running from their labels, those that never started here, recorded.
+fn answer_stopped(engine: &ToolEngine, stop: Stop, dealt: Vec<usize>, queue: Queue, done: &mut Vec<(usize, Finished)>) {
+    let mut finished: HashSet<usize> = done.iter().map(|(index, _)| *index).collect();
+    finished.extend(queue.iter().map(|(index, _)| *index));
+    for index in dealt.into_iter().filter(|index| !finished.contains(index)) {
+        done.push((index, Finished::Stopped(stop)));
+    }
+    for (index, call) in queue {
+        done.push((index, Finished::Result(refused(engine, call, stop.error()))));
+    }
 }
 
 /// How a worker's call ended: with its result, or stopped while running (the

@@ -9,6 +9,8 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::contain::{self, Site};
+use super::tool::{self, Arguments};
 use crate::exec::{CallContext, ToolError, ToolOutput};
 use crate::handler::ToolFuture;
 use crate::policy::ArgumentsHash;
@@ -173,7 +175,46 @@ impl fmt::Debug for Next {
     }
 }
 
-// `Next::run` is written in the pipeline, with the rest of a call's steps.
+impl Next {
+    /// Run the inner layers and the tool; the result (or error) comes back
+    /// for the layer to pass on, transform or replace.
+    ///
+    /// Each layer runs inside a panic boundary of its own: a layer that
+    /// panics fails the call with [`ToolError::HookFailed`], and a panic in
+    /// the tool under it comes back from `run` as the tool's
+    /// [`ToolError::Panicked`].
+    pub fn run(self, call: HookCall) -> ToolFuture {
+        let Next { chain, index } = self;
+        let Some(layer) = chain.layers.get(index) else {
+            return chain.run_tool(call);
+        };
+        let site = Site::Hook(Arc::clone(&layer.name));
+        let call = HookCall { hook: Arc::clone(&layer.name), ..call };
+        let layer = Arc::clone(&layer.layer);
+        let tool = Arc::clone(chain.entry.declaration_arc());
+        let next = Next { chain, index: index + 1 };
+        contain::start(site, &tool, || layer.call(call, next))
+    }
+}
+
+impl Chain {
+    /// Past the last layer: arguments a layer changed are validated again
+    /// (and, under an approval, must still hash to what was approved; a
+    /// layer that only read them costs nothing more), then the tool.
+    fn run_tool(&self, call: HookCall) -> ToolFuture {
+        let HookCall { cx, arguments: HookArguments { mut value, changed }, .. } = call;
+        if changed {
+            if let Err(error) = self.entry.check_arguments(&mut value) {
+                return ToolFuture::ready(Err(error));
+            }
+            if self.approved.is_some_and(|approved| approved != ArgumentsHash::of(&value)) {
+                let detail = "the arguments changed after they were approved".to_owned();
+                return ToolFuture::ready(Err(ToolError::ApprovalMismatch { detail }));
+            }
+        }
+        tool::run(&self.entry, cx, Arguments::Checked(value), self.offload)
+    }
+}
 
 /// A hook made from an async closure; see [`hook_fn`].
 pub struct HookFn<F> {

@@ -32,12 +32,14 @@
 //!
 //! Arguments are checked against the limits once, validated once (again
 //! only when a layer or an approver's edit changed them: a layer's mutable
-//! use of [`HookCall::arguments`] is the signal), hashed once, and a call
-//! has one panic boundary, whose result says where the panic started: in the
-//! tool, [`ToolError::Panicked`]; in a hook or layer,
-//! [`ToolError::HookFailed`] (named after it, see [`ToolLayer::name`]); in
-//! the approver, [`ToolError::ApprovalFailed`], the call refused (fail
-//! closed) and the tool never run.
+//! use of [`HookCall::arguments`] is the signal), hashed once. The approver,
+//! each layer and the tool each run inside a panic boundary of their own, so
+//! a panic is the error of the stage it started in: in the tool,
+//! [`ToolError::Panicked`] (which the layers above see come back, as any
+//! failure of the tool); in a hook or layer, [`ToolError::HookFailed`]
+//! (named after it, see [`ToolLayer::name`]); in the approver,
+//! [`ToolError::ApprovalFailed`], the call refused (fail closed) and the
+//! tool never run.
 //!
 //! Every failure is a [`ToolResult`] carrying the call's id, never a panic or
 //! a lost call. The engine needs a Tokio runtime with timers enabled.
@@ -83,12 +85,14 @@
 
 mod batch;
 mod budget;
+mod contain;
 mod layer;
 mod pipeline;
 mod record;
-mod site;
 #[cfg(test)]
 mod tests;
+mod timeout;
+mod tool;
 
 use std::fmt;
 use std::sync::Arc;

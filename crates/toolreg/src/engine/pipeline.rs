@@ -9,41 +9,33 @@
 //! 4. **approval**, for tools at or above the engine's approval level: the
 //!    approver's decision, bound to this call id and these arguments;
 //! 5. **hooks** ([`Next::run`] walks the layers in order) and the **run**
-//!    of the tool, under the per-call timeout;
-//! 6. **audit**: the [`AuditEvent`](crate::policy::AuditEvent) to every
-//!    sink, in a `tool_call` span (written in [`record`](super::record)).
+//!    of the tool ([`tool::run`], the one way to it), within the per-call
+//!    time limit ([`timeout`](super::timeout));
+//! 6. **audit**: the call's [`AuditEvent`], filled in as the steps go, to
+//!    its `tool_call` span, the log and every sink ([`record`](super::record)).
 //!
-//! The `tool_call` span follows OpenTelemetry's GenAI conventions for an
-//! `execute_tool` span (`gen_ai.tool.name`, `gen_ai.tool.call.id`,
-//! `error.type`), with toolreg's own `toolreg.tool.safety`,
-//! `toolreg.arguments.hash`, `toolreg.approval.decision`,
-//! `toolreg.approval.approver`, `toolreg.approval.arguments.hash` (what an
-//! approval is bound to) and `toolreg.outcome`: what the audit event says,
-//! so an exporter needs the span alone.
-//!
-//! A call has one panic boundary (in [`run`]); the [`site`](super::site)
-//! marks say whether a panic started in the approver, a hook or the tool.
-//! The only state passed between the steps travels in [`Chain`], owned by
-//! the call: no side channel in the call's extensions.
+//! Each stage that runs code of its own — the approver, each layer, the
+//! tool — runs inside a panic boundary of its own ([`contain`](super::contain)),
+//! so a panic is that stage's error. The only state passed between the
+//! steps travels in [`Chain`], owned by the call: no side channel in the
+//! call's extensions.
 
 use std::future::Future;
-use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, LazyLock, OnceLock};
-use std::task::Poll;
-use std::time::Duration;
 
+use futures_util::FutureExt;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::contain::{self, Contained, Guarded, Site};
 use super::layer::{Chain, HookArguments, HookCall, Layer, Next};
-use super::record::{Record, Trail};
-use super::site::{self, Site, panicked, panicked_at};
-use super::{BatchOptions, Stop};
+use super::record::Record;
+use super::tool::{self, Arguments};
+use super::{BatchOptions, Stop, timeout};
 use crate::args;
 use crate::declaration::{SafetyLevel, ToolDeclaration};
-use crate::exec::{CallContext, CallOptions, Extensions, ToolArguments, ToolCall, ToolError, ToolResult};
-use crate::handler::ToolFuture;
-use crate::policy::{ApprovalRequest, Approver, ArgumentsHash, AuditDecision, AuditSink, Decision};
+use crate::exec::{CallContext, CallOptions, Extensions, ToolArguments, ToolCall, ToolError, ToolOutput, ToolResult};
+use crate::policy::{ApprovalRequest, Approver, ArgumentsHash, AuditDecision, AuditEvent, AuditSink, Decision};
 use crate::registry::{FunctionRegistry, ToolEntry};
 
 /// Everything a call runs against: borrowed from an engine (where it was
@@ -133,199 +125,74 @@ pub(crate) fn run<'a>(
     call: ToolCall,
     control: Control<'a>,
 ) -> impl Future<Output = ToolResult> + Send + 'a {
-    // Named and shaped as OpenTelemetry's GenAI `execute_tool` span (the
-    // `otel.*` fields are read by `tracing-opentelemetry`); the fields
-    // recorded at the end are `Empty` until then. Nothing here is formatted
-    // unless a subscriber takes the span. The arguments' hash, never their
-    // content, goes on the span.
-    let span = tracing::info_span!(
-        "tool_call",
-        otel.name = format_args!("execute_tool {}", call.name),
-        otel.kind = "internal",
-        otel.status_code = tracing::field::Empty,
-        gen_ai.operation.name = "execute_tool",
-        gen_ai.tool.type = "function",
-        gen_ai.tool.name = %call.name,
-        gen_ai.tool.call.id = %call.id,
-        toolreg.tool.safety = tracing::field::Empty,
-        toolreg.arguments.hash = tracing::field::Empty,
-        toolreg.approval.decision = tracing::field::Empty,
-        toolreg.approval.approver = tracing::field::Empty,
-        toolreg.approval.arguments.hash = tracing::field::Empty,
-        toolreg.outcome = tracing::field::Empty,
-        error.type = tracing::field::Empty,
-    );
+    let span = AuditEvent::span(&call.name, &call.id);
     let ToolCall { id, name, arguments } = call;
     let mut record = Record::new(p.sinks, id, name, control.stopped, !span.is_disabled());
     async move {
-        let Record { id, name, trail, .. } = &mut record;
-        let outcome = {
-            // Pinned where it is built, and polled under `catch_unwind` by
-            // hand rather than through wrapper futures: every move of the
-            // steps' state was a copy on each call (measured: about a fifth
-            // of a registry call went to copying futures).
-            let mut steps = std::pin::pin!(async {
-                // 1. Lookup and selection.
-                let entry = lookup(&p, name)?;
-                let decl = entry.declaration_arc();
-                trail.safety = Some(decl.safety);
-                // 2. Argument limits, in whatever form the arguments came.
-                let arguments = check_limits(&p, arguments)?;
-                // A call from your own code (`FunctionRegistry::execute`) has no id.
-                let cx = if id.is_empty() { CallContext::default() } else { CallContext::new(id.as_str()) };
-                let mut cx = cx.with_declaration(Arc::clone(decl));
-                if let Some(extensions) = control.extensions {
-                    *cx.extensions_mut() = extensions.clone();
-                }
-                if let Some(token) = &control.token {
-                    cx = cx.with_shared_cancellation(Arc::clone(token));
-                }
-                let offload = p.options.has_timeout();
-                let needs_approval = p.approval.needed_for(decl);
-                if !needs_approval && p.layers.is_empty() {
-                    // Nothing stands between the arguments and the tool: a typed
-                    // tool deserialises straight from the text (serde is its
-                    // validation), anything else is validated in `run_tool`.
-                    trail.decide(decl.safety, trail.recording().then(|| hash(&arguments)).flatten());
-                    let (cx, deadline) = deadline(&p, cx);
-                    return within(deadline, run_tool(entry, cx, arguments, offload)).await;
-                }
-                // 3. Validation, once for every later step.
-                let mut args = into_value(arguments)?;
-                entry.check_arguments(&mut args)?;
-                // 4. Approval.
-                let approved = match p.approval {
-                    // Boxed: an approval is rare beside the calls that need
-                    // none, and its state would make every call's future larger.
-                    Approval::From { approver, .. } if needs_approval => {
-                        Some(Box::pin(approve(entry, approver.as_deref(), &mut cx, &mut args, trail)).await?)
-                    }
-                    _ => {
-                        trail.decide(decl.safety, trail.recording().then(|| ArgumentsHash::of(&args)));
-                        None
-                    }
-                };
-                // 5. Hooks and run.
-                let chain = Arc::new(Chain { layers: Arc::clone(p.layers), entry: entry.clone(), approved, offload });
-                let arguments = HookArguments { value: args, changed: false };
-                // The first layer's name (or none: approval without layers).
-                let hook = chain.layers.first().map_or_else(|| Arc::from(""), |layer| Arc::clone(&layer.name));
-                let (cx, deadline) = deadline(&p, cx);
-                within(deadline, Next { chain, index: 0 }.run(HookCall { cx, arguments, hook })).await
-            });
-            // Polled in the call's span (entered for each poll, as
-            // `Instrumented` would, without another wrapper to copy).
-            match control.watch {
-                Some(watch) if watch.is_cancelled() => Err(ToolError::Cancelled),
-                watch => {
-                    // Boxed: only a call given a token has it, and it would
-                    // make every call's future larger.
-                    let mut cancelled = watch.map(|watch| Box::pin(watch.cancelled()));
-                    std::future::poll_fn(|task| {
-                        let _in_span = span.enter();
-                        // The one panic boundary: where a panic started is in the site marks.
-                        match std::panic::catch_unwind(AssertUnwindSafe(|| steps.as_mut().poll(task))) {
-                            Ok(Poll::Ready(outcome)) => return Poll::Ready(outcome),
-                            Err(panic) => return Poll::Ready(Err(panicked(name, &*panic))),
-                            Ok(Poll::Pending) => {}
-                        }
-                        match &mut cancelled {
-                            Some(cancelled) => cancelled.as_mut().poll(task).map(|()| Err(ToolError::Cancelled)),
-                            None => Poll::Pending,
-                        }
-                    })
-                    .await
-                }
-            }
+        let outcome = if control.watch.is_some_and(CancellationToken::is_cancelled) {
+            Ok(Err(ToolError::Cancelled))
+        } else {
+            let recording = record.recording();
+            // Pinned where it is built and polled in place: every move of
+            // the steps' state was a copy on each call (measured: about a
+            // fifth of a registry call went to copying futures).
+            let mut steps = std::pin::pin!(steps(p, &mut record.event, recording, arguments, &control));
+            Guarded::new(steps.as_mut(), &span, control.watch).await
         };
-        // The audit event belongs to the call's span too (for a log
-        // subscriber; the span's own fields carry the same for export).
-        let _in_span = span.enter();
-        if let Err(ToolError::ApprovalFailed { .. }) = &outcome {
-            trail.decision = AuditDecision::ApprovalFailed;
-        }
-        // Blocks are bounded in total, as text is by `OutputBudget`.
-        let mut outcome = outcome;
-        if let Ok(output) = &outcome
-            && output.content_size() > p.options.max_content_bytes
-        {
-            outcome =
-                Err(ToolError::ResultTooLarge { size: output.content_size(), limit: p.options.max_content_bytes });
-        }
-        record_span_fields(&span, trail, &outcome);
+        let outcome = outcome.unwrap_or_else(|panic| Err(contain::panicked(&record.event.tool, None, &*panic)));
+        let outcome = outcome.and_then(|output| within_content_limit(p.options, output));
         // 6. Audit.
-        record.finish(outcome)
+        record.finish(&span, outcome)
     }
 }
 
-/// The `tool_call` span's fields known only at the end: safety, the
-/// arguments' hash, the approval decision and approver, the outcome.
-fn record_span_fields(span: &tracing::Span, trail: &Trail, outcome: &Result<crate::exec::ToolOutput, ToolError>) {
-    if span.is_disabled() {
-        return;
+/// Steps 1 to 5 of a call (named and identified in its audit `event`),
+/// each filling in the `event`
+/// (`recording`: whether anything reads it, so the arguments are hashed).
+async fn steps(
+    p: Pipeline<'_>,
+    event: &mut AuditEvent,
+    recording: bool,
+    arguments: ToolArguments,
+    control: &Control<'_>,
+) -> Result<ToolOutput, ToolError> {
+    // 1. Lookup and selection.
+    let entry = lookup(&p, &event.tool)?;
+    let decl = entry.declaration_arc();
+    event.safety = Some(decl.safety);
+    // 2. Argument limits, in whatever form the arguments came.
+    let arguments = check_limits(&p, arguments)?;
+    let mut cx = context(&event.call_id, decl, control);
+    let offload = p.options.has_timeout();
+    let needs_approval = p.approval.needed_for(decl);
+    if !needs_approval && p.layers.is_empty() {
+        // Nothing stands between the arguments and the tool, which checks them as it starts.
+        event.runs_unapproved(recording.then(|| hash(&arguments)).flatten());
+        let arguments = Arguments::AsCalled(arguments);
+        return timeout::within(p.options.call_timeout, cx, |cx| tool::run(entry, cx, arguments, offload)).await;
     }
-    if let Some(safety) = trail.safety {
-        span.record("toolreg.tool.safety", safety.as_str());
-    }
-    if let Some(hash) = &trail.hash {
-        span.record("toolreg.arguments.hash", tracing::field::display(hash));
-    }
-    span.record("toolreg.approval.decision", tracing::field::display(&trail.decision));
-    if let Some(approver) = &trail.approver {
-        span.record("toolreg.approval.approver", approver.as_str());
-    }
-    if let Some(hash) = &trail.approved_hash {
-        span.record("toolreg.approval.arguments.hash", tracing::field::display(hash));
-    }
-    match outcome {
-        Ok(_) => span.record("toolreg.outcome", "ok"),
-        Err(error) => {
-            span.record("toolreg.outcome", error.kind());
-            span.record("error.type", error.kind());
-            span.record("otel.status_code", "error")
+    // 3. Validation, once for every later step.
+    let mut args = into_value(arguments)?;
+    entry.check_arguments(&mut args)?;
+    // 4. Approval.
+    let approved = match p.approval {
+        // Boxed: an approval is rare beside the calls that need none, and
+        // its state would make every call's future larger.
+        Approval::From { approver, .. } if needs_approval => {
+            Some(Box::pin(approve(entry, approver.as_deref(), &mut cx, &mut args, event)).await?)
+        }
+        _ => {
+            event.runs_unapproved(recording.then(|| ArgumentsHash::of(&args)));
+            None
         }
     };
-}
-
-impl Next {
-    /// Run the inner layers and the tool; the result (or error) comes back
-    /// for the layer to pass on, transform or replace.
-    ///
-    /// Past the last layer, arguments a layer changed are validated again
-    /// (and, under an approval, must still hash to what was approved); a
-    /// layer that only read them costs nothing more.
-    pub fn run(self, call: HookCall) -> ToolFuture {
-        let Next { chain, index } = self;
-        if let Some(layer) = chain.layers.get(index) {
-            let site = Site::Hook(Arc::clone(&layer.name));
-            let call = HookCall { hook: Arc::clone(&layer.name), ..call };
-            let layer = Arc::clone(&layer.layer);
-            let next = Next { chain, index: index + 1 };
-            // Started and polled under the layer's site, so that its panic
-            // is reported as the hook's.
-            let mark = site::Mark(&site);
-            let started = layer.call(call, next);
-            drop(mark);
-            return site::poll_at(site, started);
-        }
-        let HookCall { cx, arguments: HookArguments { mut value, changed }, .. } = call;
-        if changed {
-            if let Err(error) = chain.entry.check_arguments(&mut value) {
-                return ToolFuture::ready(Err(error));
-            }
-            if chain.approved.is_some_and(|approved| approved != ArgumentsHash::of(&value)) {
-                let detail = "the arguments changed after they were approved".to_owned();
-                return ToolFuture::ready(Err(ToolError::ApprovalMismatch { detail }));
-            }
-        }
-        if chain.offload && chain.entry.tool().runs_inline() {
-            return offloaded(&chain.entry, cx, ToolArguments::Json(value));
-        }
-        let mark = site::Mark(&Site::Tool);
-        let started = chain.entry.tool().call(cx, value);
-        drop(mark);
-        site::poll_at(Site::Tool, started)
-    }
+    // 5. Hooks and run.
+    let chain = Arc::new(Chain { layers: Arc::clone(p.layers), entry: entry.clone(), approved, offload });
+    let arguments = HookArguments { value: args, changed: false };
+    // The first layer's name (or none: approval without layers).
+    let hook = chain.layers.first().map_or_else(|| Arc::from(""), |layer| Arc::clone(&layer.name));
+    let call = |cx| Next { chain, index: 0 }.run(HookCall { cx, arguments, hook });
+    timeout::within(p.options.call_timeout, cx, call).await
 }
 
 /// Step 1: the offered tool with this name, or the error the model reads.
@@ -357,6 +224,20 @@ fn check_limits(p: &Pipeline<'_>, arguments: ToolArguments) -> Result<ToolArgume
     }
 }
 
+/// The context the hooks, the approver and the tool see.
+fn context(id: &str, decl: &Arc<ToolDeclaration>, control: &Control<'_>) -> CallContext {
+    // A call from your own code (`FunctionRegistry::execute`) has no id.
+    let cx = if id.is_empty() { CallContext::default() } else { CallContext::new(id) };
+    let mut cx = cx.with_declaration(Arc::clone(decl));
+    if let Some(extensions) = control.extensions {
+        *cx.extensions_mut() = extensions.clone();
+    }
+    if let Some(token) = &control.token {
+        cx = cx.with_shared_cancellation(Arc::clone(token));
+    }
+    cx
+}
+
 fn into_value(arguments: ToolArguments) -> Result<Value, ToolError> {
     match arguments {
         ToolArguments::Json(value) => Ok(value),
@@ -376,53 +257,31 @@ fn hash(arguments: &ToolArguments) -> Option<ArgumentsHash> {
 
 /// Step 4: ask the approver about exactly these arguments. On approval the
 /// arguments are what it approved (its edit, validated again) and the hash
-/// is the one the run is bound to. Runs under the approval's site: an
-/// approver that panics refuses the call ([`ToolError::ApprovalFailed`]).
+/// is the one the run is bound to. The approver (and the tool's approval
+/// preview) runs inside the approval's panic boundary: an approver that
+/// panics refuses the call ([`ToolError::ApprovalFailed`]).
 async fn approve(
     entry: &ToolEntry,
     approver: Option<&dyn Approver>,
     cx: &mut CallContext,
     args: &mut Value,
-    trail: &mut Trail,
+    event: &mut AuditEvent,
 ) -> Result<ArgumentsHash, ToolError> {
     let Some(approver) = approver else {
-        trail.decision = AuditDecision::NoApprover;
+        event.decision = AuditDecision::NoApprover;
         return Err(ToolError::ApprovalRequired);
     };
     let approver_name = approver.name().into_owned();
-    trail.approver = Some(approver_name.clone());
+    event.approver = Some(approver_name.clone());
+    let request = request(entry, cx, args);
+    event.arguments_hash = Some(request.arguments_hash());
     let site = Site::Approval(Arc::from(approver_name.as_str()));
-    let preview = site::run(&site, || entry.approval_preview(args));
-    let mut request = ApprovalRequest::new(Arc::clone(entry.declaration_arc()), cx.call_id(), std::mem::take(args));
-    if let Some(preview) = preview {
-        request = request.with_preview(preview);
-    }
-    if !cx.extensions().is_empty() {
-        request = request.with_extensions(cx.extensions().clone());
-    }
+    let decision = decide(site, entry, approver, &request).await;
+    let approval = read(decision, &request, approver_name, event)?;
     let mut bound = request.arguments_hash();
-    trail.hash = Some(bound);
-    let deciding = site::run(&site, || approver.decide(request.clone()));
-    let approval = match site::AtSite::new(site, deciding).await {
-        Decision::Deny { reason } => {
-            trail.decision = AuditDecision::Denied;
-            return Err(ToolError::Denied { reason, approver: approver_name });
-        }
-        Decision::Pending { reason } => {
-            trail.decision = AuditDecision::Pending;
-            return Err(ToolError::Pending { reason, approver: approver_name });
-        }
-        Decision::Approve(approval) => approval,
-    };
-    if !approval.is_for(&request) {
-        trail.decision = AuditDecision::Mismatch;
-        let detail = "the approver answered with an approval given for another call".to_owned();
-        return Err(ToolError::ApprovalMismatch { detail });
-    }
-    trail.decision = AuditDecision::Approved;
     *args = request.into_arguments();
     if let Some(edited) = approval.edited_arguments() {
-        trail.decision = AuditDecision::ApprovedEdited;
+        event.decision = AuditDecision::ApprovedEdited;
         *args = edited.clone();
         entry.check_arguments(args).map_err(|error| match error {
             ToolError::InvalidArguments { errors } => ToolError::InvalidEdit { errors },
@@ -430,96 +289,65 @@ async fn approve(
         })?;
         bound = ArgumentsHash::of(args);
     }
-    trail.approved_hash = Some(bound);
+    event.approved_hash = Some(bound);
     Ok(bound)
 }
 
-/// Step 5's time limit, for hooks and run together (approval excluded):
-/// the call gets a token of its own, cancelled when the limit passes so
-/// that work the tool started stops too.
-fn deadline(p: &Pipeline<'_>, cx: CallContext) -> (CallContext, Option<(Duration, CancellationToken)>) {
-    let Some(limit) = p.options.call_timeout else {
-        return (cx, None);
-    };
-    let own = cx.cancellation().map_or_else(CancellationToken::new, CancellationToken::child_token);
-    (cx.with_cancellation(own.clone()), Some((limit, own)))
-}
-
-/// A started call within its deadline, if it has one.
-fn within(deadline: Option<(Duration, CancellationToken)>, running: ToolFuture) -> ToolFuture {
-    let Some((limit, own)) = deadline else {
-        return running;
-    };
-    ToolFuture::new(async move {
-        match tokio::time::timeout(limit, running).await {
-            Ok(outcome) => outcome,
-            Err(_) => {
-                own.cancel();
-                Err(ToolError::Timeout { limit })
-            }
+/// The approval in an approver's answer, or why the call does not run;
+/// the decision is recorded either way.
+fn read(
+    decision: Result<Decision, ToolError>,
+    request: &ApprovalRequest,
+    approver: String,
+    event: &mut AuditEvent,
+) -> Result<crate::policy::Approval, ToolError> {
+    let (recorded, outcome) = match decision {
+        Err(error) => (AuditDecision::ApprovalFailed, Err(error)),
+        Ok(Decision::Deny { reason }) => (AuditDecision::Denied, Err(ToolError::Denied { reason, approver })),
+        Ok(Decision::Pending { reason }) => (AuditDecision::Pending, Err(ToolError::Pending { reason, approver })),
+        Ok(Decision::Approve(approval)) if !approval.is_for(request) => {
+            let detail = "the approver answered with an approval given for another call".to_owned();
+            (AuditDecision::Mismatch, Err(ToolError::ApprovalMismatch { detail }))
         }
-    })
+        Ok(Decision::Approve(approval)) => (AuditDecision::Approved, Ok(approval)),
+    };
+    event.decision = recorded;
+    outcome
 }
 
-/// Start a tool with nothing around it: a typed tool deserialises straight
-/// from the text or value, anything else is validated first. A synchronous
-/// tool runs on the blocking pool when `offload` is set, so that a deadline
-/// can answer while it blocks.
-fn run_tool(entry: &ToolEntry, cx: CallContext, arguments: ToolArguments, offload: bool) -> ToolFuture {
-    if offload && entry.tool().runs_inline() {
-        return offloaded(entry, cx, arguments);
+/// What the approver is asked: the call, its arguments (taken), the
+/// tool's preview of them, and the caller's extensions.
+fn request(entry: &ToolEntry, cx: &CallContext, args: &mut Value) -> ApprovalRequest {
+    let mut request = ApprovalRequest::new(Arc::clone(entry.declaration_arc()), cx.call_id(), std::mem::take(args));
+    if !cx.extensions().is_empty() {
+        request = request.with_extensions(cx.extensions().clone());
     }
-    let started = site::run(&Site::Tool, || start(entry, cx, arguments));
-    site::poll_at(Site::Tool, started)
+    request
 }
 
-/// Run a synchronous tool on the blocking pool.
-fn offloaded(entry: &ToolEntry, cx: CallContext, arguments: ToolArguments) -> ToolFuture {
-    let entry = entry.clone();
-    ToolFuture::new(async move {
-        let name = entry.declaration().name.clone();
-        let started = tokio::task::spawn_blocking(move || start(&entry, cx, arguments).into_ready()).await;
-        match started {
-            Ok(Ok(result)) => result,
-            Ok(Err(future)) => future.await,
-            Err(error) => Err(match error.try_into_panic() {
-                // Joined from the blocking pool, where only the tool ran.
-                Ok(panic) => panicked_at(&name, Some(Site::Tool), &*panic),
-                Err(_) => ToolError::Cancelled,
-            }),
-        }
-    })
+/// The approver's decision on `request`, the tool's preview added first,
+/// both inside the approval's panic boundary.
+async fn decide(
+    site: Site,
+    entry: &ToolEntry,
+    approver: &dyn Approver,
+    request: &ApprovalRequest,
+) -> Result<Decision, ToolError> {
+    let tool = entry.declaration_arc();
+    let preview = contain::catch(&site, tool, || entry.approval_preview(request.arguments()))?;
+    let request = match preview {
+        Some(preview) => request.clone().with_preview(preview),
+        None => request.clone(),
+    };
+    let deciding = contain::catch(&site, tool, || approver.decide(request))?;
+    Contained::new(site, Arc::clone(tool), deciding.map(Ok)).await
 }
 
-/// Start the tool: deserialised straight from its arguments when serde is
-/// the check, else validated against the schema first.
-fn start(entry: &ToolEntry, cx: CallContext, arguments: ToolArguments) -> ToolFuture {
-    let tool = entry.tool();
-    // `refused`: serde has refused the arguments already.
-    let (cx, value, refused) = match arguments {
-        // Only an object goes straight to serde: serde would also take an array for a struct.
-        ToolArguments::Raw(text) if entry.is_serde_checked() && text.trim_start().starts_with('{') => {
-            match tool.call_text(cx, &text) {
-                Ok(future) => return future,
-                Err(cx) => (cx, args::parse(&text), true),
-            }
-        }
-        ToolArguments::Raw(text) => (cx, args::parse(&text), false),
-        ToolArguments::Json(value) if entry.is_serde_checked() && value.is_object() => {
-            match tool.call_value(cx, &value) {
-                Ok(future) => return future,
-                Err(cx) => (cx, Ok(value), true),
-            }
-        }
-        ToolArguments::Json(value) => (cx, Ok(value), false),
-    };
-    let mut value = match value {
-        Ok(value) => value,
-        Err(error) => return ToolFuture::ready(Err(error)),
-    };
-    let checked = if refused { entry.explain_refused(&mut value) } else { entry.check_arguments(&mut value) };
-    match checked {
-        Ok(()) => tool.call(cx, value),
-        Err(error) => ToolFuture::ready(Err(error)),
+/// Blocks are bounded in total, as text is by `OutputBudget`.
+fn within_content_limit(options: &BatchOptions, output: ToolOutput) -> Result<ToolOutput, ToolError> {
+    let size = output.content_size();
+    if size > options.max_content_bytes {
+        return Err(ToolError::ResultTooLarge { size, limit: options.max_content_bytes });
     }
+    Ok(output)
 }

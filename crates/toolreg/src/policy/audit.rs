@@ -103,35 +103,119 @@ pub struct AuditEvent {
     pub result_bytes: usize,
 }
 
+/// How an event is made and where it goes besides the sinks: every field
+/// of [`AuditEvent`] is named once more here, on the call's span and in its
+/// log event, and nowhere else.
 impl AuditEvent {
-    /// The event for a call that has just finished.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn new(
-        tool: String,
-        call_id: String,
-        safety: Option<SafetyLevel>,
-        arguments_hash: Option<ArgumentsHash>,
-        approved_hash: Option<ArgumentsHash>,
-        decision: AuditDecision,
-        approver: Option<String>,
-        started_at: SystemTime,
-        duration: Duration,
-        outcome: &'static str,
-        result_bytes: usize,
-    ) -> Self {
+    /// The event of a call starting at `started_at`, to be filled in as the
+    /// call proceeds.
+    pub(crate) fn start(tool: String, call_id: String, started_at: Option<SystemTime>) -> Self {
         AuditEvent {
             tool,
             call_id,
-            safety,
-            arguments_hash,
-            approved_hash,
-            decision,
-            approver,
-            started_at_ms: started_at.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64),
-            duration_us: duration.as_micros().min(u64::MAX as u128) as u64,
-            outcome: Cow::Borrowed(outcome),
-            result_bytes,
+            safety: None,
+            arguments_hash: None,
+            approved_hash: None,
+            decision: AuditDecision::NotReached,
+            approver: None,
+            started_at_ms: started_at
+                .and_then(|at| at.duration_since(UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_millis() as u64),
+            duration_us: 0,
+            outcome: Cow::Borrowed(""),
+            result_bytes: 0,
         }
+    }
+
+    /// A call that runs without an approval: recorded, unless its tool is
+    /// safe.
+    pub(crate) fn runs_unapproved(&mut self, arguments_hash: Option<ArgumentsHash>) {
+        self.decision = match self.safety {
+            Some(SafetyLevel::Safe) => AuditDecision::NotRequired,
+            _ => AuditDecision::Recorded,
+        };
+        self.arguments_hash = arguments_hash;
+    }
+
+    /// Close the event of a call that has ended.
+    pub(crate) fn end(&mut self, duration: Duration, outcome: &'static str, result_bytes: usize) {
+        self.duration_us = duration.as_micros().min(u64::MAX as u128) as u64;
+        self.outcome = Cow::Borrowed(outcome);
+        self.result_bytes = result_bytes;
+    }
+
+    /// The span a call runs in, named and shaped as OpenTelemetry's GenAI
+    /// `execute_tool` span (the `otel.*` fields are read by
+    /// `tracing-opentelemetry`), with toolreg's own `toolreg.*` fields: what
+    /// the event says, so an exporter needs the span alone. Fields known
+    /// only at the end are `Empty` until [`record_on`](Self::record_on);
+    /// nothing is formatted unless a subscriber takes the span. The
+    /// arguments' hash, never their content, goes on the span. Its target
+    /// is the engine's: the MCP client finds the enclosing call by it.
+    pub(crate) fn span(tool: &str, call_id: &str) -> tracing::Span {
+        tracing::info_span!(
+            target: "toolreg::engine",
+            "tool_call",
+            otel.name = format_args!("execute_tool {tool}"),
+            otel.kind = "internal",
+            otel.status_code = tracing::field::Empty,
+            gen_ai.operation.name = "execute_tool",
+            gen_ai.tool.type = "function",
+            gen_ai.tool.name = %tool,
+            gen_ai.tool.call.id = %call_id,
+            toolreg.tool.safety = tracing::field::Empty,
+            toolreg.arguments.hash = tracing::field::Empty,
+            toolreg.approval.decision = tracing::field::Empty,
+            toolreg.approval.approver = tracing::field::Empty,
+            toolreg.approval.arguments.hash = tracing::field::Empty,
+            toolreg.outcome = tracing::field::Empty,
+            error.type = tracing::field::Empty,
+        )
+    }
+
+    /// The fields of [`span`](Self::span) known only at the end.
+    pub(crate) fn record_on(&self, span: &tracing::Span) {
+        if span.is_disabled() {
+            return;
+        }
+        if let Some(safety) = self.safety {
+            span.record("toolreg.tool.safety", safety.as_str());
+        }
+        if let Some(hash) = &self.arguments_hash {
+            span.record("toolreg.arguments.hash", tracing::field::display(hash));
+        }
+        span.record("toolreg.approval.decision", self.decision.as_str());
+        if let Some(approver) = &self.approver {
+            span.record("toolreg.approval.approver", approver.as_str());
+        }
+        if let Some(hash) = &self.approved_hash {
+            span.record("toolreg.approval.arguments.hash", tracing::field::display(hash));
+        }
+        span.record("toolreg.outcome", &*self.outcome);
+        if self.outcome != "ok" {
+            span.record("error.type", &*self.outcome);
+            span.record("otel.status_code", "error");
+        }
+    }
+
+    /// The event as a `tracing` event (target `toolreg::audit`), for a log
+    /// subscriber; absent values are empty.
+    pub(crate) fn log(&self) {
+        let hash = |hash: Option<ArgumentsHash>| hash.map(|h| h.to_string()).unwrap_or_default();
+        tracing::info!(
+            target: "toolreg::audit",
+            tool = %self.tool,
+            call_id = %self.call_id,
+            safety = self.safety.map_or("", SafetyLevel::as_str),
+            decision = %self.decision,
+            approver = self.approver.as_deref().unwrap_or(""),
+            arguments_hash = %hash(self.arguments_hash),
+            approved_hash = %hash(self.approved_hash),
+            duration_us = self.duration_us,
+            outcome = %self.outcome,
+            result_bytes = self.result_bytes,
+            "tool call"
+        );
     }
 }
 

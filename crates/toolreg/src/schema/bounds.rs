@@ -5,8 +5,6 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::inline::local_ref_name;
-
 /// Most JSON nodes a schema may have once its local `$ref`s are inlined.
 pub const MAX_SCHEMA_NODES: usize = 50_000;
 /// Deepest nesting a schema may have once its local `$ref`s are inlined.
@@ -55,6 +53,15 @@ impl std::fmt::Display for Exceeded {
             ),
         }
     }
+}
+
+/// The definition a local reference (`#/$defs/X`, `#/definitions/X`)
+/// names; `None` for any other reference.
+pub(super) fn local_ref_name(reference: &str) -> Option<&str> {
+    reference
+        .strip_prefix("#/$defs/")
+        .or_else(|| reference.strip_prefix("#/definitions/"))
+        .filter(|name| !name.contains('/'))
 }
 
 /// What one schema (a definition, or the root without its definitions)

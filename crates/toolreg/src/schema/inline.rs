@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use serde_json::{Map, Value};
 
-use super::bounds::measure;
+use super::bounds::{local_ref_name, measure};
 
 /// Make a schema readable by every provider, in place: drop `$schema` and the
 /// root `title`, inline local `$ref`s that do not recurse, and drop `$defs`
@@ -57,13 +57,6 @@ fn take_defs(root: &mut Map<String, Value>) -> Map<String, Value> {
         }
     }
     defs
-}
-
-pub(super) fn local_ref_name(reference: &str) -> Option<&str> {
-    reference
-        .strip_prefix("#/$defs/")
-        .or_else(|| reference.strip_prefix("#/definitions/"))
-        .filter(|name| !name.contains('/'))
 }
 
 /// Replace `{"$ref": "#/$defs/X", ...siblings}` by X's schema (siblings kept,

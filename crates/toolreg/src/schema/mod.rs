@@ -24,6 +24,8 @@ use schemars::generate::SchemaSettings;
 use serde_json::Value;
 
 use crate::validate::ArgumentValidator;
+// Where the registry looks for it; the check belongs to validation.
+pub(crate) use crate::validate::check_input_schema;
 
 pub(crate) use bounds::{Exceeded, measure};
 pub use bounds::{MAX_SCHEMA_DEPTH, MAX_SCHEMA_NODES, check_bounds};
@@ -164,15 +166,4 @@ pub fn is_argument_object<T: JsonSchema + ?Sized + 'static>() -> bool {
 fn is_object_with_properties(schema: &Value) -> bool {
     schema.get("type").and_then(Value::as_str) == Some("object")
         && schema.get("properties").is_some_and(Value::is_object)
-}
-
-/// Check that a tool's input schema can be used: its root is an object
-/// schema. The registry refuses a tool whose schema fails this with
-/// [`RegistryError::InvalidSchema`](crate::RegistryError::InvalidSchema).
-pub(crate) fn check_input_schema(schema: &Value) -> Result<(), String> {
-    match schema.get("type") {
-        Some(Value::String(t)) if t == "object" => Ok(()),
-        Some(other) => Err(format!("the input schema must have \"type\": \"object\", found {other}")),
-        None => Err("the input schema must have \"type\": \"object\"".to_owned()),
-    }
 }

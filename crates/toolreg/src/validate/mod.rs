@@ -22,6 +22,17 @@ impl fmt::Display for ArgumentError {
     }
 }
 
+/// Check that a tool's input schema can be used: its root is an object
+/// schema. The registry refuses a tool whose schema fails this with
+/// [`RegistryError::InvalidSchema`](crate::RegistryError::InvalidSchema).
+pub(crate) fn check_input_schema(schema: &Value) -> Result<(), String> {
+    match schema.get("type") {
+        Some(Value::String(t)) if t == "object" => Ok(()),
+        Some(other) => Err(format!("the input schema must have \"type\": \"object\", found {other}")),
+        None => Err("the input schema must have \"type\": \"object\"".to_owned()),
+    }
+}
+
 /// A compiled input schema plus what it takes to fill defaults.
 pub(crate) struct ArgumentValidator {
     validator: jsonschema::Validator,
@@ -38,7 +49,7 @@ impl fmt::Debug for ArgumentValidator {
 impl ArgumentValidator {
     /// Compile `schema`; the error says why the schema itself is unusable.
     pub(crate) fn compile(schema: &Value) -> Result<Self, String> {
-        crate::schema::check_input_schema(schema)?;
+        check_input_schema(schema)?;
         // The validator checks the same values with unions of constants and
         // of tagged variants written without the union (see `plain_unions`):
         // a refusal then says what is wrong where, instead of collecting
