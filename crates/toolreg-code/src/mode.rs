@@ -9,7 +9,7 @@ use toolreg::{
     ToolError, ToolFuture, ToolRegistration,
 };
 
-use crate::Key;
+use crate::SealingKey;
 use crate::host::{Ended, ProgramOutput, Session, Worker};
 use crate::journal::Journal;
 use crate::{CodeError, Limits, stubs};
@@ -47,14 +47,14 @@ const NAMED: usize = 200;
 pub struct CodeMode {
     worker: Worker,
     limits: Limits,
-    key: Key,
+    key: SealingKey,
 }
 
 impl CodeMode {
     /// Code mode running programs in `worker`, with the default
-    /// [`Limits`] and a random [`Key`].
+    /// [`Limits`] and a random [`SealingKey`].
     pub fn new(worker: Worker) -> Self {
-        CodeMode { worker, limits: Limits::default(), key: Key::random() }
+        CodeMode { worker, limits: Limits::default(), key: SealingKey::random() }
     }
 
     /// With these limits.
@@ -65,7 +65,7 @@ impl CodeMode {
 
     /// With this key for sealing the state of a suspended program: a run
     /// suspended in one process resumes in another only under the same key.
-    pub fn key(mut self, key: Key) -> Self {
+    pub fn key(mut self, key: SealingKey) -> Self {
         self.key = key;
         self
     }

@@ -418,7 +418,7 @@ async fn concurrent_resumes_of_one_suspension_run_it_once() {
 /// another key or another id is refused.
 #[tokio::test(flavor = "multi_thread")]
 async fn suspended_runs_are_stored_sealed_and_loaded_by_id() {
-    use toolreg::seal::Key;
+    use toolreg::seal::SealingKey;
     use toolreg_llm::agent::SuspendedRuns;
 
     let model = ScriptedClient::new().then_call("w1", "wipe", json!({"path": "/tmp/x"}));
@@ -427,18 +427,18 @@ async fn suspended_runs_are_stored_sealed_and_loaded_by_id() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("store.db");
     let store = toolreg_builtins::store::SqliteStore::open(&path).await.unwrap();
-    let runs = SuspendedRuns::new(store.namespace("suspended").unwrap(), Key::new([3; 32]));
+    let runs = SuspendedRuns::new(store.namespace("suspended").unwrap(), SealingKey::new([3; 32]));
     runs.save(&suspended).await.unwrap();
     assert!(matches!(runs.save(&suspended).await, Err(AgentError::Resume(_))), "stored once");
     assert_eq!(runs.list(10).await.unwrap(), std::slice::from_ref(&suspended.id));
 
     // Another host: its own connection to the store, the same key.
     let other = toolreg_builtins::store::SqliteStore::open(&path).await.unwrap();
-    let there = SuspendedRuns::new(other.namespace("suspended").unwrap(), Key::new([3; 32]));
+    let there = SuspendedRuns::new(other.namespace("suspended").unwrap(), SealingKey::new([3; 32]));
     assert_eq!(there.load(&suspended.id).await.unwrap(), suspended);
 
     // Another key: refused.
-    let wrong = SuspendedRuns::new(other.namespace("suspended").unwrap(), Key::new([4; 32]));
+    let wrong = SuspendedRuns::new(other.namespace("suspended").unwrap(), SealingKey::new([4; 32]));
     assert!(matches!(wrong.load(&suspended.id).await, Err(AgentError::Resume(m)) if m.contains("changed")));
     // The record changed in the store (the arguments to approve): refused.
     let ns = other.namespace("suspended").unwrap();
@@ -461,7 +461,7 @@ async fn suspended_runs_are_stored_sealed_and_loaded_by_id() {
     let record = store.namespace("suspended").unwrap().get(&key).await.unwrap().value;
     let elsewhere = toolreg_builtins::store::SqliteStore::in_memory().await.unwrap();
     elsewhere.namespace("suspended").unwrap().create(&key, &record).await.unwrap();
-    let copy = SuspendedRuns::new(elsewhere.namespace("suspended").unwrap(), Key::new([3; 32]));
+    let copy = SuspendedRuns::new(elsewhere.namespace("suspended").unwrap(), SealingKey::new([3; 32]));
     assert!(matches!(copy.load(&kept.id).await, Err(AgentError::Resume(m)) if m.contains("another store")));
     assert_eq!(runs.load(&kept.id).await.unwrap(), kept);
 }

@@ -389,7 +389,7 @@ fn millis(duration: Duration) -> u64 {
 
 /// `bytes` random bytes as hex (at most 32: a fresh key's worth).
 fn random_hex(bytes: usize) -> String {
-    let mut hex = toolreg::seal::Key::random().to_hex();
+    let mut hex = toolreg::seal::SealingKey::random().to_hex();
     hex.truncate(bytes * 2);
     hex
 }
