@@ -252,7 +252,7 @@ pub fn deferral() -> Deferral {
 /// in registration order (the agent's first request).
 pub fn always_on<'a>(registry: &'a FunctionRegistry, deferral: &Deferral) -> Vec<&'a str> {
     registry
-        .entries()
+        .list()
         .enumerate()
         .filter(|(i, entry)| !deferral.defers(*i, entry.declaration()))
         .map(|(_, entry)| entry.declaration().name.as_str())

@@ -280,7 +280,7 @@ fn declare(c: &mut Criterion) {
     let formats: [(&str, Box<dyn WireFormat>); 2] =
         [("mcp", Box::new(Mcp::new())), ("anthropic", Box::new(Anthropic::new()))];
     for (_, format) in &formats {
-        let declared = format.declare_partial(&ToolRef::list(registry.entries()));
+        let declared = format.declare_partial(&ToolRef::list(registry.list()));
         assert_eq!(declared.tools.as_array().map(Vec::len), Some(N));
     }
     let mut group = c.benchmark_group("declare_1000");
@@ -288,14 +288,14 @@ fn declare(c: &mut Criterion) {
     for (label, format) in &formats {
         group.bench_function(format!("toolreg_{label}_value"), |b| {
             b.iter(|| {
-                let declared = format.declare_partial(&ToolRef::list(registry.entries()));
+                let declared = format.declare_partial(&ToolRef::list(registry.list()));
                 serde_json::to_string(&declared.tools).expect("json")
             })
         });
         #[cfg(feature = "declare-view")]
         group.bench_function(format!("toolreg_{label}_text"), |b| {
             b.iter(|| {
-                let declared = format.declare_view(&ToolRef::list(registry.entries()));
+                let declared = format.declare_view(&ToolRef::list(registry.list()));
                 serde_json::to_string(&declared.tools).expect("json")
             })
         });

@@ -735,7 +735,7 @@ async fn the_agents_calls_go_through_its_engine_with_hooks_budget_audit_and_sele
     // A sub-agent runs on the same engine: same selection (never wider),
     // same audit.
     let sub = agent.sub_agent(None, toolreg_llm::agent::Budget { steps: 2, tokens: None, deadline: None }).unwrap();
-    let names: Vec<String> = sub.engine().tools().get_declarations().iter().map(|d| d.name.clone()).collect();
+    let names: Vec<String> = sub.engine().offered().get_declarations().iter().map(|d| d.name.clone()).collect();
     assert!(names.contains(&"shout".to_owned()) && !names.contains(&"wipe".to_owned()), "{names:?}");
     let sub_result = sub.engine().execute_call(ToolCall::new("x1", "shout", json!({"word": "a", "times": 1}))).await;
     assert_eq!(sub_result.text(), "hooked-");
@@ -1091,7 +1091,7 @@ async fn with_native_search_every_request_holds_every_tool_and_the_search_answer
     assert_eq!(requests.len(), 4);
     let names = |i: usize| requests[i].tools.iter().map(|t| t.name.clone()).collect::<Vec<_>>();
     // Every tool in registration order, in every request: the prefix never changes.
-    let all: Vec<String> = registry.entries().map(|e| e.declaration().name.clone()).collect();
+    let all: Vec<String> = registry.list().map(|e| e.declaration().name.clone()).collect();
     for (i, request) in requests.iter().enumerate() {
         assert_eq!(names(i), all, "request {i}");
         assert_eq!(request.deferred_tools, ["convert_currency".to_owned()].into(), "request {i}");

@@ -40,7 +40,7 @@ async fn call(registry: &FunctionRegistry, name: &str, args: Value) -> toolreg::
 async fn imports_a_child_process_server_namespaced_and_untrusted() {
     let server = RemoteServer::connect("fake", fake()).await.unwrap();
     let registry = import(&server).await;
-    let names: Vec<&str> = registry.names().collect();
+    let names: Vec<&str> = registry.list().map(|tool| tool.name()).collect();
     assert!(names.contains(&"fake__echo") && names.contains(&"fake__wipe"), "{names:?}");
     for name in &names {
         toolreg::validate_name(name).unwrap();
@@ -605,7 +605,7 @@ async fn a_servers_tool_configuration_filters_renames_and_fixes_arguments() {
     let mut registry = FunctionRegistry::new();
     assert!(server.register_into(&mut registry).is_empty());
     // `fail` is left out: its fixed argument does not exist.
-    assert_eq!(registry.names().collect::<Vec<_>>(), ["fake__say"]);
+    assert_eq!(registry.list().map(|tool| tool.name()).collect::<Vec<_>>(), ["fake__say"]);
     let say = registry.get("fake__say").unwrap().declaration();
     assert_eq!(say.description, "Say the fixed text back.");
     assert!(say.input_schema["properties"].get("text").is_none());

@@ -88,7 +88,7 @@ pub use toolreg_macros::ToolArgs;
 /// # fn main() -> Result<(), toolreg::RegistryError> {
 /// let mut registry = FunctionRegistry::new();
 /// register_tools!(registry, [add_tool, mul_tool])?;
-/// assert_eq!(registry.names().collect::<Vec<_>>(), ["add", "mul"]);
+/// assert_eq!(registry.list().map(|tool| tool.name()).collect::<Vec<_>>(), ["add", "mul"]);
 /// # Ok(())
 /// # }
 /// ```

@@ -157,7 +157,7 @@ fn the_tools_share_the_state_and_the_caller_sees_it() {
     registry.register_all(store.tool_registrations()).unwrap();
     registry.register(free_tool_tool::registration()).unwrap();
     assert_eq!(
-        registry.names().collect::<Vec<_>>(),
+        registry.list().map(|tool| tool.name()).collect::<Vec<_>>(),
         ["kv_set", "kv_get", "kv_sum", "kv-add", "echo_call", "free_tool"]
     );
     block_on(async {

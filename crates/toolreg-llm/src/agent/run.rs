@@ -100,7 +100,7 @@ impl Agent {
         // (the deferred ones deferred); otherwise found tools are added.
         let native = !inner.deferral.is_empty() && inner.client.native_tool_search();
         let mut request = ModelRequest::new(inner.model.clone(), std::mem::take(&mut state.messages));
-        catalog::offer(&mut request, &inner.deferral, current.engine.tools(), &state.loaded, native);
+        catalog::offer(&mut request, &inner.deferral, current.engine.offered(), &state.loaded, native);
         request.system = inner.system.clone();
         request.max_tokens = inner.max_tokens_per_request;
         request.code_execution = inner.code_execution.clone();
@@ -114,10 +114,10 @@ impl Agent {
             let now = self.current();
             if now.generation != current.generation {
                 current = now;
-                catalog::offer(&mut request, &inner.deferral, current.engine.tools(), &state.loaded, native);
+                catalog::offer(&mut request, &inner.deferral, current.engine.offered(), &state.loaded, native);
             }
             let engine = &current.engine;
-            let offered = engine.tools();
+            let offered = engine.offered();
             state.messages = std::mem::take(&mut request.messages);
             if cancel.is_cancelled() {
                 return Err(AgentError::Cancelled { transcript: state.messages });

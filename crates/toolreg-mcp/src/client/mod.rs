@@ -104,7 +104,7 @@
 //! for (tool, error) in server.register_into(&mut registry) {
 //!     eprintln!("skipped {tool}: {error}");
 //! }
-//! assert!(registry.names().all(|name| name.starts_with("everything__")));
+//! assert!(registry.list().map(|tool| tool.name()).all(|name| name.starts_with("everything__")));
 //! # Ok(())
 //! # }
 //! ```

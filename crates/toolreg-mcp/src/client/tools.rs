@@ -87,10 +87,7 @@ impl RemoteServer {
             }
         }
         match staged.transformed(&applied) {
-            Ok(done) => done
-                .entries()
-                .map(|entry| ToolRegistration::new(entry.declaration().clone(), Arc::clone(entry.tool())))
-                .collect(),
+            Ok(done) => done.into_registrations().collect(),
             Err(error) => {
                 tracing::warn!(server = %self.inner.name, %error, "tool configuration not applied");
                 Vec::new()
