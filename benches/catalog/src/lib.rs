@@ -175,7 +175,7 @@ pub fn registry(n: usize) -> FunctionRegistry {
     let mut registry = FunctionRegistry::new();
     let core = core_registrations();
     let mcp = n.saturating_sub(core.len());
-    registry.register_all(core).unwrap_or_else(|e| panic!("core: {e}"));
+    toolreg::register_tools!(registry, core).unwrap_or_else(|e| panic!("core: {e}"));
     for declaration in mcp_declarations(mcp) {
         let name = declaration.name.clone();
         registry

@@ -235,7 +235,7 @@ fn engine(c: &mut Criterion) {
 /// `n` filler tools in a toolreg registry and in an rmcp router.
 fn fillers_on_both(n: usize) -> (FunctionRegistry, rmcp::handler::server::tool::ToolRouter<rmcp_side::RmcpTools>) {
     let mut registry = FunctionRegistry::new();
-    registry.register_all(fillers::toolreg(n)).expect("fillers");
+    toolreg::register_tools!(registry, fillers::toolreg(n)).expect("fillers");
     let mut router = rmcp::handler::server::tool::ToolRouter::new();
     for route in fillers::rmcp(n) {
         router.add_route(route);
@@ -404,7 +404,7 @@ fn register() {
                 || fillers::toolreg(N),
                 |regs| {
                     let mut registry = FunctionRegistry::new();
-                    registry.register_all(regs).expect("fillers");
+                    toolreg::register_tools!(registry, regs).expect("fillers");
                     registry
                 },
             )

@@ -144,7 +144,7 @@ impl Builtins {
     pub fn registrations(self) -> Result<Vec<ToolRegistration>, BuiltinsError> {
         let mut out = Vec::new();
         if let Some(namespace) = self.store {
-            out.extend(namespace.tools());
+            out.extend(namespace.registrations());
         }
         let reserved = self.reserved;
         match self.files {
@@ -173,7 +173,7 @@ impl Builtins {
 
     /// Register the chosen tools, all or none: on any error the registry is unchanged.
     pub fn register(self, registry: &mut FunctionRegistry) -> Result<(), BuiltinsError> {
-        registry.register_all(self.registrations()?)?;
+        toolreg::register_tools!(registry, self.registrations()?)?;
         Ok(())
     }
 }

@@ -228,7 +228,7 @@ fn agent(tools: Tools, args: &AgentArgs) -> Result<(Agent, SuspendedRuns), CliEr
     let with_agent_tools = move |mut registry: toolreg::FunctionRegistry| {
         let mut registrations = user.registrations();
         registrations.extend(AgentTools::new().registrations());
-        registry.register_all(registrations).map_err(|e| CliError::new(e.to_string()))?;
+        toolreg::register_tools!(registry, registrations).map_err(|e| CliError::new(e.to_string()))?;
         Ok::<_, CliError>(registry)
     };
     registry = with_agent_tools(registry)?;

@@ -640,7 +640,7 @@ async fn a_call_to_an_undeclared_tool_is_answered_and_the_run_goes_on() {
 fn with_user_tools(mut registry: FunctionRegistry) -> FunctionRegistry {
     let (channel, inbox) = toolreg_builtins::user::InProcessChannel::new();
     std::mem::forget(inbox); // keep the channel open: final_answer shows its answer there
-    registry.register_all(toolreg_builtins::user::UserTools::new(channel).registrations()).unwrap();
+    toolreg::register_tools!(registry, toolreg_builtins::user::UserTools::new(channel).registrations()).unwrap();
     registry
 }
 

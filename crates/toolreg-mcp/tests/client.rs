@@ -125,7 +125,7 @@ async fn list_changed_is_followed() {
     changes.borrow_and_update();
     assert!(!call(&registry, "fake__change", json!({})).await.is_error());
     tokio::time::timeout(HANG, changes.changed()).await.expect("no change seen").unwrap();
-    assert!(server.tools().iter().any(|t| t.name == "added"));
+    assert!(server.listed_tools().iter().any(|t| t.name == "added"));
     let again = import(&server).await;
     assert!(again.contains("fake__added"));
 }
@@ -443,10 +443,10 @@ async fn a_server_down_at_start_is_retried_until_it_answers() {
     let (server, first) = RemoteServer::connect_or_retry("late", config).await.unwrap();
     let first = first.expect("the first start fails").to_string();
     assert!(first.starts_with("cannot connect to MCP server 'late' started as `python3`"), "{first}");
-    assert!(server.tools().is_empty() && !server.is_connected());
+    assert!(server.listed_tools().is_empty() && !server.is_connected());
     let mut changes = server.changes();
     tokio::time::timeout(HANG, async {
-        while !server.tools().iter().any(|t| t.name == "echo") {
+        while !server.listed_tools().iter().any(|t| t.name == "echo") {
             changes.changed().await.unwrap();
         }
     })

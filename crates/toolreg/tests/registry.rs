@@ -168,7 +168,10 @@ fn register_all_is_all_or_nothing() {
     let mut registry = FunctionRegistry::new();
     let ok = ToolRegistration::new(add_decl(), add);
     let dup = ToolRegistration::new(add_decl(), add);
-    assert_eq!(registry.register_all([ok, dup]).unwrap_err(), RegistryError::DuplicateTool { name: "add".into() });
+    assert_eq!(
+        toolreg::register_tools!(registry, vec![ok, dup]).unwrap_err(),
+        RegistryError::DuplicateTool { name: "add".into() }
+    );
     assert!(registry.is_empty());
 }
 

@@ -6,7 +6,7 @@
 //!   `PostgresStore` (feature `postgres`) the one several hosts share. One
 //!   conformance suite runs against both, so they behave alike.
 //! - [`Namespace`] is what agents use: one namespace per agent run, so
-//!   concurrent runs never see each other's keys. Its [`Namespace::tools`]
+//!   concurrent runs never see each other's keys. Its [`Namespace::registrations`]
 //!   are the six model-facing tools (`store_set`, `store_get`, `store_ref`,
 //!   `store_list`, `store_summarize`, `store_delete`).
 //! - Every write makes a new version; a [`StoreRef`] `{key, version}` names

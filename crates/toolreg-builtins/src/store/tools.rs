@@ -100,8 +100,10 @@ pub struct DeleteOutcome {
 
 impl Namespace {
     /// The six store tools, bound to this namespace, ready for
-    /// [`toolreg::FunctionRegistry::register_all`].
-    pub fn tools(&self) -> Vec<ToolRegistration> {
+    /// [`toolreg::register_tools!`]: what to register (`store_ref`
+    /// declares its output here, which the generated `tool_registrations`
+    /// does not).
+    pub fn registrations(&self) -> Vec<ToolRegistration> {
         self.tool_registrations()
             .into_iter()
             .map(|tool| match tool.name() {

@@ -332,8 +332,10 @@ impl RemoteServer {
         &self.inner.name
     }
 
-    /// The tools as the server last listed them.
-    pub fn tools(&self) -> Vec<Tool> {
+    /// The tools as the server last listed them (`tools/list`), under their
+    /// remote names; [`registrations`](Self::registrations) are what to
+    /// register.
+    pub fn listed_tools(&self) -> Vec<Tool> {
         self.inner.tools.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
@@ -350,7 +352,7 @@ impl RemoteServer {
     pub fn left_out(&self) -> Vec<(String, String)> {
         let called = self.inner.task_only_called.lock().unwrap_or_else(PoisonError::into_inner);
         let mut left: Vec<(String, String)> = self
-            .tools()
+            .listed_tools()
             .iter()
             .filter(|tool| called.contains(tool.name.as_ref()))
             .map(|tool| {

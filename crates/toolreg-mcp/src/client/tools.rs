@@ -32,7 +32,7 @@ impl RemoteServer {
     /// filtered, renamed, described and with arguments fixed as the server's
     /// `tools` configuration says ([`ToolFilter`](crate::config::ToolFilter)).
     pub fn registrations(&self) -> Vec<ToolRegistration> {
-        let tools = self.tools();
+        let tools = self.listed_tools();
         let filter = &self.inner.config.tools;
         let left_out: HashSet<String> = self.left_out().into_iter().map(|(tool, _)| tool).collect();
         let mut taken = HashSet::new();

@@ -118,7 +118,7 @@ impl AgentTools {
 
     /// Register the five functions, all or none.
     pub fn register(&self, registry: &mut FunctionRegistry) -> Result<(), RegistryError> {
-        registry.register_all(self.registrations())
+        toolreg::register_tools!(registry, self.registrations())
     }
 }
 
