@@ -119,7 +119,7 @@ impl Selection {
     /// only them, in registration order, their entries shared (the
     /// declarations to offer a model). A [`ToolEngine`](crate::engine::ToolEngine)
     /// built with the same selection runs their calls and refuses every
-    /// other tool ([`ToolEngine::tools`](crate::engine::ToolEngine::tools)
+    /// other tool ([`ToolEngine::offered`](crate::engine::ToolEngine::offered)
     /// is this set).
     ///
     /// ```
