@@ -57,7 +57,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .audit(Arc::clone(&audit))
         .build();
 
-    println!("Offered to the model: {:?}", engine.tools().names().collect::<Vec<_>>());
+    println!("Offered to the model: {:?}", engine.offered().list().map(|tool| tool.name()).collect::<Vec<_>>());
 
     // What a model might ask for in one turn.
     let turn = vec![

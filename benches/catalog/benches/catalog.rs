@@ -149,7 +149,7 @@ fn tokens() {
     let deferral = catalog::deferral();
     for n in [50, 500, 5_000] {
         let registry = catalog::registry(n);
-        let all: Vec<&str> = registry.names().collect();
+        let all: Vec<&str> = registry.list().map(|tool| tool.name()).collect();
         let core = catalog::always_on(&registry, &deferral);
         let found: Vec<Vec<String>> = queries
             .iter()
@@ -221,7 +221,7 @@ fn speed() {
     // (`search_tools`' ranking) and declaring the core and what it found.
     let format = OpenAiChat::new();
     let small = catalog::registry(20);
-    let small_names: Vec<&str> = small.names().collect();
+    let small_names: Vec<&str> = small.list().map(|tool| tool.name()).collect();
     let eager = time_queries(&queries, 20, |_| drop(black_box(declared_text(&format, &small, &small_names))));
     println!(
         "| agent step, 20 tools eager: declare them (OpenAI Chat, to text) | {:.3} ms | {} |",

@@ -175,7 +175,7 @@ pub fn registry(n: usize) -> FunctionRegistry {
     let mut registry = FunctionRegistry::new();
     let core = core_registrations();
     let mcp = n.saturating_sub(core.len());
-    registry.register_all(core).unwrap_or_else(|e| panic!("core: {e}"));
+    toolreg::register_tools!(registry, core).unwrap_or_else(|e| panic!("core: {e}"));
     for declaration in mcp_declarations(mcp) {
         let name = declaration.name.clone();
         registry
@@ -252,7 +252,7 @@ pub fn deferral() -> Deferral {
 /// in registration order (the agent's first request).
 pub fn always_on<'a>(registry: &'a FunctionRegistry, deferral: &Deferral) -> Vec<&'a str> {
     registry
-        .entries()
+        .list()
         .enumerate()
         .filter(|(i, entry)| !deferral.defers(*i, entry.declaration()))
         .map(|(_, entry)| entry.declaration().name.as_str())

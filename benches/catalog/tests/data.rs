@@ -58,7 +58,7 @@ fn registries_of_any_size_have_the_core_first_then_distinct_mcp_tools() {
         let registry = catalog::registry(n);
         assert_eq!(registry.len(), n);
         assert!(registry.get("search_tools").is_some());
-        let first_mcp = registry.names().nth(core).unwrap_or_default();
+        let first_mcp = registry.list().map(|tool| tool.name()).nth(core).unwrap_or_default();
         assert!(first_mcp.starts_with("filesystem__"), "{first_mcp}");
     }
     // Past the hand-written tools, the same servers again under new names.

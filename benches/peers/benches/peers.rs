@@ -235,7 +235,7 @@ fn engine(c: &mut Criterion) {
 /// `n` filler tools in a toolreg registry and in an rmcp router.
 fn fillers_on_both(n: usize) -> (FunctionRegistry, rmcp::handler::server::tool::ToolRouter<rmcp_side::RmcpTools>) {
     let mut registry = FunctionRegistry::new();
-    registry.register_all(fillers::toolreg(n)).expect("fillers");
+    toolreg::register_tools!(registry, fillers::toolreg(n)).expect("fillers");
     let mut router = rmcp::handler::server::tool::ToolRouter::new();
     for route in fillers::rmcp(n) {
         router.add_route(route);
@@ -280,7 +280,7 @@ fn declare(c: &mut Criterion) {
     let formats: [(&str, Box<dyn WireFormat>); 2] =
         [("mcp", Box::new(Mcp::new())), ("anthropic", Box::new(Anthropic::new()))];
     for (_, format) in &formats {
-        let declared = format.declare_partial(&ToolRef::list(registry.entries()));
+        let declared = format.declare_partial(&ToolRef::list(registry.list()));
         assert_eq!(declared.tools.as_array().map(Vec::len), Some(N));
     }
     let mut group = c.benchmark_group("declare_1000");
@@ -288,14 +288,14 @@ fn declare(c: &mut Criterion) {
     for (label, format) in &formats {
         group.bench_function(format!("toolreg_{label}_value"), |b| {
             b.iter(|| {
-                let declared = format.declare_partial(&ToolRef::list(registry.entries()));
+                let declared = format.declare_partial(&ToolRef::list(registry.list()));
                 serde_json::to_string(&declared.tools).expect("json")
             })
         });
         #[cfg(feature = "declare-view")]
         group.bench_function(format!("toolreg_{label}_text"), |b| {
             b.iter(|| {
-                let declared = format.declare_view(&ToolRef::list(registry.entries()));
+                let declared = format.declare_view(&ToolRef::list(registry.list()));
                 serde_json::to_string(&declared.tools).expect("json")
             })
         });
@@ -404,7 +404,7 @@ fn register() {
                 || fillers::toolreg(N),
                 |regs| {
                     let mut registry = FunctionRegistry::new();
-                    registry.register_all(regs).expect("fillers");
+                    toolreg::register_tools!(registry, regs).expect("fillers");
                     registry
                 },
             )

@@ -61,7 +61,7 @@ async fn rig_toolset_answers_good_and_refuses_bad() {
 #[test]
 fn fillers_register_and_list_on_every_side() {
     let mut registry = FunctionRegistry::new();
-    registry.register_all(fillers::toolreg(50)).unwrap();
+    toolreg::register_tools!(registry, fillers::toolreg(50)).unwrap();
     assert_eq!(registry.get_declarations().len(), 50);
     let call = ToolCall::new("c1", fillers::name(1), cases::all()[1].good_text);
     assert!(!registry.execute_call(call).now_or_never().unwrap().is_error());

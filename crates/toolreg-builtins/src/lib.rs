@@ -176,7 +176,7 @@ impl Builtins {
 
     /// Register the chosen tools, all or none: on any error the registry is unchanged.
     pub fn register(self, registry: &mut FunctionRegistry) -> Result<(), BuiltinsError> {
-        registry.register_all(self.registrations()?)?;
+        toolreg::register_tools!(registry, self.registrations()?)?;
         Ok(())
     }
 }

@@ -119,7 +119,7 @@ impl StoreTools {
         &self.namespace
     }
 
-    /// The six tools, ready for [`toolreg::FunctionRegistry::register_all`].
+    /// The six tools, ready for [`toolreg::register_tools!`].
     pub fn registrations(&self) -> Vec<ToolRegistration> {
         self.tool_registrations()
             .into_iter()

@@ -104,15 +104,15 @@ async fn run(cli: Cli) -> Result<(), CliError> {
 fn list(tools: &setup::Tools, json: bool) -> Result<(), CliError> {
     let mut out = std::io::stdout().lock();
     if json {
-        let declarations: Vec<_> = tools.registry.list().collect();
+        let declarations: Vec<_> = tools.registry.list().map(|tool| tool.declaration()).collect();
         let text = serde_json::to_string_pretty(&declarations).map_err(|e| CliError::new(e.to_string()))?;
         // stdout stays JSON; what was left out goes beside it.
         tools.remotes.iter().for_each(report_left_out);
         return writeln!(out, "{text}").map_err(write_error);
     }
-    let width = tools.registry.names().map(str::len).max().unwrap_or(4).max(4);
+    let width = tools.registry.list().map(|tool| tool.name().len()).max().unwrap_or(4).max(4);
     writeln!(out, "{:width$}  {:9}  DESCRIPTION", "NAME", "SAFETY").map_err(write_error)?;
-    for decl in tools.registry.list() {
+    for decl in tools.registry.list().map(|tool| tool.declaration()) {
         let summary = decl.description.lines().next().unwrap_or_default();
         writeln!(out, "{:width$}  {:9}  {summary}", decl.name, decl.safety.as_str()).map_err(write_error)?;
     }
@@ -142,7 +142,7 @@ fn schema(tools: &setup::Tools, provider: &str, only: &[String]) -> Result<(), C
     }
     let refs: Vec<ToolRef<'_>> = tools
         .registry
-        .entries()
+        .list()
         .filter(|entry| only.is_empty() || only.iter().any(|n| *n == entry.declaration().name))
         .map(ToolRef::from)
         .collect();

@@ -224,7 +224,7 @@ fn agent(tools: Tools, args: &AgentArgs) -> Result<(Agent, SuspendedRuns), CliEr
     let with_agent_tools = move |mut registry: toolreg::FunctionRegistry| {
         let mut registrations = user.registrations();
         registrations.extend(AgentTools::new().registrations());
-        registry.register_all(registrations).map_err(|e| CliError::new(e.to_string()))?;
+        toolreg::register_tools!(registry, registrations).map_err(|e| CliError::new(e.to_string()))?;
         Ok::<_, CliError>(registry)
     };
     registry = with_agent_tools(registry)?;
@@ -258,10 +258,14 @@ fn agent(tools: Tools, args: &AgentArgs) -> Result<(Agent, SuspendedRuns), CliEr
     let with_code = {
         let (base, code) = (engine.clone(), code.clone());
         move |registry: &toolreg::FunctionRegistry| match &code {
-            Some(code) => code
-                .attach(&base.clone().registry(registry).build())
-                .map(|engine| engine.tools().clone())
-                .map_err(|e| CliError::new(format!("run_code cannot be offered: {e}"))),
+            Some(code) => {
+                // The engine offers every tool (no selection), so `run_code`
+                // beside the registry's tools is what it offers.
+                let mut with_code = registry.clone();
+                let tool = code.tool(&base.clone().registry(registry).build());
+                with_code.register(tool).map_err(|e| CliError::new(format!("run_code cannot be offered: {e}")))?;
+                Ok(with_code)
+            }
             None => Ok(registry.clone()),
         }
     };

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use sha2::{Digest, Sha256};
 use toolreg::FunctionRegistry;
 use toolreg::policy::{AuditSink, JsonLinesSink};
-use toolreg::seal::Key;
+use toolreg::seal::SealingKey;
 use toolreg_builtins::Builtins;
 use toolreg_builtins::files::RESERVED_NAME;
 use toolreg_store::{ContextStore, Namespace, PostgresStore, SqliteStore};
@@ -40,9 +40,9 @@ impl Tools {
     /// `TOOLREG_KEY` (64 hex digits) when set — hosts sharing a store must
     /// share it — else the file `key` in the state directory, made on first
     /// use, readable by its owner only.
-    pub fn host_key(&self) -> Result<Key, CliError> {
+    pub fn host_key(&self) -> Result<SealingKey, CliError> {
         if let Ok(text) = std::env::var("TOOLREG_KEY") {
-            return Key::from_hex(&text).ok_or_else(|| CliError::new("TOOLREG_KEY must be 64 hex digits"));
+            return SealingKey::from_hex(&text).ok_or_else(|| CliError::new("TOOLREG_KEY must be 64 hex digits"));
         }
         key_file(&self.state)
     }
@@ -168,11 +168,11 @@ impl StateDir {
 }
 
 /// The key kept in `STATE/key`, made if there is none yet.
-fn key_file(state: &StateDir) -> Result<Key, CliError> {
+fn key_file(state: &StateDir) -> Result<SealingKey, CliError> {
     let path = state.path.join("key");
-    let read = |path: &Path| -> Result<Option<Key>, CliError> {
+    let read = |path: &Path| -> Result<Option<SealingKey>, CliError> {
         match std::fs::read_to_string(path) {
-            Ok(text) => Key::from_hex(&text)
+            Ok(text) => SealingKey::from_hex(&text)
                 .map(Some)
                 .ok_or_else(|| CliError::new(format!("{} is not a key (64 hex digits)", path.display()))),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
@@ -183,7 +183,7 @@ fn key_file(state: &StateDir) -> Result<Key, CliError> {
         return Ok(key);
     }
     state.create()?;
-    let key = Key::random();
+    let key = SealingKey::random();
     match write_private(&path, &key.to_hex()) {
         Ok(()) => Ok(key),
         // Another process sharing the state (a replica starting at the same
@@ -206,7 +206,7 @@ fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
     // A name no other writer uses (they may be threads of this process).
-    let draft = parent.join(format!(".key-{}", &Key::random().to_hex()[..16]));
+    let draft = parent.join(format!(".key-{}", &SealingKey::random().to_hex()[..16]));
     let written = options.open(&draft).and_then(|mut file| {
         file.write_all(text.as_bytes())?;
         file.sync_all()

@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use toolreg::policy::ArgumentsHash;
-use toolreg::seal::Key;
+use toolreg::seal::SealingKey;
 
 use crate::CodeError;
 use crate::protocol::Answer;
@@ -88,7 +88,7 @@ fn parts<'a>(call_id: &'a str, program_hash: &'a [u8], journal: &'a str) -> [&'a
 
 impl Journal {
     /// The journal sealed for the call `call_id` running `program`.
-    pub(crate) fn seal(&self, key: &Key, call_id: &str, program: &str) -> Value {
+    pub(crate) fn seal(&self, key: &SealingKey, call_id: &str, program: &str) -> Value {
         let journal = serde_json::to_string(self).unwrap_or_else(|_| unreachable!("a journal is plain JSON"));
         let mac = key.seal(&parts(call_id, &Sha256::digest(program.as_bytes()), &journal));
         serde_json::to_value(Sealed { format: FORMAT.to_owned(), journal, mac })
@@ -97,7 +97,7 @@ impl Journal {
 
     /// The journal in `sealed`, if it was sealed with `key` for this call
     /// and this program.
-    pub(crate) fn open(sealed: Value, key: &Key, call_id: &str, program: &str) -> Result<Journal, CodeError> {
+    pub(crate) fn open(sealed: Value, key: &SealingKey, call_id: &str, program: &str) -> Result<Journal, CodeError> {
         let rejected = |reason: &str| CodeError::StateRejected { reason: reason.to_owned() };
         let sealed: Sealed = serde_json::from_value(sealed).map_err(|_| rejected("it is not a saved program state"))?;
         if sealed.format != FORMAT {
@@ -127,17 +127,17 @@ mod tests {
 
     #[test]
     fn a_sealed_journal_opens_with_the_same_key_call_and_program() {
-        let key = Key::new([7; 32]);
+        let key = SealingKey::new([7; 32]);
         let sealed = journal().seal(&key, "c1", "return 1");
         assert_eq!(Journal::open(sealed, &key, "c1", "return 1").unwrap(), journal());
     }
 
     #[test]
     fn any_change_is_refused() {
-        let key = Key::new([7; 32]);
+        let key = SealingKey::new([7; 32]);
         let sealed = journal().seal(&key, "c1", "return 1");
         let refused = |r: Result<Journal, CodeError>| assert!(matches!(r, Err(CodeError::StateRejected { .. })));
-        refused(Journal::open(sealed.clone(), &Key::new([8; 32]), "c1", "return 1"));
+        refused(Journal::open(sealed.clone(), &SealingKey::new([8; 32]), "c1", "return 1"));
         refused(Journal::open(sealed.clone(), &key, "c2", "return 1"));
         refused(Journal::open(sealed.clone(), &key, "c1", "return 2"));
         let mut changed = sealed.clone();

@@ -22,7 +22,7 @@
 //! - **Suspension.** In an agent run whose approver defers to the host
 //!   (`SuspendForApproval`), a dangerous call stops the whole program: the
 //!   run is suspended, holding the program's record of calls (sealed with
-//!   the host's [`Key`]). On resume the program runs again and every call
+//!   the host's [`SealingKey`]). On resume the program runs again and every call
 //!   it already made is answered from the record, checked call by call, so
 //!   each tool runs exactly once.
 //!
@@ -52,4 +52,4 @@ pub use host::{ProgramOutput, Worker};
 pub use limits::Limits;
 pub use mode::{CodeMode, RUN_CODE};
 /// The host's key that seals a suspended program's record (the core's).
-pub use toolreg::seal::Key;
+pub use toolreg::seal::SealingKey;

@@ -5,11 +5,11 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use toolreg::{
-    CallContext, Checkpoints, ErasedTool, FunctionRegistry, RegistryError, SafetyLevel, ToolDeclaration, ToolEngine,
+    CallContext, Checkpoints, ErasedTool, RegistryError, SafetyLevel, ToolDeclaration, ToolEngine, ToolEntry,
     ToolError, ToolFuture, ToolRegistration,
 };
 
-use crate::Key;
+use crate::SealingKey;
 use crate::host::{Ended, ProgramOutput, Session, Worker};
 use crate::journal::Journal;
 use crate::{CodeError, Limits, stubs};
@@ -47,14 +47,14 @@ const NAMED: usize = 200;
 pub struct CodeMode {
     worker: Worker,
     limits: Limits,
-    key: Key,
+    key: SealingKey,
 }
 
 impl CodeMode {
     /// Code mode running programs in `worker`, with the default
-    /// [`Limits`] and a random [`Key`].
+    /// [`Limits`] and a random [`SealingKey`].
     pub fn new(worker: Worker) -> Self {
-        CodeMode { worker, limits: Limits::default(), key: Key::random() }
+        CodeMode { worker, limits: Limits::default(), key: SealingKey::random() }
     }
 
     /// With these limits.
@@ -65,7 +65,7 @@ impl CodeMode {
 
     /// With this key for sealing the state of a suspended program: a run
     /// suspended in one process resumes in another only under the same key.
-    pub fn key(mut self, key: Key) -> Self {
+    pub fn key(mut self, key: SealingKey) -> Self {
         self.key = key;
         self
     }
@@ -128,20 +128,19 @@ impl CodeMode {
     /// tool): with an allow-list, allow it; with a safety limit, `Cautious`
     /// or above.
     pub fn attach(&self, engine: &ToolEngine) -> Result<ToolEngine, RegistryError> {
-        let mut registry: FunctionRegistry = engine.tools().clone();
-        registry.register(self.tool(engine))?;
-        Ok(engine.to_builder().registry(&registry).build())
+        Ok(engine.to_builder().register(self.tool(engine))?.build())
     }
 }
 
 /// The names a program may call: the engine's tools but code mode's own.
 fn offered(engine: &ToolEngine) -> HashSet<String> {
-    engine.tools().list().map(|d| d.name.clone()).filter(|n| n != RUN_CODE).collect()
+    engine.offered().list().map(|tool| tool.name().to_owned()).filter(|n| n != RUN_CODE).collect()
 }
 
 /// `run_code`'s declaration: how to write a program, and the tools' types.
 fn declaration(engine: &ToolEngine, offered: &HashSet<String>) -> ToolDeclaration {
-    let tools: Vec<&ToolDeclaration> = engine.tools().list().filter(|d| offered.contains(&d.name)).collect();
+    let tools: Vec<&ToolDeclaration> =
+        engine.offered().list().map(ToolEntry::declaration).filter(|d| offered.contains(&d.name)).collect();
     let (full, named) = tools.split_at(tools.len().min(FULL_STUBS));
     let mut description = String::from(
         "Run a JavaScript program that calls tools as async functions, and get back only what it returns (and \
@@ -237,7 +236,7 @@ fn failure_text(error: &CodeError, output: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use toolreg::{ParamType, ToolRegistration};
+    use toolreg::{FunctionRegistry, ParamType, ToolRegistration};
 
     use super::*;
 

@@ -218,7 +218,7 @@ impl ModelRequest {
         self
     }
 
-    /// Offer these tools: registry entries (`registry.entries().cloned()`)
+    /// Offer these tools: registry entries (`registry.list().cloned()`)
     /// or declarations.
     pub fn tools<T: Into<OfferedTool>>(mut self, tools: impl IntoIterator<Item = T>) -> Self {
         self.tools = tools.into_iter().map(Into::into).collect();

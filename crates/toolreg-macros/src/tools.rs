@@ -239,7 +239,7 @@ fn aggregates(methods: &[Method]) -> TokenStream {
         }
 
         /// This impl block's tools, in the order written, ready for
-        /// `FunctionRegistry::register_all`; they share one clone of `self`.
+        /// `register_tools!`; they share one clone of `self`.
         #[allow(dead_code)]
         #vis fn tool_registrations(&self) -> ::std::vec::Vec<#krate::ToolRegistration> {
             let state = ::std::sync::Arc::new(::core::clone::Clone::clone(self));

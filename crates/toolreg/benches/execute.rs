@@ -28,7 +28,7 @@ fn registry_with(n: usize) -> FunctionRegistry {
             ToolRegistration::new(decl, |a: add_tool::Args| Ok::<_, String>(a.a - a.b))
         })
         .collect();
-    registry.register_all(filler).unwrap();
+    toolreg::register_tools!(registry, filler).unwrap();
     registry
 }
 

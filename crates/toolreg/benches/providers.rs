@@ -79,8 +79,8 @@ fn providers(c: &mut Criterion) {
         // rendering in chunks of 100, as a caller with many tools must.
         let chunked = provider.starts_with("openai");
         group.bench_function("cached", |b| {
-            render_all(provider, chunked, registry.entries().map(ToolRef::from).collect());
-            b.iter(|| black_box(render_all(provider, chunked, registry.entries().map(ToolRef::from).collect())))
+            render_all(provider, chunked, registry.list().map(ToolRef::from).collect());
+            b.iter(|| black_box(render_all(provider, chunked, registry.list().map(ToolRef::from).collect())))
         });
         group.bench_function("cold", |b| {
             b.iter(|| black_box(render_all(provider, chunked, decls.iter().map(ToolRef::from).collect())))

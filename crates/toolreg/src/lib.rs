@@ -72,7 +72,9 @@ pub use toolreg_macros::tools;
 #[cfg(feature = "macros")]
 pub use toolreg_macros::ToolArgs;
 
-/// Register several `#[tool]` modules at once, all or none.
+/// Register several tools at once, all or none: `#[tool]` modules by
+/// name, or any list of [`ToolRegistration`]s (what `#[tools]` and the
+/// built-ins hand out). If one is refused, the registry is unchanged.
 ///
 /// ```
 /// use toolreg::{tool, register_tools, FunctionRegistry};
@@ -88,7 +90,12 @@ pub use toolreg_macros::ToolArgs;
 /// # fn main() -> Result<(), toolreg::RegistryError> {
 /// let mut registry = FunctionRegistry::new();
 /// register_tools!(registry, [add_tool, mul_tool])?;
-/// assert_eq!(registry.names().collect::<Vec<_>>(), ["add", "mul"]);
+/// assert_eq!(registry.list().map(|tool| tool.name()).collect::<Vec<_>>(), ["add", "mul"]);
+///
+/// // A list made at run time, the same way.
+/// let mut again = FunctionRegistry::new();
+/// register_tools!(again, vec![add_tool::registration(), mul_tool::registration()])?;
+/// assert_eq!(again.len(), 2);
 /// # Ok(())
 /// # }
 /// ```
@@ -96,6 +103,9 @@ pub use toolreg_macros::ToolArgs;
 macro_rules! register_tools {
     ($registry:expr, [$($($tool:ident)::+),* $(,)?]) => {
         $registry.register_all([$($($tool)::+::registration()),*])
+    };
+    ($registry:expr, $registrations:expr $(,)?) => {
+        $registry.register_all($registrations)
     };
 }
 

@@ -205,13 +205,18 @@ impl fmt::Debug for ToolEntry {
 }
 
 impl ToolEntry {
+    /// The name the tool is registered under: its declaration's.
+    pub fn name(&self) -> &str {
+        &self.declaration.name
+    }
+
     /// The tool's declaration.
     pub fn declaration(&self) -> &ToolDeclaration {
         &self.declaration
     }
 
     /// The declaration, shared.
-    pub fn declaration_arc(&self) -> &Arc<ToolDeclaration> {
+    pub(crate) fn declaration_arc(&self) -> &Arc<ToolDeclaration> {
         &self.declaration
     }
 
@@ -221,20 +226,22 @@ impl ToolEntry {
         self.preview.as_ref().and_then(|preview| preview(arguments))
     }
 
-    /// The tool itself, with its types erased.
-    pub fn tool(&self) -> &Arc<dyn ErasedTool> {
+    /// The tool itself, with its types erased. Not public: a call reaches
+    /// the tool only through the pipeline (selection, approval, hooks,
+    /// audit), never around it.
+    pub(crate) fn tool(&self) -> &Arc<dyn ErasedTool> {
         &self.tool
     }
 
     /// Whether the tool's own deserialisation checks exactly what its input
     /// schema says, so arguments it accepts need no schema validation.
-    pub fn is_serde_checked(&self) -> bool {
+    pub(crate) fn is_serde_checked(&self) -> bool {
         self.serde_checked
     }
 
     /// Check `args` against the input schema, filling defaults: every
     /// problem at once, as [`ToolError::InvalidArguments`].
-    pub fn check_arguments(&self, args: &mut serde_json::Value) -> Result<(), ToolError> {
+    pub(crate) fn check_arguments(&self, args: &mut serde_json::Value) -> Result<(), ToolError> {
         crate::args::normalise_root(args)?;
         let validator = &self.validator;
         validator.fill_defaults(args);
@@ -376,7 +383,10 @@ impl FunctionRegistry {
         Ok(())
     }
 
-    /// Register several tools, all or none: if any is refused, the registry is unchanged.
+    /// Register several tools, all or none: if any is refused, the registry
+    /// is unchanged. What [`register_tools!`](crate::register_tools) expands to;
+    /// call the macro.
+    #[doc(hidden)]
     pub fn register_all(
         &mut self,
         registrations: impl IntoIterator<Item = ToolRegistration>,
@@ -533,19 +543,25 @@ impl FunctionRegistry {
         self.tools.is_empty()
     }
 
-    /// The declarations, in registration order, without copying them.
-    pub fn list(&self) -> impl ExactSizeIterator<Item = &ToolDeclaration> + '_ {
-        self.tools.values().map(|e| &*e.declaration)
-    }
-
-    /// The registered entries, in registration order.
-    pub fn entries(&self) -> impl ExactSizeIterator<Item = &ToolEntry> + '_ {
+    /// The registered tools, in registration order: each one's
+    /// [`name`](ToolEntry::name) and [`declaration`](ToolEntry::declaration),
+    /// and what [`ToolRef`](crate::provider::ToolRef) declares to a provider.
+    pub fn list(&self) -> impl ExactSizeIterator<Item = &ToolEntry> + '_ {
         self.tools.values()
     }
 
-    /// The names, in registration order.
-    pub fn names(&self) -> impl ExactSizeIterator<Item = &str> + '_ {
-        self.tools.keys().map(|k| &**k)
+    /// The registered tools as registrations again, in registration order:
+    /// to register tools prepared in a registry of their own (renamed,
+    /// [transformed](Self::transformed)) into another.
+    pub fn into_registrations(self) -> impl Iterator<Item = ToolRegistration> {
+        let tools = Arc::unwrap_or_clone(self.tools);
+        tools.into_values().map(|entry| ToolRegistration {
+            declaration: Arc::unwrap_or_clone(entry.declaration),
+            tool: entry.tool,
+            serde_checked: None,
+            preview: entry.preview,
+            claimed_name: None,
+        })
     }
 
     /// What each provider would refuse of the registered tools declared in
@@ -564,19 +580,19 @@ impl FunctionRegistry {
     /// # Ok::<(), toolreg::RegistryError>(())
     /// ```
     pub fn lint(&self) -> Vec<crate::provider::LintFinding> {
-        self.entries().flat_map(|entry| crate::provider::lint(entry.into())).collect()
+        self.list().flat_map(|entry| crate::provider::lint(entry.into())).collect()
     }
 
     /// All declarations, in registration order, shared with the registry
     /// (no copies: an agent loop offers the same tools every step).
     pub fn get_declarations(&self) -> Vec<Arc<ToolDeclaration>> {
-        self.entries().map(|entry| Arc::clone(entry.declaration_arc())).collect()
+        self.list().map(|entry| Arc::clone(entry.declaration_arc())).collect()
     }
 
     /// The tools `keep` admits, in registration order, their entries
     /// shared: what a [`Selection`](crate::policy::Selection) offers.
     pub(crate) fn filtered(&self, keep: impl Fn(&ToolDeclaration) -> bool) -> FunctionRegistry {
-        if self.list().all(&keep) {
+        if self.list().all(|entry| keep(entry.declaration())) {
             return self.clone();
         }
         let tools =

@@ -1,4 +1,4 @@
-//! [`Key`]: the host's secret for sealing state it hands out and takes back
+//! [`SealingKey`]: the host's secret for sealing state it hands out and takes back
 //! later — a suspended run kept in a shared store, a program's record of
 //! calls — so that what comes back is exactly what it sealed.
 //!
@@ -14,22 +14,22 @@ use sha2::Sha256;
 /// A 32-byte secret that seals and checks state (see the [module](self)).
 ///
 /// ```
-/// use toolreg::seal::Key;
+/// use toolreg::seal::SealingKey;
 ///
-/// let key = Key::new([7; 32]);
+/// let key = SealingKey::new([7; 32]);
 /// let tag = key.seal(&[b"run-1", b"{\"steps\":3}"]);
 /// assert!(key.verify(&[b"run-1", b"{\"steps\":3}"], &tag));
 /// assert!(!key.verify(&[b"run-1", b"{\"steps\":4}"], &tag));
-/// assert!(!Key::new([8; 32]).verify(&[b"run-1", b"{\"steps\":3}"], &tag));
-/// assert_eq!(Key::from_hex(&"07".repeat(32)).unwrap().seal(&[b"x"]), key.seal(&[b"x"]));
+/// assert!(!SealingKey::new([8; 32]).verify(&[b"run-1", b"{\"steps\":3}"], &tag));
+/// assert_eq!(SealingKey::from_hex(&"07".repeat(32)).unwrap().seal(&[b"x"]), key.seal(&[b"x"]));
 /// ```
 #[derive(Clone)]
-pub struct Key([u8; 32]);
+pub struct SealingKey([u8; 32]);
 
-impl Key {
+impl SealingKey {
     /// A key from 32 secret bytes.
     pub fn new(bytes: [u8; 32]) -> Self {
-        Key(bytes)
+        SealingKey(bytes)
     }
 
     /// A fresh random key from the operating system.
@@ -40,14 +40,14 @@ impl Key {
         if let Err(error) = getrandom::fill(&mut bytes) {
             tracing::error!(%error, "no random key: state sealed with it is not secret; give the host a key");
         }
-        Key(bytes)
+        SealingKey(bytes)
     }
 
     /// A key from 64 hex digits (as kept in an environment variable or file).
     pub fn from_hex(text: &str) -> Option<Self> {
         let text = text.trim();
         let bytes = decode_hex(text)?;
-        bytes.try_into().ok().map(Key)
+        bytes.try_into().ok().map(SealingKey)
     }
 
     /// The key as 64 hex digits, to keep it.
@@ -77,9 +77,9 @@ impl Key {
     }
 }
 
-impl fmt::Debug for Key {
+impl fmt::Debug for SealingKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Key(…)")
+        f.write_str("SealingKey(…)")
     }
 }
 

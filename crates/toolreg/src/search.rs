@@ -27,8 +27,8 @@ use regex::RegexBuilder;
 use rust_stemmers::{Algorithm, Stemmer};
 use serde_json::Value;
 
-use crate::FunctionRegistry;
 use crate::declaration::ToolDeclaration;
+use crate::engine::OfferedTools;
 use crate::validate::truncate;
 
 /// How much a word in each part of a declaration counts (BM25F-style term
@@ -539,7 +539,7 @@ impl Deferral {
     }
 
     /// Whether `name` is a tool of `tools` this deferral holds back.
-    pub fn holds(&self, tools: &FunctionRegistry, name: &str) -> bool {
+    pub fn holds(&self, tools: &OfferedTools, name: &str) -> bool {
         let Some(tool) = tools.get(name).map(|entry| entry.declaration()) else { return false };
         // The position is looked up only when it decides.
         tool.name != SEARCH_TOOLS
@@ -551,7 +551,7 @@ impl Deferral {
 
     /// The best `limit` deferred tools of `tools` for `query` that are not
     /// in `loaded`, ranked by the registry's own index.
-    pub fn search(&self, tools: &FunctionRegistry, loaded: &[String], query: &str, limit: usize) -> Vec<SearchHit> {
+    pub fn search(&self, tools: &OfferedTools, loaded: &[String], query: &str, limit: usize) -> Vec<SearchHit> {
         // Checked on the tools that match, not on the whole catalog.
         tools.search_where(query, limit, |name| self.holds(tools, name) && !loaded.iter().any(|l| l == name))
     }

@@ -166,7 +166,7 @@ impl FunctionRegistry {
             by_tool.insert(&transform.tool, transform);
         }
         let mut registrations = Vec::with_capacity(self.len());
-        for entry in self.entries() {
+        for entry in self.list() {
             let original = entry.declaration();
             let transform = by_tool.get(original.name.as_str()).copied();
             let name = transform.and_then(|t| t.rename.as_deref()).unwrap_or(&original.name);
@@ -319,7 +319,7 @@ mod tests {
                 .default("limit", json!(100)),
         );
         let pg = registry().transformed(&transforms).unwrap();
-        assert_eq!(pg.names().collect::<Vec<_>>(), ["pg__sql", "pg__ping"]);
+        assert_eq!(pg.list().map(|tool| tool.name()).collect::<Vec<_>>(), ["pg__sql", "pg__ping"]);
         let decl = pg.get("pg__sql").unwrap().declaration();
         assert_eq!(decl.description, "Query the analytics database");
         assert!(decl.input_schema["properties"].get("database").is_none());
@@ -357,7 +357,7 @@ mod tests {
         let pg = registry().transformed(&transforms).unwrap();
         for provider in Provider::ALL.into_iter().filter(|p| *p != Provider::Mcp) {
             let format = provider.wire_format();
-            let declared = format.declare(&ToolRef::list(pg.entries())).unwrap();
+            let declared = format.declare(&ToolRef::list(pg.list())).unwrap();
             let sent = [ToolCall::new("c1", "pg-query", json!({"sql": "select 1"}))];
             let turn = format.render_calls("", &sent, &declared.mapping);
             let calls = format.parse_calls(&turn[0], &declared.mapping).unwrap_or_else(|e| panic!("{provider}: {e}"));

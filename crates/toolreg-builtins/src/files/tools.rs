@@ -52,7 +52,7 @@ impl FileTools {
         }
     }
 
-    /// The five tools, ready for [`toolreg::FunctionRegistry::register_all`].
+    /// The five tools, ready for [`toolreg::register_tools!`].
     /// Each runs its blocking I/O on tokio's blocking pool.
     pub fn registrations(&self) -> Vec<ToolRegistration> {
         self.tool_registrations()

@@ -27,7 +27,7 @@
 //! let (channel, mut inbox) = InProcessChannel::new();
 //! let user = UserTools::new(channel);
 //! let mut registry = FunctionRegistry::new();
-//! registry.register_all(user.registrations())?;
+//! toolreg::register_tools!(registry, user.registrations())?;
 //!
 //! // The application answers questions as they come.
 //! tokio::spawn(async move {

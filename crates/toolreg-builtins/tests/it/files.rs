@@ -240,7 +240,7 @@ fn search_returns_file_line_text_with_a_cap() {
 async fn registered_tools_carry_safety_category_scope_and_exclusive_key() {
     let (dir, files) = setup();
     let mut registry = FunctionRegistry::new();
-    registry.register_all(files.registrations()).unwrap();
+    toolreg::register_tools!(registry, files.registrations()).unwrap();
     for (name, safety, exclusive) in [
         ("read_file", SafetyLevel::Safe, None),
         ("write_file", SafetyLevel::Dangerous, Some("path")),

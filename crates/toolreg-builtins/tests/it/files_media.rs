@@ -154,7 +154,7 @@ async fn the_tool_returns_a_block_for_an_image_and_numbered_lines_for_text() {
     std::fs::write(dir.path().join("a.png"), PNG).unwrap();
     std::fs::write(dir.path().join("f.txt"), "hi\n").unwrap();
     let mut registry = FunctionRegistry::new();
-    registry.register_all(files.registrations()).unwrap();
+    toolreg::register_tools!(registry, files.registrations()).unwrap();
 
     let out = registry.execute("read_file", json!({"path": "a.png"})).await.unwrap();
     assert_eq!(out.content.len(), 1);
@@ -199,7 +199,7 @@ async fn search_results_are_lines_of_text_with_the_result_as_the_structured_valu
     std::fs::write(dir.path().join("a.rs"), "let s = \"quoted\";\n\tindented\n").unwrap();
     std::fs::write(dir.path().join("b.rs"), "nothing here\n").unwrap();
     let mut registry = FunctionRegistry::new();
-    registry.register_all(files.registrations()).unwrap();
+    toolreg::register_tools!(registry, files.registrations()).unwrap();
 
     let out = registry.execute("search_files", json!({"regex": "quoted|indented"})).await.unwrap();
     assert_eq!(out.text(), "2 matches in 2 files searched\na.rs:1:let s = \"quoted\";\na.rs:2:\tindented");

@@ -87,8 +87,8 @@ async fn call(registry: &FunctionRegistry, tool: &str, args: Value) -> Result<Va
 
 async fn the_six_tools_are_declared_with_their_safety_category_and_scope(backend: &Backend) {
     let (registry, _) = registry_for(backend, "run-1").await;
-    assert_eq!(registry.names().collect::<Vec<_>>(), TOOL_NAMES);
-    for decl in registry.list() {
+    assert_eq!(registry.list().map(|tool| tool.name()).collect::<Vec<_>>(), TOOL_NAMES);
+    for decl in registry.list().map(|tool| tool.declaration()) {
         let expected = if matches!(decl.name.as_str(), "store_set" | "store_delete") {
             SafetyLevel::Cautious
         } else {
@@ -223,7 +223,7 @@ async fn every_builtin_passes_every_providers_strict_lint_with_standard_formats(
     #[cfg(target_os = "linux")]
     let builtins = builtins.shell(toolreg_builtins::shell::ShellOptions::new(root.path()));
     builtins.register(&mut registry).unwrap();
-    assert!(registry.len() >= 14, "{:?}", registry.names().collect::<Vec<_>>());
+    assert!(registry.len() >= 14, "{:?}", registry.list().map(|tool| tool.name()).collect::<Vec<_>>());
 
     let findings: Vec<String> = registry.lint().iter().map(ToString::to_string).collect();
     assert!(findings.is_empty(), "{findings:#?}");
@@ -261,7 +261,7 @@ async fn every_builtin_passes_every_providers_strict_lint_with_standard_formats(
             _ => {}
         }
     }
-    for decl in registry.list() {
+    for decl in registry.list().map(|tool| tool.declaration()) {
         let mut found = Vec::new();
         formats(&decl.input_schema, &mut found);
         for (format, at) in found {
@@ -302,7 +302,7 @@ async fn registration_is_all_or_nothing() {
     registry.register(taken).unwrap();
     let err = Builtins::new().store(store.namespace("run-1").unwrap()).register(&mut registry).unwrap_err();
     assert!(err.to_string().contains("store_list"), "{err}");
-    assert_eq!(registry.names().collect::<Vec<_>>(), ["store_list"]);
+    assert_eq!(registry.list().map(|tool| tool.name()).collect::<Vec<_>>(), ["store_list"]);
 }
 
 async fn an_over_budget_result_goes_into_the_store_and_the_model_gets_a_handle(backend: &Backend) {

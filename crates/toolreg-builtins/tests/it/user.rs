@@ -41,7 +41,7 @@ async fn the_in_process_channel_carries_questions_notices_and_the_final_answer()
     let slot = Finish::new();
     let hosted = || toolreg::CallOptions::new().extension(slot.clone());
     let mut registry = FunctionRegistry::new();
-    registry.register_all(user.registrations()).unwrap();
+    toolreg::register_tools!(registry, user.registrations()).unwrap();
     for (name, safety) in
         [("ask_user", SafetyLevel::Safe), ("notify_user", SafetyLevel::Safe), ("final_answer", SafetyLevel::Cautious)]
     {
@@ -109,7 +109,7 @@ async fn ask_user_times_out_and_the_late_answer_is_refused() {
 async fn ask_user_is_cancelled_through_the_call_context() {
     let (channel, mut inbox) = InProcessChannel::new();
     let mut registry = FunctionRegistry::new();
-    registry.register_all(UserTools::new(channel).registrations()).unwrap();
+    toolreg::register_tools!(registry, UserTools::new(channel).registrations()).unwrap();
     let token = tokio_util::sync::CancellationToken::new();
     let options = toolreg::CallOptions::new().cancel(token.clone());
     let call = toolreg::ToolExecutor::execute_call_with(

@@ -196,7 +196,7 @@ async fn run_code_is_a_tool_of_the_engine() {
     let runs = runs();
     let (engine, _) = engine(&runs);
     let engine = code().attach(&engine).unwrap();
-    let declaration = engine.tools().get("run_code").unwrap().declaration();
+    let declaration = engine.offered().get("run_code").unwrap().declaration();
     assert!(declaration.description.contains("add(args: {"), "{}", declaration.description);
     let result = engine
         .execute_call(ToolCall::new("c1", "run_code", json!({"code": "return await tools.add({a: 2, b: 2});"})))

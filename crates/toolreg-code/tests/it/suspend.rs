@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use toolreg::ToolEngine;
 use toolreg::policy::MemorySink;
-use toolreg_code::{CodeMode, Key};
+use toolreg_code::{CodeMode, SealingKey};
 use toolreg_llm::agent::{Agent, Resolution, RunOutcome, SuspendForApproval};
 use toolreg_llm::scripted::ScriptedClient;
 use toolreg_llm::{Message, Suspended};
@@ -20,7 +20,7 @@ const PROGRAM: &str = "const sum = await tools.add({a: 1, b: 2});\nconst first =
 
 /// The same key in every process: the host's secret.
 fn code() -> CodeMode {
-    CodeMode::new(worker()).key(Key::new([42; 32]))
+    CodeMode::new(worker()).key(SealingKey::new([42; 32]))
 }
 
 fn agent(model: ScriptedClient, runs: &Runs, audit: &std::sync::Arc<MemorySink>) -> Agent {
@@ -173,7 +173,7 @@ async fn what_a_program_printed_before_it_stopped_goes_with_the_suspension() {
     let refused = |r: Result<String, toolreg_code::CodeError>| {
         assert!(matches!(r, Err(toolreg_code::CodeError::StateRejected { .. })), "{r:?}")
     };
-    refused(CodeMode::new(worker()).key(Key::new([7; 32])).printed_at_stop("c1", program, state));
+    refused(CodeMode::new(worker()).key(SealingKey::new([7; 32])).printed_at_stop("c1", program, state));
     refused(code().printed_at_stop("c2", program, state));
     refused(code().printed_at_stop("c1", "return 1;", state));
     let mut changed = state.clone();

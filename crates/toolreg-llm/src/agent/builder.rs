@@ -133,7 +133,7 @@ impl AgentBuilder {
     pub fn build(self) -> Agent {
         let engine = self.engine.build();
         let mut deferral = self.deferral;
-        if !deferral.is_empty() && !engine.tools().contains(super::SEARCH_TOOLS) {
+        if !deferral.is_empty() && !engine.offered().contains(super::SEARCH_TOOLS) {
             // Deferred tools the model could never load would be lost to it.
             tracing::warn!("tools are deferred but `search_tools` is not registered (AgentTools): all are offered");
             deferral = Deferral::new();

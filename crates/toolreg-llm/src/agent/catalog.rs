@@ -24,7 +24,8 @@
 
 use std::collections::HashSet;
 
-use toolreg::{FunctionRegistry, ToolError, ToolResult};
+use toolreg::engine::OfferedTools;
+use toolreg::{ToolError, ToolResult};
 
 use crate::model::{ModelRequest, OfferedTool};
 
@@ -32,9 +33,9 @@ pub use toolreg::search::{Deferral, SEARCH_TOOLS};
 
 /// The tools a request offers: the always-on ones in registration order,
 /// then the loaded ones in the order they were loaded.
-pub(super) fn offered(deferral: &Deferral, tools: &FunctionRegistry, loaded: &[String]) -> Vec<OfferedTool> {
+pub(super) fn offered(deferral: &Deferral, tools: &OfferedTools, loaded: &[String]) -> Vec<OfferedTool> {
     let mut offered: Vec<OfferedTool> = tools
-        .entries()
+        .list()
         .enumerate()
         // Nothing deferred, nothing to search for.
         .filter(|(_, entry)| !(deferral.is_empty() && entry.declaration().name == SEARCH_TOOLS))
@@ -52,10 +53,10 @@ pub(super) fn offered(deferral: &Deferral, tools: &FunctionRegistry, loaded: &[S
 /// provider's deferred loading. The request's tools never change; what a
 /// search finds reaches the model as the provider's references to it, in
 /// the search's result.
-pub(super) fn offered_native(deferral: &Deferral, tools: &FunctionRegistry) -> (Vec<OfferedTool>, HashSet<String>) {
+pub(super) fn offered_native(deferral: &Deferral, tools: &OfferedTools) -> (Vec<OfferedTool>, HashSet<String>) {
     let mut deferred = HashSet::new();
     let offered = tools
-        .entries()
+        .list()
         .enumerate()
         .inspect(|(i, entry)| {
             if deferral.defers(*i, entry.declaration()) {
@@ -72,7 +73,7 @@ pub(super) fn offered_native(deferral: &Deferral, tools: &FunctionRegistry) -> (
 pub(super) fn offer(
     request: &mut ModelRequest,
     deferral: &Deferral,
-    tools: &FunctionRegistry,
+    tools: &OfferedTools,
     loaded: &[String],
     native: bool,
 ) {
@@ -88,7 +89,7 @@ pub(super) fn offer(
 
 /// A refused call's answer, told to search first when the tool is a
 /// deferred one the model has not loaded.
-pub(super) fn explain(deferral: &Deferral, tools: &FunctionRegistry, mut refused: ToolResult) -> ToolResult {
+pub(super) fn explain(deferral: &Deferral, tools: &OfferedTools, mut refused: ToolResult) -> ToolResult {
     if deferral.holds(tools, &refused.name) {
         refused.outcome = Err(ToolError::failed(format!(
             "Error: `{}` is not loaded yet, so it did not run. Call `{SEARCH_TOOLS}` with what you need \

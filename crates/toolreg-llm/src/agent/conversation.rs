@@ -7,7 +7,7 @@
 //! the tools of the agent's engine as the run last saw it, and the deferred
 //! tools loaded so far (see [`catalog`](super::catalog)).
 
-use toolreg::FunctionRegistry;
+use toolreg::engine::OfferedTools;
 
 use super::catalog;
 use super::{Agent, Engines};
@@ -62,13 +62,13 @@ impl Conversation {
             return;
         }
         self.generation = Some(engines.generation);
-        let tools = engines.engine.tools();
+        let tools = engines.engine.offered();
         catalog::offer(&mut self.request, &agent.inner.deferral, tools, &self.loaded, self.native);
     }
 
     /// The deferred tools loaded now (what the step's searches left in the
     /// run's state): new ones join the next request, after the others.
-    pub(super) fn load(&mut self, agent: &Agent, loaded: Vec<String>, tools: &FunctionRegistry) {
+    pub(super) fn load(&mut self, agent: &Agent, loaded: Vec<String>, tools: &OfferedTools) {
         if loaded == self.loaded {
             return;
         }

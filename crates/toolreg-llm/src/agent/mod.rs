@@ -303,9 +303,10 @@ impl Engines {
 /// when given: the parent's offered tools, narrowed by name (so the
 /// parent's selection stays in force).
 fn sub_engine(parent: &ToolEngine, tools: Option<&[String]>) -> ToolEngine {
-    let offered = parent.tools();
+    let offered = parent.offered();
     let names: Vec<String> = offered
         .list()
+        .map(|tool| tool.declaration())
         .filter(|d| d.scope != Scope::User && tools.is_none_or(|t| t.contains(&d.name)))
         .map(|d| d.name.clone())
         .collect();

@@ -31,7 +31,7 @@ impl Agent {
     /// the model could not fix that, only the host can.
     pub(super) fn check_post_process(&self) -> Result<(), AgentError> {
         let current = self.current();
-        let offered = current.engine.tools();
+        let offered = current.engine.offered();
         match self.inner.post_process.iter().find(|f| !offered.contains(f)) {
             Some(function) => Err(AgentError::PostProcessNotOffered { function: function.clone() }),
             None => Ok(()),

@@ -11,8 +11,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
+use toolreg::engine::OfferedTools;
 use toolreg::provider::HostedTurn;
-use toolreg::{CallOptions, FunctionRegistry, ToolCall, ToolEngine, ToolError, ToolResult};
+use toolreg::{CallOptions, ToolCall, ToolEngine, ToolError, ToolResult};
 use tracing::{Instrument, Span};
 
 use super::approval::{ApprovalRound, Held};
@@ -217,7 +218,7 @@ impl Agent {
         for call in &response.tool_calls {
             self.emit(&AgentEvent::ToolCall(call.clone()));
         }
-        let (mut done, calls) = self.screen(&state.conversation, engine.tools(), &response);
+        let (mut done, calls) = self.screen(&state.conversation, engine.offered(), &response);
         // Tools the host runs itself wait; the rest run now.
         let (external, local): (Vec<ToolCall>, Vec<ToolCall>) =
             calls.into_iter().partition(|c| self.inner.external.contains(&c.name));
@@ -227,7 +228,7 @@ impl Agent {
             .call_batch(engine, local, &run, round, response.hosted.as_ref())
             .instrument(tracing::info_span!("tool_calls", step = state.steps))
             .await;
-        state.absorb(self, &run, engine.tools());
+        state.absorb(self, &run, engine.offered());
         done.extend(answered);
         if cancel.is_cancelled() {
             return Err(Stop::Cancelled);
@@ -251,7 +252,7 @@ impl Agent {
     fn screen(
         &self,
         conversation: &Conversation,
-        tools: &FunctionRegistry,
+        tools: &OfferedTools,
         response: &ModelResponse,
     ) -> (Vec<ToolResultMessage>, Vec<ToolCall>) {
         let deferral = &self.inner.deferral;

@@ -8,8 +8,9 @@ use std::time::Instant;
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
+use toolreg::engine::OfferedTools;
 use toolreg::exec::value_text;
-use toolreg::{Extensions, Finish, FunctionRegistry};
+use toolreg::{Extensions, Finish};
 
 use super::conversation::Conversation;
 use super::suspend::{Waiting, suspension_id};
@@ -102,7 +103,7 @@ impl LoopState {
     /// Take in what the step's tool calls left in `run`: the tokens their
     /// sub-agents spent, and the deferred tools their searches loaded (of
     /// `tools`, the registry they ran against).
-    pub(super) fn absorb(&mut self, agent: &Agent, run: &RunState, tools: &FunctionRegistry) {
+    pub(super) fn absorb(&mut self, agent: &Agent, run: &RunState, tools: &OfferedTools) {
         let spent = std::mem::take(&mut *run.spent_by_children.lock().unwrap_or_else(PoisonError::into_inner));
         self.usage += spent;
         let loaded = run.loaded.lock().unwrap_or_else(PoisonError::into_inner).clone();

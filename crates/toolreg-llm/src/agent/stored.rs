@@ -3,13 +3,13 @@
 //! can load one and resume it.
 
 use serde::{Deserialize, Serialize};
-use toolreg::seal::Key;
+use toolreg::seal::SealingKey;
 use toolreg_store::{Namespace, StoreError};
 
 use super::{AgentError, Suspended};
 
 /// Suspended runs in a store namespace, each sealed with the host's
-/// [`Key`] and bound to the store: a record changed in the store, stored
+/// [`SealingKey`] and bound to the store: a record changed in the store, stored
 /// under another id, or copied into another store (whose claims have never
 /// seen it) is refused when loaded. Resuming one is claimed once across
 /// hosts by the agent's [`resume_claims`](super::AgentBuilder::resume_claims).
@@ -21,19 +21,19 @@ use super::{AgentError, Suspended};
 ///
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-/// use toolreg::seal::Key;
+/// use toolreg::seal::SealingKey;
 /// use toolreg_store::SqliteStore;
 /// use toolreg_llm::agent::SuspendedRuns;
 ///
 /// let store = SqliteStore::in_memory().await.unwrap();
-/// let runs = SuspendedRuns::new(store.namespace("suspended").unwrap(), Key::new([1; 32]));
+/// let runs = SuspendedRuns::new(store.namespace("suspended").unwrap(), SealingKey::new([1; 32]));
 /// assert!(runs.load("s-unknown").await.is_err());
 /// # });
 /// ```
 #[derive(Debug, Clone)]
 pub struct SuspendedRuns {
     namespace: Namespace,
-    key: Key,
+    key: SealingKey,
 }
 
 /// A suspended run as stored: its exact JSON text and the seal over it.
@@ -51,7 +51,7 @@ const IDENTITY: &str = "identity";
 
 impl SuspendedRuns {
     /// Suspended runs kept in `namespace`, sealed with `key`.
-    pub fn new(namespace: Namespace, key: Key) -> Self {
+    pub fn new(namespace: Namespace, key: SealingKey) -> Self {
         SuspendedRuns { namespace, key }
     }
 
@@ -119,7 +119,7 @@ impl SuspendedRuns {
                 Err(StoreError::NotFound { .. }) => {}
                 Err(e) => return Err(unreadable(e)),
             }
-            let made = Key::random().to_hex();
+            let made = SealingKey::random().to_hex();
             match self.namespace.create(IDENTITY, &serde_json::Value::String(made.clone())).await {
                 Ok(_) => return Ok(made),
                 Err(StoreError::Exists { .. }) => {}

@@ -421,7 +421,7 @@ async fn concurrent_resumes_of_one_suspension_run_it_once() {
 /// another key or another id is refused.
 #[tokio::test(flavor = "multi_thread")]
 async fn suspended_runs_are_stored_sealed_and_loaded_by_id() {
-    use toolreg::seal::Key;
+    use toolreg::seal::SealingKey;
     use toolreg_llm::agent::SuspendedRuns;
 
     let model = ScriptedClient::new().then_call("w1", "wipe", json!({"path": "/tmp/x"}));
@@ -430,18 +430,18 @@ async fn suspended_runs_are_stored_sealed_and_loaded_by_id() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("store.db");
     let store = toolreg_store::SqliteStore::open(&path).await.unwrap();
-    let runs = SuspendedRuns::new(store.namespace("suspended").unwrap(), Key::new([3; 32]));
+    let runs = SuspendedRuns::new(store.namespace("suspended").unwrap(), SealingKey::new([3; 32]));
     runs.save(&suspended).await.unwrap();
     assert!(matches!(runs.save(&suspended).await, Err(AgentError::Resume(_))), "stored once");
     assert_eq!(runs.list(10).await.unwrap(), std::slice::from_ref(&suspended.id));
 
     // Another host: its own connection to the store, the same key.
     let other = toolreg_store::SqliteStore::open(&path).await.unwrap();
-    let there = SuspendedRuns::new(other.namespace("suspended").unwrap(), Key::new([3; 32]));
+    let there = SuspendedRuns::new(other.namespace("suspended").unwrap(), SealingKey::new([3; 32]));
     assert_eq!(there.load(&suspended.id).await.unwrap(), suspended);
 
     // Another key: refused.
-    let wrong = SuspendedRuns::new(other.namespace("suspended").unwrap(), Key::new([4; 32]));
+    let wrong = SuspendedRuns::new(other.namespace("suspended").unwrap(), SealingKey::new([4; 32]));
     assert!(matches!(wrong.load(&suspended.id).await, Err(AgentError::Resume(m)) if m.contains("changed")));
     // The record changed in the store (the arguments to approve): refused.
     let ns = other.namespace("suspended").unwrap();
@@ -465,7 +465,7 @@ async fn suspended_runs_are_stored_sealed_and_loaded_by_id() {
     let record = store.namespace("suspended").unwrap().get(&key).await.unwrap().value;
     let elsewhere = toolreg_store::SqliteStore::in_memory().await.unwrap();
     elsewhere.namespace("suspended").unwrap().create(&key, &record).await.unwrap();
-    let copy = SuspendedRuns::new(elsewhere.namespace("suspended").unwrap(), Key::new([3; 32]));
+    let copy = SuspendedRuns::new(elsewhere.namespace("suspended").unwrap(), SealingKey::new([3; 32]));
     assert!(matches!(copy.load(&kept.id).await, Err(AgentError::Resume(m)) if m.contains("another store")));
     assert_eq!(runs.load(&kept.id).await.unwrap(), kept);
 }
@@ -645,7 +645,7 @@ async fn a_call_to_an_undeclared_tool_is_answered_and_the_run_goes_on() {
 fn with_user_tools(mut registry: FunctionRegistry) -> FunctionRegistry {
     let (channel, inbox) = toolreg_builtins::user::InProcessChannel::new();
     std::mem::forget(inbox); // keep the channel open: final_answer shows its answer there
-    registry.register_all(toolreg_builtins::user::UserTools::new(channel).registrations()).unwrap();
+    toolreg::register_tools!(registry, toolreg_builtins::user::UserTools::new(channel).registrations()).unwrap();
     registry
 }
 
@@ -740,7 +740,7 @@ async fn the_agents_calls_go_through_its_engine_with_hooks_budget_audit_and_sele
     // A sub-agent runs on the same engine: same selection (never wider),
     // same audit.
     let sub = agent.sub_agent(None, toolreg_llm::agent::Budget { steps: 2, tokens: None, deadline: None }).unwrap();
-    let names: Vec<String> = sub.engine().tools().get_declarations().iter().map(|d| d.name.clone()).collect();
+    let names: Vec<String> = sub.engine().offered().get_declarations().iter().map(|d| d.name.clone()).collect();
     assert!(names.contains(&"shout".to_owned()) && !names.contains(&"wipe".to_owned()), "{names:?}");
     let sub_result = sub.engine().execute_call(ToolCall::new("x1", "shout", json!({"word": "a", "times": 1}))).await;
     assert_eq!(sub_result.text(), "hooked-");
@@ -1096,7 +1096,7 @@ async fn with_native_search_every_request_holds_every_tool_and_the_search_answer
     assert_eq!(requests.len(), 4);
     let names = |i: usize| requests[i].tools.iter().map(|t| t.name.clone()).collect::<Vec<_>>();
     // Every tool in registration order, in every request: the prefix never changes.
-    let all: Vec<String> = registry.entries().map(|e| e.declaration().name.clone()).collect();
+    let all: Vec<String> = registry.list().map(|e| e.declaration().name.clone()).collect();
     for (i, request) in requests.iter().enumerate() {
         assert_eq!(names(i), all, "request {i}");
         assert_eq!(request.deferred_tools, ["convert_currency".to_owned()].into(), "request {i}");

@@ -104,7 +104,7 @@
 //! for (tool, error) in server.register_into(&mut registry) {
 //!     eprintln!("skipped {tool}: {error}");
 //! }
-//! assert!(registry.names().all(|name| name.starts_with("everything__")));
+//! assert!(registry.list().map(|tool| tool.name()).all(|name| name.starts_with("everything__")));
 //! # Ok(())
 //! # }
 //! ```
@@ -331,8 +331,10 @@ impl RemoteServer {
         &self.inner.name
     }
 
-    /// The tools as the server last listed them.
-    pub fn tools(&self) -> Vec<Tool> {
+    /// The tools as the server last listed them (`tools/list`), under their
+    /// remote names; [`registrations`](Self::registrations) are what to
+    /// register.
+    pub fn listed_tools(&self) -> Vec<Tool> {
         self.inner.tools.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
@@ -349,7 +351,7 @@ impl RemoteServer {
     pub fn left_out(&self) -> Vec<(String, String)> {
         let called = self.inner.task_only_called.lock().unwrap_or_else(PoisonError::into_inner);
         let mut left: Vec<(String, String)> = self
-            .tools()
+            .listed_tools()
             .iter()
             .filter(|tool| called.contains(tool.name.as_ref()))
             .map(|tool| {

@@ -32,7 +32,7 @@ impl RemoteServer {
     /// filtered, renamed, described and with arguments fixed as the server's
     /// `tools` configuration says ([`ToolFilter`](crate::config::ToolFilter)).
     pub fn registrations(&self) -> Vec<ToolRegistration> {
-        let tools = self.tools();
+        let tools = self.listed_tools();
         let filter = &self.inner.config.tools;
         let left_out: HashSet<String> = self.left_out().into_iter().map(|(tool, _)| tool).collect();
         let mut taken = HashSet::new();
@@ -87,10 +87,7 @@ impl RemoteServer {
             }
         }
         match staged.transformed(&applied) {
-            Ok(done) => done
-                .entries()
-                .map(|entry| ToolRegistration::new(entry.declaration().clone(), Arc::clone(entry.tool())))
-                .collect(),
+            Ok(done) => done.into_registrations().collect(),
             Err(error) => {
                 tracing::warn!(server = %self.inner.name, %error, "tool configuration not applied");
                 Vec::new()

@@ -111,7 +111,7 @@ impl McpServer {
         ErrorData,
     > {
         let Some(tasks) = &self.shared.tasks else { return Ok(None) };
-        let support = served.engine.tools().get(name).and_then(|entry| entry.declaration().task_support);
+        let support = served.engine.offered().get(name).and_then(|entry| entry.declaration().task_support);
         let declared = context.client_capabilities().is_some_and(|caps| caps.supports_tasks());
         match support {
             Some(TaskSupport::Required) if !declared => {

@@ -92,7 +92,7 @@ pub(super) struct Served {
 impl Served {
     pub(super) fn new(engine: ToolEngine, options: &ServerOptions) -> Self {
         let engine = policed(engine, options);
-        let refs: Vec<ToolRef<'_>> = engine.tools().entries().map(ToolRef::from).collect();
+        let refs: Vec<ToolRef<'_>> = engine.offered().list().map(ToolRef::from).collect();
         let declared = Mcp::new().declare_partial(&refs);
         for (tool, reason) in declared.refused() {
             tracing::warn!(tool, %reason, "tool not served over MCP");
@@ -134,7 +134,7 @@ pub(super) struct Catalog {
 impl Catalog {
     /// Split `listed` (the engine's tools as MCP declares them) by `deferral`.
     pub(super) fn new(engine: &ToolEngine, listed: &[Tool], deferral: &Deferral) -> Catalog {
-        let tools = engine.tools();
+        let tools = engine.offered();
         let mut catalog = Catalog { listed: Vec::new(), deferred: HashMap::new() };
         for tool in listed {
             let name = tool.name.as_ref();
@@ -255,7 +255,7 @@ impl Served {
         arguments: Option<JsonObject>,
         context: &RequestContext<RoleServer>,
     ) -> Result<Route, ErrorData> {
-        let known = |name: &str| self.engine.tools().contains(name);
+        let known = |name: &str| self.engine.offered().contains(name);
         let Some(catalog) = &self.catalog else {
             if !known(name) {
                 return Err(ErrorData::invalid_params(format!("unknown tool `{name}`"), None));
@@ -311,7 +311,7 @@ impl Served {
         context: &RequestContext<RoleServer>,
     ) -> Result<Route, ErrorData> {
         let limit = args.limit.unwrap_or(DEFAULT_SEARCH_RESULTS).clamp(1, MAX_SEARCH_RESULTS);
-        let hits = self.engine.tools().search_where(&args.query, limit, |name| catalog.deferred.contains_key(name));
+        let hits = self.engine.offered().search_where(&args.query, limit, |name| catalog.deferred.contains_key(name));
         let found: Vec<&Tool> = hits.iter().filter_map(|hit| catalog.deferred.get(&hit.name)).collect();
         let listed: Vec<Value> = found
             .iter()

@@ -36,7 +36,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use toolreg::policy::ArgumentsHash;
-use toolreg::seal::Key;
+use toolreg::seal::SealingKey;
 use toolreg_store::{Namespace, StoreError};
 
 use crate::protocol::{InputRound, STATE_TTL};
@@ -73,21 +73,21 @@ pub(crate) struct Reopened {
 /// replicas behind a load balancer.
 #[derive(Clone)]
 pub struct RequestStates {
-    key: Key,
+    key: SealingKey,
     spent: Option<Namespace>,
 }
 
 impl RequestStates {
     /// A key nobody else has and uses remembered in this process.
     pub fn local() -> Self {
-        RequestStates { key: Key::random(), spent: None }
+        RequestStates { key: SealingKey::random(), spent: None }
     }
 
     /// Sealed with `key` and each use claimed in `spent`: every server
     /// given the same key and a namespace of the same store opens the
     /// others' states, and accepts each of them once between them. A state
     /// whose use cannot be recorded (the store is down or full) is refused.
-    pub fn shared(key: Key, spent: Namespace) -> Self {
+    pub fn shared(key: SealingKey, spent: Namespace) -> Self {
         RequestStates { key, spent: Some(spent) }
     }
 }
@@ -302,14 +302,14 @@ mod tests {
     async fn replicas_sharing_a_key_and_a_store_accept_a_state_once_between_them() {
         use toolreg_store::SqliteStore;
         let store = SqliteStore::in_memory().await.unwrap();
-        let key = Key::new([5; 32]);
+        let key = SealingKey::new([5; 32]);
         let replica = || StateSeal::new(&RequestStates::shared(key.clone(), store.namespace("spent").unwrap()));
         let (first, second, third) = (replica(), replica(), replica());
         let round = InputRound::new(InputResponses::new(), None, None);
         round.ask(InputRequests::new(), json!({"step": 1}));
         let args = json!({"path": "a"});
         let sealed = first.answer(&round, "9", "rm", &args, BTreeMap::new()).unwrap().unwrap().request_state.unwrap();
-        let other = StateSeal::new(&RequestStates::shared(Key::new([6; 32]), store.namespace("spent").unwrap()));
+        let other = StateSeal::new(&RequestStates::shared(SealingKey::new([6; 32]), store.namespace("spent").unwrap()));
         assert!(other.open(&sealed, "rm", &args).await.is_err());
         assert_eq!(second.open(&sealed, "rm", &args).await.unwrap().call, "9");
         let Err(again) = third.open(&sealed, "rm", &args).await else { panic!("accepted twice") };

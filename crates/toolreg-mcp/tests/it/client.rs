@@ -40,7 +40,7 @@ async fn call(registry: &FunctionRegistry, name: &str, args: Value) -> toolreg::
 async fn imports_a_child_process_server_namespaced_and_untrusted() {
     let server = RemoteServer::connect("fake", fake()).await.unwrap();
     let registry = import(&server).await;
-    let names: Vec<&str> = registry.names().collect();
+    let names: Vec<&str> = registry.list().map(|tool| tool.name()).collect();
     assert!(names.contains(&"fake__echo") && names.contains(&"fake__wipe"), "{names:?}");
     for name in &names {
         toolreg::validate_name(name).unwrap();
@@ -125,7 +125,7 @@ async fn list_changed_is_followed() {
     changes.borrow_and_update();
     assert!(!call(&registry, "fake__change", json!({})).await.is_error());
     tokio::time::timeout(HANG, changes.changed()).await.expect("no change seen").unwrap();
-    assert!(server.tools().iter().any(|t| t.name == "added"));
+    assert!(server.listed_tools().iter().any(|t| t.name == "added"));
     let again = import(&server).await;
     assert!(again.contains("fake__added"));
 }
@@ -443,10 +443,10 @@ async fn a_server_down_at_start_is_retried_until_it_answers() {
     let (server, first) = RemoteServer::connect_or_retry("late", config).await.unwrap();
     let first = first.expect("the first start fails").to_string();
     assert!(first.starts_with("cannot connect to MCP server 'late' started as `python3`"), "{first}");
-    assert!(server.tools().is_empty() && !server.is_connected());
+    assert!(server.listed_tools().is_empty() && !server.is_connected());
     let mut changes = server.changes();
     tokio::time::timeout(HANG, async {
-        while !server.tools().iter().any(|t| t.name == "echo") {
+        while !server.listed_tools().iter().any(|t| t.name == "echo") {
             changes.changed().await.unwrap();
         }
     })
@@ -605,7 +605,7 @@ async fn a_servers_tool_configuration_filters_renames_and_fixes_arguments() {
     let mut registry = FunctionRegistry::new();
     assert!(server.register_into(&mut registry).is_empty());
     // `fail` is left out: its fixed argument does not exist.
-    assert_eq!(registry.names().collect::<Vec<_>>(), ["fake__say"]);
+    assert_eq!(registry.list().map(|tool| tool.name()).collect::<Vec<_>>(), ["fake__say"]);
     let say = registry.get("fake__say").unwrap().declaration();
     assert_eq!(say.description, "Say the fixed text back.");
     assert!(say.input_schema["properties"].get("text").is_none());

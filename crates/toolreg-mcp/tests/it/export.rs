@@ -114,7 +114,7 @@ async fn protocol_exchange_exports() {
     assert!(page.get("ttlMs").is_none(), "{page}");
     assert_eq!((&page_2026["ttlMs"], &page_2026["cacheScope"]), (&json!(0), &json!("private")), "{page_2026}");
     // The pages hold what the core's MCP format declares.
-    let declared = Mcp::new().declare(&ToolRef::list(registry().entries())).unwrap();
+    let declared = Mcp::new().declare(&ToolRef::list(registry().list())).unwrap();
     assert_eq!(page["tools"], json!(declared.tools.as_array().unwrap()[3..6]));
 
     let exchange = json!({"requests": requests, "responses": responses, "list_page": page,

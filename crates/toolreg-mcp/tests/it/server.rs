@@ -533,7 +533,7 @@ async fn a_2026_07_28_client_approves_with_a_multi_round_trip_request() {
 #[tokio::test]
 async fn replicas_sharing_a_key_and_a_store_answer_each_others_rounds_once() {
     let store = toolreg_store::SqliteStore::in_memory().await.unwrap();
-    let key = toolreg::seal::Key::new([3; 32]);
+    let key = toolreg::seal::SealingKey::new([3; 32]);
     let seen = seen();
     let replica = || {
         let states = RequestStates::shared(key.clone(), store.namespace("mcp-request-states").unwrap());

@@ -87,6 +87,7 @@ mod batch;
 mod budget;
 mod contain;
 mod layer;
+mod offered;
 mod pipeline;
 mod record;
 #[cfg(test)]
@@ -104,12 +105,13 @@ use serde_json::Value;
 use crate::declaration::SafetyLevel;
 use crate::exec::{CallOptions, ToolCall, ToolError, ToolExecutor, ToolOutput, ToolResult};
 use crate::policy::{Approver, AuditSink, Selection};
-use crate::registry::FunctionRegistry;
+use crate::registry::{FunctionRegistry, RegistryError, ToolRegistration};
 use layer::Layer;
 use pipeline::{Approval, Control, Pipeline};
 
 pub use budget::{OutputBudget, Overflow, truncate_middle};
 pub use layer::{HookArguments, HookCall, HookFn, Next, ToolLayer, hook_fn};
+pub use offered::OfferedTools;
 
 /// Limits for running calls, alone or in a batch.
 ///
@@ -231,6 +233,16 @@ impl EngineBuilder {
         self
     }
 
+    /// Register one more tool in the builder's registry snapshot, checked
+    /// as [`FunctionRegistry::register`] checks it: how a host adds a tool
+    /// of its own to an engine it was handed
+    /// (`engine.to_builder().register(tool)?.build()`), its calls then
+    /// going through that engine's selection, approver, hooks and audit.
+    pub fn register(mut self, registration: ToolRegistration) -> Result<Self, RegistryError> {
+        self.registry.register(registration)?;
+        Ok(self)
+    }
+
     /// Offer only the tools this selection admits (default: all).
     pub fn selection(mut self, selection: Selection) -> Self {
         self.selection = selection;
@@ -274,7 +286,7 @@ impl EngineBuilder {
         // Kept so that the engine can be rebuilt with one thing changed
         // (see `ToolEngine::to_builder`); every field is cheap to clone.
         let config = Arc::new(self.clone());
-        let offered = self.selection.apply(&self.registry);
+        let offered = OfferedTools { registry: self.selection.apply(&self.registry) };
         let layers = self
             .layers
             .iter()
@@ -310,7 +322,7 @@ pub struct ToolEngine {
 impl fmt::Debug for ToolEngine {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ToolEngine")
-            .field("tools", &self.state.offered)
+            .field("tools", &self.state.offered.registry)
             .field("options", &self.state.options)
             .finish_non_exhaustive()
     }
@@ -348,10 +360,10 @@ impl ToolEngine {
         EngineBuilder::clone(&self.config)
     }
 
-    /// The tools this engine offers, as a registry holding only them (its
-    /// entries shared with the registry it was built from): declare these
-    /// to the model. Every other tool is refused.
-    pub fn tools(&self) -> &FunctionRegistry {
+    /// The tools this engine offers (its entries shared with the registry
+    /// it was built from): declare these to the model. Every other tool is
+    /// refused. Read-only: the offered tools run only through the engine.
+    pub fn offered(&self) -> &OfferedTools {
         &self.state.offered
     }
 
@@ -411,7 +423,7 @@ impl ToolExecutor for ToolEngine {
 /// [`Pipeline`].
 struct EngineState {
     registered: FunctionRegistry,
-    offered: FunctionRegistry,
+    offered: OfferedTools,
     approval: Approval,
     layers: Arc<[Layer]>,
     sinks: Vec<Arc<dyn AuditSink>>,
@@ -423,7 +435,7 @@ impl ToolEngine {
         let state = &*self.state;
         Pipeline {
             registered: &state.registered,
-            offered: &state.offered,
+            offered: &state.offered.registry,
             approval: &state.approval,
             layers: &state.layers,
             sinks: &state.sinks,

@@ -201,7 +201,7 @@ fn lookup<'p>(p: &Pipeline<'p>, name: &str) -> Result<&'p ToolEntry, ToolError> 
     if let Some(entry) = p.offered.get(name) {
         return Ok(entry);
     }
-    let available = p.offered.names().take(SHOWN).map(str::to_owned).collect();
+    let available = p.offered.list().take(SHOWN).map(|entry| entry.name().to_owned()).collect();
     if p.registered.contains(name) {
         Err(ToolError::NotOffered { available })
     } else {

@@ -119,7 +119,7 @@ impl Selection {
     /// only them, in registration order, their entries shared (the
     /// declarations to offer a model). A [`ToolEngine`](crate::engine::ToolEngine)
     /// built with the same selection runs their calls and refuses every
-    /// other tool ([`ToolEngine::tools`](crate::engine::ToolEngine::tools)
+    /// other tool ([`ToolEngine::offered`](crate::engine::ToolEngine::offered)
     /// is this set).
     ///
     /// ```
@@ -136,7 +136,7 @@ impl Selection {
     ///
     /// let selection = Selection::all().max_safety(SafetyLevel::Cautious);
     /// let offered = selection.apply(&registry);
-    /// assert_eq!(offered.names().collect::<Vec<_>>(), ["look"]); // declare these
+    /// assert_eq!(offered.list().map(|tool| tool.name()).collect::<Vec<_>>(), ["look"]); // declare these
     ///
     /// let engine = ToolEngine::builder(&registry).selection(selection).build();
     /// let result = engine.execute_call(ToolCall::new("c1", "wipe", "{}")).await;

@@ -54,7 +54,7 @@ impl<E: Serialize> Serialize for Entries<'_, '_, E> {
 /// let decl = ToolDeclaration::builder("echo").param("text", ParamType::String, "What to say").build();
 /// registry.register_sync_tool("echo", |a: Value| Ok::<_, String>(a), decl)?;
 ///
-/// let declared = Anthropic::new().declare_view(&ToolRef::list(registry.entries()));
+/// let declared = Anthropic::new().declare_view(&ToolRef::list(registry.list()));
 /// assert_eq!(declared.tools.len(), 1);
 ///
 /// // The request body, written in one pass.

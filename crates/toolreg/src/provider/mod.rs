@@ -74,7 +74,7 @@
 //!     .build();
 //! registry.register_sync_tool("get_weather", |_: Value| Ok::<_, String>("sunny"), decl)?;
 //!
-//! let declared = OpenAiChat::new().declare(&ToolRef::list(registry.entries()))?;
+//! let declared = OpenAiChat::new().declare(&ToolRef::list(registry.list()))?;
 //! let tools = &declared.tools;
 //! assert_eq!(tools[0]["function"]["strict"], true);
 //! // Strict mode: every property required, the optional one nullable.
@@ -95,7 +95,7 @@
 //! let mut registry = FunctionRegistry::new();
 //! let decl = ToolDeclaration::builder("double").param("x", ParamType::Number, "A number").build();
 //! registry.register_sync_tool("double", |a: Value| Ok::<_, String>(a["x"].as_f64().unwrap_or(0.0) * 2.0), decl)?;
-//! let tools = ToolRef::list(registry.entries());
+//! let tools = ToolRef::list(registry.list());
 //!
 //! let turns: [(Box<dyn WireFormat>, Value); 3] = [
 //!     (Box::new(OpenAiChat::new()), json!({"choices": [{"message": {"role": "assistant", "tool_calls": [

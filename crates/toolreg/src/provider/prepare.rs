@@ -44,7 +44,7 @@ pub struct ToolRef<'a> {
 }
 
 impl<'a> ToolRef<'a> {
-    /// Tools to declare, from registry entries (`registry.entries()`),
+    /// Tools to declare, from registry entries (`registry.list()`),
     /// declarations or shared declarations.
     pub fn list<I>(tools: I) -> Vec<ToolRef<'a>>
     where

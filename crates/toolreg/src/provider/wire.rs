@@ -152,7 +152,7 @@ pub(crate) struct Registration {
 /// registry.register_sync_tool("double", |a: Value| Ok::<_, String>(a["x"].as_f64().unwrap_or(0.0) * 2.0), decl)?;
 ///
 /// let format: Box<dyn WireFormat> = Box::new(Anthropic::new());
-/// let declared = format.declare(&ToolRef::list(registry.entries()))?;
+/// let declared = format.declare(&ToolRef::list(registry.list()))?;
 /// let response = json!({"content": [{"type": "tool_use", "id": "toolu_1", "name": "double", "input": {"x": 21}}]});
 /// let mut results = Vec::new();
 /// for call in format.parse_calls(&response, &declared.mapping)? {

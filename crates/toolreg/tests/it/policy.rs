@@ -56,7 +56,7 @@ fn runs() -> Arc<Mutex<Vec<(String, Value)>>> {
 #[test]
 fn selection_filters_combine_with_and() {
     let registry = registry(&runs());
-    let names = |s: Selection| s.apply(&registry).names().map(str::to_owned).collect::<Vec<_>>();
+    let names = |s: Selection| s.apply(&registry).list().map(|tool| tool.name().to_owned()).collect::<Vec<_>>();
     assert_eq!(names(Selection::all()), ["read_file", "write_file", "delete_file", "ask_user", "fetch"]);
     assert_eq!(names(Selection::sub_agent()), ["read_file", "write_file", "delete_file", "fetch"]);
     assert_eq!(names(Selection::top_level().max_safety(SafetyLevel::Safe)), ["read_file", "ask_user", "fetch"]);

@@ -373,10 +373,10 @@ fn gemini_moves_non_string_enums_into_the_description() {
 #[test]
 fn mcp_and_bedrock_pass_the_canonical_schema_through() {
     let registry = common::registry();
-    let all = ToolRef::list(registry.entries());
+    let all = ToolRef::list(registry.list());
     let mcp = Mcp::new().declare(&all).unwrap().tools;
     let bedrock = Bedrock::new().declare(&all).unwrap().tools;
-    for (i, entry) in registry.entries().enumerate() {
+    for (i, entry) in registry.list().enumerate() {
         let decl = entry.declaration();
         let input = &mcp[i]["inputSchema"];
         assert_eq!(input["type"], "object");
@@ -442,7 +442,7 @@ fn names_a_provider_cannot_take_are_refused_or_respelled() {
 fn strictness_is_a_per_tool_choice() {
     let registry = common::registry();
     // Default: strict where possible, the rest reported.
-    let all = ToolRef::list(registry.entries());
+    let all = ToolRef::list(registry.list());
     let tools = OpenAiChat::new().declare(&all).unwrap();
     let not_strict: Vec<&str> = tools.not_strict().map(|(tool, _)| tool).collect();
     assert_eq!(not_strict, ["set_labels", "store_value"]);
@@ -581,7 +581,7 @@ fn tuples_become_items_with_their_order_described() {
 fn every_format_reports_each_tool_and_can_declare_the_rest() {
     let registry = common::registry();
     let bad_name = ToolDeclaration::new("bad name", "", json!({"type": "object", "properties": {}}));
-    let mut tools = ToolRef::list(registry.entries());
+    let mut tools = ToolRef::list(registry.list());
     tools.push(ToolRef::from(&bad_name));
     let formats: Vec<Box<dyn WireFormat>> = vec![
         Box::new(OpenAiChat::new()),
@@ -700,7 +700,7 @@ fn a_not_is_lowered_into_the_description_and_still_enforced() {
     assert_eq!(decl.input_schema["properties"]["by"]["not"], json!({"const": 0}));
     let mut registry = toolreg::FunctionRegistry::new();
     registry.register(toolreg::ToolRegistration::new(decl, |step: Step| Ok::<_, String>(step.by.get()))).unwrap();
-    let tools = ToolRef::list(registry.entries());
+    let tools = ToolRef::list(registry.list());
 
     let declared = Gemini::new().declare(&tools).unwrap();
     let by = &declared.tools[0]["functionDeclarations"][0]["parameters"]["properties"]["by"];

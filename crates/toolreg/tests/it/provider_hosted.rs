@@ -127,7 +127,7 @@ async fn a_call_from_code_runs_through_the_executor_like_any_call() {
         .register_sync_tool("query_database", |a: Value| Ok::<_, String>(json!({"ran": a["sql"]})), query())
         .unwrap();
     let format = Anthropic::new().code_execution(CodeExecution::new());
-    let declared = format.declare(&ToolRef::list(registry.entries())).unwrap();
+    let declared = format.declare(&ToolRef::list(registry.list())).unwrap();
     let response = common::fixture("anthropic_programmatic_call.json");
     let calls = format.parse_calls(&response, &declared.mapping).unwrap();
     let result = registry.execute_call(calls[0].clone()).await;

@@ -29,7 +29,7 @@ fn run(calls: Vec<ToolCall>) -> Vec<ToolResult> {
 #[test]
 fn openai_chat_round_trip() {
     let registry = common::registry();
-    let tools = OpenAiChat::new().declare(&ToolRef::list(registry.entries())).unwrap();
+    let tools = OpenAiChat::new().declare(&ToolRef::list(registry.list())).unwrap();
     let v = &tools.tools;
     assert_eq!(v.as_array().unwrap().len(), registry.len());
     assert_eq!(v[0]["type"], "function");
@@ -84,7 +84,7 @@ fn openai_chat_accepts_messages_lists_and_compatible_servers() {
 #[test]
 fn openai_responses_round_trip() {
     let registry = common::registry();
-    let tools = OpenAiResponses::new().declare(&ToolRef::list(registry.entries())).unwrap();
+    let tools = OpenAiResponses::new().declare(&ToolRef::list(registry.list())).unwrap();
     let v = &tools.tools;
     assert_eq!(v[1]["type"], "function");
     assert_eq!(v[1]["name"], "search_issues");
@@ -109,7 +109,7 @@ fn openai_responses_round_trip() {
 #[test]
 fn anthropic_round_trip() {
     let registry = common::registry();
-    let tools = Anthropic::new().declare(&ToolRef::list(registry.entries())).unwrap();
+    let tools = Anthropic::new().declare(&ToolRef::list(registry.list())).unwrap();
     let v = &tools.tools;
     assert_eq!(v[1]["name"], "search_issues");
     assert_eq!(v[1]["input_schema"], registry.get("search_issues").unwrap().declaration().input_schema);
@@ -138,7 +138,7 @@ fn anthropic_round_trip() {
 fn gemini_round_trip() {
     let registry = common::registry();
     let gemini = Gemini::new();
-    let all = ToolRef::list(registry.entries());
+    let all = ToolRef::list(registry.list());
     // The recursive type cannot be `parameters`: all or nothing refuses, partial sends the rest.
     assert!(gemini.declare(&all).is_err());
     let tools = gemini.declare_partial(&all);
@@ -200,7 +200,7 @@ fn gemini_keeps_a_real_id_that_looks_generated() {
 #[test]
 fn bedrock_round_trip() {
     let registry = common::registry();
-    let tools = Bedrock::new().declare(&ToolRef::list(registry.entries())).unwrap();
+    let tools = Bedrock::new().declare(&ToolRef::list(registry.list())).unwrap();
     let config = json!({"tools": tools.tools});
     assert_eq!(config["tools"][0]["toolSpec"]["name"], "create_event");
     assert_eq!(config["tools"][0]["toolSpec"]["inputSchema"]["json"]["type"], "object");
@@ -223,7 +223,7 @@ fn bedrock_round_trip() {
 fn mcp_round_trip() {
     let registry = common::registry();
     let mcp = Mcp::new();
-    let tools = mcp.declare(&ToolRef::list(registry.entries())).unwrap();
+    let tools = mcp.declare(&ToolRef::list(registry.list())).unwrap();
     assert_eq!(tools.tools.as_array().unwrap().len(), registry.len());
     let requests = common::fixture("mcp_requests.json");
     let requests = requests.as_array().unwrap();
@@ -249,7 +249,7 @@ fn mcp_round_trip() {
 #[test]
 fn mistral_round_trip() {
     let registry = common::registry();
-    let tools = Mistral::new().declare(&ToolRef::list(registry.entries())).unwrap();
+    let tools = Mistral::new().declare(&ToolRef::list(registry.list())).unwrap();
     assert_eq!(tools.tools[8]["function"]["description"], "", "Mistral always has a description");
     let response = common::fixture("mistral_response.json");
     let calls = Mistral::new().parse_calls(&response, &tools.mapping).unwrap();
@@ -268,7 +268,7 @@ fn mistral_round_trip() {
 fn ollama_round_trip() {
     let registry = common::registry();
     let ollama = Ollama::new();
-    let tools = ollama.declare(&ToolRef::list(registry.entries())).unwrap();
+    let tools = ollama.declare(&ToolRef::list(registry.list())).unwrap();
     let v = &tools.tools;
     assert!(v[0]["function"].get("strict").is_none());
     assert_eq!(v[0]["function"]["parameters"], registry.get("create_event").unwrap().declaration().input_schema);
@@ -287,7 +287,7 @@ fn ollama_round_trip() {
 #[test]
 fn prompt_lists_every_function() {
     let registry = common::registry();
-    let text = prompt::available_functions(registry.list());
+    let text = prompt::available_functions(registry.list().map(|tool| tool.declaration()));
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines[0], "Available functions:");
     assert_eq!(lines.len(), registry.len() + 1);
@@ -302,7 +302,7 @@ fn prompt_lists_every_function() {
     assert!(lines[2].contains("label: string?"), "{}", lines[2]);
     assert!(lines[2].contains("query: string - Free-text query."), "{}", lines[2]);
     assert!(lines[2].contains("priority: string?"), "{}", lines[2]);
-    assert_eq!(prompt::available_functions(toolreg::FunctionRegistry::new().list()), "");
+    assert_eq!(prompt::available_functions(toolreg::FunctionRegistry::new().list().map(|tool| tool.declaration())), "");
 }
 
 #[test]

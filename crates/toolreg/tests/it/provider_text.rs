@@ -49,7 +49,7 @@ fn assert_same(label: &str, format: &dyn WireFormat, tools: &[ToolRef<'_>]) {
 fn the_text_is_the_value_written_for_every_format() {
     let registry = common::registry();
     let corpus: Vec<_> = common::corpus().into_iter().map(|(decl, _)| decl).collect();
-    let entries = ToolRef::list(registry.entries());
+    let entries = ToolRef::list(registry.list());
     let bare = ToolRef::list(&corpus);
     for (label, format) in formats() {
         assert_same(&format!("{label} entries"), &*format, &entries);

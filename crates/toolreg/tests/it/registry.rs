@@ -131,7 +131,7 @@ fn lists_in_registration_order_and_removes() {
     let mut registry = registry();
     let decl = ToolDeclaration::new("zeta", "last", json!({"type": "object"}));
     registry.register(ToolRegistration::new(decl, |_: Value| Ok::<_, String>(0))).unwrap();
-    assert_eq!(registry.names().collect::<Vec<_>>(), ["add", "echo_async", "zeta"]);
+    assert_eq!(registry.list().map(|tool| tool.name()).collect::<Vec<_>>(), ["add", "echo_async", "zeta"]);
     assert_eq!(
         registry.get_declarations().iter().map(|d| d.name.as_str()).collect::<Vec<_>>(),
         ["add", "echo_async", "zeta"]
@@ -139,7 +139,7 @@ fn lists_in_registration_order_and_removes() {
 
     let removed = registry.unregister("echo_async").unwrap();
     assert_eq!(removed.declaration().name, "echo_async");
-    assert_eq!(registry.names().collect::<Vec<_>>(), ["add", "zeta"]);
+    assert_eq!(registry.list().map(|tool| tool.name()).collect::<Vec<_>>(), ["add", "zeta"]);
     assert_eq!(registry.unregister("echo_async").unwrap_err(), RegistryError::NotFound { name: "echo_async".into() });
     assert!(registry.get("echo_async").is_none());
     assert!(registry.contains("add"));
@@ -154,7 +154,7 @@ fn replace_overwrites_in_place() {
     let decl = add_decl().with_safety(SafetyLevel::Cautious);
     let old = registry.replace(ToolRegistration::new(decl, |_: AddArgs| Ok::<_, String>(0.0))).unwrap();
     assert_eq!(old.unwrap().declaration().safety, SafetyLevel::Safe);
-    assert_eq!(registry.names().collect::<Vec<_>>(), ["add", "echo_async"]);
+    assert_eq!(registry.list().map(|tool| tool.name()).collect::<Vec<_>>(), ["add", "echo_async"]);
     assert_eq!(registry.get("add").unwrap().declaration().safety, SafetyLevel::Cautious);
     let out = block_on(registry.execute("add", json!({"a": 1, "b": 2}))).unwrap();
     assert_eq!(out.value, json!(0.0));
@@ -168,7 +168,10 @@ fn register_all_is_all_or_nothing() {
     let mut registry = FunctionRegistry::new();
     let ok = ToolRegistration::new(add_decl(), add);
     let dup = ToolRegistration::new(add_decl(), add);
-    assert_eq!(registry.register_all([ok, dup]).unwrap_err(), RegistryError::DuplicateTool { name: "add".into() });
+    assert_eq!(
+        toolreg::register_tools!(registry, vec![ok, dup]).unwrap_err(),
+        RegistryError::DuplicateTool { name: "add".into() }
+    );
     assert!(registry.is_empty());
 }
 
@@ -481,7 +484,7 @@ fn examples_that_do_not_fit_the_schema_are_refused_with_the_tool() {
     // Examples that fit go to Anthropic, as sent, and to no other provider.
     let mut registry = FunctionRegistry::new();
     registry.register(ToolRegistration::new(good, add)).unwrap();
-    let tools = ToolRef::list(registry.entries());
+    let tools = ToolRef::list(registry.list());
     for provider in Provider::ALL {
         let declared = provider.wire_format().declare(&tools).unwrap();
         let has = declared.tools.to_string().contains("input_examples");

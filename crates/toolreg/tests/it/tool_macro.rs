@@ -205,7 +205,7 @@ fn register_tools_is_all_or_nothing() {
     registry.register(greet_tool::registration()).unwrap();
     let err = register_tools!(registry, [calculator_tool, greet_tool]).unwrap_err();
     assert_eq!(err, RegistryError::DuplicateTool { name: "greet-person".into() });
-    assert_eq!(registry.names().collect::<Vec<_>>(), ["greet-person"]);
+    assert_eq!(registry.list().map(|tool| tool.name()).collect::<Vec<_>>(), ["greet-person"]);
 }
 
 #[test]

@@ -154,10 +154,10 @@ fn declarations_carry_every_option_and_doc() {
 fn the_tools_share_the_state_and_the_caller_sees_it() {
     let store = Store::default();
     let mut registry = FunctionRegistry::new();
-    registry.register_all(store.tool_registrations()).unwrap();
+    toolreg::register_tools!(registry, store.tool_registrations()).unwrap();
     registry.register(free_tool_tool::registration()).unwrap();
     assert_eq!(
-        registry.names().collect::<Vec<_>>(),
+        registry.list().map(|tool| tool.name()).collect::<Vec<_>>(),
         ["kv_set", "kv_get", "kv_sum", "kv-add", "echo_call", "free_tool"]
     );
     block_on(async {
@@ -206,7 +206,7 @@ fn one_tool_at_a_time_and_adjusted() {
         assert_eq!(registry.execute("kv_get", json!({"key": "k"})).await.unwrap().value, json!(1));
     });
     // Registering the block again is refused as a duplicate, all or none.
-    assert!(registry.register_all(store.tool_registrations()).is_err());
+    assert!(toolreg::register_tools!(registry, store.tool_registrations()).is_err());
     assert_eq!(registry.len(), 2);
 }
 
@@ -251,7 +251,7 @@ fn the_state_is_cloned_once_per_registration_call_never_per_tool_call() {
     let state = Counted { clones: Arc::default() };
     let mut registry = FunctionRegistry::new();
     // The block's tools share one clone.
-    registry.register_all(state.tool_registrations()).unwrap();
+    toolreg::register_tools!(registry, state.tool_registrations()).unwrap();
     assert_eq!(state.clones.load(SeqCst), 1);
     block_on(async {
         for _ in 0..3 {

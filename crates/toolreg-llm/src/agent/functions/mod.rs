@@ -118,7 +118,7 @@ impl AgentTools {
 
     /// Register the five functions, all or none.
     pub fn register(&self, registry: &mut FunctionRegistry) -> Result<(), RegistryError> {
-        registry.register_all(self.registrations())
+        toolreg::register_tools!(registry, self.registrations())
     }
 }
 
@@ -168,7 +168,7 @@ impl AgentTools {
     ) -> Result<ToolOutput, String> {
         let run = run_state(cx)?;
         let engine = run.agent.engine();
-        let tools = engine.tools();
+        let tools = engine.offered();
         let limit = args.limit.unwrap_or(5).clamp(1, 20);
         let mut loaded = run.loaded.lock().unwrap_or_else(PoisonError::into_inner);
         let hits = run.agent.deferral().search(tools, &loaded, &args.query, limit);

@@ -150,9 +150,9 @@ pub(super) async fn spawn_many(
         Merge::FirstSuccess => first_success(&cx, &run, args.tasks, store).await.map_err(|e| e.to_string()),
         Merge::Function(function) => {
             let engine = run.agent.engine();
-            let offered = engine.tools();
+            let offered = engine.offered();
             if !offered.contains(&function) {
-                let available = offered.names().take(8).map(str::to_owned).collect();
+                let available = offered.list().take(8).map(|tool| tool.name().to_owned()).collect();
                 return Err(MergeError::NotOffered { function, available }.to_string());
             }
             let results = all(&cx, &run, args.tasks, store).await;

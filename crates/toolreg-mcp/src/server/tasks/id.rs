@@ -13,7 +13,7 @@ pub fn is_task_id(id: &str) -> bool {
 
 /// `bytes` random bytes as hex (at most 32: a fresh key's worth).
 pub(super) fn random_hex(bytes: usize) -> String {
-    let mut hex = toolreg::seal::Key::random().to_hex();
+    let mut hex = toolreg::seal::SealingKey::random().to_hex();
     hex.truncate(bytes * 2);
     hex
 }

@@ -47,7 +47,7 @@ fn main() {
     let service = Service { base: Arc::new(Service::LIMIT) };
     let _ = service.helper();
     let mut registry = toolreg::FunctionRegistry::new();
-    registry.register_all(service.tool_registrations()).unwrap();
+    toolreg::register_tools!(registry, service.tool_registrations()).unwrap();
     assert_eq!(Service::TOOL_NAMES, ["with_args", "whole", "kind-of"]);
     assert_eq!(Service::TYPE_TOOL_NAME, "kind-of");
     let _: toolreg::ToolRegistration = service.r#type_tool();
