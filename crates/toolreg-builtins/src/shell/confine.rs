@@ -6,8 +6,17 @@
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 
-use super::process::{Confined, plain_command, spawn_error};
+use super::command::{plain_command, spawn_error};
 use super::{Confinement, ShellError, ShellOptions};
+
+/// Whether the command ran confined, and how, in words.
+pub(super) struct Confined {
+    /// Landlock was in force.
+    pub(super) confined: bool,
+    /// The command ran in namespaces of its own (see `confine::spawn_isolated`).
+    pub(super) isolated: bool,
+    pub(super) text: String,
+}
 
 /// Why the isolated spawn did not give a running command.
 pub(super) enum Isolation {

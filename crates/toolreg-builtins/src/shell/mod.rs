@@ -72,6 +72,7 @@ use toolreg::exec::ToolOutput;
 use toolreg::{CallContext, ToolArgs, ToolRegistration, tools};
 
 mod capture;
+mod command;
 mod confine;
 mod process;
 

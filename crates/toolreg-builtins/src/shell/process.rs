@@ -1,18 +1,15 @@
 //! Starting a command in a process group of its own, confined where the
 //! kernel allows, and making sure no process outlives its call.
 
-/// `PATH` when the host has none.
-use std::os::unix::process::CommandExt;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::Arc;
 
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
-use super::confine::{Isolation, host_paths, restrict_thread, spawn_isolated};
+use super::command::{plain_command, spawn_error};
+use super::confine::{Confined, Isolation, host_paths, restrict_thread, spawn_isolated};
 use super::{Confinement, ShellError, ShellOptions};
-
-const FALLBACK_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
 /// Kills the process group and reaps the leader if the call ends early
 /// (its future dropped), so no command outlives its call.
@@ -36,15 +33,6 @@ impl Drop for GroupGuard {
             let _ = std::thread::Builder::new().name("toolreg-shell-reap".into()).spawn(move || child.wait());
         }
     }
-}
-
-/// Whether the command ran confined, and how, in words.
-pub(super) struct Confined {
-    /// Landlock was in force.
-    pub(super) confined: bool,
-    /// The command ran in namespaces of its own (see `confine::spawn_isolated`).
-    pub(super) isolated: bool,
-    pub(super) text: String,
 }
 
 /// Spawn the command: in namespaces of its own and under Landlock where the
@@ -106,38 +94,8 @@ fn thread_ended() -> std::io::Error {
     std::io::Error::other("the spawning thread ended early")
 }
 
-pub(super) fn spawn_error(e: std::io::Error) -> ShellError {
-    ShellError::Spawn { message: e.to_string() }
-}
-
 /// Run `f` on a thread of its own, which ends with it: whatever `f` does to
 /// its thread (Landlock, namespaces) touches no other thread of the process.
 fn on_fresh_thread(f: impl FnOnce() + Send + 'static) -> Result<(), ShellError> {
     std::thread::Builder::new().name("toolreg-shell-spawn".into()).spawn(f).map(drop).map_err(spawn_error)
-}
-
-/// `/bin/sh -c <command>` in the root with the configured environment.
-pub(super) fn plain_command(options: &ShellOptions, command: &str) -> Command {
-    let mut cmd = Command::new("/bin/sh");
-    cmd.arg("-c")
-        .arg(command)
-        .current_dir(&options.root)
-        .env_clear()
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    for name in &options.env_allow {
-        if let Some(value) = std::env::var_os(name) {
-            cmd.env(name, value);
-        }
-    }
-    if std::env::var_os("PATH").is_none() || !options.env_allow.iter().any(|n| n == "PATH") {
-        cmd.env("PATH", FALLBACK_PATH);
-    }
-    cmd.env("PWD", &options.root);
-    for (name, value) in &options.env_set {
-        cmd.env(name, value);
-    }
-    cmd
 }

@@ -29,7 +29,8 @@ use toolreg::{ToolError, ToolResult};
 
 use crate::model::{ModelRequest, OfferedTool};
 
-pub use toolreg::search::{Deferral, SEARCH_TOOLS};
+pub use toolreg::engine::Deferral;
+pub use toolreg::search::SEARCH_TOOLS;
 
 /// The tools a request offers: the always-on ones in registration order,
 /// then the loaded ones in the order they were loaded.

@@ -76,7 +76,7 @@ const DEFAULT_SEARCH_RESULTS: usize = 5;
 /// let options = ServerOptions::default().deferred(Deferral::imported().past(20));
 /// # let _ = options;
 /// ```
-pub use toolreg::search::Deferral;
+pub use toolreg::engine::Deferral;
 
 /// The engine and its `tools/list` answer, computed once per engine.
 pub(super) struct Served {

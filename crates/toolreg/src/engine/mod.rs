@@ -86,6 +86,7 @@
 mod batch;
 mod budget;
 mod contain;
+mod deferral;
 mod layer;
 mod offered;
 mod pipeline;
@@ -110,6 +111,7 @@ use layer::Layer;
 use pipeline::{Approval, Control, Pipeline};
 
 pub use budget::{OutputBudget, Overflow, truncate_middle};
+pub use deferral::Deferral;
 pub use layer::{HookArguments, HookCall, HookFn, Next, ToolLayer, hook_fn};
 pub use offered::OfferedTools;
 
