@@ -1,5 +1,5 @@
 //! One `#[tool]` function, registered and called by name with JSON arguments.
-use toolreg::{FunctionRegistry, ToolEngine, tool};
+use toolreg::{FunctionRegistry, tool};
 
 /// Add two numbers.
 #[tool(safety = "safe")]
@@ -11,8 +11,7 @@ fn add(a: i64, b: i64) -> i64 {
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut registry = FunctionRegistry::new();
     registry.register(add_tool::registration())?;
-    let engine = ToolEngine::builder(&registry).build();
-    let output = engine.execute("add", serde_json::json!({"a": 2, "b": 3})).await?;
+    let output = registry.execute("add", serde_json::json!({"a": 2, "b": 3})).await?;
     println!("{output:?}");
     Ok(())
 }
