@@ -16,8 +16,18 @@
 //! - [`handler`]: [`ErasedTool`], for tools whose shape is known only at run time.
 //! - [`policy`]: [`Selection`] of the tools offered, the [`Approver`] gate, audit events.
 //! - [`engine`]: [`ToolEngine`], calls and batches through selection, approval, hooks and audit.
-//! - [`provider`]: each provider's wire format: declarations out, tool calls in, results out.
+//! - [`provider`] (feature `providers`): each provider's wire format: declarations out, tool calls in, results out.
 //! - [`prompt`]: the plain-text list of functions for models without native tool calling.
+//!
+//! ## Features
+//! The default build is the registry, `#[tool]` (feature `macros`),
+//! validation and the engine. The rest is opt-in, and the crates above turn
+//! on what they use (`toolreg-mcp`, `toolreg-llm` and the CLI all three):
+//! - `providers`: [`provider`], each provider's wire format, and
+//!   [`FunctionRegistry::lint`];
+//! - `search`: [`search`], [`FunctionRegistry::search`] and deferred
+//!   loading ([`engine::Deferral`]);
+//! - `seal`: [`seal`], HMAC sealing of state that leaves the process.
 
 // Lets `#[tool]`'s generated `::toolreg::...` paths resolve inside this crate's own tests.
 #[allow(unused_extern_crates)]
@@ -31,10 +41,13 @@ pub mod handler;
 mod name_rule;
 pub mod policy;
 pub mod prompt;
+#[cfg(feature = "providers")]
 pub mod provider;
 pub mod registry;
 pub mod schema;
+#[cfg(feature = "seal")]
 pub mod seal;
+#[cfg(feature = "search")]
 pub mod search;
 pub(crate) mod strict_de;
 pub mod transform;

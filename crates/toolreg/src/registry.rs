@@ -2,7 +2,9 @@
 
 use std::fmt::{self, Display};
 use std::future::Future;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
+#[cfg(feature = "search")]
+use std::sync::OnceLock;
 
 use indexmap::IndexMap;
 use serde::Serialize;
@@ -12,8 +14,10 @@ use crate::args::ArgumentLimits;
 use crate::declaration::ToolDeclaration;
 use crate::exec::ToolError;
 use crate::handler::{Async, Blocking, ErasedTool, Erasure, ToolHandler};
+#[cfg(feature = "providers")]
 use crate::provider::{LoweredSchemas, ToolRef};
 use crate::schema::{self, CachedSchema};
+#[cfg(feature = "search")]
 use crate::search::{SearchError, SearchHit, ToolIndex};
 use crate::validate::ArgumentValidator;
 
@@ -194,6 +198,7 @@ pub struct ToolEntry {
     /// The declaration's schema lowered for each provider, computed on first
     /// use and kept for the life of the entry (and its clones): a typed
     /// field, so nothing is downcast and no other value can take the slot.
+    #[cfg(feature = "providers")]
     lowered: Arc<LoweredSchemas>,
     preview: Option<ApprovalPreview>,
 }
@@ -266,6 +271,7 @@ impl ToolEntry {
 }
 
 /// A registered tool, declared from the schemas its entry keeps lowered.
+#[cfg(feature = "providers")]
 impl<'a> From<&'a ToolEntry> for ToolRef<'a> {
     fn from(entry: &'a ToolEntry) -> Self {
         ToolRef::registered(&entry.declaration, &entry.lowered)
@@ -312,6 +318,7 @@ pub struct FunctionRegistry {
     limits: ArgumentLimits,
     /// The search index of these tools, built on first search and dropped
     /// by every change to them (see [`tools_mut`](Self::tools_mut)).
+    #[cfg(feature = "search")]
     index: OnceLock<Arc<ToolIndex>>,
 }
 
@@ -332,7 +339,12 @@ impl FunctionRegistry {
 
     /// An empty registry with the given argument limits.
     pub fn with_limits(limits: ArgumentLimits) -> Self {
-        FunctionRegistry { tools: Arc::default(), limits, index: OnceLock::new() }
+        FunctionRegistry {
+            tools: Arc::default(),
+            limits,
+            #[cfg(feature = "search")]
+            index: OnceLock::new(),
+        }
     }
 
     /// The argument limits in force.
@@ -451,12 +463,14 @@ impl FunctionRegistry {
             tool,
             validator,
             serde_checked: serde_checked.is_some(),
+            #[cfg(feature = "providers")]
             lowered: Arc::default(),
             preview,
         };
         // The per-provider lint, when someone listens: what each provider
         // would refuse of the tool declared strictly. The schemas it lowers
         // stay in the entry for its declarations.
+        #[cfg(feature = "providers")]
         if tracing::enabled!(target: "toolreg::lint", tracing::Level::DEBUG) {
             for finding in crate::provider::lint((&entry).into()) {
                 tracing::debug!(target: "toolreg::lint", tool = %name, provider = %finding.provider, reason = %finding.reason, "a provider would refuse this tool declared strictly");
@@ -476,15 +490,24 @@ impl FunctionRegistry {
     /// Remove every tool.
     pub fn clear(&mut self) {
         self.tools = Arc::default();
-        self.index = OnceLock::new();
+        self.drop_index();
     }
 
     /// The tool table, to change it: the search index no longer matches.
     fn tools_mut(&mut self) -> &mut ToolTable {
-        self.index = OnceLock::new();
+        self.drop_index();
         Arc::make_mut(&mut self.tools)
     }
 
+    #[cfg(feature = "search")]
+    fn drop_index(&mut self) {
+        self.index = OnceLock::new();
+    }
+
+    #[cfg(not(feature = "search"))]
+    fn drop_index(&mut self) {}
+
+    #[cfg(feature = "search")]
     /// The `limit` tools that best match `query` (BM25 over names, titles,
     /// descriptions, categories and parameters; see [`crate::search`]),
     /// best first. The index is built on the first search after a change.
@@ -503,17 +526,20 @@ impl FunctionRegistry {
         self.search_index().search(query, limit)
     }
 
+    #[cfg(feature = "search")]
     /// [`search`](Self::search) among the tools whose name `keep` admits.
     pub fn search_where(&self, query: &str, limit: usize, keep: impl Fn(&str) -> bool) -> Vec<SearchHit> {
         self.search_index().search_where(query, limit, keep)
     }
 
+    #[cfg(feature = "search")]
     /// The tools whose name, title or description match a regex
     /// (case-insensitive), in registration order, at most `limit`.
     pub fn search_regex(&self, pattern: &str, limit: usize) -> Result<Vec<SearchHit>, SearchError> {
         self.search_index().search_regex(pattern, limit)
     }
 
+    #[cfg(feature = "search")]
     fn search_index(&self) -> &ToolIndex {
         self.index.get_or_init(|| Arc::new(ToolIndex::new(self.tools.values().map(ToolEntry::declaration))))
     }
@@ -545,7 +571,7 @@ impl FunctionRegistry {
 
     /// The registered tools, in registration order: each one's
     /// [`name`](ToolEntry::name) and [`declaration`](ToolEntry::declaration),
-    /// and what [`ToolRef`](crate::provider::ToolRef) declares to a provider.
+    /// and what [`provider::ToolRef`](crate::provider::ToolRef) declares to a provider.
     pub fn list(&self) -> impl ExactSizeIterator<Item = &ToolEntry> + '_ {
         self.tools.values()
     }
@@ -564,6 +590,7 @@ impl FunctionRegistry {
         })
     }
 
+    #[cfg(feature = "providers")]
     /// What each provider would refuse of the registered tools declared in
     /// its strictest mode ([`provider::lint`](crate::provider::lint)), tool
     /// by tool in registration order; empty when every provider takes
@@ -597,6 +624,11 @@ impl FunctionRegistry {
         }
         let tools =
             self.tools.iter().filter(|(_, entry)| keep(entry.declaration())).map(|(k, e)| (Arc::clone(k), e.clone()));
-        FunctionRegistry { tools: Arc::new(tools.collect()), limits: self.limits, index: OnceLock::new() }
+        FunctionRegistry {
+            tools: Arc::new(tools.collect()),
+            limits: self.limits,
+            #[cfg(feature = "search")]
+            index: OnceLock::new(),
+        }
     }
 }

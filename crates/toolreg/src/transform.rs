@@ -347,6 +347,7 @@ mod tests {
     /// Through every format: the transformed tool is declared as it is
     /// offered, the model's call (written as each provider writes it) is
     /// read back to it, and it runs with its arguments mapped back.
+    #[cfg(feature = "providers")]
     #[tokio::test]
     async fn transformed_calls_round_trip_through_every_format() {
         use crate::exec::ToolCall;

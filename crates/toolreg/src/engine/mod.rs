@@ -86,6 +86,7 @@
 mod batch;
 mod budget;
 mod contain;
+#[cfg(feature = "search")]
 mod deferral;
 mod layer;
 mod offered;
@@ -111,6 +112,7 @@ use layer::Layer;
 use pipeline::{Approval, Control, Pipeline};
 
 pub use budget::{OutputBudget, Overflow, truncate_middle};
+#[cfg(feature = "search")]
 pub use deferral::Deferral;
 pub use layer::{HookArguments, HookCall, HookFn, Next, ToolLayer, hook_fn};
 pub use offered::OfferedTools;

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use crate::declaration::ToolDeclaration;
 use crate::registry::{FunctionRegistry, ToolEntry};
+#[cfg(feature = "search")]
 use crate::search::SearchHit;
 
 /// The tools a [`ToolEngine`](super::ToolEngine) offers (those its
@@ -87,12 +88,14 @@ impl OfferedTools {
         self.registry.get_declarations()
     }
 
+    #[cfg(feature = "search")]
     /// The `limit` offered tools that best match `query` (see
     /// [`FunctionRegistry::search`]).
     pub fn search(&self, query: &str, limit: usize) -> Vec<SearchHit> {
         self.registry.search(query, limit)
     }
 
+    #[cfg(feature = "search")]
     /// [`search`](Self::search) among the tools whose name `keep` admits.
     pub fn search_where(&self, query: &str, limit: usize, keep: impl Fn(&str) -> bool) -> Vec<SearchHit> {
         self.registry.search_where(query, limit, keep)

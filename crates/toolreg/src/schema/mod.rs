@@ -27,6 +27,7 @@ use crate::validate::ArgumentValidator;
 // Where the registry looks for it; the check belongs to validation.
 pub(crate) use crate::validate::check_input_schema;
 
+#[cfg(any(feature = "providers", test))]
 pub(crate) use bounds::{Exceeded, measure};
 pub use bounds::{MAX_SCHEMA_DEPTH, MAX_SCHEMA_NODES, check_bounds};
 pub use inline::clean;

@@ -473,6 +473,7 @@ pub(crate) fn check_examples(validator: &ArgumentValidator, examples: &[Value]) 
     Ok(())
 }
 
+#[cfg(feature = "providers")]
 /// [`check_examples`] for a declaration not registered: its schema
 /// compiled on the spot (only when it has examples).
 pub(crate) fn check_declared_examples(decl: &crate::ToolDeclaration) -> Result<(), (usize, String)> {
