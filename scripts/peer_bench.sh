@@ -117,6 +117,10 @@ if [ "$table_only" = 0 ]; then
             if ! grep -qs "pub fn new<M>" "$checkout/crates/toolreg/src/registry.rs"; then
                 feats+=(legacy-registration)
             fi
+            # A core with its provider formats behind a feature.
+            if grep -qs '^providers = ' "$checkout/crates/toolreg/Cargo.toml"; then
+                feats+=(toolreg-providers)
+            fi
             if [ ${#feats[@]} -gt 0 ]; then
                 flags+=(--features "$(IFS=,; echo "${feats[*]}")")
             fi

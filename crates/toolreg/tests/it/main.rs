@@ -1,6 +1,9 @@
 //! The integration tests of `toolreg`, as one test program: one module per
 //! area, linked once. Fixtures live in `tests/fixtures`, the `#[tool]`
-//! compile-time cases in `tests/ui`.
+//! compile-time cases in `tests/ui`. They cover every feature, so they
+//! build with all of them (`cargo test --workspace --all-features`, as CI
+//! runs them).
+#![cfg(all(feature = "providers", feature = "search", feature = "seal"))]
 
 mod agreement;
 mod approval_props;
