@@ -38,6 +38,7 @@ fn main() {
 fn quality() {
     let specs = catalog::specs();
     let registry = catalog::registry(catalog::core_len() + specs.len());
+    let engine = toolreg::ToolEngine::builder(&registry).build();
     let deferral = catalog::deferral();
     let sets =
         [("tuning (`data/queries.txt`)", catalog::queries()), ("held-out (`data/heldout.txt`)", catalog::heldout())];
@@ -55,7 +56,7 @@ fn quality() {
                 queries.iter().map(|q| registry.search(&q.request, 5).into_iter().map(|h| h.name).collect()).collect();
             let agent_ranked = queries
                 .iter()
-                .map(|q| deferral.search(&registry, &[], &q.request, 5).into_iter().map(|h| h.name).collect())
+                .map(|q| deferral.search(engine.offered(), &[], &q.request, 5).into_iter().map(|h| h.name).collect())
                 .collect();
             (registry_ranked, agent_ranked)
         })
@@ -149,11 +150,12 @@ fn tokens() {
     let deferral = catalog::deferral();
     for n in [50, 500, 5_000] {
         let registry = catalog::registry(n);
+        let engine = toolreg::ToolEngine::builder(&registry).build();
         let all: Vec<&str> = registry.list().map(|tool| tool.name()).collect();
         let core = catalog::always_on(&registry, &deferral);
         let found: Vec<Vec<String>> = queries
             .iter()
-            .map(|q| deferral.search(&registry, &[], &q.request, LOADED).into_iter().map(|h| h.name).collect())
+            .map(|q| deferral.search(engine.offered(), &[], &q.request, LOADED).into_iter().map(|h| h.name).collect())
             .collect();
         for (label, format) in formats() {
             let (eager, too_many) = eager_tokens(&bpe, &*format, &registry, &all);
@@ -230,11 +232,12 @@ fn speed() {
     );
 
     let large = catalog::registry(5_000);
+    let large_engine = toolreg::ToolEngine::builder(&large).build();
     let deferral = catalog::deferral();
     large.search("warm", 1); // the index is built once per registry change, not per step
     let core = catalog::always_on(&large, &deferral);
     let deferred = time_queries(&queries, 20, |q| {
-        let found = deferral.search(&large, &[], q, LOADED);
+        let found = deferral.search(large_engine.offered(), &[], q, LOADED);
         let mut offered = core.clone();
         offered.extend(found.iter().map(|h| h.name.as_str()));
         drop(black_box(declared_text(&format, &large, &offered)));
@@ -244,7 +247,8 @@ fn speed() {
         ms(median(deferred.clone())),
         deferred.len()
     );
-    let search_only = time_queries(&queries, 20, |q| drop(black_box(deferral.search(&large, &[], q, LOADED))));
+    let search_only =
+        time_queries(&queries, 20, |q| drop(black_box(deferral.search(large_engine.offered(), &[], q, LOADED))));
     println!(
         "| of which `Deferral::search` over 5,000 tools | {:.3} ms | {} |",
         ms(median(search_only.clone())),

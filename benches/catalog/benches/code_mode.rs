@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use tiktoken_rs::CoreBPE;
 use toolreg_catalog_benches::code_task::{self, Direct, Variant};
 use toolreg_code::Worker;
-use toolreg_llm::Outcome;
+use toolreg_llm::RunOutcome;
 
 /// Timed runs per variant.
 const RUNS: usize = 30;
@@ -81,7 +81,7 @@ async fn measure(variant: Variant, files: &[code_task::File], worker: &Worker, b
     // Tokens, from a run whose model records its requests.
     let setup = code_task::setup(variant, files, worker, true);
     let done = match setup.agent.run(code_task::TASK).await {
-        Ok(Outcome::Finished(done)) => done,
+        Ok(RunOutcome::Finished(done)) => done,
         other => panic!("{variant:?}: {other:?}"),
     };
     let requests = setup.model.requests();
@@ -100,7 +100,7 @@ async fn measure(variant: Variant, files: &[code_task::File], worker: &Worker, b
         let start = Instant::now();
         let outcome = setup.agent.run(code_task::TASK).await;
         wall.push(start.elapsed());
-        assert!(matches!(outcome, Ok(Outcome::Finished(_))), "{variant:?}: {outcome:?}");
+        assert!(matches!(outcome, Ok(RunOutcome::Finished(_))), "{variant:?}: {outcome:?}");
     }
     Measured { requests: requests.len(), per_request, tools, output, wall }
 }

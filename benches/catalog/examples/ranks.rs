@@ -13,6 +13,7 @@ use toolreg_catalog_benches as catalog;
 fn main() {
     let specs = catalog::specs();
     let registry = catalog::registry(catalog::core_len() + specs.len());
+    let engine = toolreg::ToolEngine::builder(&registry).build();
     let deferral = catalog::deferral();
     for spec in &specs {
         let text = format!("{} {}: {}", spec.server, spec.name.replace('_', " "), spec.description);
@@ -20,7 +21,7 @@ fn main() {
     }
     for (set, queries) in [("tuning", catalog::queries()), ("heldout", catalog::heldout())] {
         for q in &queries {
-            let hits = deferral.search(&registry, &[], &q.request, 50);
+            let hits = deferral.search(engine.offered(), &[], &q.request, 50);
             let ranked: Vec<String> = hits.iter().map(|h| format!("{}:{:.4}", h.name, h.score)).collect();
             println!("{set}\t{}\t{}\t{}", q.request, q.answers.join(","), ranked.join(" "));
         }

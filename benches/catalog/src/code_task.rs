@@ -474,7 +474,7 @@ pub fn setup(variant: Variant, files: &[File], worker: &toolreg_code::Worker, re
     let model = if record { model } else { model.unrecorded() };
     let agent = toolreg_llm::Agent::builder(model.clone(), "scripted", engine)
         .system(SYSTEM)
-        .limits(toolreg_llm::agent::Limits::default().max_steps(2 * FILES + 10))
+        .limits(toolreg_llm::agent::AgentLimits::default().max_steps(2 * FILES + 10))
         .build();
     Setup { agent, model, store }
 }

@@ -263,7 +263,9 @@ pub fn always_on<'a>(registry: &'a FunctionRegistry, deferral: &Deferral) -> Vec
 /// with the default limit (5): the always-on ones, then what it found.
 pub fn after_search(registry: &FunctionRegistry, deferral: &Deferral, query: &str) -> Vec<String> {
     let mut offered: Vec<String> = always_on(registry, deferral).into_iter().map(str::to_owned).collect();
-    offered.extend(deferral.search(registry, &[], query, SEARCH_LIMIT).into_iter().map(|hit| hit.name));
+    // A deferral searches what an engine offers: here, every tool.
+    let engine = toolreg::ToolEngine::builder(registry).build();
+    offered.extend(deferral.search(engine.offered(), &[], query, SEARCH_LIMIT).into_iter().map(|hit| hit.name));
     offered
 }
 
