@@ -1154,9 +1154,10 @@ async fn a_50_mb_exception_is_read_in_bounded_time() {
         let (error, took) = sandbox.refuse_timed(&format!("const text = {text}; {program}")).await;
         let CodeError::Exception { message } = &error else { panic!("{program}: {error:?}") };
         assert!(message.len() < 24 << 10, "{program}: {} bytes", message.len());
-        // Reading the error used to take seconds more than making the text;
-        // a second of slack keeps a loaded machine from failing the check.
-        assert!(took < made + Duration::from_secs(1), "{program}: {took:?} (making the text: {made:?})");
+        // Reading the error used to take seconds more than making the text.
+        // Both slow down together on a loaded machine, so the bound scales
+        // with what making the text took.
+        assert!(took < made * 3 + Duration::from_secs(2), "{program}: {took:?} (making the text: {made:?})");
     }
 }
 
