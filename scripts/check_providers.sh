@@ -19,6 +19,6 @@ rm -rf "$export_dir"
 mkdir -p "$export_dir"
 export_dir="$(cd "$export_dir" && pwd)"
 
-TOOLREG_PROVIDER_EXPORT="$export_dir" cargo test --quiet -p toolreg --test it -- official_validators::
+TOOLREG_PROVIDER_EXPORT="$export_dir" cargo test --quiet -p toolreg --all-features --test it -- official_validators::
 TOOLREG_PROVIDER_EXPORT="$export_dir" cargo test --quiet -p toolreg-mcp --test it -- export::
 "${PYTHON:-python3}" scripts/validate_providers.py "$export_dir"
