@@ -17,7 +17,7 @@ use std::sync::{Arc, LazyLock, Mutex};
 
 use toolreg::engine::{OutputBudget, ToolEngine};
 use toolreg::policy::{MemorySink, Selection, TerminalApprover};
-use toolreg::{FunctionRegistry, ToolCall, tool};
+use toolreg::{CallOptions, FunctionRegistry, ToolCall, tool};
 
 /// The pretend file system the tools work on.
 static FILES: LazyLock<Mutex<BTreeSet<String>>> =
@@ -64,7 +64,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         ToolCall::new("call_1", "list_files", "{}"),
         ToolCall::new("call_2", "delete_file", r#"{"path": "scratch.tmp"}"#),
     ];
-    for result in engine.execute_batch(turn).await {
+    for result in engine.execute_batch(turn, CallOptions::default()).await {
         let status = if result.is_error() { "error" } else { "ok" };
         println!("{} {} [{status}]: {}", result.id, result.name, result.text());
     }

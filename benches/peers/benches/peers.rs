@@ -18,7 +18,7 @@ use serde_json::Value;
 use tokio::runtime::Runtime;
 use toolreg::engine::ToolEngine;
 use toolreg::policy::{JsonLinesSink, PolicyApprover, Selection};
-use toolreg::{FunctionRegistry, SafetyLevel, ToolCall, ToolExecutor};
+use toolreg::{CallOptions, FunctionRegistry, SafetyLevel, ToolCall, ToolExecutor};
 use toolreg_peer_benches::args::{AddArgs, AreaArgs, ConvertArgs, ShipArgs, StatsArgs};
 use toolreg_peer_benches::cases::{self, Case};
 use toolreg_peer_benches::rmcp_side::{self, RmcpServer};
@@ -141,9 +141,13 @@ fn execute(c: &mut Criterion, good: bool) {
             "toolreg_text",
             || (),
             move |()| async move {
-                toolreg::ToolExecutor::execute_call(registry, toolreg::ToolCall::new("call_1", tool, text))
-                    .await
-                    .outcome
+                toolreg::ToolExecutor::execute_call(
+                    registry,
+                    toolreg::ToolCall::new("call_1", tool, text),
+                    Default::default(),
+                )
+                .await
+                .outcome
             },
         );
         let server = &server;
@@ -208,15 +212,23 @@ fn engine(c: &mut Criterion) {
         let (value, text, object) = (case.good(), case.good_text, case.good_object());
         let by_value = || ToolCall::new("call_1", tool, value.clone());
         let by_text = || ToolCall::new("call_1", tool, text);
-        let through_engine = rt.block_on(engine.execute_call(by_text()));
+        let through_engine = rt.block_on(engine.execute_call(by_text(), CallOptions::default()));
         assert!(!through_engine.is_error(), "engine {}: {through_engine:?}", case.shape);
 
         let mut group = c.benchmark_group(format!("engine/{}", case.shape));
         let (registry, engine, server) = (&registry, &engine, &server);
-        bench_calls(&mut group, &rt, "toolreg_registry_value", by_value, move |call| registry.execute_call(call));
-        bench_calls(&mut group, &rt, "toolreg_registry_text", by_text, move |call| registry.execute_call(call));
-        bench_calls(&mut group, &rt, "toolreg_engine_value", by_value, move |call| engine.execute_call(call));
-        bench_calls(&mut group, &rt, "toolreg_engine_text", by_text, move |call| engine.execute_call(call));
+        bench_calls(&mut group, &rt, "toolreg_registry_value", by_value, move |call| {
+            registry.execute_call(call, CallOptions::default())
+        });
+        bench_calls(&mut group, &rt, "toolreg_registry_text", by_text, move |call| {
+            registry.execute_call(call, CallOptions::default())
+        });
+        bench_calls(&mut group, &rt, "toolreg_engine_value", by_value, move |call| {
+            engine.execute_call(call, CallOptions::default())
+        });
+        bench_calls(&mut group, &rt, "toolreg_engine_text", by_text, move |call| {
+            engine.execute_call(call, CallOptions::default())
+        });
         bench_calls(&mut group, &rt, "rmcp_object", || object.clone(), move |o| server.call(tool, o));
         bench_calls(
             &mut group,
@@ -357,7 +369,7 @@ fn batch(c: &mut Criterion) {
             b.iter_batched(
                 || calls.clone(),
                 |calls| {
-                    let results = rt.block_on(engine.execute_batch(calls));
+                    let results = rt.block_on(engine.execute_batch(calls, CallOptions::default()));
                     assert!(results.iter().all(|r| !r.is_error()));
                     results
                 },

@@ -4,7 +4,7 @@
 //! time three different things.
 
 use futures_util::FutureExt;
-use toolreg::{FunctionRegistry, ToolCall, ToolExecutor};
+use toolreg::{CallOptions, FunctionRegistry, ToolCall, ToolExecutor};
 use toolreg_peer_benches::{cases, fillers, rmcp_side, toolreg_side};
 
 fn close(text: &str, expected: f64) -> bool {
@@ -18,7 +18,8 @@ fn toolreg_answers_good_and_names_the_path_of_bad() {
     let registry = toolreg_side::registry().unwrap();
     for case in cases::all() {
         let from_value = registry.execute(case.tool, case.good()).now_or_never().unwrap().unwrap();
-        let by_text = |text| ToolExecutor::execute_call(&registry, ToolCall::new("c1", case.tool, text));
+        let by_text =
+            |text| ToolExecutor::execute_call(&registry, ToolCall::new("c1", case.tool, text), Default::default());
         let from_text = by_text(case.good_text).now_or_never().unwrap().outcome.unwrap();
         for output in [from_value, from_text] {
             assert!(close(&output.text(), case.expected), "{}: {}", case.shape, output.text());
@@ -64,7 +65,7 @@ fn fillers_register_and_list_on_every_side() {
     toolreg::register_tools!(registry, fillers::toolreg(50)).unwrap();
     assert_eq!(registry.get_declarations().len(), 50);
     let call = ToolCall::new("c1", fillers::name(1), cases::all()[1].good_text);
-    assert!(!registry.execute_call(call).now_or_never().unwrap().is_error());
+    assert!(!registry.execute_call(call, CallOptions::default()).now_or_never().unwrap().is_error());
 
     let mut router = rmcp::handler::server::tool::ToolRouter::new();
     for route in fillers::rmcp(50) {

@@ -31,7 +31,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use toolreg::{FunctionRegistry, ParamType, SafetyLevel, ToolCall, ToolDeclaration, ToolEngine, ToolExecutor};
+use toolreg::{
+    CallOptions, FunctionRegistry, ParamType, SafetyLevel, ToolCall, ToolDeclaration, ToolEngine, ToolExecutor,
+};
 use toolreg_llm::agent::{Agent, AgentLimits, RunOutcome};
 use toolreg_llm::client::{ClientConfig, OpenAiChatClient};
 use toolreg_llm::scripted::{ScriptedClient, calls_response, text_response};
@@ -162,11 +164,11 @@ fn measure() {
     let engine_us = runtime.block_on(async {
         let call = || ToolCall::new("c1", "tool_3", json!({"n": 1}));
         for _ in 0..1_000 {
-            engine.execute_call(call()).await;
+            engine.execute_call(call(), CallOptions::default()).await;
         }
         let started = Instant::now();
         for _ in 0..ENGINE_CALLS {
-            let result = engine.execute_call(call()).await;
+            let result = engine.execute_call(call(), CallOptions::default()).await;
             assert!(result.outcome.is_ok());
         }
         per(started.elapsed(), ENGINE_CALLS)

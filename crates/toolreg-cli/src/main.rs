@@ -18,7 +18,7 @@ use clap::Parser;
 use serde_json::Value;
 use toolreg::policy::{ApproveAll, Approver, TerminalApprover};
 use toolreg::provider::{Provider, ToolRef};
-use toolreg::{SafetyLevel, ToolCall, ToolEngine, ToolExecutor};
+use toolreg::{CallOptions, SafetyLevel, ToolCall, ToolEngine, ToolExecutor};
 use toolreg_code::{CodeMode, RUN_CODE, Worker};
 use toolreg_mcp::server::{
     Deferral, HttpOptions, McpServer, RequestStates, ServerOptions, TaskOptions, bearer_token_from_env,
@@ -186,7 +186,7 @@ async fn call(
         builder = builder.audit(audit);
     }
     let engine = builder.build();
-    let result = engine.execute_call(ToolCall::new("cli-1", name, arguments)).await;
+    let result = engine.execute_call(ToolCall::new("cli-1", name, arguments), CallOptions::default()).await;
     match result.outcome {
         Ok(output) => blocks::print(&output, out),
         Err(error) => Err(CliError { message: error.model_text(name), code: 2 }),

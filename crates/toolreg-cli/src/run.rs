@@ -387,7 +387,9 @@ fn progress(event: &AgentEvent, blocks: &Blocks) {
 mod tests {
     use serde_json::json;
     use toolreg::exec::ToolOutput;
-    use toolreg::{FunctionRegistry, SafetyLevel, ToolCall, ToolDeclaration, ToolExecutor, ToolRegistration};
+    use toolreg::{
+        CallOptions, FunctionRegistry, SafetyLevel, ToolCall, ToolDeclaration, ToolExecutor, ToolRegistration,
+    };
 
     use super::*;
 
@@ -424,7 +426,7 @@ mod tests {
         registry.register(plot).unwrap();
         let blocks = Blocks::default();
         let engine = ToolEngine::builder(&registry).layer(blocks.layer()).build();
-        engine.execute_call(ToolCall::new("c7", "plot", json!({}))).await.outcome.unwrap();
+        engine.execute_call(ToolCall::new("c7", "plot", json!({})), CallOptions::default()).await.outcome.unwrap();
         assert_eq!(blocks.take("c7"), ["[image: image/png, 2.0 KB]", "[resource link: data.csv <file:///data.csv>]"]);
         assert!(blocks.take("c7").is_empty());
     }

@@ -28,7 +28,9 @@ use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::{Value, json};
-use toolreg::{FunctionRegistry, ParamType, SafetyLevel, ToolCall, ToolDeclaration, ToolEngine, ToolExecutor};
+use toolreg::{
+    CallOptions, FunctionRegistry, ParamType, SafetyLevel, ToolCall, ToolDeclaration, ToolEngine, ToolExecutor,
+};
 use toolreg_code::{CodeMode, Worker};
 
 const WORKER: &str = env!("CARGO_BIN_EXE_toolreg-code-worker");
@@ -109,7 +111,7 @@ fn end_to_end(c: &mut Criterion) {
         b.to_async(&runtime).iter(|| async {
             let mut sum = 0;
             for call in calls() {
-                sum += engine.execute_call(call).await.outcome.unwrap().value.as_i64().unwrap();
+                sum += engine.execute_call(call, CallOptions::default()).await.outcome.unwrap().value.as_i64().unwrap();
             }
             assert_eq!(json!(sum), expected());
         })
@@ -122,7 +124,7 @@ fn end_to_end(c: &mut Criterion) {
     });
     group.bench_function("engine_100_batch", |b| {
         b.to_async(&runtime).iter(|| async {
-            let results = engine.execute_batch(calls()).await;
+            let results = engine.execute_batch(calls(), CallOptions::default()).await;
             let sum: i64 = results.iter().map(|r| r.outcome.as_ref().unwrap().value.as_i64().unwrap()).sum();
             assert_eq!(json!(sum), expected());
         })
@@ -177,7 +179,7 @@ fn cpu(c: &mut Criterion) {
                 let start = cpu_time();
                 for _ in 0..iters {
                     for call in calls() {
-                        engine.execute_call(call).await.outcome.unwrap();
+                        engine.execute_call(call, CallOptions::default()).await.outcome.unwrap();
                     }
                 }
                 cpu_time() - start
@@ -190,7 +192,7 @@ fn cpu(c: &mut Criterion) {
             async move {
                 let start = cpu_time();
                 for _ in 0..iters {
-                    engine.execute_batch(calls()).await;
+                    engine.execute_batch(calls(), CallOptions::default()).await;
                 }
                 cpu_time() - start
             }

@@ -260,8 +260,8 @@ impl Session {
         // A call awaited alone runs right here, on the session's thread;
         // a batch spreads over the runtime's threads.
         let results = match <[ToolCall; 1]>::try_from(batch) {
-            Ok([call]) => vec![self.engine.execute_call_with(call, options).await],
-            Err(batch) => self.engine.execute_batch_with(batch, options).await,
+            Ok([call]) => vec![self.engine.execute_call(call, options).await],
+            Err(batch) => self.engine.execute_batch(batch, options).await,
         };
         let new_tools: HashMap<u64, String> = new.iter().map(|c| (c.id, c.tool.clone())).collect();
         let mut waiting = None;

@@ -10,7 +10,7 @@ use std::hint::black_box;
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use futures_util::FutureExt;
 use serde_json::{Value, json};
-use toolreg::{FunctionRegistry, ToolCall, ToolDeclaration, ToolExecutor, ToolRegistration, tool};
+use toolreg::{CallOptions, FunctionRegistry, ToolCall, ToolDeclaration, ToolExecutor, ToolRegistration, tool};
 
 /// Add two numbers.
 #[tool(safety = "safe")]
@@ -63,7 +63,7 @@ fn bench_execute(c: &mut Criterion) {
         group.bench_with_input(BenchmarkId::new("registry/good_text", n), &registry, |b, r| {
             b.iter(|| {
                 let call = ToolCall::new("c1", black_box("add"), black_box(good_text));
-                black_box(r.execute_call(call).now_or_never().unwrap())
+                black_box(r.execute_call(call, CallOptions::default()).now_or_never().unwrap())
             })
         });
     }

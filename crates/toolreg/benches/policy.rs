@@ -9,7 +9,7 @@ use std::time::Duration;
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use toolreg::engine::{BatchOptions, ToolEngine};
 use toolreg::policy::{AuditEvent, AuditSink, PolicyApprover, Selection};
-use toolreg::{FunctionRegistry, SafetyLevel, ToolCall, ToolExecutor, tool};
+use toolreg::{CallOptions, FunctionRegistry, SafetyLevel, ToolCall, ToolExecutor, tool};
 
 /// Add two numbers.
 #[tool(safety = "safe")]
@@ -75,7 +75,7 @@ fn batch(c: &mut Criterion) {
             b.iter_batched(
                 || calls.clone(),
                 |calls| {
-                    let results = rt.block_on(engine.execute_batch(calls));
+                    let results = rt.block_on(engine.execute_batch(calls, CallOptions::default()));
                     assert!(results.iter().all(|r| !r.is_error()));
                     results
                 },
@@ -126,21 +126,21 @@ fn drive(
 ) {
     use futures_util::FutureExt;
     group.bench_function(format!("{label}_poll"), |b| {
-        b.iter(|| executor.execute_call(black_box(call.clone())).now_or_never().unwrap())
+        b.iter(|| executor.execute_call(black_box(call.clone()), CallOptions::default()).now_or_never().unwrap())
     });
     group.bench_function(format!("{label}_in_runtime"), |b| {
         b.iter_custom(|iters| {
             rt.block_on(async {
                 let start = std::time::Instant::now();
                 for _ in 0..iters {
-                    black_box(executor.execute_call(black_box(call.clone())).await);
+                    black_box(executor.execute_call(black_box(call.clone()), CallOptions::default()).await);
                 }
                 start.elapsed()
             })
         })
     });
     group.bench_function(format!("{label}_block_on"), |b| {
-        b.iter(|| rt.block_on(executor.execute_call(black_box(call.clone()))))
+        b.iter(|| rt.block_on(executor.execute_call(black_box(call.clone()), CallOptions::default())))
     });
 }
 

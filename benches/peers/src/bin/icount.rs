@@ -3,7 +3,7 @@
 //! `icount N engine` makes the same calls through an engine with selection,
 //! an approver and a JSON-lines audit sink (the peer bench's `engine` group).
 use serde::Deserialize;
-use toolreg::{FunctionRegistry, ToolCall, ToolDeclaration, ToolExecutor, ToolRegistration};
+use toolreg::{CallOptions, FunctionRegistry, ToolCall, ToolDeclaration, ToolExecutor, ToolRegistration};
 
 #[derive(Deserialize, schemars::JsonSchema)]
 struct Args {
@@ -34,7 +34,11 @@ fn main() {
     rt.block_on(async {
         for i in 0..n {
             let call = ToolCall::new(format!("c{i}"), "forecast", r#"{"city": "Oslo", "days": 3}"#);
-            let result = if engine_mode { engine.execute_call(call).await } else { registry.execute_call(call).await };
+            let result = if engine_mode {
+                engine.execute_call(call, CallOptions::default()).await
+            } else {
+                registry.execute_call(call, CallOptions::default()).await
+            };
             total += result.text().len();
         }
     });

@@ -205,7 +205,7 @@ mod tests {
         registry.register(boom).unwrap();
         let engine = toolreg::ToolEngine::builder(&registry).build();
         let call = toolreg::ToolCall::new("c1", "boom", serde_json::json!({"path": "a.txt"}));
-        let result = toolreg::ToolExecutor::execute_call(&engine, call).await;
+        let result = toolreg::ToolExecutor::execute_call(&engine, call, toolreg::CallOptions::default()).await;
         match result.outcome {
             Err(toolreg::ToolError::Panicked { message }) => assert_eq!(message, "disk on fire"),
             other => panic!("expected a panic, got {other:?}"),

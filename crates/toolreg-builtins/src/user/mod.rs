@@ -46,7 +46,7 @@
 //! // `Finish` slot and reads it afterwards.
 //! let finished = Finish::new();
 //! let call = ToolCall::new("c2", "final_answer", json!({"answer": "Blue it is."}));
-//! registry.execute_call_with(call, CallOptions::new().extension(finished.clone())).await.outcome?;
+//! registry.execute_call(call, CallOptions::new().extension(finished.clone())).await.outcome?;
 //! assert_eq!(finished.get(), Some(&json!("Blue it is.")));
 //! # Ok(())
 //! # }

@@ -289,7 +289,7 @@ async fn approvers_see_the_edit_diff_before_the_write() {
         "edit_file",
         serde_json::json!({"path": "a.txt", "edits": [{"old_string": "world", "new_string": "there"}]}),
     );
-    let result = toolreg::ToolExecutor::execute_call(&engine, call).await;
+    let result = toolreg::ToolExecutor::execute_call(&engine, call, toolreg::CallOptions::default()).await;
     assert!(result.is_error());
     let diff = shown.lock().unwrap().clone().expect("a preview");
     assert!(diff.contains("-world\n+there\n"), "{diff}");

@@ -141,7 +141,7 @@ async fn the_registered_tool_is_stopped_by_the_calls_cancellation() {
     });
     let args = json!({"command": "sleep 300.105 & echo $! > pid; wait"});
     let call = toolreg::ToolCall::new("c1", "shell", args);
-    let err = toolreg::ToolExecutor::execute_call_with(&registry, call, options).await.outcome.unwrap_err();
+    let err = toolreg::ToolExecutor::execute_call(&registry, call, options).await.outcome.unwrap_err();
     canceller.await.unwrap();
     assert!(err.to_string().contains("cancelled"), "{}", err.to_string());
     pid_in(&std::fs::read_to_string(dir.path().join("pid")).unwrap());

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use toolreg::{FunctionRegistry, SafetyLevel, Scope, ToolDeclaration, ToolError, ToolRegistration};
+use toolreg::{CallOptions, FunctionRegistry, SafetyLevel, Scope, ToolDeclaration, ToolError, ToolRegistration};
 use toolreg_builtins::Builtins;
 use toolreg_builtins::store::TOOL_NAMES;
 use toolreg_store::{ContextStore, Namespace, PostgresStore, SqliteStore};
@@ -320,7 +320,7 @@ async fn an_over_budget_result_goes_into_the_store_and_the_model_gets_a_handle(b
         )
         .unwrap();
     let engine = ToolEngine::builder(&registry).layer(OutputBudget::new(200).overflow_to(ns.clone())).build();
-    let result = engine.execute_call(ToolCall::new("call 1", "numbers", "{}")).await;
+    let result = engine.execute_call(ToolCall::new("call 1", "numbers", "{}"), CallOptions::default()).await;
     let seen = result.value().expect("a handle, not an error").clone();
     assert!(result.text().len() < 2_000, "the model reads a summary, not the whole result");
     assert_eq!(seen["stored"]["key"], "results/numbers/call_1");

@@ -79,13 +79,13 @@ async fn the_in_process_channel_carries_questions_notices_and_the_final_answer()
     assert!(!slot.is_set());
     let answer = json!({"answer": "Deployed to staging."});
     let call = toolreg::ToolCall::new("f1", "final_answer", answer);
-    let out = toolreg::ToolExecutor::execute_call_with(&registry, call, hosted()).await.outcome.unwrap();
+    let out = toolreg::ToolExecutor::execute_call(&registry, call, hosted()).await.outcome.unwrap();
     assert_eq!(out.value, json!({"finished": true, "answer": "Deployed to staging."}));
     assert_eq!(slot.get(), Some(&json!("Deployed to staging.")));
     // A second final answer in the same run is refused, the first one stays,
     // and the user is not shown the second.
     let call = toolreg::ToolCall::new("f2", "final_answer", json!({"answer": "again"}));
-    let err = toolreg::ToolExecutor::execute_call_with(&registry, call, hosted()).await.outcome.unwrap_err();
+    let err = toolreg::ToolExecutor::execute_call(&registry, call, hosted()).await.outcome.unwrap_err();
     assert!(err.to_string().contains("already has a final answer"));
     assert_eq!(slot.get(), Some(&json!("Deployed to staging.")));
 
@@ -112,7 +112,7 @@ async fn ask_user_is_cancelled_through_the_call_context() {
     toolreg::register_tools!(registry, UserTools::new(channel).registrations()).unwrap();
     let token = tokio_util::sync::CancellationToken::new();
     let options = toolreg::CallOptions::new().cancel(token.clone());
-    let call = toolreg::ToolExecutor::execute_call_with(
+    let call = toolreg::ToolExecutor::execute_call(
         &registry,
         toolreg::ToolCall::new("c1", "ask_user", json!({"question": "Well?"})),
         options,

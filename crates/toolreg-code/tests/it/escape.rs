@@ -1220,12 +1220,14 @@ async fn a_cancelled_program_ends_promptly() {
     });
     let started = Instant::now();
     let call = ToolCall::new("c1", "run_code", json!({"code": "await tools.add({a: 1, b: 1}); for (;;) {}"}));
-    let result = engine.execute_call_with(call, CallOptions::new().cancel(cancel)).await;
+    let result = engine.execute_call(call, CallOptions::new().cancel(cancel)).await;
     assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
     assert!(matches!(result.outcome, Err(ToolError::Cancelled)), "{:?}", result.outcome);
     assert_eq!(runs.lock().unwrap().len(), 1);
     // The engine still runs programs.
-    let result = engine.execute_call(ToolCall::new("c2", "run_code", json!({"code": "return 7;"}))).await;
+    let result = engine
+        .execute_call(ToolCall::new("c2", "run_code", json!({"code": "return 7;"})), CallOptions::default())
+        .await;
     assert_eq!(result.outcome.unwrap().value, json!({"result": 7}));
 }
 
@@ -1238,7 +1240,7 @@ async fn run_code(engine: &ToolEngine, id: &str, program: &str, checkpoints: &Ar
     let mut extensions = Extensions::default();
     extensions.insert_arc(Arc::clone(checkpoints));
     let call = ToolCall::new(id, "run_code", json!({ "code": program }));
-    engine.execute_call_with(call, CallOptions::new().extensions(extensions)).await
+    engine.execute_call(call, CallOptions::new().extensions(extensions)).await
 }
 
 #[tokio::test]

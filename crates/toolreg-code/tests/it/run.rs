@@ -8,7 +8,7 @@ use common::{code, code_with, engine, runs};
 use serde_json::json;
 use toolreg::policy::approver_fn;
 use toolreg::policy::{ApprovalRequest, PrintedBefore};
-use toolreg::{SafetyLevel, ToolCall, ToolDeclaration, ToolEngine, ToolExecutor, ToolRegistration};
+use toolreg::{CallOptions, SafetyLevel, ToolCall, ToolDeclaration, ToolEngine, ToolExecutor, ToolRegistration};
 use toolreg_code::{CodeError, Limits};
 
 #[tokio::test]
@@ -199,10 +199,15 @@ async fn run_code_is_a_tool_of_the_engine() {
     let declaration = engine.offered().get("run_code").unwrap().declaration();
     assert!(declaration.description.contains("add(args: {"), "{}", declaration.description);
     let result = engine
-        .execute_call(ToolCall::new("c1", "run_code", json!({"code": "return await tools.add({a: 2, b: 2});"})))
+        .execute_call(
+            ToolCall::new("c1", "run_code", json!({"code": "return await tools.add({a: 2, b: 2});"})),
+            CallOptions::default(),
+        )
         .await;
     assert_eq!(result.outcome.unwrap().value, json!({"result": 4}));
-    let result = engine.execute_call(ToolCall::new("c2", "run_code", json!({"code": "throw new Error('x')"}))).await;
+    let result = engine
+        .execute_call(ToolCall::new("c2", "run_code", json!({"code": "throw new Error('x')"})), CallOptions::default())
+        .await;
     assert!(result.outcome.unwrap_err().to_string().contains("uncaught exception"));
 }
 

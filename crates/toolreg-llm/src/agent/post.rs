@@ -58,7 +58,7 @@ impl Agent {
             let call =
                 ToolCall::new(format!("post-{step}-{i}"), function.clone(), json!({ POST_PROCESS_ARGUMENT: value }));
             let options = CallOptions::new().cancel(run.cancel.child_token()).extensions(run.nested_extensions());
-            let result = engine.execute_call_with(call, options).await;
+            let result = engine.execute_call(call, options).await;
             match result.outcome {
                 Ok(output) => value = output.value,
                 Err(error) => return Err(PostProcessError { function: function.clone(), error }),

@@ -300,7 +300,7 @@ impl Agent {
             extensions.insert(turn.clone());
         }
         let options = CallOptions::new().cancel(run.cancel.child_token()).extensions(extensions);
-        let results = engine.execute_batch_with(calls, options).await;
+        let results = engine.execute_batch(calls, options).await;
         let held = round.close(&results);
         let answered = results
             .iter()

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use toolreg::engine::{EngineBuilder, ToolEngine};
 use toolreg::policy::{ApprovalRequest, approver_fn};
-use toolreg::{CallContext, FunctionRegistry, ToolCall, ToolExecutor, tool};
+use toolreg::{CallContext, CallOptions, FunctionRegistry, ToolCall, ToolExecutor, tool};
 use toolreg_llm::agent::functions::{AgentTools, TaskResult};
 use toolreg_llm::agent::{
     Agent, AgentError, AgentEvent, AgentLimits, Deferral, Resolution, RunOutcome, SuspendForApproval, Suspended,
@@ -576,8 +576,12 @@ fn ask_me(question: String) -> String {
 #[tokio::test(flavor = "multi_thread")]
 async fn agent_functions_refuse_outside_a_run() {
     let registry = registry();
-    let result =
-        toolreg::ToolExecutor::execute_call(&registry, ToolCall::new("x", "return_result", json!({"value": 1}))).await;
+    let result = toolreg::ToolExecutor::execute_call(
+        &registry,
+        ToolCall::new("x", "return_result", json!({"value": 1})),
+        CallOptions::default(),
+    )
+    .await;
     assert!(result.text().contains("only inside an agent run"), "{}", result.text());
     let _: Value = json!(null);
 }
@@ -742,7 +746,10 @@ async fn the_agents_calls_go_through_its_engine_with_hooks_budget_audit_and_sele
     let sub = agent.sub_agent(None, toolreg_llm::agent::Budget { steps: 2, tokens: None, deadline: None }).unwrap();
     let names: Vec<String> = sub.engine().offered().get_declarations().iter().map(|d| d.name.clone()).collect();
     assert!(names.contains(&"shout".to_owned()) && !names.contains(&"wipe".to_owned()), "{names:?}");
-    let sub_result = sub.engine().execute_call(ToolCall::new("x1", "shout", json!({"word": "a", "times": 1}))).await;
+    let sub_result = sub
+        .engine()
+        .execute_call(ToolCall::new("x1", "shout", json!({"word": "a", "times": 1})), CallOptions::default())
+        .await;
     assert_eq!(sub_result.text(), "hooked-");
     assert_eq!(audit.events().len(), 3);
 }
@@ -775,7 +782,8 @@ async fn approval_is_the_engines_refuse_approve_or_suspend() {
 
     // Outside a run nothing can wait: the call is denied with the reason.
     let engine = ToolEngine::builder(&registry).approver(SuspendForApproval).build();
-    let result = engine.execute_call(ToolCall::new("o1", "archive", json!({"path": "/z"}))).await;
+    let result =
+        engine.execute_call(ToolCall::new("o1", "archive", json!({"path": "/z"})), CallOptions::default()).await;
     assert!(result.is_error() && result.text().contains("nothing here can wait"), "{}", result.text());
 }
 

@@ -59,7 +59,7 @@ impl McpServer {
         };
         let call = ToolCall::new(id.clone(), name, arguments.clone());
         let options = CallOptions::new().cancel(context.ct.clone()).extensions(extensions);
-        let result = served.engine.execute_call_with(call, options).await;
+        let result = served.engine.execute_call(call, options).await;
         if let Some(sender) = progress {
             sender.finish().await;
         }

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use toolreg::{FunctionRegistry, SafetyLevel, ToolCall, ToolEngine, ToolError, ToolExecutor};
+use toolreg::{CallOptions, FunctionRegistry, SafetyLevel, ToolCall, ToolEngine, ToolError, ToolExecutor};
 use toolreg_mcp::client::{RemoteServer, local_name};
 use toolreg_mcp::config::{McpConfig, ServerConfig, Transport};
 use toolreg_mcp::server::{HttpOptions, McpServer, ServerOptions};
@@ -33,7 +33,9 @@ async fn import(server: &RemoteServer) -> FunctionRegistry {
 }
 
 async fn call(registry: &FunctionRegistry, name: &str, args: Value) -> toolreg::ToolResult {
-    tokio::time::timeout(HANG, registry.execute_call(ToolCall::new("c1", name, args))).await.expect("no answer in time")
+    tokio::time::timeout(HANG, registry.execute_call(ToolCall::new("c1", name, args), CallOptions::default()))
+        .await
+        .expect("no answer in time")
 }
 
 #[tokio::test]
@@ -88,7 +90,7 @@ async fn cancelling_a_call_tells_the_server() {
         stop.cancel();
     });
     let options = toolreg::CallOptions::new().cancel(cancel);
-    let result = engine.execute_call_with(ToolCall::new("c1", "fake__hang", json!({})), options).await;
+    let result = engine.execute_call(ToolCall::new("c1", "fake__hang", json!({})), options).await;
     assert!(matches!(result.error(), Some(ToolError::Cancelled)), "{:?}", result.outcome);
     let seen = call(&registry, "fake__cancelled", json!({})).await;
     let ids: Vec<Value> = serde_json::from_str(seen.value().unwrap().as_str().unwrap()).unwrap();
@@ -382,7 +384,7 @@ async fn tools_that_require_mcp_tasks_are_called_as_tasks() {
     let log = std::sync::Arc::clone(&seen);
     let reporter = toolreg::ProgressReporter::new(move |p| log.lock().unwrap().push(p.message.unwrap_or_default()));
     let options = toolreg::CallOptions::new().extension(reporter);
-    let found = registry.execute_call_with(ToolCall::new("c1", "fake__research", json!({"topic": "tides"})), options);
+    let found = registry.execute_call(ToolCall::new("c1", "fake__research", json!({"topic": "tides"})), options);
     let found = tokio::time::timeout(HANG, found).await.unwrap();
     assert_eq!(found.value(), Some(&json!("found: tides")), "{:?}", found.outcome);
     assert_eq!(*seen.lock().unwrap(), ["step 1", "step 2"]);
@@ -396,7 +398,7 @@ async fn tools_that_require_mcp_tasks_are_called_as_tasks() {
     });
     let options = toolreg::CallOptions::new().cancel(cancel);
     let call_forever = ToolCall::new("c2", "fake__research", json!({"forever": true}));
-    let stopped = tokio::time::timeout(HANG, registry.execute_call_with(call_forever, options)).await.unwrap();
+    let stopped = tokio::time::timeout(HANG, registry.execute_call(call_forever, options)).await.unwrap();
     assert!(matches!(stopped.error(), Some(ToolError::Cancelled)), "{:?}", stopped.outcome);
 
     // Past the call's timeout (2 s here): timed out, the remote task cancelled.

@@ -23,12 +23,11 @@
 //! approves each call.
 //!
 //! The front doors, and when to use each: [`FunctionRegistry::execute`]
-//! runs a tool from your own code; [`ToolExecutor::execute_call`] and
-//! [`execute_call_with`](ToolExecutor::execute_call_with) run one call a
-//! model made (with a [`CallOptions`] for cancellation and extensions), on
-//! a registry or an engine; [`ToolEngine::execute_batch`] and
-//! [`execute_batch_with`](ToolEngine::execute_batch_with) run the calls of
-//! one model turn together (see [`BatchOptions`]).
+//! runs a tool from your own code; [`ToolExecutor::execute_call`] runs one
+//! call a model made, on a registry or an engine; [`ToolEngine::execute_batch`]
+//! runs the calls of one model turn together (see [`BatchOptions`]). Both
+//! take a [`CallOptions`] for cancellation and extensions
+//! (`CallOptions::default()` for none).
 //!
 //! Arguments are checked against the limits once, validated once (again
 //! only when a layer or an approver's edit changed them: a layer's mutable
@@ -47,7 +46,7 @@
 //! ```
 //! use toolreg::engine::{OutputBudget, ToolEngine};
 //! use toolreg::policy::{MemorySink, PolicyApprover, Selection};
-//! use toolreg::{tool, FunctionRegistry, ToolCall};
+//! use toolreg::{tool, CallOptions, FunctionRegistry, ToolCall};
 //! use std::sync::Arc;
 //!
 //! /// Delete a file.
@@ -70,12 +69,11 @@
 //!     .audit(audit.clone())
 //!     .build();
 //!
-//! let results = engine
-//!     .execute_batch(vec![
-//!         ToolCall::new("c1", "delete_file", r#"{"path": "/tmp/a"}"#),
-//!         ToolCall::new("c2", "delete_file", r#"{"path": "/etc/passwd"}"#),
-//!     ])
-//!     .await;
+//! let calls = vec![
+//!     ToolCall::new("c1", "delete_file", r#"{"path": "/tmp/a"}"#),
+//!     ToolCall::new("c2", "delete_file", r#"{"path": "/etc/passwd"}"#),
+//! ];
+//! let results = engine.execute_batch(calls, CallOptions::default()).await;
 //! assert_eq!(results[0].text(), "deleted /tmp/a");
 //! assert!(results[1].text().contains("denied"));
 //! assert_eq!(audit.events().len(), 2);
@@ -311,11 +309,9 @@ impl EngineBuilder {
 /// Runs tool calls through selection, validation, approval, hooks and audit,
 /// alone or in batches. Cheap to clone. See the [module docs](self).
 ///
-/// Its front doors: [`ToolExecutor::execute_call`] and
-/// [`execute_call_with`](ToolExecutor::execute_call_with) for one call
-/// (with a cancellation token and extensions), [`execute_batch`](Self::execute_batch)
-/// and [`execute_batch_with`](Self::execute_batch_with) for the calls of
-/// one model turn.
+/// Its front doors: [`ToolExecutor::execute_call`] for one call and
+/// [`execute_batch`](Self::execute_batch) for the calls of one model turn,
+/// each with [`CallOptions`] (a cancellation token and extensions).
 #[derive(Clone)]
 pub struct ToolEngine {
     state: Arc<EngineState>,
@@ -388,33 +384,26 @@ impl ToolEngine {
     /// answers with [`ToolError::Timeout`] or [`ToolError::Cancelled`] and the
     /// others go on. A call whose id repeats an earlier call's id in the same
     /// batch is not run: it answers [`ToolError::DuplicateCallId`].
-    pub async fn execute_batch(&self, calls: Vec<ToolCall>) -> Vec<ToolResult> {
-        self.execute_batch_with(calls, CallOptions::default()).await
-    }
-
-    /// [`execute_batch`](Self::execute_batch) under `options`: cancelling
-    /// its token answers every unfinished call with
-    /// [`ToolError::Cancelled`] at once (every tool sees it through
+    ///
+    /// Under `options` (`CallOptions::default()`: none): cancelling its
+    /// token answers every unfinished call with [`ToolError::Cancelled`] at
+    /// once (every tool sees it through
     /// [`CallContext::cancelled`](crate::CallContext::cancelled)), and its
     /// extensions reach every call's
     /// [`CallContext::extensions`](crate::CallContext::extensions).
-    pub async fn execute_batch_with(&self, calls: Vec<ToolCall>, options: CallOptions) -> Vec<ToolResult> {
+    pub async fn execute_batch(&self, calls: Vec<ToolCall>, options: CallOptions) -> Vec<ToolResult> {
         let CallOptions { cancel, extensions } = options;
         batch::run(self, calls, cancel.unwrap_or_default(), extensions).await
     }
 }
 
 impl ToolExecutor for ToolEngine {
-    /// Run one call through the whole pipeline, with the per-call timeout.
-    fn execute_call(&self, call: ToolCall) -> BoxFuture<'_, ToolResult> {
-        Box::pin(pipeline::run(self.pipeline(), call, Control::default()))
-    }
-
-    /// Run one call, cancellable with the options' token (also visible to
-    /// the tool through its [`CallContext`](crate::CallContext)), with the
-    /// options' extensions. Without a token, a tool sees one only when a
-    /// per-call timeout applies.
-    fn execute_call_with(&self, call: ToolCall, options: CallOptions) -> BoxFuture<'_, ToolResult> {
+    /// Run one call through the whole pipeline, with the per-call timeout,
+    /// cancellable with the options' token (also visible to the tool
+    /// through its [`CallContext`](crate::CallContext)), with the options'
+    /// extensions. Without a token, a tool sees one only when a per-call
+    /// timeout applies.
+    fn execute_call(&self, call: ToolCall, options: CallOptions) -> BoxFuture<'_, ToolResult> {
         Box::pin(async move {
             let token = options.cancel.clone().map(Arc::new);
             let control = Control::of(&options, token.as_ref());
@@ -462,11 +451,7 @@ impl FunctionRegistry {
 }
 
 impl ToolExecutor for FunctionRegistry {
-    fn execute_call(&self, call: ToolCall) -> BoxFuture<'_, ToolResult> {
-        Box::pin(pipeline::run(Pipeline::of_registry(self), call, Control::default()))
-    }
-
-    fn execute_call_with(&self, call: ToolCall, options: CallOptions) -> BoxFuture<'_, ToolResult> {
+    fn execute_call(&self, call: ToolCall, options: CallOptions) -> BoxFuture<'_, ToolResult> {
         Box::pin(async move {
             let token = options.cancel.clone().map(Arc::new);
             let control = Control::of(&options, token.as_ref());

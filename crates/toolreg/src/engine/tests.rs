@@ -7,7 +7,7 @@ use crate::engine::{HookCall, Next, OutputBudget, ToolEngine, ToolLayer, hook_fn
 use crate::exec::{ToolCall, ToolExecutor};
 use crate::policy::{ApprovalRequest, approver_fn};
 use crate::validate::VALIDATIONS;
-use crate::{FunctionRegistry, ParamType, SafetyLevel, ToolDeclaration, ToolFuture};
+use crate::{CallOptions, FunctionRegistry, ParamType, SafetyLevel, ToolDeclaration, ToolFuture};
 
 fn registry() -> FunctionRegistry {
     let mut registry = FunctionRegistry::new();
@@ -26,7 +26,7 @@ fn registry() -> FunctionRegistry {
 fn validations(engine: &ToolEngine, tool: &str, args: Value) -> (usize, crate::ToolResult) {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     VALIDATIONS.with(|n| n.set(0));
-    let result = runtime.block_on(engine.execute_call(ToolCall::new("c1", tool, args)));
+    let result = runtime.block_on(engine.execute_call(ToolCall::new("c1", tool, args), CallOptions::default()));
     (VALIDATIONS.with(std::cell::Cell::get), result)
 }
 

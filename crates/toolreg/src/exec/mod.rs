@@ -433,24 +433,20 @@ impl CallOptions {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use toolreg::{FunctionRegistry, ToolCall, ToolExecutor};
+/// use toolreg::{CallOptions, FunctionRegistry, ToolCall, ToolExecutor};
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 /// let executor: Arc<dyn ToolExecutor> = Arc::new(FunctionRegistry::new());
-/// let result = executor.execute_call(ToolCall::new("c1", "missing", "{}")).await;
+/// let result = executor.execute_call(ToolCall::new("c1", "missing", "{}"), CallOptions::default()).await;
 /// assert!(result.is_error());
 /// assert_eq!(result.id, "c1");
 /// # });
 /// ```
 pub trait ToolExecutor: Send + Sync {
-    /// Run one call under `options`; the result carries the call's id
+    /// Run one call under `options` (`CallOptions::default()`: no
+    /// cancellation, no extensions); the result carries the call's id
     /// whatever happens.
-    fn execute_call_with(&self, call: ToolCall, options: CallOptions) -> BoxFuture<'_, ToolResult>;
-
-    /// Run one call; the result carries the call's id whatever happens.
-    fn execute_call(&self, call: ToolCall) -> BoxFuture<'_, ToolResult> {
-        self.execute_call_with(call, CallOptions::default())
-    }
+    fn execute_call(&self, call: ToolCall, options: CallOptions) -> BoxFuture<'_, ToolResult>;
 }
 
 #[cfg(test)]

@@ -125,7 +125,7 @@ impl Selection {
     /// ```
     /// use toolreg::engine::ToolEngine;
     /// use toolreg::policy::Selection;
-    /// use toolreg::{FunctionRegistry, SafetyLevel, ToolCall, ToolDeclaration, ToolExecutor};
+    /// use toolreg::{CallOptions, FunctionRegistry, SafetyLevel, ToolCall, ToolDeclaration, ToolExecutor};
     /// use serde_json::{json, Value};
     ///
     /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
@@ -139,7 +139,7 @@ impl Selection {
     /// assert_eq!(offered.list().map(|tool| tool.name()).collect::<Vec<_>>(), ["look"]); // declare these
     ///
     /// let engine = ToolEngine::builder(&registry).selection(selection).build();
-    /// let result = engine.execute_call(ToolCall::new("c1", "wipe", "{}")).await;
+    /// let result = engine.execute_call(ToolCall::new("c1", "wipe", "{}"), CallOptions::default()).await;
     /// assert!(result.is_error()); // not offered, so not run
     /// assert!(result.text().contains("not available"));
     /// # Ok::<(), toolreg::RegistryError>(())

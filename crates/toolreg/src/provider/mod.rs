@@ -88,7 +88,7 @@
 //!
 //! ```
 //! use toolreg::provider::{ToolRef, WireFormat, anthropic::Anthropic, gemini::Gemini, openai_chat::OpenAiChat};
-//! use toolreg::{FunctionRegistry, ToolDeclaration, ParamType, ToolExecutor};
+//! use toolreg::{CallOptions, FunctionRegistry, ToolDeclaration, ParamType, ToolExecutor};
 //! use serde_json::{json, Value};
 //!
 //! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
@@ -110,7 +110,7 @@
 //!     let declared = format.declare(&tools)?;          // request["tools"] = declared.tools
 //!     let mut results = Vec::new();
 //!     for call in format.parse_calls(response, &declared.mapping)? {
-//!         results.push(registry.execute_call(call).await);
+//!         results.push(registry.execute_call(call, CallOptions::default()).await);
 //!     }
 //!     answers.push(format.render_results(&results, &declared.mapping).messages);
 //! }

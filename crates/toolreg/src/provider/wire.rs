@@ -143,7 +143,7 @@ pub(crate) struct Registration {
 ///
 /// ```
 /// use toolreg::provider::{WireFormat, ToolRef, anthropic::Anthropic, openai_chat::OpenAiChat};
-/// use toolreg::{FunctionRegistry, ToolDeclaration, ParamType, ToolExecutor};
+/// use toolreg::{CallOptions, FunctionRegistry, ToolDeclaration, ParamType, ToolExecutor};
 /// use serde_json::{json, Value};
 ///
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
@@ -156,7 +156,7 @@ pub(crate) struct Registration {
 /// let response = json!({"content": [{"type": "tool_use", "id": "toolu_1", "name": "double", "input": {"x": 21}}]});
 /// let mut results = Vec::new();
 /// for call in format.parse_calls(&response, &declared.mapping)? {
-///     results.push(registry.execute_call(call).await);
+///     results.push(registry.execute_call(call, CallOptions::default()).await);
 /// }
 /// let messages = format.render_results(&results, &declared.mapping).messages;
 /// assert_eq!(messages[0]["content"][0]["content"], "42.0");

@@ -5,7 +5,7 @@ use futures_util::FutureExt;
 use proptest::prelude::*;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use toolreg::{FunctionRegistry, ToolArgs, ToolCall, ToolDeclaration, ToolError, ToolExecutor, tool};
+use toolreg::{CallOptions, FunctionRegistry, ToolArgs, ToolCall, ToolDeclaration, ToolError, ToolExecutor, tool};
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -79,7 +79,7 @@ proptest! {
 
         let by_value = registry.execute("accept", args.clone()).now_or_never().unwrap();
         let call = ToolCall::new("c1", "accept", args.to_string());
-        let by_text = registry.execute_call(call).now_or_never().unwrap().outcome;
+        let by_text = registry.execute_call(call, CallOptions::default()).now_or_never().unwrap().outcome;
         prop_assert_eq!(by_value.is_ok(), schema_ok && serde_ok, "{} -> {:?}", args, by_value);
         prop_assert_eq!(by_text.is_ok(), by_value.is_ok());
         if let Err(e) = by_value {

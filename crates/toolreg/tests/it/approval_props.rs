@@ -8,7 +8,9 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 use toolreg::engine::{ToolEngine, hook_fn};
 use toolreg::policy::{ApprovalRequest, ArgumentsHash, Decision, approver_fn};
-use toolreg::{CallContext, FunctionRegistry, ParamType, SafetyLevel, ToolCall, ToolDeclaration, ToolRegistration};
+use toolreg::{
+    CallContext, CallOptions, FunctionRegistry, ParamType, SafetyLevel, ToolCall, ToolDeclaration, ToolRegistration,
+};
 
 #[derive(Debug, Clone)]
 enum Behaviour {
@@ -133,11 +135,11 @@ proptest! {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         let results = runtime.block_on(async {
             if batch {
-                engine.execute_batch(tool_calls).await
+                engine.execute_batch(tool_calls, CallOptions::default()).await
             } else {
                 let mut results = Vec::new();
                 for call in tool_calls {
-                    results.push(toolreg::ToolExecutor::execute_call(&engine, call).await);
+                    results.push(toolreg::ToolExecutor::execute_call(&engine, call, CallOptions::default()).await);
                 }
                 results
             }

@@ -7,6 +7,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::sync::Barrier;
 use tokio_util::sync::CancellationToken;
+use toolreg::CallOptions;
 use toolreg::engine::{BatchOptions, OutputBudget, ToolEngine, hook_fn};
 use toolreg::policy::{ApprovalRequest, Selection, approver_fn};
 use toolreg::{
@@ -114,7 +115,8 @@ async fn batch_isolates_faults_and_keeps_call_order() {
         ToolCall::new("f", "echo", "{oops"),
         ToolCall::new("g", "echo", json!({"path": "2", "n": 5})),
     ];
-    let results = tokio::time::timeout(HANG, engine.execute_batch(calls)).await.expect("batch hung");
+    let results =
+        tokio::time::timeout(HANG, engine.execute_batch(calls, CallOptions::default())).await.expect("batch hung");
     let ids: Vec<&str> = results.iter().map(|r| r.id.as_str()).collect();
     assert_eq!(ids, ["a", "b", "c", "d", "e", "f", "g"]);
     assert_eq!(results[0].outcome, Ok(toolreg::ToolOutput::new(json!({"path": "1", "n": 1}))));
@@ -133,7 +135,7 @@ async fn batch_isolates_faults_and_keeps_call_order() {
     assert!(matches!(results[5].outcome, Err(ToolError::MalformedArguments { .. })));
     assert_eq!(results[6].value(), Some(&json!({"path": "2", "n": 5})));
     // The engine still works after all that.
-    let again = engine.execute_call(ToolCall::new("h", "echo", "{}")).await;
+    let again = engine.execute_call(ToolCall::new("h", "echo", "{}"), CallOptions::default()).await;
     assert!(!again.is_error());
 }
 
@@ -145,7 +147,8 @@ async fn batch_timeout_stops_the_rest() {
         .build();
     let calls =
         vec![ToolCall::new("a", "hang", "{}"), ToolCall::new("b", "echo", "{}"), ToolCall::new("c", "hang", "{}")];
-    let results = tokio::time::timeout(HANG, engine.execute_batch(calls)).await.expect("batch hung");
+    let results =
+        tokio::time::timeout(HANG, engine.execute_batch(calls, CallOptions::default())).await.expect("batch hung");
     assert!(matches!(results[0].outcome, Err(ToolError::Timeout { limit, .. }) if limit == Duration::from_millis(400)));
     assert!(!results[1].is_error());
     assert!(matches!(results[2].outcome, Err(ToolError::Timeout { .. })));
@@ -163,7 +166,7 @@ async fn cancellation_reaches_every_tool_and_stops_the_batch() {
     ];
     let batch = tokio::spawn({
         let (engine, token) = (engine.clone(), token.clone());
-        async move { engine.execute_batch_with(calls, toolreg::CallOptions::new().cancel(token)).await }
+        async move { engine.execute_batch(calls, toolreg::CallOptions::new().cancel(token)).await }
     });
     // Wait until the quick call has run, then cancel.
     tokio::time::timeout(HANG, async {
@@ -188,9 +191,7 @@ async fn cancellation_reaches_every_tool_and_stops_the_batch() {
     let token = CancellationToken::new();
     let single = tokio::spawn({
         let (engine, token) = (engine.clone(), token.clone());
-        async move {
-            engine.execute_call_with(ToolCall::new("z", "hang", "{}"), toolreg::CallOptions::new().cancel(token)).await
-        }
+        async move { engine.execute_call(ToolCall::new("z", "hang", "{}"), toolreg::CallOptions::new().cancel(token)).await }
     });
     tokio::time::sleep(Duration::from_millis(20)).await;
     token.cancel();
@@ -209,7 +210,7 @@ async fn tools_see_cancellation_through_their_context() {
             next.run(call).await
         }))
         .build();
-    let call = engine.execute_call_with(
+    let call = engine.execute_call(
         ToolCall::new("k", "wait_cancel", "{}"),
         toolreg::CallOptions::new().cancel(CancellationToken::new()),
     );
@@ -248,21 +249,28 @@ fn meet_calls(paths: &[&str]) -> Vec<ToolCall> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn read_only_tools_run_in_parallel() {
     let engine = ToolEngine::builder(&barrier_registry(SafetyLevel::Safe, None, 5)).build();
-    let results = tokio::time::timeout(HANG, engine.execute_batch(meet_calls(&["a", "a", "a", "a", "a"])))
-        .await
-        .expect("read-only tools did not run in parallel");
+    let results = tokio::time::timeout(
+        HANG,
+        engine.execute_batch(meet_calls(&["a", "a", "a", "a", "a"]), CallOptions::default()),
+    )
+    .await
+    .expect("read-only tools did not run in parallel");
     assert!(results.iter().all(|r| r.text() == "met"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn different_exclusive_keys_run_in_parallel_and_writes_can_be_allowed_to() {
     let engine = ToolEngine::builder(&barrier_registry(SafetyLevel::Cautious, Some("path"), 2)).build();
-    let results = tokio::time::timeout(HANG, engine.execute_batch(meet_calls(&["a", "b"]))).await.expect("keys a, b");
+    let results = tokio::time::timeout(HANG, engine.execute_batch(meet_calls(&["a", "b"]), CallOptions::default()))
+        .await
+        .expect("keys a, b");
     assert!(results.iter().all(|r| !r.is_error()));
     let engine = ToolEngine::builder(&barrier_registry(SafetyLevel::Cautious, None, 2))
         .options(BatchOptions::default().parallel_writes(true))
         .build();
-    let results = tokio::time::timeout(HANG, engine.execute_batch(meet_calls(&["a", "a"]))).await.expect("writes");
+    let results = tokio::time::timeout(HANG, engine.execute_batch(meet_calls(&["a", "a"]), CallOptions::default()))
+        .await
+        .expect("writes");
     assert!(results.iter().all(|r| !r.is_error()));
 }
 
@@ -310,7 +318,8 @@ async fn same_exclusive_key_runs_one_at_a_time_in_call_order() {
     let calls: Vec<ToolCall> = (0..8)
         .map(|i| ToolCall::new(format!("w{i}"), "write", json!({"path": if i % 2 == 0 { "a" } else { "b" }, "n": i})))
         .collect();
-    let results = tokio::time::timeout(HANG, engine.execute_batch(calls)).await.expect("batch hung");
+    let results =
+        tokio::time::timeout(HANG, engine.execute_batch(calls, CallOptions::default())).await.expect("batch hung");
     assert!(results.iter().all(|r| !r.is_error()));
     assert_eq!(seen.1.load(Ordering::SeqCst), 0, "two calls with the same key overlapped");
     let order = seen.2.lock().unwrap().clone();
@@ -326,7 +335,9 @@ async fn writes_without_a_key_run_one_at_a_time_and_the_limit_holds() {
     let engine = ToolEngine::builder(&overlap_registry(false, &seen)).build();
     let calls: Vec<ToolCall> =
         (0..4).map(|i| ToolCall::new(format!("w{i}"), "write", json!({"path": format!("p{i}"), "n": i}))).collect();
-    let results = tokio::time::timeout(HANG, engine.execute_batch(calls.clone())).await.expect("batch hung");
+    let results = tokio::time::timeout(HANG, engine.execute_batch(calls.clone(), CallOptions::default()))
+        .await
+        .expect("batch hung");
     assert!(results.iter().all(|r| !r.is_error()));
     assert_eq!(seen.0.load(Ordering::SeqCst), 1, "unkeyed writes overlapped");
     assert_eq!(*seen.2.lock().unwrap(), ["p00", "p11", "p22", "p33"]);
@@ -337,7 +348,7 @@ async fn writes_without_a_key_run_one_at_a_time_and_the_limit_holds() {
         .build();
     let calls: Vec<ToolCall> =
         (0..8).map(|i| ToolCall::new(format!("w{i}"), "write", json!({"path": format!("p{i}"), "n": i}))).collect();
-    tokio::time::timeout(HANG, engine.execute_batch(calls)).await.expect("batch hung");
+    tokio::time::timeout(HANG, engine.execute_batch(calls, CallOptions::default())).await.expect("batch hung");
     assert!(seen.0.load(Ordering::SeqCst) <= 2, "more than max_concurrency calls ran at once");
 }
 
@@ -376,7 +387,7 @@ async fn the_stack_runs_in_design_order() {
             .named("inner"),
         )
         .build();
-    let result = engine.execute_call(ToolCall::new("c1", "rm", r#"{"path": "/tmp/x"}"#)).await;
+    let result = engine.execute_call(ToolCall::new("c1", "rm", r#"{"path": "/tmp/x"}"#), CallOptions::default()).await;
     assert!(!result.is_error(), "{:?}", result.outcome);
     let validated = r#"{"path":"/tmp/x","n":1}"#; // defaults filled after what the model sent
     assert_eq!(
@@ -397,7 +408,7 @@ async fn the_stack_runs_in_design_order() {
         ToolCall::new("c3", "echo", "{}"),
         ToolCall::new("c4", "rm", r#"{"n": "x"}"#),
     ] {
-        assert!(engine.execute_call(call).await.is_error());
+        assert!(engine.execute_call(call, CallOptions::default()).await.is_error());
     }
     assert!(log.lock().unwrap().is_empty(), "{:?}", log.lock().unwrap());
 }
@@ -416,18 +427,18 @@ async fn hooks_rewrite_arguments_and_rewrites_are_checked() {
             next.run(call).await
         }))
         .build();
-    let r = engine.execute_call(ToolCall::new("a", "echo", r#"{"path": "rewrite"}"#)).await;
+    let r = engine.execute_call(ToolCall::new("a", "echo", r#"{"path": "rewrite"}"#), CallOptions::default()).await;
     assert_eq!(r.value(), Some(&json!({"path": "rewritten", "n": 1})));
-    let r = engine.execute_call(ToolCall::new("b", "echo", r#"{"path": "break"}"#)).await;
+    let r = engine.execute_call(ToolCall::new("b", "echo", r#"{"path": "break"}"#), CallOptions::default()).await;
     assert!(matches!(r.outcome, Err(ToolError::InvalidArguments { .. })));
     // A dangerous tool's approval covers the approved arguments only.
-    let r = engine.execute_call(ToolCall::new("c", "rm", r#"{"path": "rewrite"}"#)).await;
+    let r = engine.execute_call(ToolCall::new("c", "rm", r#"{"path": "rewrite"}"#), CallOptions::default()).await;
     match &r.outcome {
         Err(ToolError::ApprovalMismatch { detail, .. }) => assert!(detail.contains("changed after")),
         other => panic!("expected ApprovalMismatch, got {other:?}"),
     }
     assert!(!log.lock().unwrap().iter().any(|l| l.starts_with("run rm")));
-    let r = engine.execute_call(ToolCall::new("d", "rm", r#"{"path": "keep"}"#)).await;
+    let r = engine.execute_call(ToolCall::new("d", "rm", r#"{"path": "keep"}"#), CallOptions::default()).await;
     assert!(!r.is_error());
 }
 
@@ -451,7 +462,8 @@ async fn failing_and_panicking_hooks_fail_only_their_call() {
         ToolCall::new("b", "echo", r#"{"path": "panic"}"#),
         ToolCall::new("c", "echo", r#"{"path": "fine"}"#),
     ];
-    let results = tokio::time::timeout(HANG, engine.execute_batch(calls)).await.expect("batch hung");
+    let results =
+        tokio::time::timeout(HANG, engine.execute_batch(calls, CallOptions::default())).await.expect("batch hung");
     match &results[0].outcome {
         Err(ToolError::HookFailed { hook, message, .. }) => {
             assert_eq!(hook, "guard");
@@ -476,16 +488,18 @@ async fn failing_and_panicking_hooks_fail_only_their_call() {
 async fn output_budget_cuts_head_and_tail_with_a_marker() {
     let log = log();
     let engine = ToolEngine::builder(&registry(&log)).layer(OutputBudget::new(100)).build();
-    let long = engine.execute_call(ToolCall::new("a", "long_text", r#"{"n": 1000}"#)).await;
+    let long = engine.execute_call(ToolCall::new("a", "long_text", r#"{"n": 1000}"#), CallOptions::default()).await;
     let text = long.text().into_owned();
     assert!(text.starts_with(&"x".repeat(50)));
     assert!(text.ends_with(&"x".repeat(50)));
     assert!(text.contains("[... 900 characters removed ...]"), "{text}");
-    let short = engine.execute_call(ToolCall::new("b", "long_text", r#"{"n": 100}"#)).await;
+    let short = engine.execute_call(ToolCall::new("b", "long_text", r#"{"n": 100}"#), CallOptions::default()).await;
     assert_eq!(short.text(), "x".repeat(100));
     // Structured results longer than the budget become cut text.
     let engine = ToolEngine::builder(&registry(&log)).layer(OutputBudget::new(10)).build();
-    let json = engine.execute_call(ToolCall::new("c", "echo", r#"{"path": "a rather long path"}"#)).await;
+    let json = engine
+        .execute_call(ToolCall::new("c", "echo", r#"{"path": "a rather long path"}"#), CallOptions::default())
+        .await;
     assert!(json.text().contains("characters removed"));
 }
 
@@ -501,7 +515,7 @@ async fn output_budget_cuts_text_blocks_and_leaves_other_blocks_whole() {
     registry.register(ToolRegistration::new(decl("blocks", SafetyLevel::Safe), blocks)).unwrap();
     let audit = Arc::new(toolreg::policy::MemorySink::new());
     let engine = ToolEngine::builder(&registry).layer(OutputBudget::new(100)).audit(Arc::clone(&audit)).build();
-    let out = engine.execute_call(ToolCall::new("a", "blocks", "{}")).await.outcome.unwrap();
+    let out = engine.execute_call(ToolCall::new("a", "blocks", "{}"), CallOptions::default()).await.outcome.unwrap();
     let text = out.content[0].as_text().unwrap();
     assert!(text.contains("[... 900 characters removed ...]"), "{text}");
     assert_eq!(out.content[1], toolreg::Content::image(vec![7; 500], "image/png"));
@@ -521,7 +535,10 @@ async fn a_dangerous_tool_in_a_batch_waits_for_approval_others_do_not_need_it() 
         }))
         .build();
     let results = engine
-        .execute_batch(vec![ToolCall::new("a", "rm", r#"{"path": "x"}"#), ToolCall::new("b", "echo", "{}")])
+        .execute_batch(
+            vec![ToolCall::new("a", "rm", r#"{"path": "x"}"#), ToolCall::new("b", "echo", "{}")],
+            CallOptions::default(),
+        )
         .await;
     assert!(results.iter().all(|r| !r.is_error()));
     assert!(asked.load(Ordering::SeqCst));
@@ -557,7 +574,7 @@ async fn a_cancelled_batch_starts_nothing_more_and_audits_every_call() {
     let calls = vec![ToolCall::new("w1", "slow_write", "{}"), ToolCall::new("w2", "quick_write", "{}")];
     let batch = tokio::spawn({
         let (engine, token) = (engine.clone(), token.clone());
-        async move { engine.execute_batch_with(calls, toolreg::CallOptions::new().cancel(token)).await }
+        async move { engine.execute_batch(calls, toolreg::CallOptions::new().cancel(token)).await }
     });
     tokio::time::sleep(Duration::from_millis(50)).await;
     token.cancel();
@@ -573,9 +590,8 @@ async fn a_cancelled_batch_starts_nothing_more_and_audits_every_call() {
     // A single call whose token is already cancelled does not run either.
     let token = CancellationToken::new();
     token.cancel();
-    let result = engine
-        .execute_call_with(ToolCall::new("w3", "quick_write", "{}"), toolreg::CallOptions::new().cancel(token))
-        .await;
+    let result =
+        engine.execute_call(ToolCall::new("w3", "quick_write", "{}"), toolreg::CallOptions::new().cancel(token)).await;
     assert!(matches!(result.outcome, Err(ToolError::Cancelled)), "{:?}", result.outcome);
     assert!(log.lock().unwrap().is_empty());
 }
@@ -603,7 +619,8 @@ async fn the_concurrency_limit_holds_across_workers() {
     .unwrap();
     let engine = ToolEngine::builder(&r).options(BatchOptions::default().max_concurrency(3)).build();
     let calls: Vec<_> = (0..40).map(|i| ToolCall::new(format!("c{i}"), "nap", "{}")).collect();
-    let results = tokio::time::timeout(HANG, engine.execute_batch(calls)).await.expect("batch hung");
+    let results =
+        tokio::time::timeout(HANG, engine.execute_batch(calls, CallOptions::default())).await.expect("batch hung");
     assert!(results.iter().all(|r| !r.is_error()));
     assert_eq!(results.iter().map(|r| r.id.as_str()).collect::<Vec<_>>()[..3], ["c0", "c1", "c2"]);
     let peak = peak.load(Ordering::SeqCst);
@@ -629,7 +646,8 @@ async fn argument_text_kept_for_the_tool_is_checked_and_hashed_like_parsed_argum
     registry.register(add_tool::registration()).unwrap();
     let audit = Arc::new(MemorySink::new());
     let engine = ToolEngine::builder(&registry).audit(audit.clone()).build();
-    let run = |id: &str, text: &str| engine.execute_call(ToolCall::new(id, "add", text.to_owned()));
+    let run =
+        |id: &str, text: &str| engine.execute_call(ToolCall::new(id, "add", text.to_owned()), CallOptions::default());
 
     // Spaced and sorted (the scanner), escaped and unsorted (serde), a repeated key (a `Value`).
     let good = [
@@ -686,11 +704,11 @@ async fn a_panicking_audit_sink_loses_no_result_and_no_other_record() {
     let memory = Arc::new(MemorySink::new());
     let engine = ToolEngine::builder(&registry(&log)).audit(PanickingSink).audit(memory.clone()).build();
 
-    let single = engine.execute_call(ToolCall::new("c0", "echo", json!({"n": 0}))).await;
+    let single = engine.execute_call(ToolCall::new("c0", "echo", json!({"n": 0})), CallOptions::default()).await;
     assert_eq!(single.value(), Some(&json!({"n": 0})));
 
     let calls: Vec<ToolCall> = (1..=20).map(|i| ToolCall::new(format!("c{i}"), "echo", json!({"n": i}))).collect();
-    let results = tokio::time::timeout(HANG, engine.execute_batch(calls)).await.unwrap();
+    let results = tokio::time::timeout(HANG, engine.execute_batch(calls, CallOptions::default())).await.unwrap();
     assert_eq!(results.len(), 20);
     for (i, result) in (1..).zip(&results) {
         assert_eq!(result.id, format!("c{i}"));
@@ -741,7 +759,7 @@ async fn a_worker_waiting_for_a_permit_keeps_its_place() {
     let calls = vec![call("read", "s1"), call("read", "s2"), call("read", "s3"), call("write", "w1")];
     let batch = tokio::spawn({
         let engine = engine.clone();
-        async move { engine.execute_batch(calls).await }
+        async move { engine.execute_batch(calls, CallOptions::default()).await }
     });
     while started.lock().unwrap().len() < 2 {
         tokio::task::yield_now().await;
@@ -793,16 +811,16 @@ async fn caller_extensions_reach_approver_tool_and_progress() {
 
     let call = ToolCall::new("c1", "wipe", json!({}));
     let options = toolreg::CallOptions::new().extensions(extensions.clone());
-    let result = engine.execute_call_with(call.clone(), options).await;
+    let result = engine.execute_call(call.clone(), options).await;
     assert_eq!(result.value(), Some(&json!("mcp-client-1")));
     assert_eq!(*seen.lock().unwrap(), Some("mcp-client-1"));
     assert_eq!(*reports.lock().unwrap(), vec![(1.0, Some(2.0), Some("half".to_owned())), (2.0, Some(2.0), None)]);
 
     let options = toolreg::CallOptions::new().extensions(extensions);
-    let results = engine.execute_batch_with(vec![ToolCall::new("c2", "wipe", json!({}))], options).await;
+    let results = engine.execute_batch(vec![ToolCall::new("c2", "wipe", json!({}))], options).await;
     assert_eq!(results[0].value(), Some(&json!("mcp-client-1")));
     // Without extensions the tool sees none and progress goes nowhere.
-    let plain = engine.execute_call(call).await;
+    let plain = engine.execute_call(call, CallOptions::default()).await;
     assert_eq!(plain.value(), Some(&Value::Null));
 }
 
@@ -852,7 +870,7 @@ async fn a_panic_is_reported_where_it_started() {
         .build();
 
     // The approver panicked: the call is refused (fail closed) and the tool never ran.
-    let r = engine.execute_call(ToolCall::new("a", "rm", r#"{"path": "x"}"#)).await;
+    let r = engine.execute_call(ToolCall::new("a", "rm", r#"{"path": "x"}"#), CallOptions::default()).await;
     match &r.outcome {
         Err(ToolError::ApprovalFailed { approver, message }) => {
             assert_eq!((approver.as_str(), message.as_str()), ("flaky", "approver down"));
@@ -869,13 +887,13 @@ async fn a_panic_is_reported_where_it_started() {
 
     // The tool panicked under an approval and two layers: the tool's panic,
     // synchronous or in its future.
-    let r = engine.execute_call(ToolCall::new("b", "boom", "{}")).await;
+    let r = engine.execute_call(ToolCall::new("b", "boom", "{}"), CallOptions::default()).await;
     assert_eq!(r.outcome, Err(ToolError::Panicked { message: "kaboom".into() }));
-    let r = engine.execute_call(ToolCall::new("c", "async_boom", "{}")).await;
+    let r = engine.execute_call(ToolCall::new("c", "async_boom", "{}"), CallOptions::default()).await;
     assert_eq!(r.outcome, Err(ToolError::Panicked { message: "async kaboom".into() }));
 
     // A layer written by hand panicked: named after its type.
-    let r = engine.execute_call(ToolCall::new("d", "echo", r#"{"path": "explode"}"#)).await;
+    let r = engine.execute_call(ToolCall::new("d", "echo", r#"{"path": "explode"}"#), CallOptions::default()).await;
     match &r.outcome {
         Err(ToolError::HookFailed { hook, message }) => {
             assert_eq!(hook, "Exploding");
@@ -884,6 +902,6 @@ async fn a_panic_is_reported_where_it_started() {
         other => panic!("expected HookFailed, got {other:?}"),
     }
     // And a good call after all that is untouched.
-    let r = engine.execute_call(ToolCall::new("e", "echo", r#"{"path": "fine"}"#)).await;
+    let r = engine.execute_call(ToolCall::new("e", "echo", r#"{"path": "fine"}"#), CallOptions::default()).await;
     assert!(!r.is_error(), "{r:?}");
 }

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 use serde_json::{Value, json};
+use toolreg::CallOptions;
 use toolreg::engine::{BatchOptions, ToolEngine};
 use toolreg::policy::{ApprovalRequest, approver_fn};
 use toolreg::{
@@ -60,7 +61,7 @@ async fn parsed_arguments_get_the_same_limits_as_text() {
     let big = json!({ "n": 1, "pad": "x".repeat(2 << 20) });
     let err = registry.execute("echo", big.clone()).await.unwrap_err();
     assert!(matches!(err, ToolError::ArgumentsTooLarge { limit, .. } if limit == 1 << 20), "{err:?}");
-    let result = registry.execute_call(ToolCall::new("c1", "echo", big)).await;
+    let result = registry.execute_call(ToolCall::new("c1", "echo", big), CallOptions::default()).await;
     assert!(matches!(result.outcome, Err(ToolError::ArgumentsTooLarge { .. })));
     // 100 levels deep.
     let err = registry.execute("echo", nested(100)).await.unwrap_err();
@@ -73,7 +74,7 @@ async fn parsed_arguments_get_the_same_limits_as_text() {
     assert!(args.to_string().len() > 32);
     assert!(matches!(small.execute("echo", args.clone()).await, Err(ToolError::ArgumentsTooLarge { .. })));
     assert!(matches!(
-        small.execute_call(ToolCall::new("c", "echo", args.to_string())).await.outcome,
+        small.execute_call(ToolCall::new("c", "echo", args.to_string()), CallOptions::default()).await.outcome,
         Err(ToolError::ArgumentsTooLarge { .. })
     ));
 }
@@ -100,15 +101,23 @@ fn a_hundred_thousand_levels_deep_is_refused_on_a_small_stack() {
 async fn integral_floats_are_integers() {
     let registry = registry();
     for (args, n) in [(r#"{"n": 3.0}"#, 3), (r#"{"n": 1e3}"#, 1000), (r#"{"n": -0.0}"#, 0)] {
-        let out = registry.execute_call(ToolCall::new("c", "count", args)).await.outcome.unwrap();
+        let out =
+            registry.execute_call(ToolCall::new("c", "count", args), CallOptions::default()).await.outcome.unwrap();
         assert_eq!(out.value["n"], n, "{args}");
         let out = registry.execute("count", serde_json::from_str(args).unwrap()).await.unwrap();
         assert_eq!(out.value["n"], n, "{args}");
     }
-    let err = registry.execute_call(ToolCall::new("c", "count", r#"{"n": 1.5}"#)).await.outcome.unwrap_err();
+    let err = registry
+        .execute_call(ToolCall::new("c", "count", r#"{"n": 1.5}"#), CallOptions::default())
+        .await
+        .outcome
+        .unwrap_err();
     assert!(err.to_string().contains("`/n`: expected integer"), "{err}");
-    let err =
-        registry.execute_call(ToolCall::new("c", "count", r#"{"n": 1, "small": 256.0}"#)).await.outcome.unwrap_err();
+    let err = registry
+        .execute_call(ToolCall::new("c", "count", r#"{"n": 1, "small": 256.0}"#), CallOptions::default())
+        .await
+        .outcome
+        .unwrap_err();
     assert!(err.to_string().contains("`/small`"), "{err}");
 }
 
@@ -136,7 +145,7 @@ async fn a_blocking_synchronous_tool_cannot_hold_the_caller_past_its_deadline() 
         BatchOptions::default().call_timeout(Duration::from_millis(200)).batch_timeout(Duration::from_millis(400));
     let engine = ToolEngine::builder(&registry).options(options).build();
     let started = Instant::now();
-    let result = engine.execute_call(ToolCall::new("c1", "block", "{}")).await;
+    let result = engine.execute_call(ToolCall::new("c1", "block", "{}"), CallOptions::default()).await;
     assert!(matches!(result.outcome, Err(ToolError::Timeout { .. })), "{:?}", result.outcome);
     assert!(started.elapsed() < Duration::from_secs(2), "took {:?}", started.elapsed());
     // The batch deadline alone holds too.
@@ -144,7 +153,7 @@ async fn a_blocking_synchronous_tool_cannot_hold_the_caller_past_its_deadline() 
         .options(BatchOptions::default().batch_timeout(Duration::from_millis(300)))
         .build();
     let started = Instant::now();
-    let results = engine.execute_batch(vec![ToolCall::new("c2", "block", "{}")]).await;
+    let results = engine.execute_batch(vec![ToolCall::new("c2", "block", "{}")], CallOptions::default()).await;
     assert!(matches!(results[0].outcome, Err(ToolError::Timeout { .. })), "{:?}", results[0].outcome);
     assert!(started.elapsed() < Duration::from_secs(2), "took {:?}", started.elapsed());
 }
@@ -173,7 +182,7 @@ async fn one_approval_never_runs_a_tool_twice() {
         }))
         .build();
     let call = ToolCall::new("dup", "wipe", ToolArguments::Json(json!({})));
-    let results = engine.execute_batch(vec![call.clone(), call]).await;
+    let results = engine.execute_batch(vec![call.clone(), call], CallOptions::default()).await;
     assert!(!results[0].is_error());
     assert!(matches!(&results[1].outcome, Err(ToolError::DuplicateCallId { id }) if id == "dup"));
     assert_eq!(runs.load(Ordering::SeqCst), 1);
@@ -189,13 +198,13 @@ async fn the_bare_registry_has_no_approval_stage_and_an_engine_does() {
         .register_sync_tool("rm", |_: Value| Ok::<_, String>("removed"), ToolDeclaration::builder("rm").build())
         .unwrap();
     assert_eq!(registry.get("rm").unwrap().declaration().safety, SafetyLevel::Dangerous);
-    assert!(!registry.execute_call(ToolCall::new("c1", "rm", "{}")).await.is_error());
+    assert!(!registry.execute_call(ToolCall::new("c1", "rm", "{}"), CallOptions::default()).await.is_error());
     let engine = ToolEngine::builder(&registry).build();
-    let result = engine.execute_call(ToolCall::new("c2", "rm", "{}")).await;
+    let result = engine.execute_call(ToolCall::new("c2", "rm", "{}"), CallOptions::default()).await;
     assert_eq!(result.outcome, Err(ToolError::ApprovalRequired));
     let set_engine = ToolEngine::builder(&registry).selection(toolreg::Selection::sub_agent()).build();
     assert_eq!(
-        set_engine.execute_call(ToolCall::new("c3", "rm", "{}")).await.outcome,
+        set_engine.execute_call(ToolCall::new("c3", "rm", "{}"), CallOptions::default()).await.outcome,
         Err(ToolError::ApprovalRequired)
     );
 }

@@ -25,7 +25,7 @@ use toolreg::provider::openai_responses::OpenAiResponses;
 use toolreg::provider::{
     NameStyle, Provider, Strictness, ToolChoice, ToolRef, ToolStatus, WireFormat, with_tool_references,
 };
-use toolreg::{ParamType, ToolCall, ToolDeclaration, ToolExecutor, ToolResult};
+use toolreg::{CallOptions, ParamType, ToolCall, ToolDeclaration, ToolExecutor, ToolResult};
 
 fn write(dir: &Path, name: &str, value: &impl Serialize) {
     std::fs::write(dir.join(name), serde_json::to_string_pretty(value).unwrap()).unwrap();
@@ -34,7 +34,8 @@ fn write(dir: &Path, name: &str, value: &impl Serialize) {
 fn run(calls: Vec<ToolCall>) -> Vec<ToolResult> {
     let registry = common::registry();
     common::block_on(async {
-        futures_util::future::join_all(calls.into_iter().map(|c| registry.execute_call(c))).await
+        futures_util::future::join_all(calls.into_iter().map(|c| registry.execute_call(c, CallOptions::default())))
+            .await
     })
 }
 

@@ -4,6 +4,7 @@ use std::io::{Cursor, Write};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
+use toolreg::CallOptions;
 use toolreg::engine::ToolEngine;
 use toolreg::policy::{
     ApprovalRequest, Approver, ArgumentsHash, AuditDecision, Decision, JsonLinesSink, MemorySink, PolicyApprover,
@@ -88,7 +89,7 @@ async fn a_tool_outside_the_selection_is_refused_not_run() {
     let runs = runs();
     let registry = registry(&runs);
     let engine = ToolEngine::builder(&registry).selection(Selection::sub_agent()).build();
-    let result = engine.execute_call(ToolCall::new("c1", "ask_user", r#"{"path": "x"}"#)).await;
+    let result = engine.execute_call(ToolCall::new("c1", "ask_user", r#"{"path": "x"}"#), CallOptions::default()).await;
     assert_eq!(result.id, "c1");
     match &result.outcome {
         Err(ToolError::NotOffered { available }) => {
@@ -99,13 +100,14 @@ async fn a_tool_outside_the_selection_is_refused_not_run() {
     assert!(result.text().contains("not available here"));
     assert!(runs.lock().unwrap().is_empty());
     // An unknown name is told apart, and its list of tools is the selected one.
-    let result = engine.execute_call(ToolCall::new("c2", "nope", "{}")).await;
+    let result = engine.execute_call(ToolCall::new("c2", "nope", "{}"), CallOptions::default()).await;
     match result.outcome {
         Err(ToolError::UnknownTool { available, .. }) => assert!(!available.contains(&"ask_user".to_owned())),
         other => panic!("expected UnknownTool, got {other:?}"),
     }
     // An engine with no approver refuses dangerous tools.
-    let result = engine.execute_call(ToolCall::new("c3", "delete_file", r#"{"path": "x"}"#)).await;
+    let result =
+        engine.execute_call(ToolCall::new("c3", "delete_file", r#"{"path": "x"}"#), CallOptions::default()).await;
     assert!(matches!(result.outcome, Err(ToolError::ApprovalRequired)));
     assert!(runs.lock().unwrap().is_empty());
 }
@@ -115,11 +117,11 @@ async fn unknown_tool_gives_a_result_and_leaves_the_registry_alone() {
     let runs = runs();
     let registry = registry(&runs);
     let engine = ToolEngine::builder(&registry).build();
-    let result = engine.execute_call(ToolCall::new("c1", "launch", "{}")).await;
+    let result = engine.execute_call(ToolCall::new("c1", "launch", "{}"), CallOptions::default()).await;
     assert!(matches!(result.outcome, Err(ToolError::UnknownTool { .. })));
     assert!(result.text().contains("Available tools: read_file"));
     assert_eq!(registry.len(), 5);
-    let ok = engine.execute_call(ToolCall::new("c2", "read_file", r#"{"path": "a"}"#)).await;
+    let ok = engine.execute_call(ToolCall::new("c2", "read_file", r#"{"path": "a"}"#), CallOptions::default()).await;
     assert_eq!(ok.text(), "read_file done");
 }
 
@@ -128,12 +130,23 @@ async fn dangerous_calls_fail_closed_without_an_approver() {
     let runs = runs();
     let audit = Arc::new(MemorySink::new());
     let engine = ToolEngine::builder(&registry(&runs)).audit(audit.clone()).build();
-    let result = engine.execute_call(ToolCall::new("c1", "delete_file", r#"{"path": "/x"}"#)).await;
+    let result =
+        engine.execute_call(ToolCall::new("c1", "delete_file", r#"{"path": "/x"}"#), CallOptions::default()).await;
     assert!(matches!(result.outcome, Err(ToolError::ApprovalRequired)) && result.name == "delete_file");
     assert!(!result.outcome.as_ref().unwrap_err().retryable());
     // Safe and cautious tools run with no approver.
-    assert!(!engine.execute_call(ToolCall::new("c2", "read_file", r#"{"path": "/x"}"#)).await.is_error());
-    assert!(!engine.execute_call(ToolCall::new("c3", "write_file", r#"{"path": "/x"}"#)).await.is_error());
+    assert!(
+        !engine
+            .execute_call(ToolCall::new("c2", "read_file", r#"{"path": "/x"}"#), CallOptions::default())
+            .await
+            .is_error()
+    );
+    assert!(
+        !engine
+            .execute_call(ToolCall::new("c3", "write_file", r#"{"path": "/x"}"#), CallOptions::default())
+            .await
+            .is_error()
+    );
     let ran: Vec<String> = runs.lock().unwrap().iter().map(|(n, _)| n.clone()).collect();
     assert_eq!(ran, ["read_file", "write_file"]);
     let decisions: Vec<AuditDecision> = audit.events().iter().map(|e| e.decision).collect();
@@ -150,7 +163,8 @@ async fn a_pending_decision_is_audited_as_pending() {
         .approver(approver_fn("later", |request: ApprovalRequest| async move { request.pending("asked the user") }))
         .audit(audit.clone())
         .build();
-    let result = engine.execute_call(ToolCall::new("c1", "delete_file", r#"{"path": "/x"}"#)).await;
+    let result =
+        engine.execute_call(ToolCall::new("c1", "delete_file", r#"{"path": "/x"}"#), CallOptions::default()).await;
     assert!(matches!(&result.outcome, Err(ToolError::Pending { reason, .. }) if reason == "asked the user"));
     assert!(runs.lock().unwrap().is_empty());
     let decisions: Vec<AuditDecision> = audit.events().iter().map(|e| e.decision).collect();
@@ -164,7 +178,8 @@ async fn denial_reason_reaches_the_model() {
     let engine = ToolEngine::builder(&registry(&runs))
         .approver(approver_fn("no", |request: ApprovalRequest| async move { request.deny("the user said no") }))
         .build();
-    let result = engine.execute_call(ToolCall::new("c1", "delete_file", r#"{"path": "/x"}"#)).await;
+    let result =
+        engine.execute_call(ToolCall::new("c1", "delete_file", r#"{"path": "/x"}"#), CallOptions::default()).await;
     match &result.outcome {
         Err(ToolError::Denied { reason, approver, .. }) => {
             assert_eq!(reason, "the user said no");
@@ -187,13 +202,15 @@ async fn approver_sees_validated_arguments_and_approval_runs_exactly_them() {
             async move { request.approve() }
         }))
         .build();
-    let result = engine.execute_call(ToolCall::new("c1", "delete_file", r#"{"path": "/x"}"#)).await;
+    let result =
+        engine.execute_call(ToolCall::new("c1", "delete_file", r#"{"path": "/x"}"#), CallOptions::default()).await;
     assert_eq!(result.text(), "delete_file done");
     let expected = json!({"path": "/x", "force": false});
     assert_eq!(seen.lock().unwrap()[0], (expected.clone(), ArgumentsHash::of(&expected)));
     assert_eq!(runs.lock().unwrap()[0].1, expected);
     // Invalid arguments never reach the approver.
-    let result = engine.execute_call(ToolCall::new("c2", "delete_file", r#"{"path": 3}"#)).await;
+    let result =
+        engine.execute_call(ToolCall::new("c2", "delete_file", r#"{"path": 3}"#), CallOptions::default()).await;
     assert!(matches!(result.outcome, Err(ToolError::InvalidArguments { .. })));
     assert_eq!(seen.lock().unwrap().len(), 1);
 }
@@ -209,10 +226,12 @@ async fn edited_arguments_are_validated_again() {
             }
         }))
         .build();
-    let good = engine.execute_call(ToolCall::new("good", "delete_file", r#"{"path": "/"}"#)).await;
+    let good =
+        engine.execute_call(ToolCall::new("good", "delete_file", r#"{"path": "/"}"#), CallOptions::default()).await;
     assert!(!good.is_error(), "{:?}", good.outcome);
     assert_eq!(runs.lock().unwrap()[0].1, json!({"path": "/tmp/safe", "force": false}));
-    let bad = engine.execute_call(ToolCall::new("bad", "delete_file", r#"{"path": "/"}"#)).await;
+    let bad =
+        engine.execute_call(ToolCall::new("bad", "delete_file", r#"{"path": "/"}"#), CallOptions::default()).await;
     match &bad.outcome {
         Err(ToolError::InvalidEdit { errors, .. }) => assert_eq!(errors[0].path, "/path"),
         other => panic!("expected InvalidEdit, got {other:?}"),
@@ -232,13 +251,16 @@ async fn a_replayed_approval_is_refused() {
             async move { decision }
         }))
         .build();
-    let ok = engine.execute_call(ToolCall::new("c1", "delete_file", r#"{"path": "/tmp/a"}"#)).await;
+    let ok =
+        engine.execute_call(ToolCall::new("c1", "delete_file", r#"{"path": "/tmp/a"}"#), CallOptions::default()).await;
     assert!(!ok.is_error());
     // Other arguments, same call id: refused.
-    let other_args = engine.execute_call(ToolCall::new("c1", "delete_file", r#"{"path": "/etc"}"#)).await;
+    let other_args =
+        engine.execute_call(ToolCall::new("c1", "delete_file", r#"{"path": "/etc"}"#), CallOptions::default()).await;
     assert!(matches!(other_args.outcome, Err(ToolError::ApprovalMismatch { .. })), "{:?}", other_args.outcome);
     // Same arguments, another call: refused too.
-    let other_call = engine.execute_call(ToolCall::new("c2", "delete_file", r#"{"path": "/tmp/a"}"#)).await;
+    let other_call =
+        engine.execute_call(ToolCall::new("c2", "delete_file", r#"{"path": "/tmp/a"}"#), CallOptions::default()).await;
     assert!(matches!(other_call.outcome, Err(ToolError::ApprovalMismatch { .. })));
     assert_eq!(runs.lock().unwrap().len(), 1);
 }
@@ -328,7 +350,7 @@ async fn audit_events_record_every_call_as_json_lines() {
         ToolCall::new("c4", "write_file", "{not json"),
     ];
     for call in calls {
-        engine.execute_call(call).await;
+        engine.execute_call(call, CallOptions::default()).await;
     }
     let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
     let events: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();

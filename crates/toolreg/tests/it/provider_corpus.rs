@@ -13,7 +13,7 @@ use toolreg::provider::openai_responses::OpenAiResponses;
 use toolreg::provider::{
     LoweringError, NameRule, NameStyle, Provider, ProviderError, Strictness, ToolRef, ToolStatus, WireFormat, lower,
 };
-use toolreg::{ToolArguments, ToolCall, ToolDeclaration, ToolExecutor};
+use toolreg::{CallOptions, ToolArguments, ToolCall, ToolDeclaration, ToolExecutor};
 
 fn obj(v: &Value) -> &Map<String, Value> {
     v.as_object().unwrap_or_else(|| panic!("expected a schema object, got {v}"))
@@ -281,7 +281,7 @@ fn openai_strict_lowering_follows_the_rules_and_keeps_meaning() {
             OpenAiChat::new().strict(Strictness::Required).declare(&ToolRef::list(registry.get(&decl.name))).unwrap();
         let mut calls = vec![ToolCall::new("c1", decl.name.clone(), sent.to_string())];
         tools.mapping.apply(&mut calls);
-        let result = common::block_on(registry.execute_call(calls.remove(0)));
+        let result = common::block_on(registry.execute_call(calls.remove(0), CallOptions::default()));
         assert!(!result.is_error(), "{}: {}", decl.name, result.text());
     }
 }
@@ -298,7 +298,7 @@ fn strict_nulls_for_absent_optionals_become_defaults() {
     assert!(args.get("page").is_none() && args.get("sort").is_none(), "{args}");
     // `label` is `Option<String>`: null is a value it takes, so it stays.
     assert_eq!(args["label"], Value::Null);
-    let result = common::block_on(registry.execute_call(calls[0].clone()));
+    let result = common::block_on(registry.execute_call(calls[0].clone(), CallOptions::default()));
     let out = result.value().cloned().unwrap_or_default();
     assert_eq!(out["page"], 0);
     assert_eq!(out["sort"], "newest");

@@ -12,7 +12,7 @@ use toolreg::provider::openai_responses::OpenAiResponses;
 use toolreg::provider::{
     Caller, CodeExecution, FormatOptions, HostedTurn, Provider, ProviderError, ToolRef, ToolStatus, WireFormat,
 };
-use toolreg::{ParamType, ToolDeclaration, ToolExecutor, ToolOutput, ToolResult};
+use toolreg::{CallOptions, ParamType, ToolDeclaration, ToolExecutor, ToolOutput, ToolResult};
 
 fn query() -> ToolDeclaration {
     ToolDeclaration::builder("query_database")
@@ -130,7 +130,7 @@ async fn a_call_from_code_runs_through_the_executor_like_any_call() {
     let declared = format.declare(&ToolRef::list(registry.list())).unwrap();
     let response = common::fixture("anthropic_programmatic_call.json");
     let calls = format.parse_calls(&response, &declared.mapping).unwrap();
-    let result = registry.execute_call(calls[0].clone()).await;
+    let result = registry.execute_call(calls[0].clone(), CallOptions::default()).await;
     assert_eq!(result.outcome.unwrap().value, json!({"ran": "<sql>"}));
 }
 

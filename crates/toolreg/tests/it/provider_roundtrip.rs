@@ -13,7 +13,7 @@ use toolreg::provider::ollama::Ollama;
 use toolreg::provider::openai_chat::OpenAiChat;
 use toolreg::provider::openai_responses::OpenAiResponses;
 use toolreg::provider::{CallMapping, Provider, ProviderError, ToolRef, WireFormat};
-use toolreg::{ToolArguments, ToolCall, ToolExecutor, ToolResult, prompt};
+use toolreg::{CallOptions, ToolArguments, ToolCall, ToolExecutor, ToolResult, prompt};
 
 fn none() -> CallMapping {
     CallMapping::default()
@@ -22,7 +22,8 @@ fn none() -> CallMapping {
 fn run(calls: Vec<ToolCall>) -> Vec<ToolResult> {
     let registry = common::registry();
     common::block_on(async {
-        futures_util::future::join_all(calls.into_iter().map(|c| registry.execute_call(c))).await
+        futures_util::future::join_all(calls.into_iter().map(|c| registry.execute_call(c, CallOptions::default())))
+            .await
     })
 }
 

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use toolreg::CallOptions;
 use toolreg::{
     ArgumentLimits, CallContext, ErasedTool, FunctionRegistry, ParamType, RegistryError, SafetyLevel, ToolCall,
     ToolDeclaration, ToolError, ToolExecutor, ToolFuture, ToolRegistration,
@@ -190,7 +191,10 @@ fn executes_good_calls() {
     let out = block_on(registry.execute("add", json!({"a": 2, "b": 40}))).unwrap();
     assert_eq!(out.value, json!(42.0));
     assert_eq!(out.text(), "42.0");
-    let out = block_on(registry.execute_call(ToolCall::new("c", "add", r#"{"a": 1.5, "b": 1}"#))).outcome.unwrap();
+    let out =
+        block_on(registry.execute_call(ToolCall::new("c", "add", r#"{"a": 1.5, "b": 1}"#), CallOptions::default()))
+            .outcome
+            .unwrap();
     assert_eq!(out.text(), "2.5");
 }
 
@@ -224,7 +228,9 @@ fn non_object_arguments_are_refused_and_null_means_none() {
     let err = block_on(registry.execute("add", json!([1, 2]))).unwrap_err();
     assert!(err.to_string().contains("expected an object of named arguments, got array of 2 items"));
     // serde alone would take an array for a struct; text arguments get the same answer.
-    let err = block_on(registry.execute_call(ToolCall::new("c", "add", "[1, 2]"))).outcome.unwrap_err();
+    let err = block_on(registry.execute_call(ToolCall::new("c", "add", "[1, 2]"), CallOptions::default()))
+        .outcome
+        .unwrap_err();
     assert!(err.to_string().contains("expected an object of named arguments, got array of 2 items"));
     let err = block_on(registry.execute("add", Value::Null)).unwrap_err();
     assert!(err.to_string().contains("`/a`: missing required field"), "{}", err.to_string());
@@ -236,23 +242,31 @@ fn malformed_oversized_and_deep_json_get_distinct_errors() {
     let mut registry = registry;
     registry.register_sync_tool("add", add, add_decl()).unwrap();
 
-    let err = block_on(registry.execute_call(ToolCall::new("c", "add", r#"{"a": 1, "b": }"#))).outcome.unwrap_err();
+    let err = block_on(registry.execute_call(ToolCall::new("c", "add", r#"{"a": 1, "b": }"#), CallOptions::default()))
+        .outcome
+        .unwrap_err();
     assert!(matches!(err, ToolError::MalformedArguments { .. }), "{err:?}");
     assert!(err.to_string().contains("column"), "{}", err.to_string());
 
     let big = format!(r#"{{"a": 1, "b": 2, "pad": "{}"}}"#, "x".repeat(100));
-    let err = block_on(registry.execute_call(ToolCall::new("c", "add", big.as_str()))).outcome.unwrap_err();
+    let err = block_on(registry.execute_call(ToolCall::new("c", "add", big.as_str()), CallOptions::default()))
+        .outcome
+        .unwrap_err();
     assert!(matches!(err, ToolError::ArgumentsTooLarge { limit: 64, .. }), "{err:?}");
 
     let deep = format!("{}{}", "[".repeat(20), "]".repeat(20));
-    let err = block_on(registry.execute_call(ToolCall::new("c", "add", deep.as_str()))).outcome.unwrap_err();
+    let err = block_on(registry.execute_call(ToolCall::new("c", "add", deep.as_str()), CallOptions::default()))
+        .outcome
+        .unwrap_err();
     assert!(matches!(err, ToolError::ArgumentsTooDeep { limit: 4, .. }), "{err:?}");
 
     // The default limits stop a payload far deeper than serde_json's own recursion limit.
     let mut defaults = FunctionRegistry::new();
     defaults.register_sync_tool("add", add, add_decl()).unwrap();
     let very_deep = "[".repeat(100_000);
-    let err = block_on(defaults.execute_call(ToolCall::new("c", "add", very_deep.as_str()))).outcome.unwrap_err();
+    let err = block_on(defaults.execute_call(ToolCall::new("c", "add", very_deep.as_str()), CallOptions::default()))
+        .outcome
+        .unwrap_err();
     assert!(matches!(err, ToolError::ArgumentsTooDeep { limit: 64, .. }), "{err:?}");
     assert!(registry.contains("add") && defaults.contains("add"));
 }
@@ -352,14 +366,19 @@ fn a_nested_struct_given_as_an_array_is_refused_as_the_schema_says() {
     // serde alone would take `[1, 2]` for a `Point`; the schema says object.
     for err in [
         block_on(registry.execute("place", json!({"at": [1, 2]}))).unwrap_err(),
-        block_on(registry.execute_call(ToolCall::new("c", "place", r#"{"at": [1, 2]}"#))).outcome.unwrap_err(),
+        block_on(registry.execute_call(ToolCall::new("c", "place", r#"{"at": [1, 2]}"#), CallOptions::default()))
+            .outcome
+            .unwrap_err(),
     ] {
         let ToolError::InvalidArguments { errors, .. } = &err else { panic!("{err:?}") };
         assert_eq!(errors[0].path, "/at", "{errors:?}");
         assert!(err.to_string().contains("expected object"), "{}", err.to_string());
     }
-    let good =
-        block_on(registry.execute_call(ToolCall::new("c", "place", r#"{"at": {"x": 1, "y": 2}}"#))).outcome.unwrap();
+    let good = block_on(
+        registry.execute_call(ToolCall::new("c", "place", r#"{"at": {"x": 1, "y": 2}}"#), CallOptions::default()),
+    )
+    .outcome
+    .unwrap();
     assert_eq!(good.value, json!(3.0));
 }
 
@@ -387,7 +406,7 @@ fn tool_executor_keeps_the_call_id() {
             ToolCall::new("c4", "add", "{not json"),
             ToolCall::new("c5", "echo_async", ""),
         ] {
-            out.push(registry.execute_call(call).await);
+            out.push(registry.execute_call(call, CallOptions::default()).await);
         }
         out
     });
@@ -411,9 +430,11 @@ fn erased_tools_always_see_validated_arguments_and_their_context() {
     let mut registry = FunctionRegistry::new();
     let decl = ToolDeclaration::builder("whoami").description("d").param("n", ParamType::Integer, "n").build();
     registry.register(ToolRegistration::new(decl, Arc::new(Whoami))).unwrap();
-    let result = block_on(registry.execute_call(ToolCall::new("abc", "whoami", json!({"n": 1}))));
+    let result =
+        block_on(registry.execute_call(ToolCall::new("abc", "whoami", json!({"n": 1})), CallOptions::default()));
     assert_eq!(result.outcome.unwrap().value, json!({"id": "abc", "args": {"n": 1}}));
-    let result = block_on(registry.execute_call(ToolCall::new("abc", "whoami", json!({"n": "1"}))));
+    let result =
+        block_on(registry.execute_call(ToolCall::new("abc", "whoami", json!({"n": "1"})), CallOptions::default()));
     assert!(result.is_error());
 }
 

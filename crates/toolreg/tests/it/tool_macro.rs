@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use toolreg::CallOptions;
 use toolreg::{
     CallContext, FunctionRegistry, RegistryError, SafetyLevel, Scope, ToolArgs, ToolCall, ToolDeclaration, ToolError,
     ToolExecutor, register_tools, tool,
@@ -175,7 +176,11 @@ fn generated_tools_run_through_the_registry() {
         assert_eq!(out.value, json!("Hello, Dr Ada!"));
         assert_eq!(out.text(), "Hello, Dr Ada!");
 
-        let out = registry.execute_call(ToolCall::new("call_9", "which_call", json!({}))).await.outcome.unwrap();
+        let out = registry
+            .execute_call(ToolCall::new("call_9", "which_call", json!({})), CallOptions::default())
+            .await
+            .outcome
+            .unwrap();
         assert_eq!(out.value, json!("call_9"));
 
         let err = registry.execute("always_fails", json!({"reason": "no disk"})).await.unwrap_err();
@@ -193,7 +198,7 @@ fn async_tools_see_cancellation() {
     let token = tokio_util::sync::CancellationToken::new();
     token.cancel();
     let call = ToolCall::new("c", "slow_answer", json!({"millis": 60_000}));
-    let out = block_on(registry.execute_call_with(call, toolreg::CallOptions::new().cancel(token))).outcome;
+    let out = block_on(registry.execute_call(call, toolreg::CallOptions::new().cancel(token))).outcome;
     assert_eq!(out, Err(ToolError::Cancelled));
     let out = block_on(registry.execute("slow_answer", json!({"millis": 1}))).unwrap();
     assert_eq!(out.value, json!(1));
@@ -327,8 +332,10 @@ fn an_args_parameter_is_the_whole_object_and_context_may_come_first() {
     let mut registry = FunctionRegistry::new();
     registry.register(ship_tool::registration()).unwrap();
     block_on(async {
-        let out =
-            registry.execute_call(ToolCall::new("c1", "ship", json!({"order": 7, "express": true}))).await.outcome;
+        let out = registry
+            .execute_call(ToolCall::new("c1", "ship", json!({"order": 7, "express": true})), CallOptions::default())
+            .await
+            .outcome;
         assert_eq!(out.unwrap().value, json!("c1 ships 7 by express"));
         let err = registry.execute("ship", json!({"order": 0})).await.unwrap_err();
         assert_eq!(err, ToolError::Failed { message: "no such order".into() });
@@ -349,8 +356,11 @@ fn context_parameters_may_stand_anywhere_and_are_not_arguments() {
     assert_eq!(schema["properties"].as_object().unwrap().len(), 2);
     let mut registry = FunctionRegistry::new();
     registry.register(tagged_tool::registration()).unwrap();
-    let out =
-        block_on(registry.execute_call(ToolCall::new("id7", "tagged", json!({"prefix": ">", "word": "w"})))).outcome;
+    let out = block_on(
+        registry
+            .execute_call(ToolCall::new("id7", "tagged", json!({"prefix": ">", "word": "w"})), CallOptions::default()),
+    )
+    .outcome;
     assert_eq!(out.unwrap().value, json!(">id7:w"));
 }
 
@@ -498,10 +508,12 @@ fn a_lone_struct_is_the_whole_argument_object() {
     // A call shaped as the declaration says, as value and as text.
     let out = block_on(registry.execute("calculator", json!({"operation": "add", "a": 2, "b": 3}))).unwrap();
     assert_eq!(out.value, json!({"result": 5.0}));
-    let out =
-        block_on(registry.execute_call(ToolCall::new("c", "calculator", r#"{"operation": "divide", "a": 1, "b": 4}"#)))
-            .outcome
-            .unwrap();
+    let out = block_on(registry.execute_call(
+        ToolCall::new("c", "calculator", r#"{"operation": "divide", "a": 1, "b": 4}"#),
+        CallOptions::default(),
+    ))
+    .outcome
+    .unwrap();
     assert_eq!(out.value, json!({"result": 0.25}));
     let err = block_on(registry.execute("calculator", json!({"operation": "divide", "a": 1, "b": 0}))).unwrap_err();
     assert_eq!(err, ToolError::Failed { message: "division by zero".into() });
@@ -512,7 +524,7 @@ fn a_lone_struct_is_the_whole_argument_object() {
     let schema = &registry.get("calculator_sync").unwrap().declaration().input_schema;
     assert_eq!(schema["required"], json!(["operation", "a", "b"]));
     let call = ToolCall::new("call_7", "calculator_sync", json!({"operation": "add", "a": 2, "b": 3}));
-    let out = block_on(registry.execute_call(call)).outcome;
+    let out = block_on(registry.execute_call(call, CallOptions::default())).outcome;
     assert_eq!(out.unwrap().value, json!("add 5 for call_7"));
 }
 
@@ -702,11 +714,18 @@ async fn blocks_past_the_engine_limit_are_a_typed_error() {
     let mut registry = FunctionRegistry::new();
     register_tools!(registry, [chart_report_tool]).unwrap();
     let engine = ToolEngine::builder(&registry).options(BatchOptions::default().max_content_bytes(4)).build();
-    let result = engine.execute_call(ToolCall::new("c1", "chart_report", r#"{"points": 12}"#)).await;
+    let result =
+        engine.execute_call(ToolCall::new("c1", "chart_report", r#"{"points": 12}"#), CallOptions::default()).await;
     // "12 points:" (10 bytes) and 3 image bytes: 13 > 4.
     assert_eq!(result.outcome, Err(ToolError::ResultTooLarge { size: 13, limit: 4 }));
     let small = ToolEngine::builder(&registry).build();
-    assert!(small.execute_call(ToolCall::new("c2", "chart_report", r#"{"points": 12}"#)).await.outcome.is_ok());
+    assert!(
+        small
+            .execute_call(ToolCall::new("c2", "chart_report", r#"{"points": 12}"#), CallOptions::default())
+            .await
+            .outcome
+            .is_ok()
+    );
 }
 
 /// Integers of every width, a `NonZero` and a float, one argument each.

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use serde::Deserialize;
 use serde_json::json;
+use toolreg::CallOptions;
 use toolreg::{
     CallContext, FunctionRegistry, SafetyLevel, Scope, ToolArgs, ToolCall, ToolError, ToolExecutor, tool, tools,
 };
@@ -177,11 +178,11 @@ fn the_tools_share_the_state_and_the_caller_sees_it() {
         assert_eq!(out.value, json!(15));
 
         let call = ToolCall::new("c7", "kv-add", json!({"key": "a", "by": 3}));
-        let out = registry.execute_call(call).await.outcome.unwrap();
+        let out = registry.execute_call(call, CallOptions::default()).await.outcome.unwrap();
         assert_eq!(out.value, json!("c7: 8"));
 
         let call = ToolCall::new("c8", "echo_call", json!({"range": {"from": "x", "to": "y"}}));
-        let out = registry.execute_call(call).await.outcome.unwrap();
+        let out = registry.execute_call(call, CallOptions::default()).await.outcome.unwrap();
         assert_eq!(out.value, json!("c8 x..y"));
 
         // A bad call reaches no method and changes nothing.

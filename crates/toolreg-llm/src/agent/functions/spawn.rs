@@ -237,7 +237,7 @@ async fn merge_with(
     let id = format!("{}-merge", cx.call_id().unwrap_or(AgentTools::SPAWN_MANY_TOOL_NAME));
     let call = ToolCall::new(id, function.clone(), json!({ MERGE_FUNCTION_ARGUMENT: results }));
     let options = CallOptions::new().cancel(run.cancel.child_token()).extensions(run.nested_extensions());
-    let merged = run.agent.engine().execute_call_with(call, options).await;
+    let merged = run.agent.engine().execute_call(call, options).await;
     match merged.outcome {
         Ok(output) => Ok(output.value),
         Err(error) => {

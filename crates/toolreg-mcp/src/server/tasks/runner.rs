@@ -173,7 +173,7 @@ impl Tasks {
             round_extensions.insert_arc(Arc::clone(&round));
             round_extensions.insert_arc(Arc::clone(&checkpoints));
             let options = CallOptions::new().cancel(cancel.clone()).extensions(round_extensions);
-            let result = engine.execute_call_with(call.clone(), options).await;
+            let result = engine.execute_call(call.clone(), options).await;
             if cancel.is_cancelled() {
                 return self.ended(TaskStatus::Cancelled, None, None);
             }
