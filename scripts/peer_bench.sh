@@ -9,9 +9,10 @@
 # For each checkout, the bench crate of *this* repository (benches/peers, or
 # --bench-from DIR) is copied to OUT/LABEL/peers with its `toolreg` path
 # dependency pointed at CHECKOUT/crates/toolreg, so every checkout runs the
-# same bench code. The feature `declare-view` is turned on when the checkout
-# has `WireFormat::declare_view`, `legacy-registration` when it
-# predates `ToolRegistration::new`. Criterion writes to OUT/LABEL/runN/criterion
+# same bench code. The feature `legacy-registration` is turned on when the
+# checkout predates `ToolRegistration::new`; a checkout older than the
+# one-door API (`execute_call(call, options)`, `declare_partial` returning
+# the view) needs the peer bench crate of its own time (--bench-from). Criterion writes to OUT/LABEL/runN/criterion
 # (CRITERION_HOME), the log to OUT/LABEL/runN/bench.log.
 #
 # Checkouts run one after another, and with -r N the whole sequence is
@@ -111,9 +112,6 @@ if [ "$table_only" = 0 ]; then
             flags=()
             feats=()
             [ "$default_features" = 0 ] && flags+=(--no-default-features)
-            if grep -rqs "fn declare_view" "$checkout/crates/toolreg/src/provider"; then
-                feats+=(declare-view)
-            fi
             if ! grep -qs "pub fn new<M>" "$checkout/crates/toolreg/src/registry.rs"; then
                 feats+=(legacy-registration)
             fi

@@ -106,7 +106,7 @@ fn formats() -> [(&'static str, Box<dyn WireFormat>); 3] {
 /// The `tools` of one request declaring `names` (in that order), as JSON text.
 fn declared_text(format: &dyn WireFormat, registry: &FunctionRegistry, names: &[&str]) -> String {
     let entries: Vec<_> = names.iter().filter_map(|n| registry.get(n)).collect();
-    let declared = format.declare_partial(&ToolRef::list(entries));
+    let declared = format.declare_partial(&ToolRef::list(entries)).into_value();
     let refused: Vec<_> = declared.refused().take(1).collect();
     assert!(refused.is_empty(), "{format:?} refused {refused:?}");
     serde_json::to_string(&declared.tools).unwrap_or_default()
@@ -120,6 +120,7 @@ fn eager_tokens(bpe: &CoreBPE, format: &dyn WireFormat, registry: &FunctionRegis
     let entries: Vec<_> = names.iter().filter_map(|n| registry.get(n)).collect();
     let too_many = format
         .declare_partial(&ToolRef::list(entries))
+        .into_value()
         .refused()
         .any(|(_, reason)| matches!(reason, toolreg::provider::ProviderError::TooMany { .. }));
     let tokens = names.chunks(100).map(|chunk| count(bpe, &declared_text(format, registry, chunk))).sum();

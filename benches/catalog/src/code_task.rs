@@ -359,7 +359,7 @@ pub struct Rendered {
 pub fn render(request: &ModelRequest) -> Rendered {
     let format = OpenAiChat::new();
     let refs: Vec<ToolRef<'_>> = request.tools.iter().map(ToolRef::from).collect();
-    let declared = format.declare_partial(&refs);
+    let declared = format.declare_partial(&refs).into_value();
     let mut messages = Vec::new();
     let mut assistant = Vec::new();
     if let Some(system) = &request.system {

@@ -282,9 +282,8 @@ fn list(c: &mut Criterion) {
 /// against rmcp's `list_all()` written as JSON, which is what an rmcp
 /// server sends for `tools/list`.
 ///
-/// `*_value` builds the `tools` value with `declare_partial` and writes it;
-/// `*_text` (feature `declare-view`, for a toolreg that has it) writes
-/// `declare_view`'s tools straight to text.
+/// `*_value` builds the `tools` value (`declare`) and writes it; `*_text`
+/// writes `declare_partial`'s tools straight to text.
 fn declare(c: &mut Criterion) {
     use toolreg::provider::{ToolRef, WireFormat, anthropic::Anthropic, mcp::Mcp};
     const N: usize = 1_000;
@@ -292,7 +291,7 @@ fn declare(c: &mut Criterion) {
     let formats: [(&str, Box<dyn WireFormat>); 2] =
         [("mcp", Box::new(Mcp::new())), ("anthropic", Box::new(Anthropic::new()))];
     for (_, format) in &formats {
-        let declared = format.declare_partial(&ToolRef::list(registry.list()));
+        let declared = format.declare(&ToolRef::list(registry.list())).expect("declared");
         assert_eq!(declared.tools.as_array().map(Vec::len), Some(N));
     }
     let mut group = c.benchmark_group("declare_1000");
@@ -300,14 +299,13 @@ fn declare(c: &mut Criterion) {
     for (label, format) in &formats {
         group.bench_function(format!("toolreg_{label}_value"), |b| {
             b.iter(|| {
-                let declared = format.declare_partial(&ToolRef::list(registry.list()));
+                let declared = format.declare(&ToolRef::list(registry.list())).expect("declared");
                 serde_json::to_string(&declared.tools).expect("json")
             })
         });
-        #[cfg(feature = "declare-view")]
         group.bench_function(format!("toolreg_{label}_text"), |b| {
             b.iter(|| {
-                let declared = format.declare_view(&ToolRef::list(registry.list()));
+                let declared = format.declare_partial(&ToolRef::list(registry.list()));
                 serde_json::to_string(&declared.tools).expect("json")
             })
         });

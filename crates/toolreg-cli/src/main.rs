@@ -146,7 +146,7 @@ fn schema(tools: &setup::Tools, provider: &str, only: &[String]) -> Result<(), C
         .filter(|entry| only.is_empty() || only.iter().any(|n| *n == entry.declaration().name))
         .map(ToolRef::from)
         .collect();
-    let declared = provider.wire_format().declare_partial(&refs);
+    let declared = provider.wire_format().declare_partial(&refs).into_value();
     for (tool, reason) in declared.refused() {
         eprintln!("toolreg: `{tool}` left out for {provider}: {reason}");
     }

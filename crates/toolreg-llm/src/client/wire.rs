@@ -21,7 +21,7 @@ pub(crate) fn declare<'a>(format: &dyn WireFormat, request: &'a ModelRequest) ->
         .iter()
         .map(|t| ToolRef::from(t).deferred(deferred(&t.name)).search_tool(search(&t.name)))
         .collect();
-    let declared = format.declare_view(&refs);
+    let declared = format.declare_partial(&refs);
     for (tool, reason) in declared.refused() {
         tracing::warn!(tool, %reason, "tool not offered to the model");
     }

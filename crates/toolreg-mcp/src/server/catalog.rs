@@ -93,7 +93,7 @@ impl Served {
     pub(super) fn new(engine: ToolEngine, options: &ServerOptions) -> Self {
         let engine = policed(engine, options);
         let refs: Vec<ToolRef<'_>> = engine.offered().list().map(ToolRef::from).collect();
-        let declared = Mcp::new().declare_partial(&refs);
+        let declared = Mcp::new().declare_partial(&refs).into_value();
         for (tool, reason) in declared.refused() {
             tracing::warn!(tool, %reason, "tool not served over MCP");
         }

@@ -192,7 +192,7 @@ impl WireFormat for Anthropic {
         Provider::Anthropic
     }
 
-    fn declare_view<'a>(&self, tools: &[ToolRef<'a>]) -> Declarations<DeclaredTools<'a>> {
+    fn declare_partial<'a>(&self, tools: &[ToolRef<'a>]) -> Declarations<DeclaredTools<'a>> {
         let mode = SchemaMode::Strict(Dialect::AnthropicStrict, Strictness::Off);
         let mut prepared = prepare(Provider::Anthropic, mode, &self.options, tools);
         // Examples of a registered tool were checked when it was registered;

@@ -106,7 +106,7 @@ impl WireFormat for Bedrock {
         Provider::Bedrock
     }
 
-    fn declare_view<'a>(&self, tools: &[ToolRef<'a>]) -> Declarations<DeclaredTools<'a>> {
+    fn declare_partial<'a>(&self, tools: &[ToolRef<'a>]) -> Declarations<DeclaredTools<'a>> {
         prepare(Provider::Bedrock, SchemaMode::Canonical, &self.options, tools)
             .finish(|tools, _| Box::new(Entries(tools, entry)))
     }

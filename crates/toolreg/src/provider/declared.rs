@@ -6,10 +6,10 @@
 //! format prepares its tools (`prepare`) and hands over its own writer
 //! ([`WriteTools`]), and the view writes each tool in that format's serde
 //! structs, into a `Value` ([`DeclaredTools::to_value`], what
-//! [`WireFormat::declare_partial`] returns) or straight into the request
-//! text (`serde_json::to_writer`), so both come from the same code.
+//! [`WireFormat::declare`] returns) or straight into the request text
+//! (`serde_json::to_writer`), so both come from the same code.
 //!
-//! [`WireFormat::declare_partial`]: super::WireFormat::declare_partial
+//! [`WireFormat::declare`]: super::WireFormat::declare
 
 use std::fmt;
 
@@ -37,7 +37,7 @@ impl<E: Serialize> Serialize for Entries<'_, '_, E> {
 }
 
 /// The provider's `tools`, ready to be written: what
-/// [`WireFormat::declare_view`](super::WireFormat::declare_view) returns in
+/// [`WireFormat::declare_partial`](super::WireFormat::declare_partial) returns in
 /// [`Declarations::tools`](super::Declarations::tools).
 ///
 /// It implements [`Serialize`]: put it in a request body (or write it with
@@ -54,7 +54,7 @@ impl<E: Serialize> Serialize for Entries<'_, '_, E> {
 /// let decl = ToolDeclaration::builder("echo").param("text", ParamType::String, "What to say").build();
 /// registry.register_sync_tool("echo", |a: Value| Ok::<_, String>(a), decl)?;
 ///
-/// let declared = Anthropic::new().declare_view(&ToolRef::list(registry.list()));
+/// let declared = Anthropic::new().declare_partial(&ToolRef::list(registry.list()));
 /// assert_eq!(declared.tools.len(), 1);
 ///
 /// // The request body, written in one pass.
@@ -65,7 +65,7 @@ impl<E: Serialize> Serialize for Entries<'_, '_, E> {
 /// }
 /// let body = serde_json::to_string(&Request { model: "m", tools: &declared.tools })?;
 /// assert!(body.starts_with(r#"{"model":"m","tools":[{"name":"echo","input_schema":{"#));
-/// // The same JSON as the `Value` that `declare_partial` returns.
+/// // The same JSON as the `Value` that `declare` returns.
 /// let text = serde_json::to_string(&declared.tools)?;
 /// assert_eq!(serde_json::from_str::<Value>(&text)?, declared.tools.to_value());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -102,7 +102,7 @@ impl<'a> DeclaredTools<'a> {
     }
 
     /// The same JSON as a `Value` (what
-    /// [`WireFormat::declare_partial`](super::WireFormat::declare_partial)
+    /// [`WireFormat::declare`](super::WireFormat::declare)
     /// returns): a copy of every schema, for a caller that edits it.
     pub fn to_value(&self) -> Value {
         super::to_json(self)

@@ -182,7 +182,7 @@ impl WireFormat for Gemini {
     }
 
     /// One `Tool` holding every declaration; none at all for no tools.
-    fn declare_view<'a>(&self, tools: &[ToolRef<'a>]) -> Declarations<DeclaredTools<'a>> {
+    fn declare_partial<'a>(&self, tools: &[ToolRef<'a>]) -> Declarations<DeclaredTools<'a>> {
         let mode = if self.json_schema { SchemaMode::Canonical } else { SchemaMode::Lowered(Dialect::Gemini) };
         let mut prepared = prepare(Provider::Gemini, mode, &self.options, tools);
         if !self.json_schema {

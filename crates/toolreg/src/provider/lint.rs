@@ -59,7 +59,7 @@ pub fn lint(tool: ToolRef<'_>) -> Vec<LintFinding> {
     let options = FormatOptions::new().strict(Strictness::Required);
     let mut findings = Vec::new();
     for provider in Provider::ALL {
-        let declared = provider.wire_format_with(options.clone()).declare_view(&[tool]);
+        let declared = provider.wire_format_with(options.clone()).declare_partial(&[tool]);
         for report in declared.report {
             if let ToolStatus::Refused { reason } = report.status {
                 findings.push(LintFinding { tool: report.tool, provider, reason });

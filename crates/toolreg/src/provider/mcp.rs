@@ -243,7 +243,7 @@ impl WireFormat for Mcp {
         Provider::Mcp
     }
 
-    fn declare_view<'a>(&self, tools: &[ToolRef<'a>]) -> Declarations<DeclaredTools<'a>> {
+    fn declare_partial<'a>(&self, tools: &[ToolRef<'a>]) -> Declarations<DeclaredTools<'a>> {
         prepare(Provider::Mcp, SchemaMode::Mcp, &self.options, tools).finish(|tools, _| Box::new(Entries(tools, entry)))
     }
 

@@ -111,7 +111,7 @@ impl WireFormat for Mistral {
         Provider::Mistral
     }
 
-    fn declare_view<'a>(&self, tools: &[ToolRef<'a>]) -> Declarations<DeclaredTools<'a>> {
+    fn declare_partial<'a>(&self, tools: &[ToolRef<'a>]) -> Declarations<DeclaredTools<'a>> {
         prepare(Provider::Mistral, SchemaMode::Canonical, &self.options, tools)
             .finish(|tools, _| Box::new(Entries(tools, entry)))
     }

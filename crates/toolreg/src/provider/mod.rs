@@ -56,10 +56,10 @@
 //! why: [`declare`](WireFormat::declare) then fails with that error, and
 //! [`declare_partial`](WireFormat::declare_partial) sends the others.
 //!
-//! Both return the tools as a `Value`, a copy of every schema.
-//! [`declare_view`](WireFormat::declare_view) declares as `declare_partial`
-//! does, with the tools as a [`DeclaredTools`] that serialises straight from
-//! the schemas the entries keep: what a client puts in a request body.
+//! `declare` returns the tools as a `Value`, a copy of every schema;
+//! `declare_partial` as a [`DeclaredTools`] that serialises straight from
+//! the schemas the entries keep (what a client puts in a request body), or
+//! as a `Value` through [`Declarations::into_value`].
 //!
 //! ```
 //! use toolreg::{FunctionRegistry, ToolDeclaration, ParamType};

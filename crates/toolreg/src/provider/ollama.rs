@@ -66,7 +66,7 @@ impl WireFormat for Ollama {
         Provider::Ollama
     }
 
-    fn declare_view<'a>(&self, tools: &[ToolRef<'a>]) -> Declarations<DeclaredTools<'a>> {
+    fn declare_partial<'a>(&self, tools: &[ToolRef<'a>]) -> Declarations<DeclaredTools<'a>> {
         prepare(Provider::Ollama, SchemaMode::Canonical, &self.options, tools)
             .finish(|tools, _| Box::new(Entries(tools, entry)))
     }

@@ -115,7 +115,7 @@ impl WireFormat for OpenAiChat {
         Provider::OpenAiChat
     }
 
-    fn declare_view<'a>(&self, tools: &[ToolRef<'a>]) -> Declarations<DeclaredTools<'a>> {
+    fn declare_partial<'a>(&self, tools: &[ToolRef<'a>]) -> Declarations<DeclaredTools<'a>> {
         let mode = SchemaMode::Strict(Dialect::OpenAiStrict, Strictness::IfCompatible);
         let mut prepared = prepare(Provider::OpenAiChat, mode, &self.options, tools);
         prepared.limit(MAX_TOOLS);

@@ -274,7 +274,7 @@ impl WireFormat for OpenAiResponses {
         Provider::OpenAiResponses
     }
 
-    fn declare_view<'a>(&self, tools: &[ToolRef<'a>]) -> Declarations<DeclaredTools<'a>> {
+    fn declare_partial<'a>(&self, tools: &[ToolRef<'a>]) -> Declarations<DeclaredTools<'a>> {
         let mode = SchemaMode::Strict(Dialect::OpenAiStrict, Strictness::IfCompatible);
         let mut prepared = prepare(Provider::OpenAiResponses, mode, &self.options, tools);
         // One `tool_search` tool per request: a second marked one is refused.

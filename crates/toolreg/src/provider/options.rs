@@ -154,7 +154,7 @@ mod tests {
     use crate::provider::{Provider, ToolRef, ToolStatus, anthropic::Anthropic, openai_chat::OpenAiChat};
 
     fn status(format: &dyn crate::provider::WireFormat, decl: &ToolDeclaration) -> ToolStatus {
-        format.declare_partial(&[ToolRef::from(decl)]).report.remove(0).status
+        format.declare_partial(&[ToolRef::from(decl)]).into_value().report.remove(0).status
     }
 
     #[test]

@@ -67,10 +67,9 @@ impl ToolStatus {
 /// Tools declared for one provider: the request's `tools`, the name
 /// mapping for the calls that come back, and a report per tool.
 ///
-/// `tools` is a `Value` from [`declare`](WireFormat::declare) and
-/// [`declare_partial`](WireFormat::declare_partial), and a
-/// [`DeclaredTools`] view, written straight to the request text, from
-/// [`declare_view`](WireFormat::declare_view).
+/// `tools` is a [`DeclaredTools`] view, written straight to the request
+/// text, from [`declare_partial`](WireFormat::declare_partial), and a
+/// `Value` from [`declare`](WireFormat::declare) and [`into_value`](Declarations::into_value).
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct Declarations<T = Value> {
@@ -104,7 +103,7 @@ impl<T> Declarations<T> {
 
 impl Declarations<DeclaredTools<'_>> {
     /// The same declarations with `tools` as a `Value` (a copy of every
-    /// schema), as [`declare_partial`](WireFormat::declare_partial) returns them.
+    /// schema), as [`declare`](WireFormat::declare) returns them.
     pub fn into_value(self) -> Declarations {
         Declarations { tools: self.tools.to_value(), mapping: self.mapping, report: self.report }
     }
@@ -171,40 +170,33 @@ pub trait WireFormat: sealed::Format + fmt::Debug + Send + Sync {
     /// provider cannot take are left out and reported as
     /// [`ToolStatus::Refused`], so the rest can still be offered.
     ///
-    /// The `tools` are a `Value`, a copy of every schema. To send them, use
-    /// [`declare_view`](WireFormat::declare_view) instead, which writes them
-    /// straight to the request text.
-    fn declare_partial(&self, tools: &[ToolRef<'_>]) -> Declarations {
-        self.declare_view(tools).into_value()
-    }
-
-    /// [`declare_partial`](WireFormat::declare_partial), with the `tools`
-    /// not yet written: a [`DeclaredTools`] that serialises each tool from
+    /// The `tools` are a [`DeclaredTools`] that serialises each tool from
     /// the schema the registry entry keeps (canonical, or lowered once and
-    /// cached), with no `Value` in between. What a client puts in the body
-    /// of a request; the same JSON as `declare_partial`'s `Value`.
+    /// cached), with no `Value` in between: what a client puts in the body
+    /// of a request. [`Declarations::into_value`] gives the same JSON as a
+    /// `Value`.
     ///
     /// ```
     /// use toolreg::provider::{ToolRef, WireFormat, mcp::Mcp};
     /// use toolreg::{ParamType, ToolDeclaration};
     ///
     /// let decl = ToolDeclaration::builder("ping").param("host", ParamType::String, "Host").build();
-    /// let declared = Mcp::new().declare_view(&[ToolRef::from(&decl)]);
+    /// let declared = Mcp::new().declare_partial(&[ToolRef::from(&decl)]);
     /// let text = serde_json::to_string(&declared.tools)?;
     /// assert!(text.starts_with(r#"[{"name":"ping","inputSchema":{"#));
     /// assert_eq!(declared.mapping.real_name("ping"), "ping");
     /// # Ok::<(), serde_json::Error>(())
     /// ```
-    fn declare_view<'a>(&self, tools: &[ToolRef<'a>]) -> Declarations<DeclaredTools<'a>>;
+    fn declare_partial<'a>(&self, tools: &[ToolRef<'a>]) -> Declarations<DeclaredTools<'a>>;
 
-    /// Declare tools, all or nothing: the first refused tool is the error.
+    /// Declare tools, all or nothing: the first refused tool is the error;
+    /// the `tools` come as a `Value`.
     fn declare(&self, tools: &[ToolRef<'_>]) -> Result<Declarations, ProviderError> {
         let declared = self.declare_partial(tools);
-        let refused = declared.refused().next().map(|(_, reason)| reason.clone());
-        match refused {
-            Some(reason) => Err(reason),
-            None => Ok(declared),
+        if let Some((_, reason)) = declared.refused().next() {
+            return Err(reason.clone());
         }
+        Ok(declared.into_value())
     }
 
     /// The tool calls of a provider response (or message, or part list),
@@ -570,7 +562,7 @@ mod tests {
                    "$defs": {"Node": {"type": "object", "properties": {"kids": {"type": "array", "items": {"$ref": "#/$defs/Node"}}}}}}),
         );
         let gemini = Provider::Gemini.wire_format();
-        let declared = gemini.declare_partial(&[ToolRef::from(&decl), ToolRef::from(&recursive)]);
+        let declared = gemini.declare_partial(&[ToolRef::from(&decl), ToolRef::from(&recursive)]).into_value();
         assert_eq!(declared.refused().count(), 1);
         let response = json!({"candidates": [{"content": {"role": "model", "parts": [
             {"functionCall": {"name": "tree", "args": {}}}]}}]});

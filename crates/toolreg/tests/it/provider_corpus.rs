@@ -475,7 +475,7 @@ fn request_limits_are_enforced() {
     let err = OpenAiChat::new().declare(&all).unwrap_err();
     assert!(matches!(err, ProviderError::TooMany { count: 129, limit: 128, .. }), "{err:?}");
     // Partly: the first 128 are sent, the last is reported.
-    let partial = OpenAiChat::new().declare_partial(&all);
+    let partial = OpenAiChat::new().declare_partial(&all).into_value();
     assert_eq!(partial.tools.as_array().unwrap().len(), 128);
     assert_eq!(partial.refused().map(|(tool, _)| tool).collect::<Vec<_>>(), ["t128"]);
     let err = Anthropic::new().strict(Strictness::Required).declare(&all[..21]).unwrap_err();
@@ -598,9 +598,9 @@ fn every_format_reports_each_tool_and_can_declare_the_rest() {
         // All or nothing: the first refusal is the error.
         let err = format.declare(&tools).unwrap_err();
         let first = if provider == Provider::Gemini { "write_tree" } else { "bad name" };
-        assert_eq!(err, declared_first_refusal(&format.declare_partial(&tools)), "{provider}");
+        assert_eq!(err, declared_first_refusal(&format.declare_partial(&tools).into_value()), "{provider}");
         assert!(err.to_string().contains(&format!("`{first}`")), "{provider}: {err}");
-        let declared = format.declare_partial(&tools);
+        let declared = format.declare_partial(&tools).into_value();
         let names: Vec<&str> = declared.report.iter().map(|r| r.tool.as_str()).collect();
         let expected: Vec<&str> = tools.iter().map(|t| t.declaration().name.as_str()).collect();
         assert_eq!(names, expected, "{provider}");

@@ -50,7 +50,7 @@ fn tools_are_declared_callable_from_code_execution_only_when_asked() {
     assert_eq!(some.tools[2], json!({"type": "code_execution_20250825", "name": "code_execution"}));
 
     // The view written straight to text says the same.
-    let view = Anthropic::new().code_execution(CodeExecution::new()).declare_view(&refs);
+    let view = Anthropic::new().code_execution(CodeExecution::new()).declare_partial(&refs);
     assert_eq!(view.tools.len(), 2, "our tools; the code execution tool is the provider's");
     let text: Value = serde_json::from_str(&serde_json::to_string(&view.tools).unwrap()).unwrap();
     assert_eq!(text, all.tools);
@@ -61,13 +61,13 @@ fn a_tool_named_like_the_code_execution_tool_is_refused() {
     let ours = ToolDeclaration::builder("code_execution").param("code", ParamType::String, "Code").build();
     let tools = [query(), ours];
     let refs: Vec<ToolRef<'_>> = tools.iter().map(ToolRef::from).collect();
-    let declared = Anthropic::new().code_execution(CodeExecution::new()).declare_partial(&refs);
+    let declared = Anthropic::new().code_execution(CodeExecution::new()).declare_partial(&refs).into_value();
     let refused: Vec<_> = declared.refused().collect();
     assert_eq!(refused.len(), 1);
     assert!(matches!(refused[0].1, ProviderError::NameCollision { second, .. } if second == "code_execution"));
     assert_eq!(declared.tools.as_array().unwrap().len(), 2, "query_database and the code execution tool");
     // Without code execution it is an ordinary tool.
-    let plain = Anthropic::new().declare_partial(&refs);
+    let plain = Anthropic::new().declare_partial(&refs).into_value();
     assert!(plain.report.iter().all(|r| r.status == ToolStatus::Declared));
 }
 

@@ -142,7 +142,7 @@ fn gemini_round_trip() {
     let all = ToolRef::list(registry.list());
     // The recursive type cannot be `parameters`: all or nothing refuses, partial sends the rest.
     assert!(gemini.declare(&all).is_err());
-    let tools = gemini.declare_partial(&all);
+    let tools = gemini.declare_partial(&all).into_value();
     let refused: Vec<&str> = tools.refused().map(|(tool, _)| tool).collect();
     assert_eq!(refused, ["write_tree"]);
     let v = &tools.tools;

@@ -1,5 +1,4 @@
-//! `declare_view` writes the same declarations as `declare_partial`'s
-//! `Value`, in every format and option, for the whole corpus at once and
+//! `declare_partial` writes the same declarations as its `into_value`, in every format and option, for the whole corpus at once and
 //! for each tool alone, from registry entries (cached lowerings) and from
 //! bare declarations.
 
@@ -29,8 +28,8 @@ fn formats() -> Vec<(String, Box<dyn WireFormat>)> {
 }
 
 fn assert_same(label: &str, format: &dyn WireFormat, tools: &[ToolRef<'_>]) {
-    let value = format.declare_partial(tools);
-    let view = format.declare_view(tools);
+    let value = format.declare_partial(tools).into_value();
+    let view = format.declare_partial(tools);
     let text = serde_json::to_string(&view.tools).unwrap();
     let parsed: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(parsed, value.tools, "{label}: text {text}");
@@ -41,7 +40,7 @@ fn assert_same(label: &str, format: &dyn WireFormat, tools: &[ToolRef<'_>]) {
         assert_eq!(view.mapping.provider_name(name), spelled, "{label}");
         assert_eq!(view.mapping.real_name(spelled), value.mapping.real_name(spelled), "{label}");
     }
-    // `into_value` is `declare_partial`.
+    // `into_value` of the view itself.
     assert_eq!(view.into_value().tools, value.tools, "{label}");
 }
 
@@ -65,7 +64,7 @@ fn the_text_is_the_value_written_for_every_format() {
 fn refused_tools_are_left_out_of_the_text() {
     let bad = toolreg::ToolDeclaration::new("no spaces allowed", "", serde_json::json!({"type": "object"}));
     let good = toolreg::ToolDeclaration::new("ok", "", serde_json::json!({"type": "object"}));
-    let declared = Provider::OpenAiChat.wire_format().declare_view(&[ToolRef::from(&bad), ToolRef::from(&good)]);
+    let declared = Provider::OpenAiChat.wire_format().declare_partial(&[ToolRef::from(&bad), ToolRef::from(&good)]);
     assert_eq!(declared.refused().count(), 1);
     assert_eq!(declared.tools.len(), 1);
     let text = serde_json::to_string(&declared.tools).unwrap();

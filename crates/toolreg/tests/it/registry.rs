@@ -493,7 +493,7 @@ fn examples_that_do_not_fit_the_schema_are_refused_with_the_tool() {
         // A bare declaration is checked when rendered for Anthropic: refused, the others sent.
         let other = ToolDeclaration::builder("other").build();
         let format = Anthropic::new();
-        let declared = format.declare_partial(&[ToolRef::from(&decl), ToolRef::from(&other)]);
+        let declared = format.declare_partial(&[ToolRef::from(&decl), ToolRef::from(&other)]).into_value();
         assert_eq!(declared.tools.as_array().unwrap().len(), 1);
         let (tool, reason) = declared.refused().next().unwrap();
         assert_eq!(tool, "add");
