@@ -56,6 +56,9 @@ fn main() -> ExitCode {
     if matches!(cli.command, Some(Command::CodeWorker)) {
         return toolreg_code::worker::serve();
     }
+    // The TLS provider of every HTTP client (the OTLP exporter's, the
+    // model's, a remote MCP server's): ring, as the process default.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     // Logs to stderr; OTLP export when the OTEL_* variables ask for it.
     let telemetry = telemetry::init();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {

@@ -266,6 +266,9 @@ impl Http {
             let value = reqwest::header::HeaderValue::from_str(value).map_err(|_| bad())?;
             headers.append(name, value);
         }
+        // reqwest is built without a TLS provider of its own (see the
+        // workspace's Cargo.toml): ring, unless the host installed one.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let client = reqwest::Client::builder()
             .default_headers(headers)
             .connect_timeout(config.connect_timeout)

@@ -491,6 +491,10 @@ impl RemoteServer {
                 if let Some(token) = auth {
                     config = config.auth_header(token);
                 }
+                // rmcp's reqwest is built without a TLS provider of its own
+                // (see the workspace's Cargo.toml): ring, unless the host
+                // installed one.
+                let _ = rustls::crypto::ring::default_provider().install_default();
                 let transport = StreamableHttpClientTransport::from_config(config);
                 let started = tokio::time::timeout(wait, handler.serve(transport)).await;
                 if let Ok(Err(error)) = &started {

@@ -35,7 +35,7 @@ fn initialize() -> Value {
 }
 
 async fn post(addr: SocketAddr, headers: &[(&str, &str)]) -> reqwest::Response {
-    let mut request = reqwest::Client::new()
+    let mut request = crate::support::http_client()
         .post(format!("http://{addr}/mcp"))
         .header("accept", "application/json, text/event-stream")
         .json(&initialize());
@@ -74,7 +74,7 @@ async fn foreign_origins_and_hosts_are_refused() {
 async fn oversized_bodies_are_refused() {
     let (addr, options) = start(HttpOptions::default().max_body_bytes(1024)).await;
     let big = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"pad": "x".repeat(4096)}});
-    let response = reqwest::Client::new()
+    let response = crate::support::http_client()
         .post(format!("http://{addr}/mcp"))
         .header("accept", "application/json, text/event-stream")
         .json(&big)
@@ -216,7 +216,7 @@ async fn open_connections_are_bounded() {
 #[tokio::test]
 async fn the_priming_event_goes_only_to_clients_that_know_it() {
     let (addr, options) = start(HttpOptions::default()).await;
-    let client = reqwest::Client::new();
+    let client = crate::support::http_client();
     let initialize = |revision: &str| {
         let mut message = initialize();
         message["params"]["protocolVersion"] = json!(revision);

@@ -12,6 +12,13 @@ use toolreg_mcp::server::{McpServer, StdioOptions};
 /// How long a test waits for an answer before it fails.
 pub const HANG: Duration = Duration::from_secs(20);
 
+/// An HTTP client for the tests' own requests. reqwest is built without a
+/// TLS provider of its own (as toolreg builds it), so the process needs one.
+pub fn http_client() -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::new()
+}
+
 /// A client speaking raw JSON lines to a server on an in-memory pipe.
 pub struct Raw {
     write: tokio::io::WriteHalf<DuplexStream>,

@@ -156,7 +156,8 @@ impl Http {
 
     /// A new session with the tasks extension on the server at `url`.
     async fn session(url: &str) -> Http {
-        let mut client = Http { http: reqwest::Client::new(), url: url.to_owned(), session: None, stateless: false };
+        let mut client =
+            Http { http: crate::support::http_client(), url: url.to_owned(), session: None, stateless: false };
         let init = client
             .post(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
                 "capabilities": {"extensions": {TASKS: {}}}, "clientInfo": {"name": "t", "version": "1"}}}))
@@ -169,7 +170,7 @@ impl Http {
 
     /// A 2026-07-28 client of the stateless server at `url`.
     fn stateless(url: &str) -> Http {
-        Http { http: reqwest::Client::new(), url: url.to_owned(), session: None, stateless: true }
+        Http { http: crate::support::http_client(), url: url.to_owned(), session: None, stateless: true }
     }
 
     fn post(&self, mut body: Value) -> impl std::future::Future<Output = reqwest::Response> + use<> {
@@ -492,7 +493,7 @@ async fn tools_list_over_http_shows_task_support() {
         let options = HttpOptions::default().stateless(stateless);
         let shutdown = options.shutdown.clone();
         tokio::spawn(async move { server.serve_http_on(listener, options).await });
-        let http = reqwest::Client::new();
+        let http = crate::support::http_client();
         let post = |body: Value, session: Option<String>| {
             let mut request = http
                 .post(format!("http://{addr}/mcp"))

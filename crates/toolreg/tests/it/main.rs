@@ -1,7 +1,7 @@
 //! The integration tests of `toolreg`, as one test program: one module per
-//! area, linked once. Fixtures live in `tests/fixtures`, the `#[tool]`
-//! compile-time cases in `tests/ui`. They cover every feature, so they
-//! build with all of them (`cargo test --workspace --all-features`, as CI
+//! area, linked once. Fixtures live in `tests/fixtures`; the `#[tool]`
+//! compile-time cases are the macro crate's (`toolreg-macros/tests/ui`).
+//! They cover every feature, so they build with all of them (`cargo test --workspace --all-features`, as CI
 //! runs them).
 #![cfg(all(feature = "providers", feature = "search", feature = "seal"))]
 
@@ -22,4 +22,3 @@ mod registry;
 mod support;
 mod tool_macro;
 mod tool_methods;
-mod ui;
