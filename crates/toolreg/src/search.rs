@@ -20,7 +20,7 @@
 //! index for its tools, built on first use and dropped whenever a tool is
 //! registered, replaced or removed, so results always match the registry.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::LazyLock;
 
 use regex::RegexBuilder;
@@ -166,8 +166,10 @@ impl ToolIndex {
         let stemmer = Stemmer::create(Algorithm::English);
         let query = truncate(query, MAX_QUERY_BYTES);
         // The query's own words count fully; the words they commonly stand
-        // for in tool catalogs (folder → directory) count half.
-        let mut terms: HashMap<String, f32> = HashMap::new();
+        // for in tool catalogs (folder → directory) count half. Ordered, so
+        // each tool's score is summed in the same order every time: in hash
+        // order its last bits, and so near-ties, changed between searches.
+        let mut terms: BTreeMap<String, f32> = BTreeMap::new();
         for word in words(query, &stemmer) {
             for synonym in synonyms(&word) {
                 for stemmed in words(synonym, &stemmer) {
@@ -518,6 +520,34 @@ mod tests {
         assert!(index.search("quantum chromodynamics", 5).is_empty());
         assert!(index.search("", 5).is_empty());
         assert!(index.search("the and of", 5).is_empty(), "stop words alone find nothing");
+    }
+
+    #[test]
+    fn scores_do_not_depend_on_hash_order() {
+        // Many query words, each matching many tools: a tool's score is a
+        // sum of many terms, and summed in another order its last bits (and
+        // so the order of near-ties) would change from one search to the
+        // next, as each new map hashes differently.
+        let tools: Vec<ToolDeclaration> = (0..40)
+            .map(|i| {
+                ToolDeclaration::builder(format!("tool_{i}"))
+                    .description(format!(
+                        "read write list search open close copy move delete rename file folder issue page {}",
+                        ["alpha beta", "gamma delta epsilon", "zeta", "eta theta iota kappa"][i % 4]
+                    ))
+                    .build()
+            })
+            .collect();
+        let index = ToolIndex::new(&tools);
+        let query = "read write list search open close copy move delete rename file folder issue page alpha gamma \
+                     delta zeta eta theta iota kappa beta epsilon";
+        let first: Vec<(String, u32)> =
+            index.search(query, 40).into_iter().map(|hit| (hit.name, hit.score.to_bits())).collect();
+        for _ in 0..50 {
+            let again: Vec<(String, u32)> =
+                index.search(query, 40).into_iter().map(|hit| (hit.name, hit.score.to_bits())).collect();
+            assert_eq!(again, first);
+        }
     }
 
     #[test]
