@@ -6,7 +6,7 @@ use serde_json::json;
 use toolreg::engine::ToolEngine;
 use toolreg_catalog_benches as catalog;
 use toolreg_llm::scripted::ScriptedClient;
-use toolreg_llm::{Agent, Outcome};
+use toolreg_llm::{Agent, RunOutcome};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_offered_tools_are_the_ones_the_bench_declares() {
@@ -16,7 +16,7 @@ async fn the_offered_tools_are_the_ones_the_bench_declares() {
     let model = ScriptedClient::new().then_call("c1", "search_tools", json!({"query": query})).then_text("done");
     let agent = Agent::builder(model.clone(), "m", ToolEngine::builder(&registry)).defer(deferral.clone()).build();
     let outcome = agent.run("Cancel the subscription of cus_123.").await.unwrap();
-    assert!(matches!(outcome, Outcome::Finished(_)), "{outcome:?}");
+    assert!(matches!(outcome, RunOutcome::Finished(_)), "{outcome:?}");
 
     let requests = model.requests();
     assert_eq!(requests.len(), 2);

@@ -5,7 +5,7 @@
 use serde_json::json;
 use toolreg_catalog_benches::code_task::{self, Direct, Offer, Variant};
 use toolreg_code::Worker;
-use toolreg_llm::Outcome;
+use toolreg_llm::RunOutcome;
 
 fn worker() -> Worker {
     Worker::new(env!("CARGO_BIN_EXE_code-worker"))
@@ -37,7 +37,7 @@ async fn every_variant_stores_every_summary_and_names_the_three_largest() {
     ] {
         let setup = code_task::setup(variant, &files, &worker(), true);
         let outcome = setup.agent.run(code_task::TASK).await.unwrap_or_else(|e| panic!("{variant:?}: {e}"));
-        let Outcome::Finished(done) = outcome else { panic!("{variant:?}: {outcome:?}") };
+        let RunOutcome::Finished(done) = outcome else { panic!("{variant:?}: {outcome:?}") };
         assert_eq!(done.steps, requests, "{variant:?}");
         assert_eq!(setup.model.requests().len(), requests, "{variant:?}");
         assert!(largest.iter().all(|p| done.answer.contains(p)), "{variant:?}: {}", done.answer);

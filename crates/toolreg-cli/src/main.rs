@@ -85,7 +85,7 @@ fn main() -> ExitCode {
 
 async fn run(cli: Cli) -> Result<(), CliError> {
     let tools = setup::load(&cli.tools).await?;
-    let remotes = tools.remotes.clone();
+    let remotes = tools.remotes().to_vec();
     let outcome = match cli.command {
         None => serve(tools, ServeArgs::default()).await,
         Some(Command::Serve(args)) => serve(tools, args).await,
@@ -110,7 +110,7 @@ fn list(tools: &setup::Tools, json: bool) -> Result<(), CliError> {
         let declarations: Vec<_> = tools.registry.list().map(|tool| tool.declaration()).collect();
         let text = serde_json::to_string_pretty(&declarations).map_err(|e| CliError::new(e.to_string()))?;
         // stdout stays JSON; what was left out goes beside it.
-        tools.remotes.iter().for_each(report_left_out);
+        tools.remotes().iter().for_each(report_left_out);
         return writeln!(out, "{text}").map_err(write_error);
     }
     let width = tools.registry.list().map(|tool| tool.name().len()).max().unwrap_or(4).max(4);
@@ -122,7 +122,7 @@ fn list(tools: &setup::Tools, json: bool) -> Result<(), CliError> {
     // Tools an imported server lists but the gateway cannot call: say so
     // here rather than let a user wonder where they went.
     let left_out: Vec<(String, String, String)> = tools
-        .remotes
+        .remotes()
         .iter()
         .flat_map(|remote| remote.left_out().into_iter().map(|(tool, why)| (remote.name().to_owned(), tool, why)))
         .collect();
@@ -273,11 +273,11 @@ async fn serve(mut tools: setup::Tools, args: ServeArgs) -> Result<(), CliError>
     }
     let server = McpServer::new(serving_engine(&tools.registry, &tools, &options, code.as_ref()), options.clone());
     // The gateway also offers the imported servers' resources and prompts.
-    server.set_upstream(toolreg_mcp::gateway::Gateway::new(tools.remotes.clone()));
+    server.set_upstream(tools.gateway.clone());
     // The gateway: when an imported server's tools change, serve the new set
     // and tell the clients.
     let tools = Arc::new(tools);
-    for remote in &tools.remotes {
+    for remote in tools.remotes() {
         report_left_out(remote);
         let mut changes = remote.changes();
         changes.borrow_and_update();

@@ -216,9 +216,7 @@ fn agent(tools: Tools, args: &AgentArgs) -> Result<(Agent, SuspendedRuns), CliEr
         model: model.clone(),
         allow_sampling: args.yes,
     });
-    for remote in &tools.remotes {
-        remote.answer_with(answerer.clone());
-    }
+    tools.gateway.answer_with(answerer);
     let user = UserTools::new(Arc::clone(&terminal));
     // The built-ins and imported tools, the user tools and the agent functions.
     let with_agent_tools = move |mut registry: toolreg::FunctionRegistry| {
@@ -283,7 +281,7 @@ fn agent(tools: Tools, args: &AgentArgs) -> Result<(Agent, SuspendedRuns), CliEr
     let tools = Arc::new(tools);
     let with_agent_tools = Arc::new(with_agent_tools);
     let with_code = Arc::new(with_code);
-    for remote in &tools.remotes {
+    for remote in tools.remotes() {
         let mut changes = remote.changes();
         changes.borrow_and_update();
         let (agent, tools, with_agent_tools) = (agent.clone(), Arc::clone(&tools), Arc::clone(&with_agent_tools));

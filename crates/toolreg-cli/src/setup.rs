@@ -15,6 +15,7 @@ use toolreg_store::{ContextStore, Namespace, PostgresStore, SqliteStore};
 use crate::CliError;
 use toolreg_mcp::client::RemoteServer;
 use toolreg_mcp::config::McpConfig;
+use toolreg_mcp::gateway::Gateway;
 
 use crate::cli::ToolsArgs;
 
@@ -26,8 +27,9 @@ pub struct Tools {
     pub audit: Option<Arc<dyn AuditSink>>,
     /// The built-in tools alone, to rebuild from when a remote's list changes.
     builtins: FunctionRegistry,
-    /// The connected remote servers (their connections live as long as these).
-    pub remotes: Vec<RemoteServer>,
+    /// The connected remote servers, served again through the gateway
+    /// (their connections live as long as it does).
+    pub gateway: Gateway,
     /// The context store (for the runs `toolreg run` suspends, and their claims).
     pub store: Arc<dyn ContextStore>,
     /// Where this root's host state is kept (see [`StateDir`]).
@@ -220,12 +222,15 @@ impl Tools {
     /// The registry again, with every remote server's current tools.
     pub fn rebuild(&self) -> FunctionRegistry {
         let mut registry = self.builtins.clone();
-        for remote in &self.remotes {
-            for (tool, error) in remote.register_into(&mut registry) {
-                eprintln!("toolreg: `{tool}` from MCP server `{}` left out: {error}", remote.name());
-            }
+        for (tool, error) in self.gateway.register_into(&mut registry) {
+            eprintln!("toolreg: `{tool}` from an MCP server left out: {error}");
         }
         registry
+    }
+
+    /// The connected remote servers.
+    pub fn remotes(&self) -> &[RemoteServer] {
+        self.gateway.remotes()
     }
 }
 
@@ -310,8 +315,9 @@ pub async fn load(args: &ToolsArgs) -> Result<Tools, CliError> {
         Some(path) => connect_all(path, args.strict_servers).await?,
         None => Vec::new(),
     };
-    let mut tools = Tools { builtins: registry.clone(), registry, audit, remotes, store, state };
-    if !tools.remotes.is_empty() {
+    let gateway = Gateway::new(remotes);
+    let mut tools = Tools { builtins: registry.clone(), registry, audit, gateway, store, state };
+    if !tools.remotes().is_empty() {
         tools.registry = tools.rebuild();
     }
     Ok(tools)

@@ -8,7 +8,9 @@
 //!   registry, namespaced and untrusted; [`config`] reads the `mcpServers`
 //!   file MCP clients use.
 //! - [`gateway`]: above both, the imported servers served again: their
-//!   resources, prompts and subscriptions, through the server's
+//!   tools registered through it, their questions (elicitation, sampling,
+//!   a remote task's `input_required`) put to the MCP client behind the
+//!   call, their resources, prompts and subscriptions through the server's
 //!   [`Upstream`](server::Upstream).
 //!
 //! The core crate renders MCP's tool and result *formats*

@@ -11,8 +11,8 @@ pub(super) struct Handler {
 }
 
 impl ClientHandler for Handler {
-    /// Elicitation and sampling are declared: the requests are forwarded
-    /// (see `forward`), or refused with a reason.
+    /// Elicitation and sampling are declared: the requests go to the
+    /// server's answerer (see `answer`), or are refused with a reason.
     fn get_info(&self) -> rmcp::model::ClientConfig {
         let mut info = rmcp::model::ClientConfig::default();
         info.capabilities.elicitation = Some(rmcp::model::ElicitationCapability::default());
@@ -33,7 +33,7 @@ impl ClientHandler for Handler {
         _context: rmcp::service::RequestContext<RoleClient>,
     ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
         let inner = self.server.upgrade().ok_or_else(gone)?;
-        forward::elicit(&inner, request).await
+        answer::elicit(&inner, request).await
     }
 
     // rmcp marks sampling deprecated (a protocol draft drops it); the
@@ -45,7 +45,7 @@ impl ClientHandler for Handler {
         _context: rmcp::service::RequestContext<RoleClient>,
     ) -> Result<rmcp::model::CreateMessageResult, rmcp::ErrorData> {
         let inner = self.server.upgrade().ok_or_else(gone)?;
-        forward::sample(&inner, request).await
+        answer::sample(&inner, request).await
     }
 
     /// Progress on a call in flight goes to its caller; progress on any
@@ -83,7 +83,7 @@ impl ClientHandler for Handler {
     }
 }
 
-/// The server's handle is gone: nothing to forward to.
+/// The server's handle is gone: no one to answer.
 fn gone() -> rmcp::ErrorData {
     rmcp::ErrorData::invalid_request("toolreg is closing this connection", None)
 }

@@ -54,14 +54,16 @@
 //! remote task that asks its client a question (`input_required`) has it
 //! answered like a request of the server (below) and gets the answer with
 //! `tasks/update`; a question no one can answer cancels the task, and the
-//! call fails saying why. A call of a 2026-07-28 client cannot take a
-//! task's questions (its rounds do not reach into a task): that task is
-//! cancelled, saying so.
+//! call fails saying why. A caller that cannot be asked a task's questions
+//! (a 2026-07-28 client's rounds, behind the gateway) says so in the call's
+//! extensions: its task is cancelled when it asks, saying why.
 //!
-//! Its elicitation and sampling requests go to the MCP client whose call is
-//! running on it (behind the gateway, the gateway's client), else to the
-//! host's [`Answerer`] ([`RemoteServer::answer_with`]), or are refused with
-//! a reason where no one can answer.
+//! Its elicitation and sampling requests go to the [`Answerer`] set with
+//! [`RemoteServer::answer_with`], or are refused with a reason where there
+//! is none or it cannot answer. Who is behind a call is not the client's
+//! business: a [`Gateway`](crate::gateway::Gateway) sets itself as the
+//! answerer and puts the servers' questions to the MCP client of the call
+//! in flight, parking a 2026-07-28 client's call between its rounds.
 //!
 //! Its resources and prompts are offered too, namespaced like its tools
 //! ([`RemoteServer::list_resources`], [`RemoteServer::read_resource`],
@@ -111,7 +113,7 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::process::Stdio;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
@@ -125,21 +127,22 @@ use toolreg::CallContext;
 
 use crate::config::{ServerConfig, Transport};
 
+mod answer;
 mod child;
 mod error;
-mod forward;
 mod handler;
 mod resources;
 mod task;
 mod tools;
 
+pub use answer::Answerer;
 use child::{ChildOut, inherited_env};
 pub use error::ClientError;
 use error::{cut, init_cause, io_cause};
-pub use forward::Answerer;
 use handler::Handler;
 pub use resources::{MAX_LINKS, URI_PREFIX};
-pub use tools::{FORWARDED_KEY, local_name};
+pub(crate) use task::NoTaskQuestions;
+pub use tools::local_name;
 
 /// Most `tools/list` pages read from one server (a server whose cursor never
 /// ends is cut off here rather than read until memory runs out).
@@ -212,16 +215,8 @@ struct Inner {
     updates: broadcast::Sender<String>,
     /// The URIs of the resource links its tools returned lately, oldest first.
     links: Mutex<VecDeque<String>>,
-    /// The MCP clients of its calls in flight that came over MCP, by the
-    /// order the calls started: who a question of the server goes to.
-    askers: Mutex<HashMap<u64, forward::Caller>>,
-    next_asker: AtomicU64,
-    /// Who answers its questions when no call in flight came over MCP.
-    answerer: Mutex<Option<Arc<dyn forward::Answerer>>>,
-    /// Calls of 2026-07-28 clients waiting for their client's next round
-    /// (a question of this server's was put to it), by the id in the
-    /// round's sealed state.
-    parked: Mutex<HashMap<u64, tools::Parked>>,
+    /// Who answers its questions (elicitation, sampling, its tasks').
+    answerer: Mutex<Option<Arc<dyn Answerer>>>,
 }
 
 impl std::fmt::Debug for RemoteServer {
@@ -285,20 +280,9 @@ impl RemoteServer {
             progress: Mutex::default(),
             updates: broadcast::channel(64).0,
             links: Mutex::default(),
-            askers: Mutex::default(),
-            next_asker: AtomicU64::new(0),
             answerer: Mutex::new(None),
-            parked: Mutex::default(),
         });
         Ok(RemoteServer { inner })
-    }
-
-    /// Let `answerer` answer the server's elicitation and sampling requests
-    /// that no MCP client can: those made while none of the server's calls
-    /// in flight came over MCP (a host's own agent calling its tools). It
-    /// holds for this connection and every later one.
-    pub fn answer_with(&self, answerer: Arc<dyn Answerer>) {
-        *self.inner.answerer.lock().unwrap_or_else(PoisonError::into_inner) = Some(answerer);
     }
 
     /// Close the connection for good (it is not re-established; later calls

@@ -1,8 +1,9 @@
 //! A remote tool that answers with a task (the MCP tasks extension): the
 //! call follows it, polling to its end within the call's timeout and
 //! cancellation, answers the questions it asks on the way (`input_required`,
-//! put to whoever answers the server's own requests), and takes its outcome
-//! as the call's answer.
+//! put to whoever answers the server's own requests, unless the caller said
+//! it cannot be asked them: [`NoTaskQuestions`]), and takes its outcome as
+//! the call's answer.
 //!
 //! A server on the 2025-11-25 revision does not declare the extension: it
 //! runs a tool as a task only when the call asks for one ("task
@@ -15,6 +16,7 @@
 //! cancels it with `tasks/cancel`.
 
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use rmcp::model::{
@@ -26,7 +28,37 @@ use serde_json::{Value, json};
 use toolreg::{CallContext, TaskSupport, ToolError};
 
 use super::RemoteServer;
-use crate::protocol::InputRound;
+
+/// Put in a call's extensions by a caller that cannot be asked the
+/// questions of a remote task. The client marks it once the call runs as a
+/// task (whoever picks who answers the server's questions then passes this
+/// caller by), and a question of that task (`input_required`) cancels it,
+/// the call failing because of `reason`.
+#[derive(Debug)]
+pub(crate) struct NoTaskQuestions {
+    reason: String,
+    in_task: AtomicBool,
+}
+
+impl NoTaskQuestions {
+    /// `reason` completes "the task asked a question (input_required), which …".
+    pub(crate) fn new(reason: impl Into<String>) -> NoTaskQuestions {
+        NoTaskQuestions { reason: reason.into(), in_task: AtomicBool::new(false) }
+    }
+
+    /// Whether the call runs as a remote task now.
+    pub(crate) fn in_task(&self) -> bool {
+        self.in_task.load(Ordering::SeqCst)
+    }
+}
+
+/// The call runs as a remote task from now on: mark its caller, if it said
+/// it cannot be asked a task's questions.
+fn entering_task(cx: &CallContext) {
+    if let Some(mark) = cx.extensions().get::<NoTaskQuestions>() {
+        mark.in_task.store(true, Ordering::SeqCst);
+    }
+}
 
 impl RemoteServer {
     /// When the server answered with a task (the tasks extension), poll it
@@ -40,6 +72,7 @@ impl RemoteServer {
         answer: Result<ServerResult, rmcp::ServiceError>,
     ) -> Result<Result<ServerResult, rmcp::ServiceError>, ToolError> {
         let Ok(ServerResult::CreateTaskResult(created)) = answer else { return Ok(answer) };
+        entering_task(cx);
         let id = created.task.task_id;
         let timeout = self.inner.config.call_timeout;
         let deadline = tokio::time::Instant::now() + timeout;
@@ -109,16 +142,16 @@ impl RemoteServer {
                         self.inner.name
                     )));
                 }
-                // A 2026-07-28 client's rounds do not reach into a task.
-                TaskPayload::InputRequired { .. } if cx.extensions().get::<InputRound>().is_some() => {
-                    stop().await;
-                    return Err(ToolError::failed(format!(
-                        "MCP server `{}`: the task asked a question (input_required), which toolreg does not \
-                         forward from a task to a client on the 2026-07-28 revision; the task was cancelled",
-                        self.inner.name
-                    )));
-                }
                 TaskPayload::InputRequired { input_requests } => {
+                    // The caller cannot be asked this task's questions.
+                    if let Some(mark) = cx.extensions().get::<NoTaskQuestions>() {
+                        stop().await;
+                        return Err(ToolError::failed(format!(
+                            "MCP server `{}`: the task asked a question (input_required), which {}; the task was \
+                             cancelled",
+                            self.inner.name, mark.reason
+                        )));
+                    }
                     match self.answer_questions(peer, cx, &id, input_requests, &mut answered, deadline).await {
                         // Answered: look again soon.
                         Ok(true) => {
@@ -157,7 +190,7 @@ impl RemoteServer {
         // caught up with the answer yet.
         for (key, request) in questions.into_iter().filter(|(key, _)| !answered.contains(key)) {
             let answer = tokio::select! {
-                answer = super::forward::answer(&self.inner, request) => answer,
+                answer = super::answer::answer(&self.inner, request) => answer,
                 () = tokio::time::sleep_until(deadline) => return Err(timed_out),
                 () = cx.cancelled() => return Err(ToolError::Cancelled),
             };
@@ -205,6 +238,7 @@ impl RemoteServer {
         cx: &CallContext,
         params: CallToolRequestParams,
     ) -> Result<Result<ServerResult, rmcp::ServiceError>, ToolError> {
+        entering_task(cx);
         let timeout = self.inner.config.call_timeout;
         let deadline = tokio::time::Instant::now() + timeout;
         let mut params =

@@ -2,17 +2,14 @@
 //! the listing, and called with `tools/call` over the server's connection.
 
 use std::collections::HashSet;
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError};
-use std::time::Instant;
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam, ClientRequest, CustomResult,
-    InputRequests, ProgressToken, RequestId, ServerResult, Tool,
+    ProgressToken, ServerResult, Tool,
 };
 use rmcp::service::{Peer, PeerRequestOptions, RoleClient};
-use serde_json::{Value, json};
-use tokio::sync::{mpsc, oneshot};
+use serde_json::Value;
 use toolreg::policy::ArgumentsHash;
 use toolreg::provider::NameRule;
 use toolreg::transform::{ToolTransform, Transforms};
@@ -22,9 +19,7 @@ use toolreg::{
 };
 use tracing::Instrument;
 
-use super::forward::Question;
 use super::{RemoteServer, SEPARATOR};
-use crate::protocol::{InputRound, STATE_TTL};
 
 impl RemoteServer {
     /// The server's tools as registrations named `server__tool` (shortened
@@ -32,6 +27,17 @@ impl RemoteServer {
     /// filtered, renamed, described and with arguments fixed as the server's
     /// `tools` configuration says ([`ToolFilter`](crate::config::ToolFilter)).
     pub fn registrations(&self) -> Vec<ToolRegistration> {
+        self.registrations_through(&|tool| tool)
+    }
+
+    /// [`registrations`](Self::registrations), each tool's call made
+    /// through `wrap` (a gateway's, which puts the server's questions to
+    /// the caller). Wrapped before the configured transforms apply, so
+    /// they hold for the wrapped tool as for the plain one.
+    pub(crate) fn registrations_through(
+        &self,
+        wrap: &dyn Fn(Arc<dyn ErasedTool>) -> Arc<dyn ErasedTool>,
+    ) -> Vec<ToolRegistration> {
         let tools = self.listed_tools();
         let filter = &self.inner.config.tools;
         let left_out: HashSet<String> = self.left_out().into_iter().map(|(tool, _)| tool).collect();
@@ -55,7 +61,7 @@ impl RemoteServer {
                 }
                 let declaration = self.declaration(&name, tool);
                 let remote = RemoteTool { server: self.clone(), remote: tool.name.to_string() };
-                ToolRegistration::new(declaration, Arc::new(remote))
+                ToolRegistration::new(declaration, wrap(Arc::new(remote)))
             })
             .collect();
         if transforms.tools.is_empty() {
@@ -97,10 +103,22 @@ impl RemoteServer {
 
     /// Register every tool the registry accepts; the ones it refuses (a
     /// hostile schema, a clash with a local name) are left out and returned
-    /// with why.
+    /// with why. The server's questions go to its answerer alone
+    /// ([`answer_with`](Self::answer_with)); behind a gateway, register
+    /// through [`Gateway::register_into`](crate::gateway::Gateway::register_into)
+    /// so that they reach the MCP client of the call.
     pub fn register_into(&self, registry: &mut FunctionRegistry) -> Vec<(String, RegistryError)> {
+        self.register_all(registry, self.registrations())
+    }
+
+    /// Register `registrations` of this server's, returning the refused ones with why.
+    pub(crate) fn register_all(
+        &self,
+        registry: &mut FunctionRegistry,
+        registrations: Vec<ToolRegistration>,
+    ) -> Vec<(String, RegistryError)> {
         let mut refused = Vec::new();
-        for registration in self.registrations() {
+        for registration in registrations {
             let name = registration.name().to_owned();
             if let Err(error) = registry.register(registration) {
                 tracing::warn!(server = %self.inner.name, tool = %name, %error, "remote tool not imported");
@@ -146,22 +164,6 @@ impl RemoteServer {
 
     /// Call one tool by its remote name.
     async fn call(&self, remote: &str, cx: &CallContext, arguments: Value) -> Result<ToolOutput, ToolError> {
-        let round = cx.extensions().get::<InputRound>();
-        // A later round of a 2026-07-28 client's call that was waiting for
-        // its answer to a question of the server: take it up again.
-        if let Some(round) = round
-            && let Some(id) = round.state().and_then(|state| state.get(PARKED)).and_then(Value::as_u64)
-        {
-            let parked = self.inner.parked.lock().unwrap_or_else(PoisonError::into_inner).remove(&id);
-            let parked = parked.ok_or_else(|| {
-                ToolError::failed(format!(
-                    "the call to MCP server `{}` that waited for this answer is gone (it ended or waited too long); \
-                     call the tool again",
-                    self.inner.name
-                ))
-            })?;
-            return self.resume(remote, cx, round, parked).await;
-        }
         let connection = self.connection().ok_or_else(|| ToolError::failed(self.reconnecting_error().to_string()))?;
         if connection.is_closed() {
             self.lost();
@@ -177,9 +179,8 @@ impl RemoteServer {
         params.meta = crate::trace::outgoing_meta();
         let peer: &Peer<RoleClient> = connection.peer();
         if self.needs_augmentation(peer, remote) {
-            // A task of the 2025-11-25 revision; its questions go to this
-            // call's client, as a plain call's do.
-            let _asker = super::forward::Asker::open(self, cx);
+            // A task of the 2025-11-25 revision; its questions go to the
+            // answerer, as a plain call's do.
             let answer = self.call_augmented(peer, cx, params).await?;
             return self.read_answer(remote, answer);
         }
@@ -206,26 +207,6 @@ impl RemoteServer {
         // transport and rmcp's reader.)
         let progress =
             cx.extensions().get::<ProgressReporter>().map(|_| ProgressRoute::open(self, &handle.progress_token, cx));
-        if let Some(round) = round {
-            // A 2026-07-28 client: the remote call may outlive this round
-            // (when the server asks a question), so it runs on its own task.
-            let (asker, questions) = super::forward::Asker::open_rounds(self, round);
-            let progress_token = progress.as_ref().map(|route| route.token.clone());
-            let (done, answer) = oneshot::channel();
-            tokio::spawn(async move {
-                let answer = handle.await_response().await;
-                if progress.is_some() {
-                    // As below: the last reports before the answer.
-                    tokio::time::sleep(PROGRESS_SETTLE).await;
-                }
-                drop((asker, progress));
-                let _ = done.send(answer);
-            });
-            let parked = Parked { at: Instant::now(), id, progress_token, answer, questions, pending: None };
-            return self.resume(remote, cx, round, parked).await;
-        }
-        // A question the server asks meanwhile can go to this call's client.
-        let _asker = super::forward::Asker::open(self, cx);
         let answer = tokio::select! {
             answer = handle.await_response() => answer,
             () = cx.cancelled() => {
@@ -257,96 +238,6 @@ impl RemoteServer {
         }
         let answer = self.follow_task(peer, cx, answer).await?;
         self.read_answer(remote, answer)
-    }
-
-    /// Wait for a 2026-07-28 client's call: its answer, or a question of
-    /// the server (which parks the call and is put to the client).
-    async fn resume(
-        &self,
-        remote: &str,
-        cx: &CallContext,
-        round: &InputRound,
-        mut parked: Parked,
-    ) -> Result<ToolOutput, ToolError> {
-        // Progress the server reports from now on goes to this round's client.
-        if let Some(token) = &parked.progress_token
-            && cx.extensions().get::<ProgressReporter>().is_some()
-        {
-            let mut routes = self.inner.progress.lock().unwrap_or_else(PoisonError::into_inner);
-            if let Some(route) = routes.get_mut(token) {
-                *route = cx.clone();
-            }
-        }
-        if let Some(question) = parked.pending.take() {
-            match round.response(FORWARDED_KEY) {
-                Some(answer) => {
-                    // The server may have stopped waiting: then it is moot.
-                    let _ = question.answer.send(answer.clone());
-                }
-                // Not answered: asked again.
-                None => {
-                    parked.pending = Some(question);
-                    return self.park(round, parked);
-                }
-            }
-        }
-        let answer = tokio::select! {
-            answer = &mut parked.answer => answer.map_err(|_| {
-                ToolError::failed(format!("the call to MCP server `{}` ended without an answer", self.inner.name))
-            })?,
-            Some(question) = parked.questions.recv() => {
-                parked.pending = Some(question);
-                return self.park(round, parked);
-            }
-            () = cx.cancelled() => {
-                if let Some(connection) = self.connection() {
-                    let param = CancelledNotificationParam::new(Some(parked.id), Some("cancelled by the caller".to_owned()));
-                    let _ = connection.peer().notify_cancelled(param).await;
-                }
-                return Err(ToolError::Cancelled);
-            }
-        };
-        let answer = match self.connection() {
-            Some(connection) => self.follow_task(connection.peer(), cx, answer).await?,
-            None => answer,
-        };
-        self.read_answer(remote, answer)
-    }
-
-    /// Keep the call for the client's next round and put the server's
-    /// question to the client (the call's output is then not sent).
-    fn park(&self, round: &InputRound, mut parked: Parked) -> Result<ToolOutput, ToolError> {
-        let Some(question) = parked.pending.as_ref().map(|question| question.request.clone()) else {
-            return Err(ToolError::failed("nothing to ask"));
-        };
-        let key = self.inner.next_asker.fetch_add(1, Ordering::Relaxed);
-        {
-            let mut lot = self.inner.parked.lock().unwrap_or_else(PoisonError::into_inner);
-            // A call whose client never came back is dropped after the
-            // state's lifetime: the server's question is then refused.
-            lot.retain(|_, waiting| waiting.at.elapsed() < STATE_TTL);
-            if lot.len() >= MAX_PARKED {
-                return Err(ToolError::failed(format!(
-                    "MCP server `{}` asked a question, but {MAX_PARKED} calls already wait for their client's answer",
-                    self.inner.name
-                )));
-            }
-            parked.at = Instant::now();
-            lot.insert(key, parked);
-        }
-        // Dropped when its time is up even if no other call parks meanwhile.
-        let server = self.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(STATE_TTL).await;
-            server.inner.parked.lock().unwrap_or_else(PoisonError::into_inner).remove(&key);
-        });
-        // An approval used for this call in this round goes on to the next
-        // round with the state (the round carries it), for this call only.
-        let state = json!({PARKED: key});
-        let mut requests = InputRequests::new();
-        requests.insert(FORWARDED_KEY.to_owned(), question);
-        round.ask(requests, state);
-        Ok(ToolOutput::new(Value::Null))
     }
 
     /// The remote server's answer to `tools/call`, as the caller gets it.
@@ -406,32 +297,6 @@ impl RemoteServer {
             }
         }
     }
-}
-
-/// The key of a remote server's question in an `input_required` result's
-/// `inputRequests` (and of the answer in `inputResponses`).
-pub const FORWARDED_KEY: &str = "toolreg_forwarded";
-
-/// The key of a parked call's id in the round's state.
-const PARKED: &str = "toolreg_parked";
-
-/// Calls parked at most per remote server.
-const MAX_PARKED: usize = 1024;
-
-/// A call of a 2026-07-28 client parked between rounds: the remote call
-/// runs on (its task sends the answer), its server's question waits for
-/// the client's next round.
-pub(super) struct Parked {
-    /// When it was parked.
-    at: Instant,
-    /// The remote request's id, to cancel it.
-    id: RequestId,
-    /// The remote request's progress token, when its progress is routed.
-    progress_token: Option<ProgressToken>,
-    answer: oneshot::Receiver<Result<ServerResult, rmcp::ServiceError>>,
-    questions: mpsc::Receiver<Question>,
-    /// The question put to the client, waiting for its answer.
-    pending: Option<Question>,
 }
 
 /// A remote tool's result as the caller gets it: one plain text block as

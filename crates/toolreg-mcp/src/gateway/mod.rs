@@ -2,11 +2,19 @@
 //! [`client`](crate::client) (which talks to each of them) and the
 //! [`server`](crate::server) (which serves a registry).
 //!
-//! Their tools reach the server as registry tools
-//! ([`RemoteServer::register_into`]); their resources and prompts, and the
-//! subscriptions to their resources, through a [`Gateway`], which the
-//! server takes as its [`Upstream`]:
+//! Their tools reach the server as registry tools through the gateway
+//! ([`Gateway::register_into`]), which puts each server's questions to the
+//! MCP client whose call is running on it; their resources and prompts, and
+//! the subscriptions to their resources, through the same [`Gateway`],
+//! which the server takes as its [`Upstream`]:
 //!
+//! - a server's elicitation and sampling requests, and its tasks' questions,
+//!   go to the client of the most recent of its calls in flight that came
+//!   over MCP, else to the host's answerer ([`Gateway::answer_with`]), else
+//!   are refused with a reason (`forward`);
+//! - a client on the 2026-07-28 revision is asked in its next round: its
+//!   call is parked between rounds under [`FORWARDED_KEY`], and its rounds
+//!   do not reach into a remote task (`rounds`);
 //! - resources and prompts are namespaced as the tools are
 //!   (`toolreg://<server>/<uri>`, `server__name`); a URI or prompt name as a
 //!   server itself gives it reaches that server too when no other imported
@@ -23,21 +31,24 @@
 //! use toolreg_mcp::server::{McpServer, ServerOptions};
 //!
 //! # async fn run(remotes: Vec<RemoteServer>) -> Result<(), toolreg_mcp::server::ServeError> {
+//! let gateway = Gateway::new(remotes);
 //! let mut registry = FunctionRegistry::new();
-//! for remote in &remotes {
-//!     remote.register_into(&mut registry);
+//! for (tool, error) in gateway.register_into(&mut registry) {
+//!     eprintln!("skipped {tool}: {error}");
 //! }
 //! let server = McpServer::from_registry(&registry, ServerOptions::default());
-//! server.set_upstream(Gateway::new(remotes));
+//! server.set_upstream(gateway);
 //! server.serve_stdio().await
 //! # }
 //! ```
 
+mod forward;
 mod resources;
+mod rounds;
 mod subscribe;
 
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 
 use futures_util::future::BoxFuture;
 use rmcp::model::{
@@ -45,29 +56,84 @@ use rmcp::model::{
     ListResourcesResult, ReadResourceRequestParams, ReadResourceResult,
 };
 
-use crate::client::{ClientError, RemoteServer};
+use toolreg::{ErasedTool, FunctionRegistry, RegistryError, ToolRegistration};
+
+use crate::client::{Answerer, ClientError, RemoteServer};
 use crate::server::{ResourceListener, Upstream};
+use forward::{Forward, Forwarded, HostAnswerer};
+pub use rounds::FORWARDED_KEY;
 use subscribe::Subscriptions;
 
-/// Imported servers whose resources and prompts a server offers beside the
-/// tools: give it to [`McpServer::set_upstream`](crate::server::McpServer::set_upstream).
+/// Imported servers served again: their tools registered through it
+/// ([`register_into`](Self::register_into)), their questions put to the MCP
+/// client behind the call, and their resources and prompts offered beside
+/// the tools (give it to [`McpServer::set_upstream`](crate::server::McpServer::set_upstream)).
+/// Cloning shares it.
+#[derive(Clone)]
 pub struct Gateway {
     remotes: Vec<RemoteServer>,
+    /// Each server's questions, in the order of `remotes`.
+    forwards: Vec<Arc<Forward>>,
+    host: HostAnswerer,
     subscriptions: Arc<Subscriptions>,
 }
 
 impl Gateway {
-    /// Offer the resources (list, templates, read, subscribe) and prompts
-    /// (list, get) of these servers, and follow their resources' updates.
+    /// Serve these servers again: answer their questions (this gateway is
+    /// now each one's [`Answerer`], in place of any set before), offer their
+    /// resources (list, templates, read, subscribe) and prompts (list, get),
+    /// and follow their resources' updates.
     pub fn new(remotes: Vec<RemoteServer>) -> Gateway {
+        let host = HostAnswerer::default();
+        let forwards = remotes
+            .iter()
+            .map(|remote| {
+                let forward = Arc::new(Forward::new(remote.name(), Arc::clone(&host)));
+                remote.answer_with(Arc::clone(&forward) as Arc<dyn Answerer>);
+                forward
+            })
+            .collect();
         let subscriptions = Subscriptions::watching(&remotes);
-        Gateway { remotes, subscriptions }
+        Gateway { remotes, forwards, host, subscriptions }
     }
 
     /// The imported servers.
     pub fn remotes(&self) -> &[RemoteServer] {
         &self.remotes
     }
+
+    /// Let `answerer` answer the servers' questions that no MCP client can:
+    /// those made while none of the server's calls in flight came over MCP
+    /// (a host's own agent calling its tools).
+    pub fn answer_with(&self, answerer: Arc<dyn Answerer>) {
+        *self.host.lock().unwrap_or_else(PoisonError::into_inner) = Some(answerer);
+    }
+
+    /// Every server's tools as registrations ([`RemoteServer::registrations`]),
+    /// each call made through the gateway so that the server's questions
+    /// reach the MCP client behind it.
+    pub fn registrations(&self) -> Vec<ToolRegistration> {
+        self.remotes.iter().zip(&self.forwards).flat_map(|(remote, forward)| through(remote, forward)).collect()
+    }
+
+    /// Register every server's tools the registry accepts, through the
+    /// gateway (see [`registrations`](Self::registrations)); the ones it
+    /// refuses (a hostile schema, a clash with a local name) are left out
+    /// and returned with why.
+    pub fn register_into(&self, registry: &mut FunctionRegistry) -> Vec<(String, RegistryError)> {
+        let mut refused = Vec::new();
+        for (remote, forward) in self.remotes.iter().zip(&self.forwards) {
+            refused.extend(remote.register_all(registry, through(remote, forward)));
+        }
+        refused
+    }
+}
+
+/// `remote`'s registrations, each tool wrapped to forward its server's questions.
+fn through(remote: &RemoteServer, forward: &Arc<Forward>) -> Vec<ToolRegistration> {
+    remote.registrations_through(&|tool| {
+        Arc::new(Forwarded { tool, forward: Arc::clone(forward) }) as Arc<dyn ErasedTool>
+    })
 }
 
 impl std::fmt::Debug for Gateway {

@@ -577,11 +577,13 @@ async fn a_tool_refused_as_needing_a_task_is_left_out_after_its_first_call() {
 }
 
 /// A question from a server whose call did not come over MCP has no one to
-/// go to: the server is told so, and the call still answers.
+/// go to behind the gateway: the server is told so, and the call still answers.
 #[tokio::test]
 async fn a_question_with_no_mcp_client_behind_the_call_is_refused() {
     let server = RemoteServer::connect("fake", fake()).await.unwrap();
-    let registry = import(&server).await;
+    let mut registry = FunctionRegistry::new();
+    let refused = toolreg_mcp::gateway::Gateway::new(vec![server]).register_into(&mut registry);
+    assert!(refused.is_empty(), "{refused:?}");
     let asked = call(&registry, "fake__ask", json!({})).await;
     let answer: Value = serde_json::from_str(&asked.text()).unwrap();
     let message = answer["error"]["message"].as_str().unwrap_or_default();
@@ -664,6 +666,20 @@ async fn the_hosts_answerer_answers_questions_no_mcp_client_can() {
     let sampled = call(&registry, "fake__sample", json!({})).await;
     let got: Value = serde_json::from_str(sampled.value().unwrap().as_str().unwrap()).unwrap();
     assert!(got["error"]["message"].as_str().unwrap().ends_with("this host has no model"), "{got}");
+}
+
+/// Behind the gateway, a question with no MCP client behind the call goes
+/// to the host's answerer set on the gateway.
+#[tokio::test]
+async fn behind_the_gateway_the_hosts_answerer_answers_questions_no_mcp_client_can() {
+    let server = RemoteServer::connect("fake", fake()).await.unwrap();
+    let gateway = toolreg_mcp::gateway::Gateway::new(vec![server]);
+    gateway.answer_with(std::sync::Arc::new(Host));
+    let mut registry = FunctionRegistry::new();
+    assert!(gateway.register_into(&mut registry).is_empty());
+    let asked = call(&registry, "fake__ask", json!({})).await;
+    let got: Value = serde_json::from_str(asked.value().unwrap().as_str().unwrap()).unwrap();
+    assert_eq!(got["result"], json!({"action": "accept", "content": {"name": "fake: Your name?"}}), "{got}");
 }
 
 /// A remote task's question (`input_required`) goes to whoever answers the

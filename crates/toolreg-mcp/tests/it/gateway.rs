@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use toolreg::FunctionRegistry;
 use toolreg_mcp::client::RemoteServer;
 use toolreg_mcp::config::{ServerConfig, Transport};
+use toolreg_mcp::gateway::Gateway;
 use toolreg_mcp::server::{McpServer, ServerOptions, StdioOptions};
 
 /// The gateway's client, and the imported server (its child lives as long as it).
@@ -36,12 +37,13 @@ async fn gateway_over(client_capabilities: Value, safety: toolreg::SafetyLevel, 
     let transport = Transport::Command { command: "python3".into(), args, env: BTreeMap::new(), cwd: None };
     let config = ServerConfig::new(transport).call_timeout(Duration::from_secs(5)).safety(safety);
     let remote = RemoteServer::connect("fake", config).await.unwrap();
+    let gateway = Gateway::new(vec![remote.clone()]);
     let mut registry = FunctionRegistry::new();
-    let refused = remote.register_into(&mut registry);
+    let refused = gateway.register_into(&mut registry);
     assert!(refused.is_empty(), "{refused:?}");
     let options = ServerOptions::default();
     let server = McpServer::new(McpServer::engine_builder(&registry, &options).build(), options);
-    server.set_upstream(toolreg_mcp::gateway::Gateway::new(vec![remote.clone()]));
+    server.set_upstream(gateway);
     let mut raw = Raw::start(server, StdioOptions::default());
     let init = raw.initialize(client_capabilities).await;
     let capabilities = &init["result"]["capabilities"];
@@ -229,7 +231,7 @@ async fn plain_uris_and_prompt_names_reach_the_one_server_that_lists_them() {
     let twin = RemoteServer::connect("twin", ServerConfig::new(transport)).await.unwrap();
     let options = ServerOptions::default();
     let server = McpServer::new(McpServer::engine_builder(&FunctionRegistry::new(), &options).build(), options);
-    server.set_upstream(toolreg_mcp::gateway::Gateway::new(vec![remote, twin]));
+    server.set_upstream(Gateway::new(vec![remote, twin]));
     let mut raw = Raw::start(server, StdioOptions::default());
     raw.initialize(json!({})).await;
     let ambiguous = request(&mut raw, 4, "resources/read", json!({"uri": "mem://notes"})).await;
@@ -303,7 +305,7 @@ fn call_2026(id: i64, tool: &str, capabilities: Value, retry: Option<(&Value, Va
 #[tokio::test]
 async fn remote_questions_reach_a_2026_07_28_client_as_multi_round_trip_requests() {
     let (mut raw, _remote) = gateway().await;
-    let key = toolreg_mcp::client::FORWARDED_KEY;
+    let key = toolreg_mcp::gateway::FORWARDED_KEY;
     let both = json!({"elicitation": {}, "sampling": {}});
     raw.send(call_2026(1, "fake__ask", both.clone(), None)).await;
     let asked = raw.answer(json!(1)).await["result"].take();
@@ -343,6 +345,18 @@ async fn remote_questions_reach_a_2026_07_28_client_as_multi_round_trip_requests
     assert!(got["error"]["message"].as_str().unwrap_or_default().contains("does not support elicitation"), "{done}");
 }
 
+/// A remote task's question is not put to a 2026-07-28 client (its rounds
+/// do not reach into a task): the task is cancelled, saying so.
+#[tokio::test]
+async fn a_remote_tasks_question_does_not_reach_a_2026_07_28_client() {
+    let (mut raw, _remote) = gateway().await;
+    let mut call = call_2026(1, "fake__research", json!({"elicitation": {}}), None);
+    call["params"]["arguments"] = json!({"topic": "tides", "ask": true});
+    raw.send(call).await;
+    let done = raw.answer(json!(1)).await;
+    assert!(done.to_string().contains("does not forward from a task to a client on the 2026-07-28 revision"), "{done}");
+}
+
 #[tokio::test]
 async fn an_approved_remote_call_asks_its_question_without_asking_approval_again() {
     // Every remote tool dangerous: the client approves, then the server asks.
@@ -355,7 +369,7 @@ async fn an_approved_remote_call_asks_its_question_without_asking_approval_again
     let yes = json!({approval: {"action": "accept", "content": {"approve": true}}});
     raw.send(call_2026(2, "fake__ask", elicits.clone(), Some((&asked["requestState"], yes)))).await;
     let asked = raw.answer(json!(2)).await["result"].take();
-    let key = toolreg_mcp::client::FORWARDED_KEY;
+    let key = toolreg_mcp::gateway::FORWARDED_KEY;
     assert_eq!(asked["inputRequests"][key]["params"]["message"], "Your name?", "{asked}");
     let answer = json!({key: {"action": "accept", "content": {"name": "Ada"}}});
     raw.send(call_2026(3, "fake__ask", elicits, Some((&asked["requestState"], answer)))).await;

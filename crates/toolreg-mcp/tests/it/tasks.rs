@@ -461,7 +461,7 @@ async fn the_gateway_serves_a_remote_task_tool_on_with_its_execution() {
     .call_timeout(Duration::from_secs(10));
     let remote = RemoteServer::connect("fake", config).await.unwrap();
     let mut registry = FunctionRegistry::new();
-    assert!(remote.register_into(&mut registry).is_empty());
+    assert!(toolreg_mcp::gateway::Gateway::new(vec![remote]).register_into(&mut registry).is_empty());
     let store = SqliteStore::in_memory().await.unwrap();
     let options = ServerOptions::default().tasks(fast(TaskOptions::new(store.namespace("mcp-tasks").unwrap())));
     let mut raw = client(McpServer::from_registry(&registry, options)).await;
