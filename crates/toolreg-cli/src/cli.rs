@@ -95,6 +95,50 @@ pub enum Command {
         after_help = "Examples:\n  toolreg serve\n  toolreg serve --http 127.0.0.1:8080 --audit audit.jsonl\n  TOOLREG_MCP_TOKEN=secret toolreg serve --http 0.0.0.0:8080 --allow-host example.com\n  toolreg serve --config ~/.config/claude/claude_desktop_config.json\n  toolreg serve --config servers.json --deferred"
     )]
     Serve(ServeArgs),
+    /// Measure how well tool search finds the right tool on your own catalog: recall@1/3/5/10
+    /// and MRR of labelled requests, and the requests it missed. The catalog is a JSON file of
+    /// MCP tool lists (`--catalog`), or the tools of the servers in `--config`.
+    #[command(
+        name = "search-eval",
+        after_help = "Examples:\n  toolreg search-eval --catalog tools.json --queries requests.jsonl\n  toolreg --config servers.json search-eval --queries requests.jsonl --min-recall 5=90\n\nThe catalog: {\"SERVER\": [TOOL, ...], ...} or {\"SERVER\": {\"tools\": [TOOL, ...]}, ...}, each TOOL as\nMCP's tools/list gives it (name, description, inputSchema, title). Its tools are named as the\ngateway names them: SERVER__NAME.\n\nThe requests: one JSON object per line, {\"request\": \"...\", \"tools\": [\"SERVER__NAME\", ...]}, any of\nthe tools counting as found, and an optional \"kind\" (such as \"paraphrase\") reported apart."
+    )]
+    SearchEval(SearchEvalArgs),
+}
+
+/// `toolreg search-eval`.
+#[derive(Debug, Args)]
+pub struct SearchEvalArgs {
+    /// The labelled requests: JSON lines of `request`, `tools` and an optional `kind`.
+    #[arg(long, value_name = "FILE")]
+    pub queries: PathBuf,
+    /// The tools to search: a JSON file of MCP tool lists by server. Without it, the tools
+    /// imported from the servers of `--config`.
+    #[arg(long, value_name = "FILE")]
+    pub catalog: Option<PathBuf>,
+    /// How many misses to print (those not in the top 5), 0 for none.
+    #[arg(long, default_value_t = 20)]
+    pub misses: usize,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Fail (exit status 1) when recall@K is under PERCENT, e.g. `5=90` (repeatable): a
+    /// regression check for CI.
+    #[arg(long = "min-recall", value_name = "K=PERCENT", value_parser = parse_min_recall)]
+    pub min_recall: Vec<(usize, f64)>,
+}
+
+/// `K=PERCENT` of `--min-recall`.
+fn parse_min_recall(text: &str) -> Result<(usize, f64), String> {
+    let (k, percent) = text.split_once('=').ok_or("expected K=PERCENT, e.g. 5=90")?;
+    let k: usize = k.trim().parse().map_err(|_| format!("`{k}` is not a rank"))?;
+    let percent: f64 = percent.trim().parse().map_err(|_| format!("`{percent}` is not a percentage"))?;
+    if !(1..=10).contains(&k) {
+        return Err(format!("K is a rank from 1 to 10, not {k}"));
+    }
+    if !(0.0..=100.0).contains(&percent) {
+        return Err(format!("PERCENT is from 0 to 100, not {percent}"));
+    }
+    Ok((k, percent))
 }
 
 /// Where the tools come from (shared by every subcommand).

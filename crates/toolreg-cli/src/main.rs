@@ -6,6 +6,7 @@ mod answer;
 mod blocks;
 mod cli;
 mod run;
+mod search_eval;
 mod setup;
 pub mod telemetry;
 
@@ -96,6 +97,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         }
         Some(Command::Run(args)) => run::run(tools, args).await,
         Some(Command::Resume(args)) => run::resume(tools, args).await,
+        Some(Command::SearchEval(args)) => search_eval::run(&tools, &args),
         Some(Command::CodeWorker) => Ok(()),
     };
     // The imported servers end as the MCP stdio transport asks (input

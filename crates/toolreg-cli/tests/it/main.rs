@@ -8,5 +8,6 @@ mod deferred;
 mod gateway;
 mod otel;
 mod resume;
+mod search_eval;
 mod store_postgres;
 mod support;
