@@ -100,7 +100,7 @@ pub enum Command {
     /// MCP tool lists (`--catalog`), or the tools of the servers in `--config`.
     #[command(
         name = "search-eval",
-        after_help = "Examples:\n  toolreg search-eval --catalog tools.json --queries requests.jsonl\n  toolreg --config servers.json search-eval --queries requests.jsonl --min-recall 5=90\n\nThe catalog: {\"SERVER\": [TOOL, ...], ...} or {\"SERVER\": {\"tools\": [TOOL, ...]}, ...}, each TOOL as\nMCP's tools/list gives it (name, description, inputSchema, title). Its tools are named as the\ngateway names them: SERVER__NAME.\n\nThe requests: one JSON object per line, {\"request\": \"...\", \"tools\": [\"SERVER__NAME\", ...]}, any of\nthe tools counting as found, and an optional \"kind\" (such as \"paraphrase\") reported apart."
+        after_help = "Examples:\n  toolreg search-eval --catalog tools.json --queries requests.jsonl\n  toolreg --config servers.json search-eval --queries requests.jsonl --min-recall 5=90\n  toolreg --search-model all-MiniLM-L6-v2 search-eval --catalog tools.json --queries requests.jsonl --search dense\n\nThe catalog: {\"SERVER\": [TOOL, ...], ...} or {\"SERVER\": {\"tools\": [TOOL, ...]}, ...}, each TOOL as\nMCP's tools/list gives it (name, description, inputSchema, title). Its tools are named as the\ngateway names them: SERVER__NAME.\n\nThe requests: one JSON object per line, {\"request\": \"...\", \"tools\": [\"SERVER__NAME\", ...]}, any of\nthe tools counting as found, and an optional \"kind\" (such as \"paraphrase\") reported apart."
     )]
     SearchEval(SearchEvalArgs),
 }
@@ -121,10 +121,26 @@ pub struct SearchEvalArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Which search to measure: `keyword` (BM25), `dense` (the search
+    /// model alone) or `hybrid` (both, fused). Default: hybrid with a
+    /// search model (--search-model), keyword without.
+    #[arg(long, value_enum)]
+    pub search: Option<SearchKind>,
     /// Fail (exit status 1) when recall@K is under PERCENT, e.g. `5=90` (repeatable): a
     /// regression check for CI.
     #[arg(long = "min-recall", value_name = "K=PERCENT", value_parser = parse_min_recall)]
     pub min_recall: Vec<(usize, f64)>,
+}
+
+/// The searches `toolreg search-eval` measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SearchKind {
+    /// BM25 over the tools' words.
+    Keyword,
+    /// The search model's cosine similarity alone.
+    Dense,
+    /// Both, mixed (what `search_tools` runs with a model).
+    Hybrid,
 }
 
 /// `K=PERCENT` of `--min-recall`.
@@ -178,6 +194,14 @@ pub struct ToolsArgs {
     /// others are served, and `serve` keeps retrying the missing ones).
     #[arg(long, global = true)]
     pub strict_servers: bool,
+    /// Search tools by meaning as well as words, with this
+    /// sentence-transformers model (a directory holding model.safetensors,
+    /// tokenizer.json and config.json: all-MiniLM-L6-v2, bge-small-en-v1.5,
+    /// e5-small). Tool vectors are computed in the background and kept in
+    /// STATE/search-vectors.bin; keywords answer until they are ready. Also
+    /// read from TOOLREG_SEARCH_MODEL.
+    #[arg(long, global = true, value_name = "DIR")]
+    pub search_model: Option<PathBuf>,
 }
 
 /// `toolreg serve`.

@@ -95,8 +95,14 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         Some(Command::Call { name, arguments, yes, out }) => {
             call(tools, &name, arguments.as_deref(), yes, out.as_deref()).await
         }
-        Some(Command::Run(args)) => run::run(tools, args).await,
-        Some(Command::Resume(args)) => run::resume(tools, args).await,
+        Some(Command::Run(args)) => {
+            announce_search(&tools);
+            run::run(tools, args).await
+        }
+        Some(Command::Resume(args)) => {
+            announce_search(&tools);
+            run::resume(tools, args).await
+        }
         Some(Command::SearchEval(args)) => search_eval::run(&tools, &args),
         Some(Command::CodeWorker) => Ok(()),
     };
@@ -241,7 +247,21 @@ fn with_ask_user(mut registry: toolreg::FunctionRegistry) -> toolreg::FunctionRe
     registry
 }
 
+/// Say which search finds tools, and start computing the tool vectors a
+/// search model needs (keywords answer until they are ready).
+fn announce_search(tools: &setup::Tools) {
+    let Some(embeddings) = &tools.embeddings else { return };
+    let (ready, total) = embeddings.prepare(tools.registry.list().map(|tool| tool.declaration()));
+    let pending = if ready == total {
+        String::new()
+    } else {
+        format!("; {} of {total} tool vectors to compute in the background, keywords alone until then", total - ready)
+    };
+    eprintln!("toolreg: tool search: hybrid, keywords and {}{pending}", embeddings.model());
+}
+
 async fn serve(mut tools: setup::Tools, args: ServeArgs) -> Result<(), CliError> {
+    announce_search(&tools);
     tools.registry = with_ask_user(std::mem::take(&mut tools.registry));
     let mut options = ServerOptions::default().allow_dangerous(args.allow_dangerous);
     // Multi Round-Trip request state is sealed with the host key and each

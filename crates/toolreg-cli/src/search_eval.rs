@@ -2,8 +2,10 @@
 //! operator's own catalog, before they trust deferred loading with it.
 //!
 //! The search is the one `search_tools` runs behind the gateway's deferred
-//! mode: the registry's index over every tool, answering with imported
-//! tools only. Each labelled request is searched once for its top ten; a
+//! mode: the registry's indexes over every tool, answering with imported
+//! tools only — by keywords, or with a search model (`--search-model`) by
+//! keywords and meaning fused (`--search` picks one side alone). Every tool
+//! vector is computed before the first request is searched. Each labelled request is searched once for its top ten; a
 //! request is found at rank k when any of its acceptable tools is among the
 //! first k. MRR counts the first acceptable tool's rank within the ten (0
 //! past it).
@@ -16,12 +18,12 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use toolreg::ToolDeclaration;
-use toolreg::search::ToolIndex;
+use toolreg::search::{DenseIndex, Embeddings, FUSION_DEPTH, SearchHit, ToolIndex, fuse};
 use toolreg_mcp::client::local_name;
 use toolreg_mcp::rmcp::model::Tool;
 
 use crate::CliError;
-use crate::cli::SearchEvalArgs;
+use crate::cli::{SearchEvalArgs, SearchKind};
 use crate::setup::Tools;
 
 /// The ranks recall is reported at; the search asks for the last.
@@ -30,8 +32,6 @@ const RANKS: [usize; 4] = [1, 3, 5, 10];
 const MISS_RANK: usize = 5;
 /// The largest catalog or request file read (a file is read whole).
 const MAX_FILE: u64 = 256 << 20;
-/// What the report calls the search that answered.
-const SEARCH: &str = "BM25 (toolreg's keyword index)";
 
 /// One labelled request of the `--queries` file.
 #[derive(Debug, Deserialize)]
@@ -96,6 +96,8 @@ struct Miss {
 /// The whole evaluation.
 #[derive(Debug)]
 struct Report {
+    /// Which search answered, in words.
+    search: String,
     tools: usize,
     all: Figures,
     /// By the requests' `kind`, where given.
@@ -128,7 +130,9 @@ pub fn run(tools: &Tools, args: &SearchEvalArgs) -> Result<(), CliError> {
         ));
     }
     let requests = read_queries(&args.queries, &searched)?;
-    let report = evaluate(&declarations, &searched, &requests);
+    let kind = args.search.unwrap_or(if tools.embeddings.is_some() { SearchKind::Hybrid } else { SearchKind::Keyword });
+    let search = Search::new(kind, &declarations, tools.embeddings.as_ref())?;
+    let report = evaluate(&search, &searched, &requests)?;
     let text = if args.json { json(&report, args.misses) } else { table(&report, args.misses) };
     writeln!(std::io::stdout().lock(), "{text}").map_err(|e| CliError::new(format!("cannot write: {e}")))?;
     let short: Vec<String> = args
@@ -140,14 +144,75 @@ pub fn run(tools: &Tools, args: &SearchEvalArgs) -> Result<(), CliError> {
     if short.is_empty() { Ok(()) } else { Err(CliError::new(format!("search-eval: {}", short.join("; ")))) }
 }
 
+/// The search measured, with its indexes built and its vectors computed.
+struct Search {
+    kind: SearchKind,
+    keyword: ToolIndex,
+    dense: Option<DenseIndex>,
+    /// What the report calls it.
+    name: String,
+}
+
+impl Search {
+    fn new(
+        kind: SearchKind,
+        declarations: &[ToolDeclaration],
+        embeddings: Option<&Embeddings>,
+    ) -> Result<Self, CliError> {
+        let keyword = ToolIndex::new(declarations);
+        let embeddings = match (kind, embeddings) {
+            (SearchKind::Keyword, _) => {
+                return Ok(Search { kind, keyword, dense: None, name: "keyword (BM25)".into() });
+            }
+            (_, Some(embeddings)) => embeddings,
+            (_, None) => {
+                return Err(CliError::new(
+                    "search-eval: --search dense and hybrid need a search model (--search-model DIR)",
+                ));
+            }
+        };
+        embeddings.embed_now(declarations).map_err(|e| CliError::new(format!("search-eval: {e}")))?;
+        let dense = DenseIndex::new(declarations, embeddings)
+            .ok_or_else(|| CliError::new("search-eval: the tool vectors are not ready"))?;
+        let name = match kind {
+            SearchKind::Dense => format!("dense ({})", embeddings.model()),
+            _ => format!("hybrid (BM25 and {}, mixed 0.3 to 0.7)", embeddings.model()),
+        };
+        Ok(Search { kind, keyword, dense: Some(dense), name })
+    }
+
+    /// The first `limit` tools for `request` among the searched ones, as
+    /// `search_tools` ranks them.
+    fn top(&self, request: &str, limit: usize, keep: impl Fn(&str) -> bool) -> Result<Vec<SearchHit>, CliError> {
+        let dense = |limit: usize| match &self.dense {
+            Some(dense) => {
+                dense.search_where(request, limit, &keep).map_err(|e| CliError::new(format!("search-eval: {e}")))
+            }
+            None => Ok(Vec::new()),
+        };
+        Ok(match self.kind {
+            SearchKind::Keyword => self.keyword.search_where(request, limit, &keep),
+            SearchKind::Dense => dense(limit)?,
+            SearchKind::Hybrid => {
+                let depth = FUSION_DEPTH.max(limit);
+                fuse(&self.keyword.search_where(request, depth, &keep), &dense(depth)?, limit)
+            }
+        })
+    }
+}
+
 /// Search each request and rank its answer.
-fn evaluate(declarations: &[ToolDeclaration], searched: &HashSet<String>, requests: &[Labelled]) -> Report {
-    let index = ToolIndex::new(declarations);
+fn evaluate(search: &Search, searched: &HashSet<String>, requests: &[Labelled]) -> Result<Report, CliError> {
     let limit = RANKS[RANKS.len() - 1];
-    let mut report =
-        Report { tools: searched.len(), all: Figures::default(), kinds: BTreeMap::new(), misses: Vec::new() };
+    let mut report = Report {
+        search: search.name.clone(),
+        tools: searched.len(),
+        all: Figures::default(),
+        kinds: BTreeMap::new(),
+        misses: Vec::new(),
+    };
     for labelled in requests {
-        let hits = index.search_where(&labelled.request, limit, |name| searched.contains(name));
+        let hits = search.top(&labelled.request, limit, |name| searched.contains(name))?;
         let rank = hits.iter().position(|hit| labelled.tools.contains(&hit.name)).map(|i| i + 1);
         report.all.add(rank);
         if let Some(kind) = &labelled.kind {
@@ -162,13 +227,13 @@ fn evaluate(declarations: &[ToolDeclaration], searched: &HashSet<String>, reques
             });
         }
     }
-    report
+    Ok(report)
 }
 
 fn table(report: &Report, misses: usize) -> String {
     let mut out = format!(
-        "search: {SEARCH}, {} tools, {} requests\n\n| requests | n | recall@1 | recall@3 | recall@5 | recall@10 | MRR |\n|---|---:|---:|---:|---:|---:|---:|\n",
-        report.tools, report.all.requests
+        "search: {}, {} tools, {} requests\n\n| requests | n | recall@1 | recall@3 | recall@5 | recall@10 | MRR |\n|---|---:|---:|---:|---:|---:|---:|\n",
+        report.search, report.tools, report.all.requests
     );
     let groups = std::iter::once(("all", &report.all)).chain(report.kinds.iter().map(|(k, f)| (k.as_str(), f)));
     for (name, figures) in groups {
@@ -201,7 +266,7 @@ fn json(report: &Report, misses: usize) -> String {
     let kinds: serde_json::Map<String, Value> = report.kinds.iter().map(|(k, f)| (k.clone(), f.json())).collect();
     let misses: Vec<&Miss> = report.misses.iter().take(misses).collect();
     let value = serde_json::json!({
-        "search": SEARCH,
+        "search": report.search,
         "tools": report.tools,
         "all": report.all.json(),
         "kinds": kinds,

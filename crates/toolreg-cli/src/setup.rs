@@ -8,6 +8,7 @@ use sha2::{Digest, Sha256};
 use toolreg::FunctionRegistry;
 use toolreg::policy::{AuditSink, JsonLinesSink};
 use toolreg::seal::SealingKey;
+use toolreg::search::Embeddings;
 use toolreg_builtins::Builtins;
 use toolreg_builtins::files::RESERVED_NAME;
 use toolreg_store::{ContextStore, Namespace, PostgresStore, SqliteStore};
@@ -34,6 +35,9 @@ pub struct Tools {
     pub store: Arc<dyn ContextStore>,
     /// Where this root's host state is kept (see [`StateDir`]).
     pub state: StateDir,
+    /// The search model's embeddings, when one is configured: every
+    /// registry built here searches by meaning too.
+    pub embeddings: Option<Embeddings>,
 }
 
 impl Tools {
@@ -306,6 +310,11 @@ pub async fn load(args: &ToolsArgs) -> Result<Tools, CliError> {
     }
     let mut registry = FunctionRegistry::new();
     builtins.register(&mut registry).map_err(|e| CliError::new(format!("cannot set up the built-in tools: {e}")))?;
+    let embeddings = search_model(args, &state)?;
+    if let Some(embeddings) = &embeddings {
+        // Kept by every registry rebuilt from this one.
+        registry.use_embeddings(embeddings.clone());
+    }
 
     let audit = match &args.audit {
         None => None,
@@ -316,11 +325,38 @@ pub async fn load(args: &ToolsArgs) -> Result<Tools, CliError> {
         None => Vec::new(),
     };
     let gateway = Gateway::new(remotes);
-    let mut tools = Tools { builtins: registry.clone(), registry, audit, gateway, store, state };
+    let mut tools = Tools { builtins: registry.clone(), registry, audit, gateway, store, state, embeddings };
     if !tools.remotes().is_empty() {
         tools.registry = tools.rebuild();
     }
     Ok(tools)
+}
+
+/// The variable `--search-model` is also read from.
+pub const SEARCH_MODEL_VAR: &str = "TOOLREG_SEARCH_MODEL";
+
+/// The embeddings of `--search-model` (or `TOOLREG_SEARCH_MODEL`), their
+/// vectors kept in the state directory; `None` when no model is named.
+fn search_model(args: &ToolsArgs, state: &StateDir) -> Result<Option<Embeddings>, CliError> {
+    let from_env = std::env::var_os(SEARCH_MODEL_VAR).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let Some(dir) = args.search_model.clone().or(from_env) else { return Ok(None) };
+    #[cfg(feature = "embeddings")]
+    {
+        let encoder = toolreg::search::SentenceEncoder::load(&dir)
+            .map_err(|e| CliError::new(format!("cannot load the search model: {e}")))?;
+        state.create()?;
+        let embeddings = Embeddings::with_cache_file(encoder, state.path.join("search-vectors.bin"))
+            .map_err(|e| CliError::new(format!("cannot use the search model: {e}")))?;
+        Ok(Some(embeddings))
+    }
+    #[cfg(not(feature = "embeddings"))]
+    {
+        let _ = state;
+        Err(CliError::new(format!(
+            "the search model {} cannot be used: this toolreg was built without the `embeddings` feature",
+            dir.display()
+        )))
+    }
 }
 
 /// Connect to every server of the file at once, so start-up takes as long

@@ -3,8 +3,6 @@
 use std::fmt::{self, Display};
 use std::future::Future;
 use std::sync::Arc;
-#[cfg(feature = "search")]
-use std::sync::OnceLock;
 
 use indexmap::IndexMap;
 use serde::Serialize;
@@ -18,7 +16,7 @@ use crate::handler::{Async, Blocking, ErasedTool, Erasure, ToolHandler};
 use crate::provider::{LoweredSchemas, ToolRef};
 use crate::schema::{self, CachedSchema};
 #[cfg(feature = "search")]
-use crate::search::{SearchError, SearchHit, ToolIndex};
+use crate::search::{Embeddings, RegistrySearch, SearchError, SearchHit};
 use crate::validate::ArgumentValidator;
 
 /// Why a registration (or removal) was refused. The registry is unchanged.
@@ -316,10 +314,10 @@ type ToolTable = IndexMap<Arc<str>, ToolEntry, foldhash::fast::RandomState>;
 pub struct FunctionRegistry {
     tools: Arc<ToolTable>,
     limits: ArgumentLimits,
-    /// The search index of these tools, built on first search and dropped
-    /// by every change to them (see [`tools_mut`](Self::tools_mut)).
+    /// The search indexes of these tools, built on first search and
+    /// dropped by every change to them (see [`tools_mut`](Self::tools_mut)).
     #[cfg(feature = "search")]
-    index: OnceLock<Arc<ToolIndex>>,
+    search: RegistrySearch,
 }
 
 impl fmt::Debug for FunctionRegistry {
@@ -343,7 +341,7 @@ impl FunctionRegistry {
             tools: Arc::default(),
             limits,
             #[cfg(feature = "search")]
-            index: OnceLock::new(),
+            search: RegistrySearch::default(),
         }
     }
 
@@ -501,16 +499,19 @@ impl FunctionRegistry {
 
     #[cfg(feature = "search")]
     fn drop_index(&mut self) {
-        self.index = OnceLock::new();
+        self.search.changed();
     }
 
     #[cfg(not(feature = "search"))]
     fn drop_index(&mut self) {}
 
     #[cfg(feature = "search")]
-    /// The `limit` tools that best match `query` (BM25 over names, titles,
-    /// descriptions, categories and parameters; see [`crate::search`]),
-    /// best first. The index is built on the first search after a change.
+    /// The `limit` tools that best match `query`, best first. By keywords
+    /// (BM25 over names, titles, descriptions, categories and parameters;
+    /// see [`crate::search`]); and, with [embeddings](Self::use_embeddings)
+    /// whose vectors for these tools are ready, by keywords and meaning
+    /// fused. Each hit says which [`Ranking`](crate::search::Ranking)
+    /// answered. The indexes are built on the first search after a change.
     ///
     /// ```
     /// use toolreg::{FunctionRegistry, ToolDeclaration, ToolRegistration};
@@ -523,25 +524,38 @@ impl FunctionRegistry {
     /// # Ok::<(), toolreg::RegistryError>(())
     /// ```
     pub fn search(&self, query: &str, limit: usize) -> Vec<SearchHit> {
-        self.search_index().search(query, limit)
+        self.search_where(query, limit, |_| true)
     }
 
     #[cfg(feature = "search")]
     /// [`search`](Self::search) among the tools whose name `keep` admits.
+    ///
+    /// With embeddings, a search encodes the query (a few milliseconds of
+    /// CPU for a small model) on the calling thread.
     pub fn search_where(&self, query: &str, limit: usize, keep: impl Fn(&str) -> bool) -> Vec<SearchHit> {
-        self.search_index().search_where(query, limit, keep)
+        self.search.search_where(|| self.tools.values().map(ToolEntry::declaration).collect(), query, limit, keep)
     }
 
     #[cfg(feature = "search")]
     /// The tools whose name, title or description match a regex
     /// (case-insensitive), in registration order, at most `limit`.
     pub fn search_regex(&self, pattern: &str, limit: usize) -> Result<Vec<SearchHit>, SearchError> {
-        self.search_index().search_regex(pattern, limit)
+        self.search.keyword(|| self.tools.values().map(ToolEntry::declaration).collect()).search_regex(pattern, limit)
     }
 
     #[cfg(feature = "search")]
-    fn search_index(&self) -> &ToolIndex {
-        self.index.get_or_init(|| Arc::new(ToolIndex::new(self.tools.values().map(ToolEntry::declaration))))
+    /// Search by meaning too, with these embeddings (shared with every
+    /// clone made after, and kept across changes to the tools): once the
+    /// vectors of the registry's tools are computed — in the background,
+    /// started by the first search — searches fuse keywords and meaning.
+    pub fn use_embeddings(&mut self, embeddings: Embeddings) {
+        self.search.use_embeddings(embeddings);
+    }
+
+    #[cfg(feature = "search")]
+    /// The embeddings given to [`use_embeddings`](Self::use_embeddings).
+    pub fn embeddings(&self) -> Option<&Embeddings> {
+        self.search.embeddings()
     }
 
     /// The tool with this name.
@@ -628,7 +642,7 @@ impl FunctionRegistry {
             tools: Arc::new(tools.collect()),
             limits: self.limits,
             #[cfg(feature = "search")]
-            index: OnceLock::new(),
+            search: self.search.for_other_tools(),
         }
     }
 }

@@ -55,6 +55,90 @@ fn serve_deferred_past_lists_the_first_tools_and_loads_the_rest_on_search() {
     let _ = child.wait();
 }
 
+/// With a search model, `search_tools` answers by keywords until the tool
+/// vectors are computed in the background, then by keywords and meaning,
+/// and says which; the vectors are kept, owner-only, in the state
+/// directory for the next start.
+#[test]
+fn serve_with_a_search_model_searches_by_meaning_once_its_vectors_are_ready() {
+    let Some(model) = common::search_model() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let state_dir = state.path().to_str().unwrap();
+    let model = model.to_str().unwrap();
+    let (mut child, mut stdin, lines) = common::serve_stdio(
+        dir.path(),
+        &["serve", "--no-shell", "--deferred-past", "1", "--search-model", model],
+        &[("TOOLREG_STATE_DIR", state_dir)],
+    );
+    let mut send = |message: Value| writeln!(stdin, "{message}").unwrap();
+    let mut seen = Vec::new();
+    send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}));
+    answer(&lines, &mut seen, 1);
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let mut search = None;
+    for id in 2..200 {
+        // No word of this request is a word of the file tools.
+        send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "search_tools", "arguments": {"query": "what is inside that document", "limit": 3}}}));
+        let found = answer(&lines, &mut seen, id);
+        let answered = found["result"]["structuredContent"]["search"].as_str().unwrap().to_owned();
+        if answered == "hybrid" {
+            search = Some(found);
+            break;
+        }
+        assert_eq!(answered, "keyword", "{found}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let found = search.expect("the vectors were ready within 20 s");
+    let names: Vec<&str> = found["result"]["structuredContent"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"read_file"), "{found}");
+    drop(stdin);
+    let _ = child.wait();
+
+    let vectors = state.path().join("search-vectors.bin");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(std::fs::metadata(&vectors).unwrap().permissions().mode() & 0o777, 0o600);
+    }
+    // The next start has every vector at once, and says so.
+    let out = StdCommand::new(assert_cmd::cargo::cargo_bin("toolreg"))
+        .current_dir(dir.path())
+        .env("TOOLREG_STATE_DIR", state_dir)
+        .args(["serve", "--no-shell", "--search-model", model])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("toolreg: tool search: hybrid, keywords and all-MiniLM-L6-v2-"), "{stderr}");
+    assert!(!stderr.contains("to compute in the background"), "{stderr}");
+}
+
+#[test]
+fn a_search_model_that_is_not_one_stops_the_start_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = StdCommand::new(assert_cmd::cargo::cargo_bin("toolreg"))
+        .current_dir(dir.path())
+        .env("TOOLREG_STATE_DIR", dir.path().join("state"))
+        .args(["tools", "--search-model", "no-such-model"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("cannot load the search model") && stderr.contains("no-such-model/config.json"),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty());
+}
+
 /// The answer to request `id`; what comes before it goes to `seen`.
 fn answer(lines: &mpsc::Receiver<Value>, seen: &mut Vec<Value>, id: i64) -> Value {
     loop {

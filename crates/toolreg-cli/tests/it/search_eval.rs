@@ -77,7 +77,7 @@ fn recall_and_mrr_are_reported_overall_and_by_kind_with_the_misses() {
     assert_eq!(report["missed"], 1);
     assert_eq!(report["misses"][0]["request"], "quantum chromodynamics");
     assert_eq!(report["misses"][0]["rank"], Value::Null);
-    assert!(report["search"].as_str().unwrap().starts_with("BM25"), "{report}");
+    assert!(report["search"].as_str().unwrap().starts_with("keyword (BM25)"), "{report}");
 
     // The table says the same, and which search answered.
     let out = toolreg(dir.path())
@@ -88,7 +88,7 @@ fn recall_and_mrr_are_reported_overall_and_by_kind_with_the_misses() {
         .output()
         .unwrap();
     let table = String::from_utf8(out.stdout).unwrap();
-    assert!(table.starts_with("search: BM25"), "{table}");
+    assert!(table.starts_with("search: keyword (BM25)"), "{table}");
     assert!(table.contains("| all | 4 | 75.0% | 75.0% | 75.0% | 75.0% | 0.750 |"), "{table}");
     assert!(table.contains("| paraphrase | 1 | 0.0% |"), "{table}");
     assert!(table.contains("\"quantum chromodynamics\" wants tracker__list_projects (not in the top 10)"), "{table}");
@@ -207,4 +207,44 @@ fn without_a_catalog_the_imported_servers_tools_are_searched_not_the_built_ins()
     let out = toolreg(dir.path()).args(["search-eval", "--queries"]).arg(&queries).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8(out.stderr).unwrap().contains("no tools to search"));
+}
+
+#[test]
+fn dense_and_hybrid_need_a_model_and_with_one_say_which_search_answered() {
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = write(dir.path(), "catalog.json", &catalog().to_string());
+    let queries = write(
+        dir.path(),
+        "q.jsonl",
+        &lines(&[
+            json!({"request": "write to Ana", "tools": ["mail__send_email"], "kind": "paraphrase"}),
+            json!({"request": "open an issue", "tools": ["tracker__create_issue"], "kind": "literal"}),
+        ]),
+    );
+    let out = toolreg(dir.path())
+        .args(["search-eval", "--search", "dense", "--catalog"])
+        .arg(&catalog)
+        .arg("--queries")
+        .arg(&queries)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("need a search model (--search-model DIR)"));
+
+    let Some(model) = crate::support::search_model() else { return };
+    for (search, named) in [("hybrid", "hybrid (BM25 and all-MiniLM-L6-v2-"), ("dense", "dense (all-MiniLM-L6-v2-")] {
+        let out = toolreg(dir.path())
+            .arg("--search-model")
+            .arg(&model)
+            .args(["search-eval", "--json", "--search", search, "--catalog"])
+            .arg(&catalog)
+            .arg("--queries")
+            .arg(&queries)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert!(report["search"].as_str().unwrap().starts_with(named), "{report}");
+        assert_eq!(report["all"]["recall@3"], 100.0, "{report}");
+    }
 }

@@ -37,3 +37,20 @@ pub fn serve_stdio(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (Child, C
     });
     (child, stdin, lines)
 }
+
+/// The sentence model of hybrid search (`scripts/fetch_search_model.sh`),
+/// or `None` when it is absent and not required (`TOOLREG_REQUIRE_SEARCH_MODEL`
+/// unset), having said so.
+pub fn search_model() -> Option<std::path::PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/search-model/all-MiniLM-L6-v2");
+    if dir.join("model.safetensors").is_file() {
+        return Some(dir);
+    }
+    assert!(
+        std::env::var_os("TOOLREG_REQUIRE_SEARCH_MODEL").is_none(),
+        "TOOLREG_REQUIRE_SEARCH_MODEL is set and {} holds no model: run scripts/fetch_search_model.sh",
+        dir.display()
+    );
+    eprintln!("skipped: no search model in {} (scripts/fetch_search_model.sh fetches it)", dir.display());
+    None
+}

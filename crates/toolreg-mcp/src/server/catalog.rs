@@ -19,6 +19,7 @@ use super::result::to_call_tool_result;
 use super::session::Session;
 use super::{ServerOptions, policed};
 
+use toolreg::search::Ranking;
 /// The meta-tool that finds deferred tools (and loads them on a session).
 pub use toolreg::search::SEARCH_TOOLS;
 
@@ -330,7 +331,9 @@ impl Served {
             }
             None => format!("Run them with `{CALL_TOOL}`: {{\"name\": \"<tool>\", \"arguments\": {{...}}}}."),
         };
-        let output = ToolOutput::new(json!({"tools": listed, "note": note}));
+        // Which search answered: keywords until a search model's tool vectors are ready.
+        let search = hits.first().map_or(Ranking::Keyword, |hit| hit.ranking);
+        let output = ToolOutput::new(json!({"tools": listed, "note": note, "search": search}));
         answer(SEARCH_TOOLS, Ok(output))
     }
 }

@@ -134,7 +134,10 @@ async fn connect_http(served: McpServer, stateless: bool) -> (Connected, HttpOpt
     let options = HttpOptions::default().stateless(stateless);
     let running = options.clone();
     tokio::spawn(async move { served.serve_http_on(listener, running).await });
-    let transport = StreamableHttpClientTransport::from_uri(format!("http://{addr}/mcp"));
+    let transport = {
+        crate::support::install_tls();
+        StreamableHttpClientTransport::from_uri(format!("http://{addr}/mcp"))
+    };
     let (handler, approve, asked, changed) = handler();
     let client = handler.serve(transport).await.unwrap();
     (Connected { client, approve, asked, changed }, options)
@@ -161,7 +164,10 @@ fn text(result: &CallToolResult) -> String {
 }
 
 fn found(result: &CallToolResult) -> Vec<String> {
-    let tools = &result.structured_content.as_ref().expect("search results are structured")["tools"];
+    let structured = result.structured_content.as_ref().expect("search results are structured");
+    // No search model here: the keyword index answered, and says so.
+    assert_eq!(structured["search"], "keyword", "{structured}");
+    let tools = &structured["tools"];
     tools.as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_owned()).collect()
 }
 

@@ -89,7 +89,10 @@ async fn oversized_bodies_are_refused() {
 async fn rmcp_client_round_trip_stateful_and_stateless() {
     for stateless in [false, true] {
         let (addr, options) = start(HttpOptions::default().stateless(stateless)).await;
-        let transport = StreamableHttpClientTransport::from_uri(format!("http://{addr}/mcp"));
+        let transport = {
+            crate::support::install_tls();
+            StreamableHttpClientTransport::from_uri(format!("http://{addr}/mcp"))
+        };
         let client = ().serve(transport).await.unwrap();
         let tools = client.list_all_tools().await.unwrap();
         assert_eq!(tools[0].name, "echo");

@@ -12,11 +12,17 @@ use toolreg_mcp::server::{McpServer, StdioOptions};
 /// How long a test waits for an answer before it fails.
 pub const HANG: Duration = Duration::from_secs(20);
 
-/// An HTTP client for the tests' own requests. reqwest is built without a
-/// TLS provider of its own (as toolreg builds it), so the process needs one.
+/// An HTTP client for the tests' own requests.
 pub fn http_client() -> reqwest::Client {
-    let _ = rustls::crypto::ring::default_provider().install_default();
+    install_tls();
     reqwest::Client::new()
+}
+
+/// reqwest is built without a TLS provider of its own (as toolreg builds
+/// it), so the process needs one before any client is made — the tests'
+/// own and rmcp's client transports alike, whichever test runs first.
+pub fn install_tls() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
 /// A client speaking raw JSON lines to a server on an in-memory pipe.

@@ -1,5 +1,5 @@
-//! Tool search: BM25 ranking and regex matching over a registry's tools,
-//! for catalogs too large to offer a model whole.
+//! The keyword side of tool search: BM25 over a registry's tools, and
+//! regex matching.
 //!
 //! A tool is indexed by its name, title, description, categories and its
 //! parameters' names and descriptions, split into words (`read_file`,
@@ -15,10 +15,6 @@
 //! of short documents, and is searched with a few words; an index of
 //! postings answers that in microseconds (see `benches/search.rs`) without
 //! a second copy of every tool on disk or a commit step per change.
-//!
-//! [`FunctionRegistry::search`](crate::FunctionRegistry::search) keeps an
-//! index for its tools, built on first use and dropped whenever a tool is
-//! registered, replaced or removed, so results always match the registry.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::LazyLock;
@@ -27,6 +23,7 @@ use regex::RegexBuilder;
 use rust_stemmers::{Algorithm, Stemmer};
 use serde_json::Value;
 
+use super::{MAX_QUERY_BYTES, Ranking, SearchError, SearchHit};
 use crate::declaration::ToolDeclaration;
 use crate::validate::truncate;
 
@@ -43,32 +40,9 @@ const PARAM_TEXT_WEIGHT: f32 = 0.5;
 const K1: f32 = 1.2;
 const B: f32 = 0.75;
 
-/// Longest query read, in bytes: a model's query is a few words, and a
-/// longer one costs time per word.
-pub const MAX_QUERY_BYTES: usize = 1024;
-
 /// Largest compiled regex a search may build (bytes), so a hostile pattern
 /// is refused instead of costing memory.
 const REGEX_SIZE_LIMIT: usize = 1 << 20;
-
-/// One tool found by a search.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub struct SearchHit {
-    /// The tool's name.
-    pub name: String,
-    /// Its BM25 score (higher is better; 1.0 for a regex match).
-    pub score: f32,
-}
-
-/// Why a search could not run.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum SearchError {
-    /// The regex does not compile, or would be too large.
-    #[error("invalid pattern: {0}")]
-    InvalidPattern(String),
-}
 
 /// A BM25 index over tool declarations; see the [module docs](self).
 ///
@@ -210,7 +184,9 @@ impl ToolIndex {
             }
             window = window.saturating_mul(4);
         };
-        kept.into_iter().map(|(id, score)| SearchHit { name: self.names[id as usize].clone(), score }).collect()
+        kept.into_iter()
+            .map(|(id, score)| SearchHit { name: self.names[id as usize].clone(), score, ranking: Ranking::Keyword })
+            .collect()
     }
 
     /// The tools whose name, title or description match `pattern` (a
@@ -227,7 +203,7 @@ impl ToolIndex {
             .zip(&self.names)
             .filter(|(text, _)| regex.is_match(text))
             .take(limit)
-            .map(|(_, name)| SearchHit { name: name.clone(), score: 1.0 })
+            .map(|(_, name)| SearchHit { name: name.clone(), score: 1.0, ranking: Ranking::Keyword })
             .collect())
     }
 }
@@ -442,16 +418,11 @@ fn synonyms(word: &str) -> impl Iterator<Item = &'static str> + '_ {
 }
 
 /// The top-level parameters of an input schema: name and description.
-fn parameters(schema: &Value) -> impl Iterator<Item = (&str, &str)> {
+pub(super) fn parameters(schema: &Value) -> impl Iterator<Item = (&str, &str)> {
     schema.get("properties").and_then(Value::as_object).into_iter().flatten().map(|(name, property)| {
         (name.as_str(), property.get("description").and_then(Value::as_str).unwrap_or_default())
     })
 }
-
-/// The name of the function that finds deferred tools: the agent's
-/// (`toolreg_llm`'s `AgentTools`) and the MCP gateway's meta-tool. A
-/// [`Deferral`](crate::engine::Deferral) never defers it.
-pub const SEARCH_TOOLS: &str = "search_tools";
 
 #[cfg(test)]
 mod tests {

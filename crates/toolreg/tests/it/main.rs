@@ -19,6 +19,7 @@ mod provider_roundtrip;
 mod provider_snapshots;
 mod provider_text;
 mod registry;
+mod search_model;
 mod support;
 mod tool_macro;
 mod tool_methods;
