@@ -27,6 +27,9 @@
 //!   [`FunctionRegistry::lint`];
 //! - `search`: [`search`], [`FunctionRegistry::search`] and deferred
 //!   loading ([`engine::Deferral`]);
+//! - `embeddings`: hybrid search's sentence encoder
+//!   ([`search::SentenceEncoder`], a BERT-family model on the CPU with
+//!   candle), for [`FunctionRegistry::use_embeddings`];
 //! - `seal`: [`seal`], HMAC sealing of state that leaves the process.
 
 // Lets `#[tool]`'s generated `::toolreg::...` paths resolve inside this crate's own tests.
