@@ -33,6 +33,11 @@ const BATCH: usize = 32;
 /// registered are dropped first.
 pub const MAX_VECTORS: usize = 200_000;
 
+/// Most of a tool's text encoded, in bytes: a description of any length
+/// from a remote server costs the tokenizer no more than this (the model
+/// reads only its first few hundred tokens anyway).
+pub const MAX_TOOL_TEXT_BYTES: usize = 4096;
+
 /// The cache file's first bytes (and its format's version).
 const MAGIC: &[u8; 8] = b"TRVEC01\n";
 
@@ -49,7 +54,8 @@ pub trait Encoder: Send + Sync + 'static {
     fn encode(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, SearchError>;
 }
 
-/// The text of a tool that its vector is computed from.
+/// The text of a tool that its vector is computed from (at most
+/// [`MAX_TOOL_TEXT_BYTES`]).
 ///
 /// ```
 /// use toolreg::search::semantic::tool_text;
@@ -88,6 +94,8 @@ pub fn tool_text(tool: &ToolDeclaration) -> String {
         text.push_str(&parameters.join(", "));
         text.push('.');
     }
+    let end = truncate(&text, MAX_TOOL_TEXT_BYTES).len();
+    text.truncate(end);
     text
 }
 
@@ -558,6 +566,33 @@ pub(crate) mod tests {
         Embeddings::with_cache_file(Letters::default(), &file).unwrap().embed_now(&tools()).unwrap();
         let other = Embeddings::with_cache_file(Other(Letters::default()), &file).unwrap();
         assert!(DenseIndex::new(&tools(), &other).is_none());
+    }
+
+    #[test]
+    fn texts_reaching_the_encoder_are_bounded() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        /// Records the longest text it was given.
+        struct Longest(Arc<AtomicUsize>);
+        impl Encoder for Longest {
+            fn model(&self) -> &str {
+                "longest"
+            }
+            fn encode(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, SearchError> {
+                self.0.fetch_max(texts.iter().map(|t| t.len()).max().unwrap_or(0), Ordering::SeqCst);
+                Ok(texts.iter().map(|_| vec![1.0]).collect())
+            }
+        }
+        let longest = Arc::new(AtomicUsize::new(0));
+        let huge = "é".repeat(1 << 20);
+        let tools = [ToolDeclaration::builder("hostile").description(&huge).build()];
+        let embeddings = Embeddings::new(Longest(Arc::clone(&longest)));
+        embeddings.embed_now(&tools).unwrap();
+        assert!(longest.load(Ordering::SeqCst) <= MAX_TOOL_TEXT_BYTES, "{}", longest.load(Ordering::SeqCst));
+        assert!(longest.load(Ordering::SeqCst) > MAX_TOOL_TEXT_BYTES - 4);
+        let index = DenseIndex::new(&tools, &embeddings).unwrap();
+        longest.store(0, Ordering::SeqCst);
+        index.search_where(&huge, 5, |_| true).unwrap();
+        assert!(longest.load(Ordering::SeqCst) <= MAX_QUERY_BYTES);
     }
 
     #[test]
