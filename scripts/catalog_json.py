@@ -2,11 +2,11 @@
 """Write the catalog bench's hand-written data in the formats `toolreg
 search-eval` reads: the tools of benches/catalog/data/tools.txt as a JSON
 catalog of MCP tool lists by server, and each labelled set (queries.txt,
-heldout.txt, heldout2.txt) as JSON lines.
+heldout.txt, heldout2.txt, tuning2.txt) as JSON lines.
 
     scripts/catalog_json.py OUT_DIR
 
-writes OUT_DIR/catalog.json and OUT_DIR/{queries,heldout,heldout2}.jsonl.
+writes OUT_DIR/catalog.json and OUT_DIR/{queries,heldout,heldout2,tuning2}.jsonl.
 A labelled set's `# == KIND ==` section headers become each request's
 `kind`. The parsing follows benches/catalog/src/lib.rs (`parse_tools`,
 `schema`, the labelled format `request => server__tool, server__tool`).
@@ -100,7 +100,7 @@ def main():
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "catalog.json"), "w") as f:
         json.dump(catalog(os.path.join(DATA, "tools.txt")), f, indent=1)
-    for name in ("queries", "heldout", "heldout2"):
+    for name in ("queries", "heldout", "heldout2", "tuning2"):
         source = os.path.join(DATA, f"{name}.txt")
         if not os.path.exists(source):
             continue

@@ -16,7 +16,8 @@ lines `# == literal ==`, `# == paraphrase ==` and `# == no product ==`.
 It checks that:
 - every line parses and every answer is a tool of data/tools.txt;
 - no request appears twice, nor (ignoring case, punctuation and spacing) in
-  data/queries.txt or data/heldout.txt;
+  data/queries.txt or data/heldout.txt, nor (for another set than
+  data/heldout2.txt) in data/heldout2.txt, whose text is never printed;
 - a literal request shares at least one content word with the name,
   description or parameter names of one of its answers;
 - a paraphrase request shares no content word with the name (server and
@@ -201,6 +202,11 @@ def main(argv):
     for name in ("queries.txt", "heldout.txt"):
         for _, _, request, _ in parse_set(os.path.join(DATA, name))[0]:
             earlier[normal(request)] = name
+    # Held-out set 2 must stay unseen: compare against it, never print its text.
+    hidden = set()
+    heldout2 = os.path.join(DATA, "heldout2.txt")
+    if os.path.exists(heldout2) and os.path.realpath(target) != os.path.realpath(heldout2):
+        hidden = {normal(request) for _, _, request, _ in parse_set(heldout2)[0]}
 
     seen = {}
     per_section = collections.Counter()
@@ -216,6 +222,8 @@ def main(argv):
         seen.setdefault(key, line)
         if key in earlier:
             problems.append(f"{where}: repeats a request of {earlier[key]}: {request}")
+        if key in hidden:
+            problems.append(f"{where}: repeats a request of another labelled set")
         unknown = [a for a in answers if a not in tools]
         for a in unknown:
             problems.append(f"{where}: no tool {a}")
