@@ -1,6 +1,14 @@
 //! Tool search over a large catalog: building the index of 10,000 tools,
 //! and one search of it (a few words, as a model writes them).
 //!
+//! With the `embeddings` feature and the model of
+//! `scripts/fetch_search_model.sh` (all-MiniLM-L6-v2) in
+//! `target/search-model`, also hybrid search: encoding tools (a batch of 32,
+//! sorted by length as the background thread takes them; 10,000 tools take
+//! 10,000 / 32 of these), a dense and a hybrid search of 10,000 tools (one
+//! encoder pass for the query, then cosine over every vector), and the
+//! memory their vectors take.
+//!
 //! The catalog is generated: every combination of an action, an object and
 //! a service, each tool with a sentence of description and two described
 //! parameters, like the tools of real MCP servers.
@@ -96,7 +104,51 @@ fn bench(c: &mut Criterion) {
     group.bench_function("regex_10k_tools", |b| {
         b.iter(|| black_box(index.search_regex(black_box("^slack__.*message"), 5)))
     });
+    #[cfg(feature = "embeddings")]
+    hybrid(&mut group, &tools, &index);
     group.finish();
+}
+
+#[cfg(feature = "embeddings")]
+fn hybrid(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    tools: &[ToolDeclaration],
+    index: &ToolIndex,
+) {
+    use toolreg::search::semantic::tool_text;
+    use toolreg::search::{DenseIndex, Embeddings, Encoder, FUSION_DEPTH, SentenceEncoder, fuse};
+
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/search-model/all-MiniLM-L6-v2");
+    if !dir.join("model.safetensors").is_file() {
+        eprintln!("hybrid search not measured: no model in {} (scripts/fetch_search_model.sh)", dir.display());
+        return;
+    }
+    let encoder = SentenceEncoder::load(&dir).expect("the model loads");
+    let mut texts: Vec<String> = tools.iter().step_by(tools.len() / 32).take(32).map(tool_text).collect();
+    texts.sort_by_key(String::len);
+    let batch: Vec<&str> = texts.iter().map(String::as_str).collect();
+    group.sample_size(10);
+    group.bench_function("encode_32_tools", |b| b.iter(|| black_box(encoder.encode(black_box(&batch)).unwrap())));
+
+    // The 10,000 vectors, computed once (as a first start does, in the background).
+    let embeddings = Embeddings::new(encoder);
+    let started = std::time::Instant::now();
+    embeddings.embed_now(tools).unwrap();
+    eprintln!("embedding {} tools took {:.1} s", tools.len(), started.elapsed().as_secs_f64());
+    let dense = DenseIndex::new(tools, &embeddings).expect("every vector is ready");
+    eprintln!("their vectors: {} × 384 × 4 bytes = {:.1} MB", tools.len(), (tools.len() * 384 * 4) as f64 / 1e6);
+    let query = "archive an old invoice in stripe";
+    group.sample_size(50);
+    group.bench_function("dense_search_10k_tools", |b| {
+        b.iter(|| black_box(dense.search_where(black_box(query), 5, |_| true).unwrap()))
+    });
+    group.bench_function("hybrid_search_10k_tools", |b| {
+        b.iter(|| {
+            let keyword = index.search(black_box(query), FUSION_DEPTH);
+            let semantic = dense.search_where(black_box(query), FUSION_DEPTH, |_| true).unwrap();
+            black_box(fuse(&keyword, &semantic, 5))
+        })
+    });
 }
 
 criterion_group!(benches, bench);

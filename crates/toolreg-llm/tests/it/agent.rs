@@ -1083,6 +1083,48 @@ async fn deferred_tools_are_found_loaded_appended_and_kept_through_a_suspension(
     assert!(model.requests()[0].tools.iter().any(|t| t.name == "convert_currency"));
 }
 
+/// Split a restaurant bill between several people.
+#[tool(safety = "safe")]
+fn split_bill(total: f64, people: u32) -> f64 {
+    total / f64::from(people)
+}
+
+/// With a search model, the agent's `search_tools` finds a tool by what the
+/// request means when no word of it is the tool's (the model of
+/// `scripts/fetch_search_model.sh`; skipped without it unless
+/// `TOOLREG_REQUIRE_SEARCH_MODEL` is set, as in CI).
+#[tokio::test(flavor = "multi_thread")]
+async fn the_agents_search_finds_a_tool_by_meaning_with_a_search_model() {
+    use toolreg::search::{Embeddings, SentenceEncoder};
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/search-model/all-MiniLM-L6-v2");
+    if !dir.join("model.safetensors").is_file() {
+        assert!(std::env::var_os("TOOLREG_REQUIRE_SEARCH_MODEL").is_none(), "no search model in {}", dir.display());
+        eprintln!("skipped: no search model in {} (scripts/fetch_search_model.sh)", dir.display());
+        return;
+    }
+    let mut registry = registry();
+    toolreg::register_tools!(registry, [convert_currency_tool, split_bill_tool]).unwrap();
+    let embeddings = Embeddings::new(SentenceEncoder::load(&dir).unwrap());
+    // As a host that would rather wait than search by keywords first.
+    embeddings.embed_now(registry.list().map(|t| t.declaration())).unwrap();
+    registry.use_embeddings(embeddings);
+    let request = "how many yen would I get for 50 quid";
+    let model = ScriptedClient::new()
+        .then_call("c1", "search_tools", json!({"query": request, "limit": 1}))
+        .then_call("c2", "convert_currency", json!({"amount": 50, "from": "GBP", "to": "JPY"}))
+        .then_text("done");
+    let agent = Agent::builder(model.clone(), "m", engine(&registry))
+        .defer(Deferral::new().tools(["convert_currency", "split_bill"]))
+        .build();
+    let done = finished(agent.run(request).await.unwrap());
+    let results = tool_results(&done.transcript);
+    assert!(results[0].1.contains("convert_currency") && !results[0].1.contains("split_bill"), "{:?}", results[0]);
+    assert_eq!(results[1], ("c2".into(), "50 GBP is 100 JPY".into(), false));
+    // Keywords alone find nothing for it: no word of the request is the tool's.
+    let keyword = toolreg::search::ToolIndex::new(registry.list().map(|t| t.declaration()));
+    assert!(keyword.search_where(request, 5, |n| n == "convert_currency").is_empty());
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn with_native_search_every_request_holds_every_tool_and_the_search_answers_with_references() {
     let mut registry = registry();

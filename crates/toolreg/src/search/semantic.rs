@@ -189,7 +189,7 @@ impl Embeddings {
     /// thread (an evaluation, or a start-up that would rather wait).
     pub fn embed_now<'a>(&self, tools: impl IntoIterator<Item = &'a ToolDeclaration>) -> Result<(), SearchError> {
         let model = self.model().to_owned();
-        let missing: Vec<(Key, String)> = {
+        let mut missing: Vec<(Key, String)> = {
             let state = self.state();
             let mut seen = HashSet::new();
             tools
@@ -199,6 +199,7 @@ impl Embeddings {
                 .filter(|(key, _)| !state.vectors.contains_key(key) && seen.insert(*key))
                 .collect()
         };
+        by_length(&mut missing);
         for batch in missing.chunks(BATCH) {
             self.encode_batch(batch)?;
         }
@@ -269,6 +270,7 @@ impl Embeddings {
                 state.pending.push((key, text.clone()));
             }
         }
+        by_length(&mut state.pending);
         if state.vectors.len() + state.pending.len() > MAX_VECTORS {
             state.vectors.retain(|key, _| live.contains(key));
         }
@@ -335,6 +337,12 @@ impl Embeddings {
             tracing::warn!(file = %file.display(), %error, "cannot write the tool vector cache");
         }
     }
+}
+
+/// Texts in order of length, so that a batch holds texts of about one
+/// length: a batch is padded to its longest, and padding is computed too.
+fn by_length(texts: &mut [(Key, String)]) {
+    texts.sort_by_key(|(_, text)| text.len());
 }
 
 /// Read a cache file: nothing if it does not exist; an error if it is not
