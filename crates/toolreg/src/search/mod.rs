@@ -25,7 +25,7 @@
 //! by keywords until then; each [`SearchHit`] says which [`Ranking`]
 //! answered.
 
-mod keyword;
+pub mod keyword;
 pub mod semantic;
 #[cfg(feature = "embeddings")]
 mod sentence;
