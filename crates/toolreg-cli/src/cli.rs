@@ -199,7 +199,8 @@ pub struct ToolsArgs {
     /// tokenizer.json and config.json: all-MiniLM-L6-v2, bge-small-en-v1.5,
     /// e5-small). Tool vectors are computed in the background and kept in
     /// STATE/search-vectors.bin; keywords answer until they are ready. Also
-    /// read from TOOLREG_SEARCH_MODEL.
+    /// read from TOOLREG_SEARCH_MODEL, else from the --config file's
+    /// "searchModel".
     #[arg(long, global = true, value_name = "DIR")]
     pub search_model: Option<PathBuf>,
 }

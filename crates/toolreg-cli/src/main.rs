@@ -19,7 +19,7 @@ use clap::Parser;
 use serde_json::Value;
 use toolreg::policy::{ApproveAll, Approver, TerminalApprover};
 use toolreg::provider::{Provider, ToolRef};
-use toolreg::{CallOptions, SafetyLevel, ToolCall, ToolEngine, ToolExecutor};
+use toolreg::{CallOptions, Principal, SafetyLevel, ToolCall, ToolEngine, ToolExecutor};
 use toolreg_code::{CodeMode, RUN_CODE, Worker};
 use toolreg_mcp::server::{
     Deferral, HttpOptions, McpServer, RequestStates, ServerOptions, TaskOptions, bearer_token_from_env,
@@ -197,7 +197,9 @@ async fn call(
         builder = builder.audit(audit);
     }
     let engine = builder.build();
-    let result = engine.execute_call(ToolCall::new("cli-1", name, arguments), CallOptions::default()).await;
+    // Run for the user at the terminal, as the audit says.
+    let options = CallOptions::new().principal(Principal::local_user());
+    let result = engine.execute_call(ToolCall::new("cli-1", name, arguments), options).await;
     match result.outcome {
         Ok(output) => blocks::print(&output, out),
         Err(error) => Err(CliError { message: error.model_text(name), code: 2 }),

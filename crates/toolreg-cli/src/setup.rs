@@ -310,7 +310,11 @@ pub async fn load(args: &ToolsArgs) -> Result<Tools, CliError> {
     }
     let mut registry = FunctionRegistry::new();
     builtins.register(&mut registry).map_err(|e| CliError::new(format!("cannot set up the built-in tools: {e}")))?;
-    let embeddings = search_model(args, &state)?;
+    let config = match &args.config {
+        Some(path) => Some(read_config(path)?),
+        None => None,
+    };
+    let embeddings = search_model(args, config.as_ref(), &state)?;
     if let Some(embeddings) = &embeddings {
         // Kept by every registry rebuilt from this one.
         registry.use_embeddings(embeddings.clone());
@@ -320,8 +324,8 @@ pub async fn load(args: &ToolsArgs) -> Result<Tools, CliError> {
         None => None,
         Some(path) => Some(open_audit(path)?),
     };
-    let remotes = match &args.config {
-        Some(path) => connect_all(path, args.strict_servers).await?,
+    let remotes = match config {
+        Some(config) => connect_all(config, args.strict_servers).await?,
         None => Vec::new(),
     };
     let gateway = Gateway::new(remotes);
@@ -335,11 +339,26 @@ pub async fn load(args: &ToolsArgs) -> Result<Tools, CliError> {
 /// The variable `--search-model` is also read from.
 pub const SEARCH_MODEL_VAR: &str = "TOOLREG_SEARCH_MODEL";
 
-/// The embeddings of `--search-model` (or `TOOLREG_SEARCH_MODEL`), their
-/// vectors kept in the state directory; `None` when no model is named.
-fn search_model(args: &ToolsArgs, state: &StateDir) -> Result<Option<Embeddings>, CliError> {
+/// The `mcpServers` file, its warnings reported.
+fn read_config(path: &Path) -> Result<McpConfig, CliError> {
+    let config = McpConfig::from_file(path).map_err(|e| CliError::new(e.to_string()))?;
+    for warning in &config.warnings {
+        eprintln!("toolreg: warning: {}: {warning}", path.display());
+    }
+    Ok(config)
+}
+
+/// The embeddings of `--search-model` (else `TOOLREG_SEARCH_MODEL`, else the
+/// configuration's `searchModel`), their vectors kept in the state
+/// directory; `None` when no model is named.
+fn search_model(
+    args: &ToolsArgs,
+    config: Option<&McpConfig>,
+    state: &StateDir,
+) -> Result<Option<Embeddings>, CliError> {
     let from_env = std::env::var_os(SEARCH_MODEL_VAR).filter(|v| !v.is_empty()).map(PathBuf::from);
-    let Some(dir) = args.search_model.clone().or(from_env) else { return Ok(None) };
+    let from_config = config.and_then(|config| config.search_model.clone());
+    let Some(dir) = args.search_model.clone().or(from_env).or(from_config) else { return Ok(None) };
     #[cfg(feature = "embeddings")]
     {
         let encoder = toolreg::search::SentenceEncoder::load(&dir)
@@ -363,11 +382,7 @@ fn search_model(args: &ToolsArgs, state: &StateDir) -> Result<Option<Embeddings>
 /// as the slowest server rather than the sum of them. A server that cannot
 /// be reached is reported in one line and kept, retried in the background,
 /// unless `strict` asks for all or nothing.
-async fn connect_all(path: &Path, strict: bool) -> Result<Vec<RemoteServer>, CliError> {
-    let config = McpConfig::from_file(path).map_err(|e| CliError::new(e.to_string()))?;
-    for warning in &config.warnings {
-        eprintln!("toolreg: warning: {}: {warning}", path.display());
-    }
+async fn connect_all(config: McpConfig, strict: bool) -> Result<Vec<RemoteServer>, CliError> {
     let mut pending = tokio::task::JoinSet::new();
     for (name, server) in config.servers {
         pending.spawn(async move {

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use tokio::runtime::Handle;
 use tokio_util::sync::CancellationToken;
 use toolreg::policy::PrintedBefore;
-use toolreg::{CallOptions, Extensions, ToolCall, ToolEngine, ToolError, ToolExecutor, ToolOutput};
+use toolreg::{CallOptions, Extensions, Principal, ToolCall, ToolEngine, ToolError, ToolExecutor, ToolOutput};
 
 use crate::journal::{Entry, Journal};
 use crate::protocol::{Answer, FromWorker, ProgramCall, Reply, ToWorker};
@@ -118,6 +118,8 @@ pub(crate) struct Session {
     /// the id `<run_id>/<n>`, which is how the audit trail ties them to it.
     pub(crate) run_id: String,
     pub(crate) extensions: Extensions,
+    /// Who the program runs for: its calls run for the same principal.
+    pub(crate) principal: Option<Arc<Principal>>,
     pub(crate) cancel: CancellationToken,
     /// The calls recorded before a suspension, to answer again.
     pub(crate) replay: Journal,
@@ -256,7 +258,8 @@ impl Session {
         if !printed.is_empty() {
             extensions.insert(PrintedBefore::new(printed));
         }
-        let options = CallOptions::new().cancel(self.cancel.child_token()).extensions(extensions);
+        let mut options = CallOptions::new().cancel(self.cancel.child_token()).extensions(extensions);
+        options.principal = self.principal.clone();
         // A call awaited alone runs right here, on the session's thread;
         // a batch spreads over the runtime's threads.
         let results = match <[ToolCall; 1]>::try_from(batch) {

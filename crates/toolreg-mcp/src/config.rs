@@ -18,6 +18,11 @@
 //! longest wait for the server to answer `initialize`), `disabled`, and
 //! `tools` (which tools to import and how to show them: [`ToolFilter`]).
 //!
+//! One key of toolreg's own may sit beside `mcpServers`: `searchModel`, the
+//! directory of a sentence model for hybrid tool search (`model.safetensors`,
+//! `tokenizer.json`, `config.json`; relative to the file's directory). Other
+//! clients ignore it.
+//!
 //! The file is often shared with other clients, so a key toolreg does not
 //! know (another client's setting, or a typo) does not refuse the file: it is
 //! ignored and named in [`McpConfig::warnings`] for the host to report.
@@ -69,6 +74,9 @@ pub struct McpConfig {
     pub servers: BTreeMap<String, ServerConfig>,
     /// What was ignored while reading (unknown keys), one sentence each.
     pub warnings: Vec<String>,
+    /// The sentence model's directory for hybrid tool search (`searchModel`),
+    /// relative paths taken from the file's directory by [`McpConfig::from_file`].
+    pub search_model: Option<PathBuf>,
 }
 
 /// How to reach one server, and how far to trust it.
@@ -191,6 +199,7 @@ pub enum Transport {
 #[serde(rename_all = "camelCase")]
 struct RawConfig {
     mcp_servers: BTreeMap<String, RawServer>,
+    search_model: Option<PathBuf>,
 }
 
 #[derive(Deserialize)]
@@ -227,7 +236,11 @@ impl McpConfig {
         let path = path.as_ref();
         let text = std::fs::read_to_string(path)
             .map_err(|e| ConfigError::Read { path: path.to_path_buf(), message: e.to_string() })?;
-        Self::from_json(&text)
+        let mut config = Self::from_json(&text)?;
+        if let (Some(model), Some(dir)) = (&mut config.search_model, path.parent()) {
+            *model = dir.join(&*model);
+        }
+        Ok(config)
     }
 
     /// Read a configuration from its JSON text.
@@ -288,6 +301,9 @@ impl McpConfig {
             };
             servers.insert(name, ServerConfig { transport, safety, call_timeout, tools: server.tools });
         }
-        Ok(McpConfig { servers, warnings })
+        if raw.search_model.as_ref().is_some_and(|dir| dir.as_os_str().is_empty()) {
+            return Err(ConfigError::Invalid("`searchModel` is empty: name the model's directory".to_owned()));
+        }
+        Ok(McpConfig { servers, warnings, search_model: raw.search_model })
     }
 }

@@ -43,6 +43,7 @@ pub mod exec;
 pub mod handler;
 mod name_rule;
 pub mod policy;
+pub mod principal;
 pub mod prompt;
 #[cfg(feature = "providers")]
 pub mod provider;
@@ -67,6 +68,7 @@ pub use exec::{
 pub use futures_util::future::BoxFuture;
 pub use handler::{ErasedTool, Outcome, ToolFuture, ToolHandler};
 pub use policy::{Approver, Selection};
+pub use principal::{Principal, PrincipalSource};
 pub use registry::{ApprovalPreview, FunctionRegistry, RegistryError, ToolEntry, ToolRegistration, validate_name};
 /// The cancellation token a [`CallContext`] carries (from `tokio-util`).
 pub use tokio_util::sync::CancellationToken;

@@ -149,3 +149,55 @@ fn answer(lines: &mpsc::Receiver<Value>, seen: &mut Vec<Value>, id: i64) -> Valu
         seen.push(message);
     }
 }
+
+/// The `mcpServers` file may name the model (`searchModel`, relative to the
+/// file); `--search-model` wins over it.
+#[test]
+fn the_config_files_search_model_is_taken_from_beside_the_file_and_the_flag_wins() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("conf")).unwrap();
+    let config = dir.path().join("conf/servers.json");
+    std::fs::write(&config, r#"{"mcpServers": {}, "searchModel": "models/minilm"}"#).unwrap();
+    let run = |extra: &[&str]| {
+        StdCommand::new(assert_cmd::cargo::cargo_bin("toolreg"))
+            .current_dir(dir.path())
+            .env("TOOLREG_STATE_DIR", dir.path().join("state"))
+            .env_remove("TOOLREG_SEARCH_MODEL")
+            .args(["--config", config.to_str().unwrap(), "tools"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = run(&[]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("conf/models/minilm/config.json"), "{stderr}");
+
+    let out = run(&["--search-model", "elsewhere"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("elsewhere/config.json") && !stderr.contains("minilm"), "{stderr}");
+
+    std::fs::write(&config, r#"{"mcpServers": {}, "searchModel": ""}"#).unwrap();
+    let stderr = String::from_utf8_lossy(&run(&[]).stderr).into_owned();
+    assert!(stderr.contains("`searchModel` is empty"), "{stderr}");
+}
+
+/// With a real model named only by the configuration, `serve` searches by
+/// meaning and says so.
+#[test]
+fn serve_uses_the_search_model_the_config_file_names() {
+    let Some(model) = common::search_model() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("servers.json");
+    std::fs::write(&config, json!({"mcpServers": {}, "searchModel": model}).to_string()).unwrap();
+    let out = StdCommand::new(assert_cmd::cargo::cargo_bin("toolreg"))
+        .current_dir(dir.path())
+        .env("TOOLREG_STATE_DIR", dir.path().join("state"))
+        .env_remove("TOOLREG_SEARCH_MODEL")
+        .args(["--config", config.to_str().unwrap(), "serve", "--no-shell"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("toolreg: tool search: hybrid, keywords and all-MiniLM-L6-v2-"), "{stderr}");
+}

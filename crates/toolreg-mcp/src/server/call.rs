@@ -58,7 +58,8 @@ impl McpServer {
             (id, None)
         };
         let call = ToolCall::new(id.clone(), name, arguments.clone());
-        let options = CallOptions::new().cancel(context.ct.clone()).extensions(extensions);
+        let mut options = CallOptions::new().cancel(context.ct.clone()).extensions(extensions);
+        options.principal = self.session.principal(&context);
         let result = served.engine.execute_call(call, options).await;
         if let Some(sender) = progress {
             sender.finish().await;
@@ -129,6 +130,7 @@ impl McpServer {
                     tool: name.to_owned(),
                     arguments: arguments.clone(),
                     extensions,
+                    principal: self.session.principal(context),
                     capabilities: context.client_capabilities(),
                     owner: self.task_connection.owner_of(context),
                 };

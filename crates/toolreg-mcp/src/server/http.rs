@@ -23,7 +23,7 @@
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 use std::time::Duration;
 
 use axum::Router;
@@ -38,6 +38,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
+use toolreg::Principal;
 
 use super::session::Transport;
 use super::{McpServer, ServeError};
@@ -481,6 +482,9 @@ fn add_execution(text: &str, execution: &std::collections::HashMap<String, serde
 async fn require_bearer(expected: &[u8], request: Request, next: Next) -> Response {
     let given = request.headers().get(header::AUTHORIZATION).map(HeaderValue::as_bytes).unwrap_or_default();
     if constant_time_eq(given, expected) {
+        static HOLDER: LazyLock<Arc<Principal>> = LazyLock::new(|| Arc::new(Principal::shared_secret()));
+        let mut request = request;
+        request.extensions_mut().insert(Arc::clone(&HOLDER));
         next.run(request).await
     } else {
         let mut response = (StatusCode::UNAUTHORIZED, "missing or wrong bearer token\n").into_response();

@@ -2,10 +2,11 @@
 //! session, nothing), the deferred tools its searches loaded, its open
 //! `subscriptions/listen` streams, and when its input closed.
 
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 
 use rmcp::service::{RequestContext, RoleServer, SubscriptionSink};
 use tokio_util::sync::CancellationToken;
+use toolreg::Principal;
 
 use crate::protocol::is_2026_07_28;
 
@@ -54,6 +55,20 @@ impl Session {
             Transport::Stream => Some(self),
             Transport::HttpSession if !is_2026_07_28(context) => Some(self),
             Transport::HttpSession | Transport::Stateless => None,
+        }
+    }
+
+    /// Who the request comes from: over HTTP, who the server's
+    /// authentication found (whoever holds the bearer token), nobody when
+    /// it has none; over a stream (stdio), the local user.
+    pub(super) fn principal(&self, context: &RequestContext<RoleServer>) -> Option<Arc<Principal>> {
+        static LOCAL: LazyLock<Arc<Principal>> = LazyLock::new(|| Arc::new(Principal::local_user()));
+        match self.transport {
+            Transport::Stream => Some(Arc::clone(&LOCAL)),
+            Transport::HttpSession | Transport::Stateless => {
+                let parts = context.extensions.get::<http::request::Parts>()?;
+                parts.extensions.get::<Arc<Principal>>().cloned()
+            }
         }
     }
 

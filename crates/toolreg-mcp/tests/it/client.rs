@@ -244,6 +244,7 @@ fn mcp_servers_files_are_read_with_clear_errors() {
     assert_eq!(config.servers["a"].safety, SafetyLevel::Dangerous);
     assert_eq!(config.servers["a"].call_timeout, Duration::from_millis(1500));
     assert!(matches!(&config.servers["b"].transport, Transport::Url { url, .. } if url == "https://example.com/mcp"));
+    assert_eq!(config.search_model, None);
 
     for (text, expected) in [
         ("not json", "invalid MCP server configuration"),
@@ -256,6 +257,8 @@ fn mcp_servers_files_are_read_with_clear_errors() {
         (r#"{"mcpServers": {"a": {"type": "sse", "url": "https://y/sse"}}}"#, "server `a`: `\"type\": \"sse\"`"),
         (r#"{"mcpServers": {"a": {"type": "sse", "url": "https://y/sse"}}}"#, "streamable HTTP endpoint"),
         (r#"{"mcpServers": {"a": {"type": "websocket", "url": "https://y"}}}"#, "websocket"),
+        (r#"{"mcpServers": {}, "searchModel": ""}"#, "`searchModel` is empty"),
+        (r#"{"mcpServers": {}, "searchModel": 3}"#, "invalid MCP server configuration"),
     ] {
         let error = McpConfig::from_json(text).unwrap_err().to_string();
         assert!(error.contains(expected), "{text}: {error}");

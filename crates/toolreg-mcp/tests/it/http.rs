@@ -265,3 +265,54 @@ async fn the_priming_event_goes_only_to_clients_that_know_it() {
     assert!(new.starts_with("data: \nid: 0\nretry: 3000\n\n"), "{new:?}");
     options.shutdown.cancel();
 }
+
+/// Who a call runs for, as the audit names it: over HTTP, whoever holds the
+/// bearer token (nobody without one); over stdio, the local user.
+#[tokio::test]
+async fn the_audit_names_who_each_transport_says_is_calling() {
+    use std::sync::Arc;
+    use toolreg::PrincipalSource;
+    use toolreg::policy::MemorySink;
+
+    let mut r = FunctionRegistry::new();
+    let decl = ToolDeclaration::builder("echo").description("Echo.").safety(SafetyLevel::Safe).build();
+    r.register_sync_tool("echo", |args: Value| Ok::<_, String>(args), decl).unwrap();
+    let audit = Arc::new(MemorySink::new());
+    let engine = McpServer::engine_builder(&r, &ServerOptions::default()).audit(Arc::clone(&audit)).build();
+    for token in [Some("s3cret"), None] {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let options = match token {
+            Some(token) => HttpOptions::default().bearer_token(token),
+            None => HttpOptions::default(),
+        };
+        let served = McpServer::new(engine.clone(), ServerOptions::default());
+        let running = options.clone();
+        tokio::spawn(async move { served.serve_http_on(listener, running).await });
+        crate::support::install_tls();
+        let mut config = rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
+            format!("http://{addr}/mcp"),
+        );
+        if let Some(token) = token {
+            config = config.auth_header(token);
+        }
+        let client = ().serve(StreamableHttpClientTransport::from_config(config)).await.unwrap();
+        client.call_tool(CallToolRequestParams::new("echo")).await.unwrap();
+        client.cancel().await.unwrap();
+        options.shutdown.cancel();
+    }
+    let (server_end, client_end) = tokio::io::duplex(64 * 1024);
+    let served = McpServer::new(engine.clone(), ServerOptions::default());
+    let (read, write) = tokio::io::split(server_end);
+    tokio::spawn(async move { served.serve_stream(read, write, toolreg_mcp::server::StdioOptions::default()).await });
+    let client = ().serve(client_end).await.unwrap();
+    client.call_tool(CallToolRequestParams::new("echo")).await.unwrap();
+    client.cancel().await.unwrap();
+
+    let events = audit.take();
+    assert_eq!(events.len(), 3, "{events:?}");
+    let holder = events[0].principal.as_ref().unwrap();
+    assert_eq!((holder.subject.as_str(), &holder.source), ("bearer-token", &PrincipalSource::SharedSecret));
+    assert_eq!(events[1].principal, None);
+    assert_eq!(events[2].principal.as_ref().unwrap().source, PrincipalSource::Local);
+}

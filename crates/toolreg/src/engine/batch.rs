@@ -28,6 +28,7 @@ use super::record::Record;
 use super::{Stop, ToolEngine};
 use crate::exec::{Extensions, ToolArguments, ToolCall, ToolError, ToolResult};
 use crate::policy::canonical_json;
+use crate::principal::Principal;
 
 /// Which calls must not overlap.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -79,6 +80,8 @@ struct Shared {
     stopped: Arc<OnceLock<Stop>>,
     /// The caller's typed values for every call's context.
     extensions: Option<Arc<Extensions>>,
+    /// Who every call of the batch runs for.
+    principal: Option<Arc<Principal>>,
 }
 
 /// Run the calls of one batch and answer each, in the order of the calls.
@@ -87,6 +90,7 @@ pub(crate) async fn run(
     calls: Vec<ToolCall>,
     cancel: CancellationToken,
     extensions: Extensions,
+    principal: Option<Arc<Principal>>,
 ) -> Vec<ToolResult> {
     let options = engine.options();
     let limit = options.max_concurrency.max(1);
@@ -99,8 +103,9 @@ pub(crate) async fn run(
         semaphore: (calls.len() > limit).then(|| Arc::new(Semaphore::new(limit))),
         stopped: Arc::default(),
         extensions: (!extensions.is_empty()).then(|| Arc::new(extensions)),
+        principal,
     };
-    let Dealt { mut queues, mut results, labels } = deal(engine, calls);
+    let Dealt { mut queues, mut results, labels } = deal(engine, calls, shared.principal.as_ref());
     // One queue (a model's usual single call) runs right here: a task of
     // its own would only add a hand-over between threads (measured: 13 to
     // 27 µs on a 2-core machine, more than the rest of an agent step).
@@ -146,7 +151,7 @@ struct Dealt {
 /// Deal the calls: those free to run in parallel spread over one worker
 /// per runtime thread, each lane of calls that must not overlap to a
 /// worker of its own.
-fn deal(engine: &ToolEngine, calls: Vec<ToolCall>) -> Dealt {
+fn deal(engine: &ToolEngine, calls: Vec<ToolCall>, principal: Option<&Arc<Principal>>) -> Dealt {
     let mut results: Vec<Option<Finished>> = (0..calls.len()).map(|_| None).collect();
     let mut labels = Vec::with_capacity(calls.len());
     let mut lanes: IndexMap<Lane, Queue> = IndexMap::new();
@@ -163,7 +168,7 @@ fn deal(engine: &ToolEngine, calls: Vec<ToolCall>) -> Dealt {
         labels.push((call.id.clone(), call.name.clone()));
         if repeated[index] {
             let error = ToolError::DuplicateCallId { id: call.id.clone() };
-            results[index] = Some(Finished::Result(refused(engine, call, error)));
+            results[index] = Some(Finished::Result(refused(engine, principal, call, error)));
             continue;
         }
         match lane_of(engine, &mut call) {
@@ -198,14 +203,16 @@ fn answers(results: Vec<Option<Finished>>, labels: Vec<(String, String)>) -> Vec
 }
 
 /// Answer a call that will not run, recorded like every other call.
-fn refused(engine: &ToolEngine, call: ToolCall, error: ToolError) -> ToolResult {
-    Record::new(engine.pipeline().sinks, call.id, call.name, None, false).finish(&tracing::Span::none(), Err(error))
+fn refused(engine: &ToolEngine, principal: Option<&Arc<Principal>>, call: ToolCall, error: ToolError) -> ToolResult {
+    let mut record = Record::new(engine.pipeline().sinks, call.id, call.name, None, false);
+    record.event.principal = principal.map(|principal| Principal::clone(principal));
+    record.finish(&tracing::Span::none(), Err(error))
 }
 
 /// Run a worker's queue, all at once or one at a time, admitting a call
 /// only with a permit when the batch has a concurrency limit.
 async fn work(shared: Shared, mut queue: Queue, one_at_a_time: bool) -> Vec<(usize, Finished)> {
-    let Shared { engine, cancel, token, deadline, semaphore, stopped, extensions } = &shared;
+    let Shared { engine, cancel, token, deadline, semaphore, stopped, extensions, principal } = &shared;
     let extensions = extensions.as_deref();
     let mut done = Vec::with_capacity(queue.len());
     let mut running = FuturesUnordered::new();
@@ -214,7 +221,13 @@ async fn work(shared: Shared, mut queue: Queue, one_at_a_time: bool) -> Vec<(usi
     let dealt: Vec<usize> = queue.iter().map(|(index, _)| *index).collect();
     let mut stop_signal = std::pin::pin!(stop_signal(cancel, *deadline));
     let admit = |index: usize, call: ToolCall, permit: Option<OwnedSemaphorePermit>| {
-        let control = Control { watch: None, token: Some(Arc::clone(token)), stopped: Some(&**stopped), extensions };
+        let control = Control {
+            watch: None,
+            token: Some(Arc::clone(token)),
+            stopped: Some(&**stopped),
+            extensions,
+            principal: principal.as_ref(),
+        };
         let call = pipeline::run(engine.pipeline(), call, control);
         async move {
             let result = call.await;
@@ -266,21 +279,28 @@ async fn work(shared: Shared, mut queue: Queue, one_at_a_time: bool) -> Vec<(usi
         // The calls still running are dropped; each records itself as stopped.
         let _ = stopped.set(stop);
         drop(running);
-        answer_stopped(engine, stop, dealt, queue, &mut done);
+        answer_stopped(engine, principal.as_ref(), stop, dealt, queue, &mut done);
     }
     done
 }
 
 /// Answer the calls of a worker whose batch stopped: those that were
 /// running from their labels, those that never started here, recorded.
-fn answer_stopped(engine: &ToolEngine, stop: Stop, dealt: Vec<usize>, queue: Queue, done: &mut Vec<(usize, Finished)>) {
+fn answer_stopped(
+    engine: &ToolEngine,
+    principal: Option<&Arc<Principal>>,
+    stop: Stop,
+    dealt: Vec<usize>,
+    queue: Queue,
+    done: &mut Vec<(usize, Finished)>,
+) {
     let mut finished: HashSet<usize> = done.iter().map(|(index, _)| *index).collect();
     finished.extend(queue.iter().map(|(index, _)| *index));
     for index in dealt.into_iter().filter(|index| !finished.contains(index)) {
         done.push((index, Finished::Stopped(stop)));
     }
     for (index, call) in queue {
-        done.push((index, Finished::Result(refused(engine, call, stop.error()))));
+        done.push((index, Finished::Result(refused(engine, principal, call, stop.error()))));
     }
 }
 

@@ -392,8 +392,8 @@ impl ToolEngine {
     /// extensions reach every call's
     /// [`CallContext::extensions`](crate::CallContext::extensions).
     pub async fn execute_batch(&self, calls: Vec<ToolCall>, options: CallOptions) -> Vec<ToolResult> {
-        let CallOptions { cancel, extensions } = options;
-        batch::run(self, calls, cancel.unwrap_or_default(), extensions).await
+        let CallOptions { cancel, extensions, principal } = options;
+        batch::run(self, calls, cancel.unwrap_or_default(), extensions, principal).await
     }
 }
 

@@ -36,6 +36,7 @@ use crate::args;
 use crate::declaration::{SafetyLevel, ToolDeclaration};
 use crate::exec::{CallContext, CallOptions, Extensions, ToolArguments, ToolCall, ToolError, ToolOutput, ToolResult};
 use crate::policy::{ApprovalRequest, Approver, ArgumentsHash, AuditDecision, AuditEvent, AuditSink, Decision};
+use crate::principal::Principal;
 use crate::registry::{FunctionRegistry, ToolEntry};
 
 /// Everything a call runs against: borrowed from an engine (where it was
@@ -104,6 +105,8 @@ pub(crate) struct Control<'a> {
     pub(crate) stopped: Option<&'a OnceLock<Stop>>,
     /// Typed values the caller passes down to the hooks, approver and tool.
     pub(crate) extensions: Option<&'a Extensions>,
+    /// Who the call runs for.
+    pub(crate) principal: Option<&'a Arc<Principal>>,
 }
 
 impl<'a> Control<'a> {
@@ -115,6 +118,7 @@ impl<'a> Control<'a> {
             token: token.cloned(),
             stopped: None,
             extensions: Some(&options.extensions).filter(|e| !e.is_empty()),
+            principal: options.principal.as_ref(),
         }
     }
 }
@@ -128,6 +132,7 @@ pub(crate) fn run<'a>(
     let span = AuditEvent::span(&call.name, &call.id);
     let ToolCall { id, name, arguments } = call;
     let mut record = Record::new(p.sinks, id, name, control.stopped, !span.is_disabled());
+    record.event.principal = control.principal.map(|principal| Principal::clone(principal));
     async move {
         let outcome = if control.watch.is_some_and(CancellationToken::is_cancelled) {
             Ok(Err(ToolError::Cancelled))
@@ -235,6 +240,9 @@ fn context(id: &str, decl: &Arc<ToolDeclaration>, control: &Control<'_>) -> Call
     if let Some(token) = &control.token {
         cx = cx.with_shared_cancellation(Arc::clone(token));
     }
+    if let Some(principal) = control.principal {
+        cx = cx.with_principal(Arc::clone(principal));
+    }
     cx
 }
 
@@ -321,6 +329,9 @@ fn request(entry: &ToolEntry, cx: &CallContext, args: &mut Value) -> ApprovalReq
     let mut request = ApprovalRequest::new(Arc::clone(entry.declaration_arc()), cx.call_id(), std::mem::take(args));
     if !cx.extensions().is_empty() {
         request = request.with_extensions(cx.extensions().clone());
+    }
+    if let Some(principal) = cx.principal() {
+        request = request.with_principal(Arc::clone(principal));
     }
     request
 }

@@ -16,6 +16,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::declaration::ToolDeclaration;
+use crate::principal::Principal;
 
 /// Typed values that travel with a call down the stack, in the manner of
 /// `http::Extensions`: a layer puts something in for the layers below it (the
@@ -88,6 +89,7 @@ pub struct CallContext {
     /// (cloning a `CancellationToken` takes a lock).
     cancellation: Option<Arc<CancellationToken>>,
     declaration: Option<Arc<ToolDeclaration>>,
+    principal: Option<Arc<Principal>>,
     extensions: Extensions,
 }
 
@@ -107,6 +109,20 @@ impl CallContext {
     pub(crate) fn with_shared_cancellation(mut self, token: Arc<CancellationToken>) -> Self {
         self.cancellation = Some(token);
         self
+    }
+
+    /// Run the call for `principal` (its host's word, never the arguments').
+    pub fn with_principal(mut self, principal: Arc<Principal>) -> Self {
+        self.principal = Some(principal);
+        self
+    }
+
+    /// Who the call runs for, when its host said
+    /// ([`CallOptions::principal`](crate::CallOptions::principal)); shared,
+    /// so that a tool that makes calls of its own (code mode, a
+    /// sub-agent) runs them for the same principal.
+    pub fn principal(&self) -> Option<&Arc<Principal>> {
+        self.principal.as_ref()
     }
 
     /// The provider's id for this call, when there is one.

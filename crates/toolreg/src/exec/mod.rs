@@ -8,6 +8,7 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
@@ -16,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::principal::Principal;
 use crate::validate::{ArgumentError, render_errors};
 
 mod content;
@@ -396,6 +398,10 @@ pub struct CallOptions {
     /// server its client connection and progress reporter, an agent loop
     /// its run's state).
     pub extensions: Extensions,
+    /// Who the call runs for: set by the host (never from the call's
+    /// arguments); the approver, hooks and tool see it in
+    /// [`CallContext::principal`], and the audit record names it.
+    pub principal: Option<Arc<Principal>>,
 }
 
 impl CallOptions {
@@ -419,6 +425,12 @@ impl CallOptions {
     /// Use these extensions.
     pub fn extensions(mut self, extensions: Extensions) -> Self {
         self.extensions = extensions;
+        self
+    }
+
+    /// Run the call for `principal`.
+    pub fn principal(mut self, principal: impl Into<Arc<Principal>>) -> Self {
+        self.principal = Some(principal.into());
         self
     }
 }

@@ -18,6 +18,7 @@ use serde_json::Value;
 use crate::declaration::ToolDeclaration;
 use crate::exec::Extensions;
 use crate::policy::ArgumentsHash;
+use crate::principal::Principal;
 
 /// What the caller showed before the call an approver is asked about: the
 /// output a code-mode program printed before it made the call.
@@ -51,6 +52,7 @@ pub struct ApprovalRequest {
     arguments: Value,
     hash: ArgumentsHash,
     extensions: Extensions,
+    principal: Option<Arc<Principal>>,
     preview: Option<String>,
 }
 
@@ -67,6 +69,7 @@ impl ApprovalRequest {
             arguments,
             hash,
             extensions: Extensions::default(),
+            principal: None,
             preview: None,
         }
     }
@@ -77,6 +80,18 @@ impl ApprovalRequest {
     pub fn with_extensions(mut self, extensions: Extensions) -> Self {
         self.extensions = extensions;
         self
+    }
+
+    /// The same request, made for `principal` (the approval stage passes
+    /// the call's): an approver can refuse a principal, or show who asks.
+    pub fn with_principal(mut self, principal: Arc<Principal>) -> Self {
+        self.principal = Some(principal);
+        self
+    }
+
+    /// Who the call would run for, when its host said.
+    pub fn principal(&self) -> Option<&Principal> {
+        self.principal.as_deref()
     }
 
     /// The same request, with what the call would do in words (a diff, a

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::declaration::SafetyLevel;
 use crate::policy::ArgumentsHash;
+use crate::principal::Principal;
 
 /// What the approval gate decided for a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
@@ -91,6 +92,9 @@ pub struct AuditEvent {
     /// The approver that decided, if one did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approver: Option<String>,
+    /// Who the call ran for, when its host said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub principal: Option<Principal>,
     /// When the call started, in milliseconds since the Unix epoch.
     pub started_at_ms: u64,
     /// How long the call took, from lookup to result, in microseconds.
@@ -118,6 +122,7 @@ impl AuditEvent {
             approved_hash: None,
             decision: AuditDecision::NotReached,
             approver: None,
+            principal: None,
             started_at_ms: started_at
                 .and_then(|at| at.duration_since(UNIX_EPOCH).ok())
                 .map_or(0, |d| d.as_millis() as u64),
@@ -168,6 +173,7 @@ impl AuditEvent {
             toolreg.approval.decision = tracing::field::Empty,
             toolreg.approval.approver = tracing::field::Empty,
             toolreg.approval.arguments.hash = tracing::field::Empty,
+            toolreg.principal = tracing::field::Empty,
             toolreg.outcome = tracing::field::Empty,
             error.type = tracing::field::Empty,
         )
@@ -191,6 +197,9 @@ impl AuditEvent {
         if let Some(hash) = &self.approved_hash {
             span.record("toolreg.approval.arguments.hash", tracing::field::display(hash));
         }
+        if let Some(principal) = &self.principal {
+            span.record("toolreg.principal", tracing::field::display(principal));
+        }
         span.record("toolreg.outcome", &*self.outcome);
         if self.outcome != "ok" {
             span.record("error.type", &*self.outcome);
@@ -209,6 +218,7 @@ impl AuditEvent {
             safety = self.safety.map_or("", SafetyLevel::as_str),
             decision = %self.decision,
             approver = self.approver.as_deref().unwrap_or(""),
+            principal = %self.principal.as_ref().map(ToString::to_string).unwrap_or_default(),
             arguments_hash = %hash(self.arguments_hash),
             approved_hash = %hash(self.approved_hash),
             duration_us = self.duration_us,

@@ -390,3 +390,66 @@ fn macro_sets_the_exclusive_key() {
     let round: ToolDeclaration = serde_json::from_value(serde_json::to_value(&built).unwrap()).unwrap();
     assert_eq!(round, built);
 }
+
+/// The host's principal reaches the tool, the approver and the audit record
+/// of every call — run alone, in a batch, or refused before it ran — and is
+/// never taken from the arguments.
+#[tokio::test]
+async fn the_principal_reaches_the_tool_the_approver_and_the_audit() {
+    use toolreg::{CallContext, Principal, ToolRegistration};
+
+    let mut registry = FunctionRegistry::new();
+    let whoami = |name: &str, safety| {
+        ToolRegistration::new(decl(name, safety), |cx: CallContext, _args: Value| async move {
+            Ok::<_, String>(cx.principal().map_or("nobody".to_owned(), |p| p.subject.clone()))
+        })
+    };
+    registry.register(whoami("whoami", SafetyLevel::Safe)).unwrap();
+    registry.register(whoami("drop_table", SafetyLevel::Dangerous)).unwrap();
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&asked);
+    let sink = Arc::new(MemorySink::new());
+    let engine = ToolEngine::builder(&registry)
+        .approver(approver_fn("admins-only", move |request: ApprovalRequest| {
+            let who = request.principal().cloned();
+            seen.lock().unwrap().push(who.clone());
+            async move {
+                match who {
+                    Some(p) if p.has_scope("admin") => request.approve(),
+                    _ => request.deny("only an admin may approve this"),
+                }
+            }
+        }))
+        .audit(Arc::clone(&sink))
+        .build();
+    let alice = Principal::verified("https://as.example", "alice").with_scopes(["admin"]);
+    let bob = Principal::verified("https://as.example", "bob");
+
+    // The argument called `principal` is only an argument.
+    let call = ToolCall::new("1", "whoami", r#"{"path": "x", "principal": "root"}"#);
+    let result = engine.execute_call(call, CallOptions::new().principal(bob.clone())).await;
+    assert_eq!(result.outcome.unwrap().text(), "bob");
+    let result = engine.execute_call(ToolCall::new("2", "whoami", r#"{"path": "x"}"#), CallOptions::new()).await;
+    assert_eq!(result.outcome.unwrap().text(), "nobody");
+
+    let batch =
+        vec![ToolCall::new("3", "drop_table", r#"{"path": "t"}"#), ToolCall::new("3", "whoami", r#"{"path": "x"}"#)];
+    let results = engine.execute_batch(batch.clone(), CallOptions::new().principal(bob.clone())).await;
+    assert!(matches!(results[0].outcome, Err(ToolError::Denied { .. })), "{:?}", results[0].outcome);
+    assert!(matches!(results[1].outcome, Err(ToolError::DuplicateCallId { .. })));
+    let results = engine.execute_batch(batch[..1].to_vec(), CallOptions::new().principal(alice.clone())).await;
+    assert_eq!(results[0].outcome.as_ref().unwrap().text(), "alice");
+    assert_eq!(*asked.lock().unwrap(), [Some(bob.clone()), Some(alice.clone())]);
+
+    let events = sink.take();
+    let who: Vec<Option<&str>> = events.iter().map(|e| e.principal.as_ref().map(|p| p.subject.as_str())).collect();
+    assert_eq!(who, [Some("bob"), None, Some("bob"), Some("bob"), Some("alice")]);
+    // The repeated id is refused (and recorded) before the batch runs.
+    assert_eq!(events[2].outcome, "duplicate_call_id");
+    assert_eq!(events[3].decision, AuditDecision::Denied);
+    let line = serde_json::to_value(&events[4]).unwrap();
+    assert_eq!(
+        line["principal"],
+        json!({"subject": "alice", "scopes": ["admin"], "source": {"kind": "token", "issuer": "https://as.example"}})
+    );
+}

@@ -92,7 +92,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
-use toolreg::{CallOptions, Checkpoints, Extensions, ProgressReporter, ToolCall, ToolEngine, ToolError, ToolExecutor};
+use toolreg::{
+    CallOptions, Checkpoints, Extensions, Principal, ProgressReporter, ToolCall, ToolEngine, ToolError, ToolExecutor,
+};
 use toolreg_store::{StoreError, now_ms};
 
 use super::result::to_call_tool_result;
@@ -318,6 +320,8 @@ pub(super) struct Started {
     pub(super) tool: String,
     pub(super) arguments: Value,
     pub(super) extensions: Extensions,
+    /// Who it runs for.
+    pub(super) principal: Option<Arc<Principal>>,
     pub(super) capabilities: Option<ClientCapabilities>,
     /// The session starting it, which alone will see it.
     pub(super) owner: TaskOwner,

@@ -144,7 +144,7 @@ impl Tasks {
         message: &Arc<Mutex<Option<String>>>,
         answered: &Notify,
     ) -> End {
-        let Started { engine, tool, arguments, extensions, capabilities, owner: _ } = started;
+        let Started { engine, tool, arguments, extensions, principal, capabilities, owner: _ } = started;
         // The task id is the call id: unique, and what the audit trail shows.
         let call = ToolCall::new(id, tool, arguments);
         let mut responses = InputResponses::new();
@@ -172,7 +172,8 @@ impl Tasks {
             let checkpoints = Arc::new(Checkpoints::restoring(std::mem::take(&mut saved)));
             round_extensions.insert_arc(Arc::clone(&round));
             round_extensions.insert_arc(Arc::clone(&checkpoints));
-            let options = CallOptions::new().cancel(cancel.clone()).extensions(round_extensions);
+            let mut options = CallOptions::new().cancel(cancel.clone()).extensions(round_extensions);
+            options.principal = principal.clone();
             let result = engine.execute_call(call.clone(), options).await;
             if cancel.is_cancelled() {
                 return self.ended(TaskStatus::Cancelled, None, None);
