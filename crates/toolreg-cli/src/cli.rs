@@ -220,6 +220,22 @@ pub struct ServeArgs {
     /// Also accept requests from this browser origin (repeatable).
     #[arg(long = "allow-origin", requires = "http")]
     pub allow_origins: Vec<String>,
+    /// Require OAuth access tokens (JWTs) from this authorization server
+    /// over HTTP: each client is the principal its token names, verified
+    /// against the issuer's keys (found from its metadata). In place of
+    /// TOOLREG_MCP_TOKEN.
+    #[arg(long, value_name = "URL", requires_all = ["http", "audience"])]
+    pub issuer: Option<String>,
+    /// This server's canonical URI, which tokens must be minted for (their
+    /// `aud`), such as https://tools.example.com/mcp.
+    #[arg(long, value_name = "URL", requires = "issuer")]
+    pub audience: Option<String>,
+    /// Fetch the issuer's keys here instead of from its metadata.
+    #[arg(long, value_name = "URL", requires = "issuer")]
+    pub jwks_uri: Option<String>,
+    /// A scope every token must carry (repeatable; 403 insufficient_scope without).
+    #[arg(long = "required-scope", value_name = "SCOPE", requires = "issuer")]
+    pub required_scopes: Vec<String>,
     /// Run dangerous tools without approval.
     #[arg(long)]
     pub allow_dangerous: bool,

@@ -22,7 +22,7 @@ use toolreg::provider::{Provider, ToolRef};
 use toolreg::{CallOptions, Principal, SafetyLevel, ToolCall, ToolEngine, ToolExecutor};
 use toolreg_code::{CodeMode, RUN_CODE, Worker};
 use toolreg_mcp::server::{
-    Deferral, HttpOptions, McpServer, RequestStates, ServerOptions, TaskOptions, bearer_token_from_env,
+    Deferral, HttpOptions, McpServer, OAuth, RequestStates, ServerOptions, TaskOptions, bearer_token_from_env,
 };
 use toolreg_store::Namespace;
 
@@ -319,13 +319,29 @@ async fn serve(mut tools: setup::Tools, args: ServeArgs) -> Result<(), CliError>
     match args.http {
         Some(bind) => {
             let mut http = HttpOptions::default().bind(bind).stateless(args.stateless);
-            match bearer_token_from_env() {
-                Some(token) => http = http.bearer_token(token),
-                None if !bind.ip().is_loopback() => eprintln!(
+            match (bearer_token_from_env(), &args.issuer) {
+                (Some(_), Some(_)) => {
+                    return Err(CliError::new(
+                        "serve: TOOLREG_MCP_TOKEN and --issuer are two ways to let clients in: use one",
+                    ));
+                }
+                (None, Some(issuer)) => {
+                    let mut oauth = OAuth::new(issuer, args.audience.as_deref().unwrap_or_default());
+                    if let Some(uri) = &args.jwks_uri {
+                        oauth = oauth.jwks_uri(uri);
+                    }
+                    for scope in &args.required_scopes {
+                        oauth = oauth.require_scope(scope);
+                    }
+                    eprintln!("toolreg: clients need access tokens from {issuer} for {}", oauth.audience());
+                    http = http.oauth(oauth);
+                }
+                (Some(token), None) => http = http.bearer_token(token),
+                (None, None) if !bind.ip().is_loopback() => eprintln!(
                     "toolreg: warning: serving on {bind} without a bearer token: anyone who can reach it can call the \
                      tools; set TOOLREG_MCP_TOKEN"
                 ),
-                None => {}
+                (None, None) => {}
             }
             for host in args.allow_hosts {
                 http = http.allow_host(host);

@@ -6,6 +6,7 @@ mod cli;
 mod code_mode;
 mod deferred;
 mod gateway;
+mod oauth;
 mod otel;
 mod resume;
 mod search_eval;

@@ -40,6 +40,7 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use toolreg::Principal;
 
+use super::oauth::{self, OAuth};
 use super::session::Transport;
 use super::{McpServer, ServeError};
 
@@ -51,8 +52,12 @@ pub struct HttpOptions {
     pub bind: SocketAddr,
     /// The path of the MCP endpoint (default `/mcp`).
     pub path: String,
-    /// A token every request must carry as `Authorization: Bearer …`.
+    /// A token every request must carry as `Authorization: Bearer …`: one
+    /// secret for every client (ignored when [`oauth`](Self::oauth) is set).
     pub bearer_token: Option<String>,
+    /// Access tokens of an OAuth authorization server, verified per request:
+    /// each client is the principal its token names.
+    pub oauth: Option<OAuth>,
     /// No sessions: every request stands alone, so several server processes
     /// can sit behind a load balancer. Server-to-client messages outside a
     /// request's own answer (`list_changed`) need sessions.
@@ -86,6 +91,7 @@ impl std::fmt::Debug for HttpOptions {
             .field("bind", &self.bind)
             .field("path", &self.path)
             .field("bearer_token", &self.bearer_token.as_ref().map(|_| "<set>"))
+            .field("oauth", &self.oauth)
             .field("stateless", &self.stateless)
             .field("allowed_origins", &self.allowed_origins)
             .field("allowed_hosts", &self.allowed_hosts)
@@ -103,6 +109,7 @@ impl Default for HttpOptions {
             bind: SocketAddr::from(([127, 0, 0, 1], 8080)),
             path: "/mcp".to_owned(),
             bearer_token: None,
+            oauth: None,
             stateless: false,
             allowed_origins: ["http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"].map(String::from).to_vec(),
             allowed_hosts: ["localhost", "127.0.0.1", "::1"].map(String::from).to_vec(),
@@ -125,6 +132,13 @@ impl HttpOptions {
     /// Require this bearer token.
     pub fn bearer_token(mut self, token: impl Into<String>) -> Self {
         self.bearer_token = Some(token.into());
+        self
+    }
+
+    /// Require access tokens of this authorization server (in place of a
+    /// shared bearer token).
+    pub fn oauth(mut self, oauth: OAuth) -> Self {
+        self.oauth = Some(oauth);
         self
     }
 
@@ -211,6 +225,27 @@ impl McpServer {
                 async move { edge.handle(request, next).await }
             },
         ));
+        if let Some(oauth) = &options.oauth {
+            let (metadata_url, metadata_paths) = metadata_location(oauth.audience(), &options.path);
+            let metadata_url: Arc<str> = Arc::from(metadata_url);
+            let checked = router.layer(middleware::from_fn({
+                let oauth = oauth.clone();
+                move |request: Request, next: Next| {
+                    oauth::require_token(oauth.clone(), Arc::clone(&metadata_url), request, next)
+                }
+            }));
+            let metadata: Arc<str> = Arc::from(oauth.resource_metadata().to_string());
+            let mut open = Router::new();
+            for path in metadata_paths {
+                let metadata = Arc::clone(&metadata);
+                let answer = move || {
+                    let body = metadata.to_string();
+                    std::future::ready(([(header::CONTENT_TYPE, "application/json")], body))
+                };
+                open = open.route(&path, axum::routing::get(answer));
+            }
+            return checked.merge(open);
+        }
         match &options.bearer_token {
             None => router,
             Some(token) => {
@@ -491,6 +526,26 @@ async fn require_bearer(expected: &[u8], request: Request, next: Next) -> Respon
         response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         response
     }
+}
+
+/// Where the Protected Resource Metadata is (RFC 9728): its URL, from the
+/// audience (the server's canonical URI), and the paths it is served at
+/// here (with the resource's path, and at the root for clients that look
+/// there).
+fn metadata_location(audience: &str, mcp_path: &str) -> (String, Vec<String>) {
+    const WELL_KNOWN: &str = "/.well-known/oauth-protected-resource";
+    let audience = audience.trim_end_matches('/');
+    let path_at = audience.find("://").and_then(|at| audience[at + 3..].find('/').map(|p| at + 3 + p));
+    let (origin, path) = match path_at {
+        Some(at) => audience.split_at(at),
+        None => (audience, ""),
+    };
+    let mut paths = vec![format!("{WELL_KNOWN}{path}"), WELL_KNOWN.to_owned()];
+    if path != mcp_path.trim_end_matches('/') {
+        paths.push(format!("{WELL_KNOWN}{}", mcp_path.trim_end_matches('/')));
+    }
+    paths.dedup();
+    (format!("{origin}{WELL_KNOWN}{path}"), paths)
 }
 
 /// Compare without stopping at the first difference, so the time taken

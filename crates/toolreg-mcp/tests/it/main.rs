@@ -7,6 +7,7 @@ mod deferred;
 mod export;
 mod gateway;
 mod http;
+mod oauth;
 mod server;
 mod support;
 mod tasks;

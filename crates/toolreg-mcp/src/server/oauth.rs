@@ -1,0 +1,426 @@
+//! The HTTP server as an OAuth 2.1 resource server, as the MCP
+//! authorization specification has it: JWT access tokens verified against
+//! the authorization server's keys (JWKS), the Protected Resource Metadata
+//! of RFC 9728 at its well-known path, and `401`/`403` answers whose
+//! `WWW-Authenticate` tells a client where to go.
+//!
+//! A token is accepted when its signature verifies with a key of the
+//! issuer's JWKS (found by `kid`; an algorithm from [`ALGORITHMS`] only, and
+//! only with a key of its own family, so `alg: none` and an HMAC "signed"
+//! with the public key are refused), its issuer is the configured one, its
+//! audience holds this server's canonical URI (RFC 8707: a token minted for
+//! another resource is refused), it has not expired and is already valid
+//! (with [`OAuth::leeway`] of clock skew), and it carries every required
+//! scope (else `403 insufficient_scope`). The caller becomes a
+//! [`Principal`] (`sub`, `client_id` or `azp`, the scopes) for every call
+//! of the request. The token itself goes nowhere else: not to a tool, not
+//! to an upstream server (the gateway's upstream credentials come from its
+//! own configuration).
+//!
+//! Keys are fetched from the issuer's metadata (`jwks_uri` of its OpenID or
+//! RFC 8414 metadata) or a configured JWKS URL, with a time limit and a
+//! size bound, and fetched again for a `kid` not yet known (key rotation) at
+//! most once per [`OAuth::refresh_interval`], so a stream of made-up `kid`s
+//! costs the issuer nothing. While the keys cannot be fetched, tokens signed
+//! with keys already known still verify.
+//!
+//! ```no_run
+//! use toolreg_mcp::server::{HttpOptions, OAuth};
+//!
+//! let oauth = OAuth::new("https://login.example.com", "https://tools.example.com/mcp").require_scope("tools");
+//! let options = HttpOptions::default().oauth(oauth);
+//! # let _ = options;
+//! ```
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use axum::extract::Request;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt;
+use jsonwebtoken::jwk::{AlgorithmParameters, Jwk, JwkSet};
+use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use serde::Deserialize;
+use serde_json::json;
+use tokio::sync::Mutex as AsyncMutex;
+use toolreg::Principal;
+
+/// The signature algorithms accepted: asymmetric ones only.
+pub const ALGORITHMS: &[Algorithm] = &[
+    Algorithm::RS256,
+    Algorithm::RS384,
+    Algorithm::RS512,
+    Algorithm::PS256,
+    Algorithm::PS384,
+    Algorithm::PS512,
+    Algorithm::ES256,
+    Algorithm::ES384,
+    Algorithm::EdDSA,
+];
+
+/// The longest `Authorization` header read (a JWT of a few kilobytes is
+/// usual; this leaves room for large claims, not for a flood).
+pub const MAX_TOKEN_BYTES: usize = 16 * 1024;
+/// The largest JWKS or metadata document read from the issuer.
+const MAX_DOCUMENT_BYTES: usize = 256 * 1024;
+/// The most keys kept from one JWKS.
+const MAX_KEYS: usize = 64;
+
+/// How the server verifies access tokens (see the module's docs).
+#[derive(Clone)]
+pub struct OAuth {
+    issuer: String,
+    audience: String,
+    jwks_uri: Option<String>,
+    scopes: Vec<String>,
+    leeway: Duration,
+    refresh_interval: Duration,
+    fetch_timeout: Duration,
+    keys: Arc<Keys>,
+}
+
+impl std::fmt::Debug for OAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OAuth")
+            .field("issuer", &self.issuer)
+            .field("audience", &self.audience)
+            .field("jwks_uri", &self.jwks_uri)
+            .field("scopes", &self.scopes)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The issuer's keys, by `kid`, and when they were last fetched.
+#[derive(Default)]
+struct Keys {
+    known: Mutex<HashMap<String, (Algorithm, Arc<DecodingKey>)>>,
+    /// The one fetch in flight, and when the last one started.
+    fetching: AsyncMutex<Option<Instant>>,
+}
+
+/// Why a token was refused: the text goes to the client (it names no key
+/// and no secret).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TokenError {
+    /// No `Authorization: Bearer` header.
+    #[error("no bearer token")]
+    Missing,
+    /// The token is not one this server accepts (malformed, unsigned, bad
+    /// signature, another issuer or audience, expired, not yet valid).
+    #[error("invalid token: {0}")]
+    Invalid(String),
+    /// The token is good but lacks scopes the server requires.
+    #[error("insufficient scope: {0} required")]
+    InsufficientScope(String),
+    /// The issuer's keys could not be had to check a token signed with a
+    /// key not yet known.
+    #[error("the authorization server's keys cannot be fetched: {0}")]
+    Keys(String),
+}
+
+impl OAuth {
+    /// Accept tokens from `issuer` (its `iss`, and where its metadata is)
+    /// minted for `audience`: this server's canonical URI, as clients name
+    /// it in their `resource` parameter (`https://tools.example.com/mcp`).
+    pub fn new(issuer: impl Into<String>, audience: impl Into<String>) -> Self {
+        OAuth {
+            issuer: issuer.into(),
+            audience: audience.into(),
+            jwks_uri: None,
+            scopes: Vec::new(),
+            leeway: Duration::from_secs(60),
+            refresh_interval: Duration::from_secs(30),
+            fetch_timeout: Duration::from_secs(5),
+            keys: Arc::default(),
+        }
+    }
+
+    /// Fetch the keys here instead of from the issuer's metadata.
+    pub fn jwks_uri(mut self, uri: impl Into<String>) -> Self {
+        self.jwks_uri = Some(uri.into());
+        self
+    }
+
+    /// Require this scope of every token (`403 insufficient_scope` without).
+    pub fn require_scope(mut self, scope: impl Into<String>) -> Self {
+        self.scopes.push(scope.into());
+        self
+    }
+
+    /// The clock skew allowed on `exp` and `nbf` (default 60 s).
+    pub fn leeway(mut self, leeway: Duration) -> Self {
+        self.leeway = leeway;
+        self
+    }
+
+    /// The shortest time between two fetches of the keys (default 30 s).
+    pub fn refresh_interval(mut self, interval: Duration) -> Self {
+        self.refresh_interval = interval;
+        self
+    }
+
+    /// The longest a fetch of the issuer's metadata or keys may take
+    /// (default 5 s).
+    pub fn fetch_timeout(mut self, timeout: Duration) -> Self {
+        self.fetch_timeout = timeout.max(Duration::from_millis(1));
+        self
+    }
+
+    /// The issuer tokens must come from.
+    pub fn issuer(&self) -> &str {
+        &self.issuer
+    }
+
+    /// The audience tokens must be minted for.
+    pub fn audience(&self) -> &str {
+        &self.audience
+    }
+
+    /// The Protected Resource Metadata (RFC 9728) of this server.
+    pub fn resource_metadata(&self) -> serde_json::Value {
+        let mut metadata = json!({
+            "resource": self.audience,
+            "authorization_servers": [self.issuer],
+            "bearer_methods_supported": ["header"],
+        });
+        if !self.scopes.is_empty() {
+            metadata["scopes_supported"] = json!(self.scopes);
+        }
+        metadata
+    }
+
+    /// Who the token in `authorization` (the header's value) belongs to.
+    pub async fn verify(&self, authorization: Option<&HeaderValue>) -> Result<Principal, TokenError> {
+        let token = bearer(authorization)?;
+        let header = jsonwebtoken::decode_header(token).map_err(|e| TokenError::Invalid(e.to_string()))?;
+        if !ALGORITHMS.contains(&header.alg) {
+            return Err(TokenError::Invalid(format!("the algorithm {:?} is not accepted", header.alg)));
+        }
+        let kid = header.kid.unwrap_or_default();
+        let (algorithm, key) = match self.key(&kid) {
+            Some(found) => found,
+            None => {
+                self.refresh().await?;
+                self.key(&kid)
+                    .ok_or_else(|| TokenError::Invalid("signed with a key the issuer does not list".into()))?
+            }
+        };
+        if algorithm != header.alg {
+            return Err(TokenError::Invalid(format!("the key is for {algorithm:?}, not {:?}", header.alg)));
+        }
+        let mut validation = Validation::new(algorithm);
+        validation.leeway = self.leeway.as_secs();
+        validation.validate_nbf = true;
+        validation.set_issuer(&[&self.issuer]);
+        validation.set_audience(&[&self.audience]);
+        validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+        let claims = jsonwebtoken::decode::<Claims>(token, &key, &validation)
+            .map_err(|e| TokenError::Invalid(e.to_string()))?
+            .claims;
+        let scopes: Vec<String> = match (claims.scope, claims.scp) {
+            (Some(scope), _) => scope.split_whitespace().map(str::to_owned).collect(),
+            (None, Some(scp)) => scp,
+            (None, None) => Vec::new(),
+        };
+        let missing: Vec<&str> = self.scopes.iter().filter(|s| !scopes.contains(s)).map(String::as_str).collect();
+        if !missing.is_empty() {
+            return Err(TokenError::InsufficientScope(missing.join(" ")));
+        }
+        let mut principal = Principal::verified(&self.issuer, claims.sub).with_scopes(scopes);
+        if let Some(client) = claims.client_id.or(claims.azp) {
+            principal = principal.with_client_id(client);
+        }
+        Ok(principal)
+    }
+
+    /// The key for `kid`, when known (a JWKS of one key without a `kid`
+    /// serves tokens without one).
+    fn key(&self, kid: &str) -> Option<(Algorithm, Arc<DecodingKey>)> {
+        let known = self.keys.known.lock().unwrap_or_else(PoisonError::into_inner);
+        known.get(kid).map(|(algorithm, key)| (*algorithm, Arc::clone(key)))
+    }
+
+    /// Fetch the keys again, unless a fetch happened within the refresh
+    /// interval (then the keys known are what there is).
+    async fn refresh(&self) -> Result<(), TokenError> {
+        let mut last = self.keys.fetching.lock().await;
+        if last.is_some_and(|at| at.elapsed() < self.refresh_interval) {
+            return Ok(());
+        }
+        *last = Some(Instant::now());
+        let keys = self.fetch_keys().await?;
+        *self.keys.known.lock().unwrap_or_else(PoisonError::into_inner) = keys;
+        Ok(())
+    }
+
+    async fn fetch_keys(&self) -> Result<HashMap<String, (Algorithm, Arc<DecodingKey>)>, TokenError> {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let client = reqwest::Client::builder()
+            .timeout(self.fetch_timeout)
+            .redirect(reqwest::redirect::Policy::limited(3))
+            .build()
+            .map_err(|e| TokenError::Keys(e.to_string()))?;
+        let jwks_uri = match &self.jwks_uri {
+            Some(uri) => uri.clone(),
+            None => self.discover(&client).await?,
+        };
+        let set: JwkSet = fetch_json(&client, &jwks_uri).await?;
+        let mut keys = HashMap::new();
+        for jwk in set.keys.iter().take(MAX_KEYS) {
+            if let Some((kid, algorithm, key)) = usable(jwk) {
+                keys.insert(kid, (algorithm, Arc::new(key)));
+            }
+        }
+        if keys.is_empty() {
+            return Err(TokenError::Keys(format!("{jwks_uri} lists no key usable for signatures")));
+        }
+        Ok(keys)
+    }
+
+    /// The issuer's `jwks_uri`, from its OpenID Connect metadata or, failing
+    /// that, its RFC 8414 metadata; the metadata must name the same issuer.
+    async fn discover(&self, client: &reqwest::Client) -> Result<String, TokenError> {
+        let issuer = self.issuer.trim_end_matches('/');
+        let (origin, path) = match issuer.find("://").and_then(|at| issuer[at + 3..].find('/').map(|p| at + 3 + p)) {
+            Some(split) => issuer.split_at(split),
+            None => (issuer, ""),
+        };
+        let candidates = [
+            format!("{issuer}/.well-known/openid-configuration"),
+            format!("{origin}/.well-known/oauth-authorization-server{path}"),
+        ];
+        let mut failures = Vec::new();
+        for url in candidates {
+            match fetch_json::<Metadata>(client, &url).await {
+                Ok(metadata) if metadata.issuer.trim_end_matches('/') == issuer => return Ok(metadata.jwks_uri),
+                Ok(metadata) => failures.push(format!("{url} names the issuer {}", metadata.issuer)),
+                Err(error) => failures.push(error.to_string()),
+            }
+        }
+        Err(TokenError::Keys(failures.join("; ")))
+    }
+}
+
+#[derive(Deserialize)]
+struct Metadata {
+    issuer: String,
+    jwks_uri: String,
+}
+
+#[derive(Deserialize)]
+struct Claims {
+    sub: String,
+    #[serde(default)]
+    scope: Option<String>,
+    #[serde(default)]
+    scp: Option<Vec<String>>,
+    #[serde(default)]
+    client_id: Option<String>,
+    #[serde(default)]
+    azp: Option<String>,
+}
+
+/// The token of an `Authorization: Bearer …` header.
+fn bearer(authorization: Option<&HeaderValue>) -> Result<&str, TokenError> {
+    let value = authorization.ok_or(TokenError::Missing)?;
+    if value.len() > MAX_TOKEN_BYTES {
+        return Err(TokenError::Invalid(format!("the token is longer than {MAX_TOKEN_BYTES} bytes")));
+    }
+    let text = value.to_str().map_err(|_| TokenError::Invalid("the header is not text".into()))?;
+    match text.split_once(' ') {
+        Some((scheme, token)) if scheme.eq_ignore_ascii_case("bearer") && !token.trim().is_empty() => Ok(token.trim()),
+        _ => Err(TokenError::Missing),
+    }
+}
+
+/// A signing key of the set, with the one algorithm it may verify: the
+/// key's own `alg` when it names one, else its family's usual one. Keys for
+/// encryption and symmetric keys are left out.
+fn usable(jwk: &Jwk) -> Option<(String, Algorithm, DecodingKey)> {
+    use jsonwebtoken::jwk::{EllipticCurve, PublicKeyUse};
+    if matches!(jwk.common.public_key_use, Some(PublicKeyUse::Encryption)) {
+        return None;
+    }
+    let family: &[Algorithm] = match &jwk.algorithm {
+        AlgorithmParameters::RSA(_) => &ALGORITHMS[..6],
+        AlgorithmParameters::EllipticCurve(ec) => match ec.curve {
+            EllipticCurve::P256 => &[Algorithm::ES256],
+            EllipticCurve::P384 => &[Algorithm::ES384],
+            _ => return None,
+        },
+        AlgorithmParameters::OctetKeyPair(_) => &[Algorithm::EdDSA],
+        AlgorithmParameters::OctetKey(_) => return None,
+    };
+    let algorithm = match jwk.common.key_algorithm {
+        Some(named) => {
+            let named = named.to_string().parse::<Algorithm>().ok()?;
+            family.contains(&named).then_some(named)?
+        }
+        None => family[0],
+    };
+    let key = DecodingKey::from_jwk(jwk).ok()?;
+    Some((jwk.common.key_id.clone().unwrap_or_default(), algorithm, key))
+}
+
+/// A JSON document of at most [`MAX_DOCUMENT_BYTES`].
+async fn fetch_json<T: serde::de::DeserializeOwned>(client: &reqwest::Client, url: &str) -> Result<T, TokenError> {
+    let failed = |e: &dyn std::fmt::Display| TokenError::Keys(format!("{url}: {e}"));
+    let response = client.get(url).send().await.map_err(|e| failed(&e))?;
+    if !response.status().is_success() {
+        return Err(failed(&response.status()));
+    }
+    let mut body = Vec::new();
+    let mut stream = response.bytes_stream();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|e| failed(&e))?;
+        if body.len() + chunk.len() > MAX_DOCUMENT_BYTES {
+            return Err(failed(&format!("larger than {MAX_DOCUMENT_BYTES} bytes")));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    serde_json::from_slice(&body).map_err(|e| failed(&e))
+}
+
+/// The middleware: verify the request's token, refuse it as the
+/// specification says, or hand its principal to the MCP service.
+pub(super) async fn require_token(oauth: OAuth, metadata_url: Arc<str>, mut request: Request, next: Next) -> Response {
+    match oauth.verify(request.headers().get(header::AUTHORIZATION)).await {
+        Ok(principal) => {
+            request.extensions_mut().insert(Arc::new(principal));
+            next.run(request).await
+        }
+        Err(error) => refusal(&error, &metadata_url),
+    }
+}
+
+/// `401` (or `403` for missing scopes) with the `WWW-Authenticate` that
+/// points a client at the resource metadata.
+fn refusal(error: &TokenError, metadata_url: &str) -> Response {
+    let quoted = |text: &str| text.replace(['"', '\\'], "'");
+    let (status, challenge) = match error {
+        TokenError::Missing => (StatusCode::UNAUTHORIZED, format!("Bearer resource_metadata=\"{metadata_url}\"")),
+        TokenError::InsufficientScope(scopes) => (
+            StatusCode::FORBIDDEN,
+            format!(
+                "Bearer error=\"insufficient_scope\", scope=\"{}\", resource_metadata=\"{metadata_url}\"",
+                quoted(scopes)
+            ),
+        ),
+        TokenError::Invalid(why) | TokenError::Keys(why) => (
+            StatusCode::UNAUTHORIZED,
+            format!(
+                "Bearer error=\"invalid_token\", error_description=\"{}\", resource_metadata=\"{metadata_url}\"",
+                quoted(why)
+            ),
+        ),
+    };
+    let mut response = (status, format!("{error}\n")).into_response();
+    if let Ok(value) = HeaderValue::from_str(&challenge) {
+        response.headers_mut().insert(header::WWW_AUTHENTICATE, value);
+    }
+    response
+}

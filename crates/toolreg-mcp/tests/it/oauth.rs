@@ -1,0 +1,309 @@
+//! The HTTP server as an OAuth resource server, against an issuer served
+//! here (its metadata and JWKS, with keys made per test by ring): discovery
+//! from the 401, what is accepted and what is refused, key rotation, and an
+//! issuer that is down, slow or hostile.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
+use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use ring::rand::SystemRandom;
+use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair};
+use rmcp::ServiceExt;
+use rmcp::model::CallToolRequestParams;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use serde_json::{Value, json};
+use toolreg::policy::MemorySink;
+use toolreg::{FunctionRegistry, PrincipalSource, SafetyLevel, ToolDeclaration};
+use toolreg_mcp::server::{HttpOptions, McpServer, OAuth, ServerOptions};
+
+/// A signing key (P-256) and its public JWK.
+struct Key {
+    kid: String,
+    pkcs8: Vec<u8>,
+    jwk: Value,
+}
+
+impl Key {
+    fn new(kid: &str) -> Key {
+        let rng = SystemRandom::new();
+        let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap().as_ref().to_vec();
+        let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &pkcs8, &rng).unwrap();
+        let point = pair.public_key().as_ref();
+        let jwk = json!({"kty": "EC", "crv": "P-256", "x": B64.encode(&point[1..33]), "y": B64.encode(&point[33..]),
+            "kid": kid, "alg": "ES256", "use": "sig"});
+        Key { kid: kid.to_owned(), pkcs8, jwk }
+    }
+
+    fn sign(&self, claims: &Value) -> String {
+        let mut header = Header::new(Algorithm::ES256);
+        header.kid = Some(self.kid.clone());
+        jsonwebtoken::encode(&header, claims, &EncodingKey::from_ec_der(&self.pkcs8)).unwrap()
+    }
+}
+
+/// What the issuer's JWKS endpoint does.
+#[derive(Clone)]
+enum Jwks {
+    Keys(Value),
+    Down,
+    Slow,
+    Huge,
+}
+
+/// An authorization server's metadata and keys, on a real listener.
+struct Issuer {
+    url: String,
+    jwks: Arc<Mutex<Jwks>>,
+    fetches: Arc<AtomicUsize>,
+}
+
+impl Issuer {
+    async fn start(keys: &[&Key]) -> Issuer {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let jwks =
+            Arc::new(Mutex::new(Jwks::Keys(json!({"keys": keys.iter().map(|k| k.jwk.clone()).collect::<Vec<_>>()}))));
+        let fetches = Arc::new(AtomicUsize::new(0));
+        let metadata = json!({"issuer": url, "jwks_uri": format!("{url}/jwks")}).to_string();
+        let (served, counted) = (Arc::clone(&jwks), Arc::clone(&fetches));
+        let app = axum::Router::new()
+            .route(
+                "/.well-known/openid-configuration",
+                axum::routing::get(move || std::future::ready(metadata.clone())),
+            )
+            .route(
+                "/jwks",
+                axum::routing::get(move || {
+                    let now = served.lock().unwrap().clone();
+                    counted.fetch_add(1, Ordering::SeqCst);
+                    async move {
+                        match now {
+                            Jwks::Keys(set) => (axum::http::StatusCode::OK, set.to_string()),
+                            Jwks::Down => (axum::http::StatusCode::SERVICE_UNAVAILABLE, String::new()),
+                            Jwks::Slow => {
+                                tokio::time::sleep(Duration::from_secs(30)).await;
+                                (axum::http::StatusCode::OK, String::new())
+                            }
+                            Jwks::Huge => (
+                                axum::http::StatusCode::OK,
+                                format!("{{\"keys\": [], \"pad\": \"{}\"}}", "x".repeat(1 << 20)),
+                            ),
+                        }
+                    }
+                }),
+            );
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        Issuer { url, jwks, fetches }
+    }
+
+    fn set(&self, jwks: Jwks) {
+        *self.jwks.lock().unwrap() = jwks;
+    }
+}
+
+fn now() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs()
+}
+
+/// A served `echo` tool behind `oauth` (built for this server's address),
+/// and the audit of its calls.
+async fn serve(oauth: impl FnOnce(&str) -> OAuth) -> (SocketAddr, String, Arc<MemorySink>, HttpOptions) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let audience = format!("http://{addr}/mcp");
+    let mut r = FunctionRegistry::new();
+    let decl = ToolDeclaration::builder("echo").description("Echo.").safety(SafetyLevel::Safe).build();
+    r.register_sync_tool("echo", |args: Value| Ok::<_, String>(args), decl).unwrap();
+    let audit = Arc::new(MemorySink::new());
+    let engine = McpServer::engine_builder(&r, &ServerOptions::default()).audit(Arc::clone(&audit)).build();
+    let options = HttpOptions::default().oauth(oauth(&audience));
+    let running = options.clone();
+    let served = McpServer::new(engine, ServerOptions::default());
+    tokio::spawn(async move { served.serve_http_on(listener, running).await });
+    (addr, audience, audit, options)
+}
+
+fn claims(issuer: &str, audience: &str) -> Value {
+    json!({"iss": issuer, "aud": audience, "sub": "alice", "client_id": "agent-1", "scope": "tools files",
+        "iat": now(), "exp": now() + 300})
+}
+
+async fn initialize(addr: SocketAddr, token: Option<&str>) -> reqwest::Response {
+    let mut request = crate::support::http_client()
+        .post(format!("http://{addr}/mcp"))
+        .header("accept", "application/json, text/event-stream")
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}));
+    if let Some(token) = token {
+        request = request.header("authorization", format!("Bearer {token}"));
+    }
+    request.send().await.unwrap()
+}
+
+fn challenge(response: &reqwest::Response) -> String {
+    response.headers().get("www-authenticate").map(|v| v.to_str().unwrap().to_owned()).unwrap_or_default()
+}
+
+#[tokio::test]
+async fn a_client_finds_the_issuer_from_the_401_and_calls_with_a_verified_token() {
+    let key = Key::new("k1");
+    let issuer = Issuer::start(&[&key]).await;
+    let (addr, audience, audit, options) = serve(|aud| OAuth::new(&issuer.url, aud).require_scope("tools")).await;
+
+    let missing = initialize(addr, None).await;
+    assert_eq!(missing.status(), 401);
+    let metadata_url = format!("http://{addr}/.well-known/oauth-protected-resource/mcp");
+    assert_eq!(challenge(&missing), format!("Bearer resource_metadata=\"{metadata_url}\""));
+    let metadata: Value = crate::support::http_client().get(&metadata_url).send().await.unwrap().json().await.unwrap();
+    assert_eq!(metadata["resource"], audience);
+    assert_eq!(metadata["authorization_servers"], json!([issuer.url]));
+    assert_eq!(metadata["scopes_supported"], json!(["tools"]));
+    let root: Value = crate::support::http_client()
+        .get(format!("http://{addr}/.well-known/oauth-protected-resource"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(root, metadata);
+
+    // The official client's way in, with the token.
+    let token = key.sign(&claims(&issuer.url, &audience));
+    crate::support::install_tls();
+    let config = StreamableHttpClientTransportConfig::with_uri(format!("http://{addr}/mcp")).auth_header(token);
+    let client = ().serve(StreamableHttpClientTransport::from_config(config)).await.unwrap();
+    client.call_tool(CallToolRequestParams::new("echo")).await.unwrap();
+    client.cancel().await.unwrap();
+    let events = audit.take();
+    let who = events[0].principal.clone().unwrap();
+    assert_eq!((who.subject.as_str(), who.client_id.as_deref()), ("alice", Some("agent-1")));
+    assert_eq!(who.scopes, ["files", "tools"]);
+    assert_eq!(who.source, PrincipalSource::Token { issuer: issuer.url.clone() });
+    options.shutdown.cancel();
+}
+
+#[tokio::test]
+async fn tokens_that_are_not_for_this_server_now_are_refused() {
+    let key = Key::new("k1");
+    let stranger = Key::new("k1"); // the same kid, another key
+    let issuer = Issuer::start(&[&key]).await;
+    let (addr, audience, audit, options) = serve(|aud| OAuth::new(&issuer.url, aud).require_scope("tools")).await;
+    let good = claims(&issuer.url, &audience);
+    let with = |change: Value| {
+        let mut claims = good.clone();
+        for (name, value) in change.as_object().unwrap() {
+            claims[name] = value.clone();
+        }
+        claims
+    };
+    let good_token = key.sign(&good);
+    let (head, rest) = good_token.split_once('.').unwrap();
+    let (payload, signature) = rest.split_once('.').unwrap();
+    let none_header = B64.encode(br#"{"alg":"none","typ":"JWT","kid":"k1"}"#);
+    // HS256 with the issuer's public key as the secret (the classic confusion).
+    let public = serde_json::to_vec(&key.jwk).unwrap();
+    let mut hs = Header::new(Algorithm::HS256);
+    hs.kid = Some("k1".into());
+    let hs_token = jsonwebtoken::encode(&hs, &good, &EncodingKey::from_secret(&public)).unwrap();
+    let mut flipped = signature.to_owned().into_bytes();
+    flipped[3] = if flipped[3] == b'A' { b'B' } else { b'A' };
+    let mut unknown = Header::new(Algorithm::ES256);
+    unknown.kid = Some("nobody-knows".into());
+    let unknown_kid = jsonwebtoken::encode(&unknown, &good, &EncodingKey::from_ec_der(&key.pkcs8)).unwrap();
+
+    let refused = [
+        ("expired", key.sign(&with(json!({"exp": now() - 600})))),
+        ("not yet valid", key.sign(&with(json!({"nbf": now() + 600})))),
+        ("another issuer", key.sign(&with(json!({"iss": "https://evil.example"})))),
+        ("another resource", key.sign(&with(json!({"aud": "https://other.example/mcp"})))),
+        ("no subject", key.sign(&json!({"iss": issuer.url, "aud": audience, "exp": now() + 60, "scope": "tools"}))),
+        ("alg none", format!("{none_header}.{payload}.")),
+        ("HS256 with the public key", hs_token),
+        ("unknown kid", unknown_kid),
+        ("tampered signature", format!("{head}.{payload}.{}", String::from_utf8(flipped).unwrap())),
+        ("tampered claims", format!("{head}.{}.{signature}", B64.encode(with(json!({"sub": "root"})).to_string()))),
+        ("another key, same kid", stranger.sign(&good)),
+        ("not a token", "not.a.token".to_owned()),
+        ("huge", "e".repeat(64 * 1024)),
+    ];
+    for (what, token) in &refused {
+        let response = initialize(addr, Some(token)).await;
+        assert_eq!(response.status(), 401, "{what}");
+        let challenge = challenge(&response);
+        assert!(
+            challenge.contains("error=\"invalid_token\"") && challenge.contains("resource_metadata="),
+            "{what}: {challenge}"
+        );
+    }
+    // Good, but short of the scope the server requires.
+    let narrow = initialize(addr, Some(&key.sign(&with(json!({"scope": "files"}))))).await;
+    assert_eq!(narrow.status(), 403);
+    assert!(
+        challenge(&narrow).starts_with("Bearer error=\"insufficient_scope\", scope=\"tools\""),
+        "{}",
+        challenge(&narrow)
+    );
+    assert_eq!(initialize(addr, Some(&good_token)).await.status(), 200);
+    assert!(audit.events().is_empty(), "nothing ran for a refused token");
+    options.shutdown.cancel();
+}
+
+#[tokio::test]
+async fn a_rotated_key_is_fetched_once_and_made_up_kids_cost_the_issuer_nothing() {
+    let (old, new) = (Key::new("2026-11"), Key::new("2026-12"));
+    let issuer = Issuer::start(&[&old]).await;
+    let (addr, audience, _audit, options) =
+        serve(|aud| OAuth::new(&issuer.url, aud).refresh_interval(Duration::from_millis(300))).await;
+    assert_eq!(initialize(addr, Some(&old.sign(&claims(&issuer.url, &audience)))).await.status(), 200);
+    assert_eq!(issuer.fetches.load(Ordering::SeqCst), 1);
+
+    issuer.set(Jwks::Keys(json!({"keys": [old.jwk, new.jwk]})));
+    tokio::time::sleep(Duration::from_millis(350)).await;
+    assert_eq!(initialize(addr, Some(&new.sign(&claims(&issuer.url, &audience)))).await.status(), 200);
+    assert_eq!(issuer.fetches.load(Ordering::SeqCst), 2);
+    // Tokens naming keys nobody has: at most one more fetch per interval.
+    let flood = std::time::Instant::now();
+    for i in 0..20 {
+        let mut header = Header::new(Algorithm::ES256);
+        header.kid = Some(format!("made-up-{i}"));
+        let token =
+            jsonwebtoken::encode(&header, &claims(&issuer.url, &audience), &EncodingKey::from_ec_der(&new.pkcs8))
+                .unwrap();
+        assert_eq!(initialize(addr, Some(&token)).await.status(), 401);
+    }
+    let allowed = 3 + (flood.elapsed().as_millis() / 300) as usize;
+    let fetched = issuer.fetches.load(Ordering::SeqCst);
+    assert!(fetched <= allowed, "{fetched} fetches for 20 made-up kids in {:?}", flood.elapsed());
+    options.shutdown.cancel();
+}
+
+#[tokio::test]
+async fn an_issuer_that_is_down_slow_or_hostile_leaves_known_keys_working() {
+    let (known, rotated) = (Key::new("a"), Key::new("b"));
+    let issuer = Issuer::start(&[&known]).await;
+    let (addr, audience, _audit, options) = serve(|aud| {
+        OAuth::new(&issuer.url, aud)
+            .refresh_interval(Duration::from_millis(1))
+            .fetch_timeout(Duration::from_millis(500))
+    })
+    .await;
+    let good = known.sign(&claims(&issuer.url, &audience));
+    assert_eq!(initialize(addr, Some(&good)).await.status(), 200);
+    for state in [Jwks::Down, Jwks::Slow, Jwks::Huge] {
+        issuer.set(state);
+        let started = std::time::Instant::now();
+        let unknown = initialize(addr, Some(&rotated.sign(&claims(&issuer.url, &audience)))).await;
+        assert_eq!(unknown.status(), 401);
+        assert!(challenge(&unknown).contains("invalid_token"), "{}", challenge(&unknown));
+        assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+        assert_eq!(initialize(addr, Some(&good)).await.status(), 200, "a known key still verifies");
+    }
+    options.shutdown.cancel();
+}
