@@ -118,6 +118,13 @@ impl Principal {
     pub fn same_as(&self, other: &Principal) -> bool {
         self.subject == other.subject && self.source == other.source
     }
+
+    /// Who this is, as one string to store beside an object it made: equal
+    /// for two principals exactly when [`same_as`](Self::same_as) holds.
+    pub fn identity(&self) -> String {
+        // JSON, so that no issuer or subject can forge another's string.
+        serde_json::to_string(&(&self.source, &self.subject)).unwrap_or_default()
+    }
 }
 
 impl fmt::Display for Principal {
@@ -151,6 +158,9 @@ mod tests {
         // The same name from another issuer, or a local user of that name, is someone else.
         assert!(!a.same_as(&Principal::verified("https://other", "alice")));
         assert!(!a.same_as(&Principal::local("alice")));
+        assert_eq!(a.identity(), narrower.identity());
+        assert_ne!(a.identity(), Principal::verified("https://as\",\"x", "alice").identity());
+        assert_ne!(a.identity(), Principal::local("alice").identity());
     }
 
     #[test]

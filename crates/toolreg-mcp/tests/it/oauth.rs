@@ -23,14 +23,14 @@ use toolreg::{FunctionRegistry, PrincipalSource, SafetyLevel, ToolDeclaration};
 use toolreg_mcp::server::{HttpOptions, McpServer, OAuth, ServerOptions};
 
 /// A signing key (P-256) and its public JWK.
-struct Key {
+pub(crate) struct Key {
     kid: String,
     pkcs8: Vec<u8>,
     jwk: Value,
 }
 
 impl Key {
-    fn new(kid: &str) -> Key {
+    pub(crate) fn new(kid: &str) -> Key {
         let rng = SystemRandom::new();
         let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap().as_ref().to_vec();
         let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &pkcs8, &rng).unwrap();
@@ -40,7 +40,7 @@ impl Key {
         Key { kid: kid.to_owned(), pkcs8, jwk }
     }
 
-    fn sign(&self, claims: &Value) -> String {
+    pub(crate) fn sign(&self, claims: &Value) -> String {
         let mut header = Header::new(Algorithm::ES256);
         header.kid = Some(self.kid.clone());
         jsonwebtoken::encode(&header, claims, &EncodingKey::from_ec_der(&self.pkcs8)).unwrap()
@@ -57,14 +57,14 @@ enum Jwks {
 }
 
 /// An authorization server's metadata and keys, on a real listener.
-struct Issuer {
-    url: String,
+pub(crate) struct Issuer {
+    pub(crate) url: String,
     jwks: Arc<Mutex<Jwks>>,
     fetches: Arc<AtomicUsize>,
 }
 
 impl Issuer {
-    async fn start(keys: &[&Key]) -> Issuer {
+    pub(crate) async fn start(keys: &[&Key]) -> Issuer {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let jwks =
@@ -129,7 +129,7 @@ async fn serve(oauth: impl FnOnce(&str) -> OAuth) -> (SocketAddr, String, Arc<Me
     (addr, audience, audit, options)
 }
 
-fn claims(issuer: &str, audience: &str) -> Value {
+pub(crate) fn claims(issuer: &str, audience: &str) -> Value {
     json!({"iss": issuer, "aud": audience, "sub": "alice", "client_id": "agent-1", "scope": "tools files",
         "iat": now(), "exp": now() + 300})
 }

@@ -141,14 +141,24 @@ struct Http {
     session: Option<String>,
     /// A 2026-07-28 client without a session.
     stateless: bool,
+    /// Its access token, sent with every request.
+    token: Option<String>,
 }
 
 impl Http {
     /// Serve `server` over HTTP on a port of its own; the address and what stops it.
     async fn serve(server: McpServer, stateless: bool) -> (String, tokio_util::sync::CancellationToken) {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        Self::serve_on(listener, server, toolreg_mcp::server::HttpOptions::default().stateless(stateless)).await
+    }
+
+    /// Serve `server` on `listener` with these options.
+    async fn serve_on(
+        listener: tokio::net::TcpListener,
+        server: McpServer,
+        options: toolreg_mcp::server::HttpOptions,
+    ) -> (String, tokio_util::sync::CancellationToken) {
         let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-        let options = toolreg_mcp::server::HttpOptions::default().stateless(stateless);
         let shutdown = options.shutdown.clone();
         tokio::spawn(async move { server.serve_http_on(listener, options).await });
         (url, shutdown)
@@ -156,8 +166,13 @@ impl Http {
 
     /// A new session with the tasks extension on the server at `url`.
     async fn session(url: &str) -> Http {
-        let mut client =
-            Http { http: crate::support::http_client(), url: url.to_owned(), session: None, stateless: false };
+        let mut client = Http {
+            http: crate::support::http_client(),
+            url: url.to_owned(),
+            session: None,
+            stateless: false,
+            token: None,
+        };
         let init = client
             .post(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
                 "capabilities": {"extensions": {TASKS: {}}}, "clientInfo": {"name": "t", "version": "1"}}}))
@@ -170,11 +185,20 @@ impl Http {
 
     /// A 2026-07-28 client of the stateless server at `url`.
     fn stateless(url: &str) -> Http {
-        Http { http: crate::support::http_client(), url: url.to_owned(), session: None, stateless: true }
+        Http { http: crate::support::http_client(), url: url.to_owned(), session: None, stateless: true, token: None }
+    }
+
+    /// The same client, sending `token` with every request.
+    fn with_token(mut self, token: String) -> Http {
+        self.token = Some(token);
+        self
     }
 
     fn post(&self, mut body: Value) -> impl std::future::Future<Output = reqwest::Response> + use<> {
         let mut request = self.http.post(&self.url).header("accept", "application/json, text/event-stream");
+        if let Some(token) = &self.token {
+            request = request.bearer_auth(token);
+        }
         if !self.stateless {
             request = request.header("mcp-protocol-version", "2025-06-18");
         }
@@ -804,4 +828,45 @@ async fn ending_a_session_cancels_its_tasks_and_frees_their_slots() {
         wait("the closed connection's call was not cancelled", started);
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+}
+
+/// With access tokens, a task belongs to its principal too: on a stateless
+/// server (no sessions at all), another principal holding the id is told
+/// what it would be told of an id that never existed, while the owner polls
+/// and cancels it.
+#[tokio::test]
+async fn another_principal_cannot_get_cancel_or_answer_a_task_without_sessions() {
+    use crate::oauth::{Issuer, Key, claims};
+    let key = Key::new("k");
+    let issuer = Issuer::start(&[&key]).await;
+    let store = SqliteStore::in_memory().await.unwrap();
+    let cancelled = Arc::new(AtomicBool::new(false));
+    let server = server_on(&store, &cancelled, |o| o).await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let audience = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let oauth = toolreg_mcp::server::OAuth::new(&issuer.url, &audience);
+    let options = toolreg_mcp::server::HttpOptions::default().stateless(true).oauth(oauth);
+    let (url, stop) = Http::serve_on(listener, server, options).await;
+    let token = |sub: &str| {
+        let mut c = claims(&issuer.url, &audience);
+        c["sub"] = json!(sub);
+        key.sign(&c)
+    };
+    let mut alice = Http::stateless(&url).with_token(token("alice"));
+    let mut bob = Http::stateless(&url).with_token(token("bob"));
+    let id = task_id(&alice.call(1, "waiter", json!({})).await);
+    for (n, method) in ["tasks/get", "tasks/update", "tasks/cancel"].into_iter().enumerate() {
+        let n = n as i64 * 10;
+        let params = json!({"taskId": id, "inputResponses": {}});
+        let refused = request(&mut bob, 100 + n, method, params).await;
+        assert_eq!(refused["error"], never_existed(&mut bob, 101 + n, method, &id).await["error"], "{method}");
+    }
+    let seen = request(&mut alice, 2, "tasks/get", json!({"taskId": id})).await;
+    assert_eq!(seen["result"]["status"], "working", "{seen}");
+    assert!(!cancelled.load(Ordering::SeqCst), "bob's cancel reached nothing");
+    let ended = request(&mut alice, 3, "tasks/cancel", json!({"taskId": id})).await;
+    assert!(ended.get("error").is_none(), "{ended}");
+    let seen = request(&mut alice, 4, "tasks/get", json!({"taskId": id})).await;
+    assert_eq!(seen["result"]["status"], "cancelled", "{seen}");
+    stop.cancel();
 }

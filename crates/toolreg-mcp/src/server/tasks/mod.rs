@@ -58,7 +58,11 @@
 //! and reaches nothing. A request with no session (stateless HTTP, and the
 //! 2026-07-28 revision over HTTP, which has no sessions) makes tasks owned by
 //! no session, which only such requests see; there the task id (128 random
-//! bits, given only to its creator) is the only key.
+//! bits, given only to its creator) is the only key — unless the server
+//! knows who is asking: over HTTP with access tokens
+//! ([`OAuth`](super::OAuth)), a task belongs to its principal as well as to
+//! its session (or to no session), so another principal neither sees it nor
+//! reaches it with the id, sessions or not.
 //!
 //! A session's tasks end with it: when a connection closes, or an HTTP
 //! session is deleted or expires, the tasks it started on this process are
@@ -133,17 +137,22 @@ pub(super) struct TaskOwner {
     /// credential and is not stored); `None` for a request with no session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     session: Option<String>,
+    /// Who started it, when the server knows ([`Principal::identity`]):
+    /// another principal in the same session (or with no session) does not
+    /// see it either.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    principal: Option<String>,
 }
 
 impl TaskOwner {
     /// The owner for requests without a session.
     pub(super) fn none() -> TaskOwner {
-        TaskOwner { session: None }
+        TaskOwner { session: None, principal: None }
     }
 
     /// The owner for the requests of one connection (stdio, any stream).
     fn stream() -> TaskOwner {
-        TaskOwner { session: Some(format!("stream:{}", random_hex(16))) }
+        TaskOwner { session: Some(format!("stream:{}", random_hex(16))), principal: None }
     }
 
     /// The owner for the requests of one HTTP session.
@@ -151,7 +160,7 @@ impl TaskOwner {
         use sha2::{Digest, Sha256};
         let digest = Sha256::digest(format!("mcp-session-id:{id}").as_bytes());
         let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-        TaskOwner { session: Some(format!("http:{hex}")) }
+        TaskOwner { session: Some(format!("http:{hex}")), principal: None }
     }
 
     /// Whether this owner is a session (which ends, and has a share of the slots).
@@ -177,16 +186,17 @@ impl Connection {
         Connection { stream: TaskOwner::stream(), tasks: tasks.map(Arc::downgrade), started: Mutex::default() }
     }
 
-    /// The owner of a request on this connection: its HTTP session when it
-    /// came over HTTP (none: no session), else the connection itself.
+    /// The owner of a request on this connection: over HTTP, its session
+    /// (none: no session) and the principal its token names; else the
+    /// connection itself.
     fn owner(&self, context: &rmcp::service::RequestContext<rmcp::RoleServer>) -> TaskOwner {
-        match context.extensions.get::<http::request::Parts>() {
-            Some(parts) => match parts.headers.get("mcp-session-id").and_then(|v| v.to_str().ok()) {
-                Some(id) if !id.is_empty() => TaskOwner::http_session(id),
-                _ => TaskOwner::none(),
-            },
-            None => self.stream.clone(),
-        }
+        let Some(parts) = context.extensions.get::<http::request::Parts>() else { return self.stream.clone() };
+        let mut owner = match parts.headers.get("mcp-session-id").and_then(|v| v.to_str().ok()) {
+            Some(id) if !id.is_empty() => TaskOwner::http_session(id),
+            _ => TaskOwner::none(),
+        };
+        owner.principal = parts.extensions.get::<Arc<Principal>>().map(|principal| principal.identity());
+        owner
     }
 
     /// The owner of a request on this connection, remembered as one whose
