@@ -103,6 +103,50 @@ pub enum Command {
         after_help = "Examples:\n  toolreg search-eval --catalog tools.json --queries requests.jsonl\n  toolreg --config servers.json search-eval --queries requests.jsonl --min-recall 5=90\n  toolreg --search-model all-MiniLM-L6-v2 search-eval --catalog tools.json --queries requests.jsonl --search dense\n\nThe catalog: {\"SERVER\": [TOOL, ...], ...} or {\"SERVER\": {\"tools\": [TOOL, ...]}, ...}, each TOOL as\nMCP's tools/list gives it (name, description, inputSchema, title). Its tools are named as the\ngateway names them: SERVER__NAME.\n\nThe requests: one JSON object per line, {\"request\": \"...\", \"tools\": [\"SERVER__NAME\", ...]}, any of\nthe tools counting as found, and an optional \"kind\" (such as \"paraphrase\") reported apart."
     )]
     SearchEval(SearchEvalArgs),
+    /// Access policies (--policy FILE): check one before you deploy it.
+    #[command(subcommand)]
+    Policy(PolicyCommand),
+}
+
+/// `toolreg policy …`.
+#[derive(Debug, Subcommand)]
+pub enum PolicyCommand {
+    /// Explain what a principal would see and call under a policy: for every tool (the
+    /// built-ins and the --config servers'), granted or refused, and by which rule. A dry
+    /// run of what `toolreg serve --policy FILE` enforces.
+    #[command(after_help = "Examples:
+  toolreg --config servers.json policy check policy.toml --scope developer
+  toolreg policy check policy.toml --subject alice --json
+
+The file (TOML):
+  [roles.reader]                 # a token scope `reader` holds this role
+  allow = [\"github__get_*\", \"read_file\"]
+  deny = []
+  max_safety = \"safe\"           # safe, cautious (default) or dangerous
+  categories = []                # when set, only tools of these categories
+  approve = []                   # calls that need a person's approval
+
+  [subjects]
+  alice = [\"reader\"]            # roles by subject, beside those of the scopes
+
+A principal with no other role holds `default`, when the file defines it.")]
+    Check(PolicyCheckArgs),
+}
+
+/// `toolreg policy check`.
+#[derive(Debug, Args)]
+pub struct PolicyCheckArgs {
+    /// The policy file.
+    pub file: PathBuf,
+    /// The principal's subject (a token's `sub`).
+    #[arg(long, default_value = "someone")]
+    pub subject: String,
+    /// A scope of the principal's token (repeatable).
+    #[arg(long = "scope", value_name = "SCOPE")]
+    pub scopes: Vec<String>,
+    /// Print the verdicts as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `toolreg search-eval`.
@@ -236,6 +280,10 @@ pub struct ServeArgs {
     /// A scope every token must carry (repeatable; 403 insufficient_scope without).
     #[arg(long = "required-scope", value_name = "SCOPE", requires = "issuer")]
     pub required_scopes: Vec<String>,
+    /// Let each principal see and call only what this access policy (TOML)
+    /// grants its roles; check it first with `toolreg policy check`.
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
     /// Run dangerous tools without approval.
     #[arg(long)]
     pub allow_dangerous: bool,

@@ -2,6 +2,7 @@
 //!
 //! Run `toolreg --help` for the subcommands and examples.
 
+mod access;
 mod answer;
 mod blocks;
 mod cli;
@@ -17,6 +18,7 @@ use std::sync::Arc;
 
 use clap::Parser;
 use serde_json::Value;
+use toolreg::policy::AccessPolicy;
 use toolreg::policy::{ApproveAll, Approver, TerminalApprover};
 use toolreg::provider::{Provider, ToolRef};
 use toolreg::{CallOptions, Principal, SafetyLevel, ToolCall, ToolEngine, ToolExecutor};
@@ -104,6 +106,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
             run::resume(tools, args).await
         }
         Some(Command::SearchEval(args)) => search_eval::run(&tools, &args),
+        Some(Command::Policy(cli::PolicyCommand::Check(args))) => access::check(&tools, &args),
         Some(Command::CodeWorker) => Ok(()),
     };
     // The imported servers end as the MCP stdio transport asks (input
@@ -217,8 +220,12 @@ fn serving_engine(
     tools: &setup::Tools,
     options: &ServerOptions,
     code: Option<&CodeMode>,
+    policy: Option<&AccessPolicy>,
 ) -> ToolEngine {
     let mut builder = McpServer::engine_builder(registry, options);
+    if let Some(policy) = policy {
+        builder = builder.access(policy.clone());
+    }
     if let Some(audit) = &tools.audit {
         builder = builder.audit(Arc::clone(audit));
     }
@@ -263,6 +270,7 @@ fn announce_search(tools: &setup::Tools) {
 }
 
 async fn serve(mut tools: setup::Tools, args: ServeArgs) -> Result<(), CliError> {
+    let policy = args.policy.as_deref().map(access::read_policy).transpose()?;
     announce_search(&tools);
     tools.registry = with_ask_user(std::mem::take(&mut tools.registry));
     let mut options = ServerOptions::default().allow_dangerous(args.allow_dangerous);
@@ -295,7 +303,10 @@ async fn serve(mut tools: setup::Tools, args: ServeArgs) -> Result<(), CliError>
         }
         options = options.deferred(deferral);
     }
-    let server = McpServer::new(serving_engine(&tools.registry, &tools, &options, code.as_ref()), options.clone());
+    let server = McpServer::new(
+        serving_engine(&tools.registry, &tools, &options, code.as_ref(), policy.as_ref()),
+        options.clone(),
+    );
     // The gateway also offers the imported servers' resources and prompts.
     server.set_upstream(tools.gateway.clone());
     // The gateway: when an imported server's tools change, serve the new set
@@ -308,11 +319,12 @@ async fn serve(mut tools: setup::Tools, args: ServeArgs) -> Result<(), CliError>
         let (server, tools, remote) = (server.clone(), Arc::clone(&tools), remote.clone());
         let options = options.clone();
         let code = code.clone();
+        let policy = policy.clone();
         tokio::spawn(async move {
             while changes.changed().await.is_ok() {
                 report_left_out(&remote);
                 let registry = with_ask_user(tools.rebuild());
-                server.set_engine(serving_engine(&registry, &tools, &options, code.as_ref())).await;
+                server.set_engine(serving_engine(&registry, &tools, &options, code.as_ref(), policy.as_ref())).await;
             }
         });
     }

@@ -201,6 +201,21 @@ impl ErasedTool for CodeTool {
                 }
                 None => Journal::default(),
             };
+            // Under an access policy, the program reaches only what the
+            // principal it runs for may call.
+            let offered = match engine.access() {
+                None => offered,
+                Some(policy) => {
+                    let principal = cx.principal().map(|p| &**p);
+                    let granted = |name: &&String| {
+                        engine
+                            .offered()
+                            .get(name)
+                            .is_some_and(|e| policy.decide(principal, e.declaration()).is_granted())
+                    };
+                    Arc::new(offered.iter().filter(granted).cloned().collect())
+                }
+            };
             let session = Session {
                 engine,
                 offered,

@@ -8,6 +8,7 @@ mod deferred;
 mod gateway;
 mod oauth;
 mod otel;
+mod policy;
 mod resume;
 mod search_eval;
 mod store_postgres;

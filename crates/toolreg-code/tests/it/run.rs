@@ -252,3 +252,28 @@ async fn a_program_runs_on_a_multi_thread_runtime() {
 async fn a_program_runs_on_a_current_thread_runtime() {
     a_runtime_bound_tool_works_from_a_program().await;
 }
+
+/// Under an access policy, a program reaches only what the principal it
+/// runs for may call: a call to another tool throws as for a tool that is
+/// not there, and never runs.
+#[tokio::test]
+async fn a_program_reaches_only_what_its_principal_may_call() {
+    let runs = runs();
+    let policy: toolreg::policy::AccessPolicy =
+        serde_json::from_value(json!({"roles": {"adder": {"allow": ["add", "run_code"]}}})).unwrap();
+    let engine = ToolEngine::builder(&common::registry(&runs)).access(policy).build();
+    let engine = code().attach(&engine).unwrap();
+    let adder = toolreg::Principal::verified("https://as", "ada").with_scopes(["adder"]);
+    let program = "const sum = await tools.add({a: 1, b: 2});\n\
+                   try { await tools.echo({text: 'hi'}); return 'echo ran'; } catch (e) { return [sum, 'refused']; }";
+    let result = engine
+        .execute_call(ToolCall::new("c1", "run_code", json!({"code": program})), CallOptions::new().principal(adder))
+        .await;
+    assert_eq!(result.outcome.unwrap().value, json!({"result": [3, "refused"]}));
+    assert_eq!(runs.lock().unwrap().iter().map(|(name, _)| name.as_str()).collect::<Vec<_>>(), ["add"]);
+    // Someone without the role cannot run a program at all.
+    let result = engine
+        .execute_call(ToolCall::new("c2", "run_code", json!({"code": "return 1;"})), CallOptions::default())
+        .await;
+    assert!(matches!(result.outcome, Err(toolreg::ToolError::Forbidden { .. })), "{:?}", result.outcome);
+}

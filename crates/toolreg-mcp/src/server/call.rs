@@ -21,9 +21,16 @@ impl McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let served = self.served();
+        let principal = self.session.principal(&context);
         // Deferred mode's meta-tools and refusals are answered here.
         let (name, arguments) = match served
-            .route(self.session.lasting(&context), &request.name, request.arguments.take(), &context)
+            .route(
+                self.session.lasting(&context),
+                principal.as_deref(),
+                &request.name,
+                request.arguments.take(),
+                &context,
+            )
             .await?
         {
             catalog::Route::Run { name, arguments } => (name, arguments),
@@ -59,7 +66,7 @@ impl McpServer {
         };
         let call = ToolCall::new(id.clone(), name, arguments.clone());
         let mut options = CallOptions::new().cancel(context.ct.clone()).extensions(extensions);
-        options.principal = self.session.principal(&context);
+        options.principal = principal;
         let result = served.engine.execute_call(call, options).await;
         if let Some(sender) = progress {
             sender.finish().await;

@@ -11,7 +11,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use toolreg::provider::mcp::Mcp;
 use toolreg::provider::{ToolRef, WireFormat};
-use toolreg::{ToolEngine, ToolError, ToolOutput, ToolResult};
+use toolreg::{Principal, ToolEngine, ToolError, ToolOutput, ToolResult};
 
 #[cfg(doc)]
 use super::McpServer;
@@ -235,13 +235,30 @@ struct CallArgs {
 impl Served {
     /// The tools `tools/list` offers a client: every tool, or in deferred
     /// mode the short list and what its session (if it lasts) loaded.
-    pub(super) fn offered(&self, session: Option<&Session>) -> Cow<'_, [Tool]> {
-        let Some(catalog) = &self.catalog else { return Cow::Borrowed(&self.listed) };
-        let loaded = session.map(|session| catalog.loaded(session)).unwrap_or_default();
-        if loaded.is_empty() {
-            Cow::Borrowed(&catalog.listed)
-        } else {
-            Cow::Owned(catalog.listed.iter().cloned().chain(loaded).collect())
+    pub(super) fn offered(&self, session: Option<&Session>, principal: Option<&Principal>) -> Cow<'_, [Tool]> {
+        let all = match &self.catalog {
+            None => Cow::Borrowed(self.listed.as_slice()),
+            Some(catalog) => {
+                let loaded = session.map(|session| catalog.loaded(session)).unwrap_or_default();
+                if loaded.is_empty() {
+                    Cow::Borrowed(catalog.listed.as_slice())
+                } else {
+                    Cow::Owned(catalog.listed.iter().cloned().chain(loaded).collect())
+                }
+            }
+        };
+        if self.engine.access().is_none() {
+            return all;
+        }
+        Cow::Owned(all.iter().filter(|tool| self.visible(principal, &tool.name)).cloned().collect())
+    }
+
+    /// Whether `principal` may see the tool `name` under the engine's
+    /// access policy (every tool without one; the meta-tools always).
+    pub(super) fn visible(&self, principal: Option<&Principal>, name: &str) -> bool {
+        match (self.engine.access(), self.engine.offered().get(name)) {
+            (Some(policy), Some(entry)) => policy.decide(principal, entry.declaration()).is_granted(),
+            _ => true,
         }
     }
 
@@ -252,6 +269,7 @@ impl Served {
     pub(super) async fn route(
         &self,
         session: Option<&Session>,
+        principal: Option<&Principal>,
         name: &str,
         arguments: Option<JsonObject>,
         context: &RequestContext<RoleServer>,
@@ -265,7 +283,7 @@ impl Served {
         };
         match name {
             SEARCH_TOOLS => match parse::<SearchArgs>(SEARCH_TOOLS, arguments) {
-                Ok(args) => self.search(catalog, session, args, context).await,
+                Ok(args) => self.search(catalog, session, principal, args, context).await,
                 Err(refused) => refused,
             },
             CALL_TOOL => match parse::<CallArgs>(CALL_TOOL, arguments) {
@@ -308,11 +326,14 @@ impl Served {
         &self,
         catalog: &Catalog,
         session: Option<&Session>,
+        principal: Option<&Principal>,
         args: SearchArgs,
         context: &RequestContext<RoleServer>,
     ) -> Result<Route, ErrorData> {
         let limit = args.limit.unwrap_or(DEFAULT_SEARCH_RESULTS).clamp(1, MAX_SEARCH_RESULTS);
-        let hits = self.engine.offered().search_where(&args.query, limit, |name| catalog.deferred.contains_key(name));
+        let hits = self.engine.offered().search_where(&args.query, limit, |name| {
+            catalog.deferred.contains_key(name) && self.visible(principal, name)
+        });
         let found: Vec<&Tool> = hits.iter().filter_map(|hit| catalog.deferred.get(&hit.name)).collect();
         let listed: Vec<Value> = found
             .iter()

@@ -320,7 +320,8 @@ impl McpServer {
         context: &RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let served = self.served();
-        let listed = served.offered(self.session.lasting(context));
+        let principal = self.session.principal(context);
+        let listed = served.offered(self.session.lasting(context), principal.as_deref());
         let start = match cursor {
             None => 0,
             Some(text) => text

@@ -307,3 +307,106 @@ async fn an_issuer_that_is_down_slow_or_hostile_leaves_known_keys_working() {
     }
     options.shutdown.cancel();
 }
+
+/// Two principals under one access policy: each is shown, can search and
+/// can call only what its role grants; a refusal names the rule and never
+/// another tool; the audit names who asked.
+#[tokio::test]
+async fn each_principal_sees_searches_and_calls_only_what_its_role_grants() {
+    use rmcp::model::ListToolsResult;
+    use toolreg::engine::Deferral;
+    use toolreg::policy::AccessPolicy;
+
+    let key = Key::new("k");
+    let issuer = Issuer::start(&[&key]).await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let audience = format!("http://{addr}/mcp");
+    let mut r = FunctionRegistry::new();
+    for (name, safety, description) in [
+        ("issues__get_issue", SafetyLevel::Safe, "Read an issue of the tracker."),
+        ("issues__list_issues", SafetyLevel::Safe, "List the issues of the tracker."),
+        ("issues__close_issue", SafetyLevel::Cautious, "Close an issue of the tracker."),
+        ("issues__delete_project", SafetyLevel::Dangerous, "Delete a whole project of the tracker."),
+    ] {
+        let decl = ToolDeclaration::builder(name).description(description).safety(safety).category("mcp").build();
+        let ran = name.to_owned();
+        r.register_sync_tool(name, move |_: Value| Ok::<_, String>(format!("{ran} ran")), decl).unwrap();
+    }
+    let policy: AccessPolicy = serde_json::from_value(json!({"roles": {
+        "reader": {"allow": ["issues__get_*", "issues__list_*"], "max_safety": "safe"},
+        "maintainer": {"allow": ["issues__*"], "deny": ["issues__delete_*"]}
+    }}))
+    .unwrap();
+    let options = ServerOptions::default().deferred(Deferral::new().past(0)).allow_dangerous(true);
+    let audit = Arc::new(MemorySink::new());
+    let engine = McpServer::engine_builder(&r, &options).access(policy).audit(Arc::clone(&audit)).build();
+    let http = HttpOptions::default().oauth(OAuth::new(&issuer.url, &audience));
+    let running = http.clone();
+    let served = McpServer::new(engine, options);
+    tokio::spawn(async move { served.serve_http_on(listener, running).await });
+
+    let connect = |sub: &str, scope: &str| {
+        let mut c = claims(&issuer.url, &audience);
+        c["sub"] = json!(sub);
+        c["scope"] = json!(scope);
+        let config =
+            StreamableHttpClientTransportConfig::with_uri(format!("http://{addr}/mcp")).auth_header(key.sign(&c));
+        crate::support::install_tls();
+        ().serve(StreamableHttpClientTransport::from_config(config))
+    };
+    let reader = connect("rita", "reader").await.unwrap();
+    let maintainer = connect("max", "maintainer").await.unwrap();
+    let call = |name: &str, arguments: Value| {
+        CallToolRequestParams::new("call_tool")
+            .with_arguments(json!({"name": name, "arguments": arguments}).as_object().cloned().unwrap())
+    };
+    let search = |query: &str| {
+        CallToolRequestParams::new("search_tools")
+            .with_arguments(json!({"query": query, "limit": 10}).as_object().cloned().unwrap())
+    };
+    let found = |result: &rmcp::model::CallToolResult| -> Vec<String> {
+        let tools = result.structured_content.as_ref().unwrap()["tools"].as_array().unwrap().clone();
+        let mut names: Vec<String> = tools.iter().map(|t| t["name"].as_str().unwrap().to_owned()).collect();
+        names.sort();
+        names
+    };
+
+    let read = found(&reader.call_tool(search("issue tracker project")).await.unwrap());
+    assert_eq!(read, ["issues__get_issue", "issues__list_issues"]);
+    let maintained = found(&maintainer.call_tool(search("issue tracker project")).await.unwrap());
+    assert_eq!(maintained, ["issues__close_issue", "issues__get_issue", "issues__list_issues"]);
+
+    let refused = reader.call_tool(call("issues__close_issue", json!({}))).await.unwrap();
+    let text = refused.content[0].as_text().unwrap().text.clone();
+    assert_eq!(refused.is_error, Some(true));
+    assert!(
+        text.contains("you may not call `issues__close_issue`") && text.contains("role `reader` does not allow it"),
+        "{text}"
+    );
+    let refused = maintainer.call_tool(call("issues__delete_project", json!({}))).await.unwrap();
+    let text = refused.content[0].as_text().unwrap().text.clone();
+    assert!(text.contains("role `maintainer` denies `issues__delete_*`"), "{text}");
+    let ran = maintainer.call_tool(call("issues__close_issue", json!({}))).await.unwrap();
+    assert_eq!(ran.content[0].as_text().unwrap().text, "issues__close_issue ran");
+    // A mistyped name lists only what the caller may call.
+    let unknown = reader.call_tool(call("issues__get_isue", json!({}))).await.unwrap();
+    let text = unknown.content[0].as_text().unwrap().text.clone();
+    assert!(!text.contains("close") && !text.contains("delete"), "{text}");
+    // The direct list: the meta-tools, and nothing hidden loaded into it.
+    let listed: ListToolsResult = reader.list_tools(None).await.unwrap();
+    let names: Vec<&str> = listed.tools.iter().map(|t| t.name.as_ref()).collect();
+    assert!(names.iter().all(|n| !n.contains("close") && !n.contains("delete")), "{names:?}");
+
+    let events = audit.take();
+    let who: Vec<(&str, &str, &str)> = events
+        .iter()
+        .map(|e| (e.principal.as_ref().unwrap().subject.as_str(), e.tool.as_str(), e.outcome.as_ref()))
+        .collect();
+    assert!(who.contains(&("rita", "issues__close_issue", "forbidden")), "{who:?}");
+    assert!(who.contains(&("max", "issues__delete_project", "forbidden")), "{who:?}");
+    assert!(who.contains(&("max", "issues__close_issue", "ok")), "{who:?}");
+    reader.cancel().await.unwrap();
+    maintainer.cancel().await.unwrap();
+    http.shutdown.cancel();
+}

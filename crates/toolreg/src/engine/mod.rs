@@ -104,7 +104,7 @@ use serde_json::Value;
 
 use crate::declaration::SafetyLevel;
 use crate::exec::{CallOptions, ToolCall, ToolError, ToolExecutor, ToolOutput, ToolResult};
-use crate::policy::{Approver, AuditSink, Selection};
+use crate::policy::{AccessPolicy, Approver, AuditSink, Selection};
 use crate::registry::{FunctionRegistry, RegistryError, ToolRegistration};
 use layer::Layer;
 use pipeline::{Approval, Control, Pipeline};
@@ -213,6 +213,7 @@ pub struct EngineBuilder {
     layers: Vec<Arc<dyn ToolLayer>>,
     sinks: Vec<Arc<dyn AuditSink>>,
     options: BatchOptions,
+    access: Option<Arc<AccessPolicy>>,
 }
 
 impl fmt::Debug for EngineBuilder {
@@ -248,6 +249,18 @@ impl EngineBuilder {
     /// Offer only the tools this selection admits (default: all).
     pub fn selection(mut self, selection: Selection) -> Self {
         self.selection = selection;
+        self
+    }
+
+    /// Let each principal call only what `policy` grants it
+    /// ([`CallOptions::principal`](crate::CallOptions::principal); a call
+    /// without one holds the policy's `default` role): checked before
+    /// anything else runs, a refusal answered
+    /// [`ToolError::Forbidden`](crate::ToolError::Forbidden) with the rule;
+    /// a call its role lists under `approve` needs the approver whatever
+    /// the tool's safety.
+    pub fn access(mut self, policy: AccessPolicy) -> Self {
+        self.access = Some(Arc::new(policy));
         self
     }
 
@@ -301,6 +314,7 @@ impl EngineBuilder {
             layers,
             sinks: self.sinks,
             options: self.options,
+            access: self.access,
         };
         ToolEngine { state: Arc::new(state), config }
     }
@@ -339,6 +353,7 @@ impl ToolEngine {
             layers: Vec::new(),
             sinks: Vec::new(),
             options: BatchOptions::default(),
+            access: None,
         }
     }
 
@@ -421,6 +436,7 @@ struct EngineState {
     layers: Arc<[Layer]>,
     sinks: Vec<Arc<dyn AuditSink>>,
     options: BatchOptions,
+    access: Option<Arc<AccessPolicy>>,
 }
 
 impl ToolEngine {
@@ -433,7 +449,15 @@ impl ToolEngine {
             layers: &state.layers,
             sinks: &state.sinks,
             options: &state.options,
+            access: state.access.as_deref(),
         }
+    }
+
+    /// The access policy calls are checked against, when one was set
+    /// ([`EngineBuilder::access`]): a host shows each principal what it
+    /// grants.
+    pub fn access(&self) -> Option<&AccessPolicy> {
+        self.state.access.as_deref()
     }
 }
 

@@ -35,7 +35,9 @@ use super::{BatchOptions, Stop, timeout};
 use crate::args;
 use crate::declaration::{SafetyLevel, ToolDeclaration};
 use crate::exec::{CallContext, CallOptions, Extensions, ToolArguments, ToolCall, ToolError, ToolOutput, ToolResult};
-use crate::policy::{ApprovalRequest, Approver, ArgumentsHash, AuditDecision, AuditEvent, AuditSink, Decision};
+use crate::policy::{
+    Access, AccessPolicy, ApprovalRequest, Approver, ArgumentsHash, AuditDecision, AuditEvent, AuditSink, Decision,
+};
 use crate::principal::Principal;
 use crate::registry::{FunctionRegistry, ToolEntry};
 
@@ -53,6 +55,8 @@ pub(crate) struct Pipeline<'a> {
     pub(crate) layers: &'a Arc<[Layer]>,
     pub(crate) sinks: &'a [Arc<dyn AuditSink>],
     pub(crate) options: &'a BatchOptions,
+    /// Who may call what, when the engine has a policy.
+    pub(crate) access: Option<&'a AccessPolicy>,
 }
 
 impl<'a> Pipeline<'a> {
@@ -65,6 +69,7 @@ impl<'a> Pipeline<'a> {
             layers: &NO_LAYERS,
             sinks: &[],
             options: &REGISTRY_OPTIONS,
+            access: None,
         }
     }
 }
@@ -161,15 +166,20 @@ async fn steps(
     arguments: ToolArguments,
     control: &Control<'_>,
 ) -> Result<ToolOutput, ToolError> {
-    // 1. Lookup and selection.
-    let entry = lookup(&p, &event.tool)?;
+    // 1. Lookup, selection and the principal's access.
+    let entry = lookup(&p, &event.tool, control.principal)?;
     let decl = entry.declaration_arc();
     event.safety = Some(decl.safety);
+    let granted_with_approval = match p.access.map(|policy| policy.decide(control.principal.map(|p| &**p), decl)) {
+        Some(Access::Refused { reason }) => return Err(ToolError::Forbidden { reason }),
+        Some(Access::Granted { approval, .. }) => approval,
+        _ => false,
+    };
     // 2. Argument limits, in whatever form the arguments came.
     let arguments = check_limits(&p, arguments)?;
     let mut cx = context(&event.call_id, decl, control);
     let offload = p.options.has_timeout();
-    let needs_approval = p.approval.needed_for(decl);
+    let needs_approval = granted_with_approval || p.approval.needed_for(decl);
     if !needs_approval && p.layers.is_empty() {
         // Nothing stands between the arguments and the tool, which checks them as it starts.
         event.runs_unapproved(recording.then(|| hash(&arguments)).flatten());
@@ -200,13 +210,17 @@ async fn steps(
     timeout::within(p.options.call_timeout, cx, call).await
 }
 
-/// Step 1: the offered tool with this name, or the error the model reads.
-fn lookup<'p>(p: &Pipeline<'p>, name: &str) -> Result<&'p ToolEntry, ToolError> {
+/// Step 1: the offered tool with this name, or the error the model reads
+/// (naming only tools the principal may call).
+fn lookup<'p>(p: &Pipeline<'p>, name: &str, principal: Option<&Arc<Principal>>) -> Result<&'p ToolEntry, ToolError> {
     const SHOWN: usize = 20;
     if let Some(entry) = p.offered.get(name) {
         return Ok(entry);
     }
-    let available = p.offered.list().take(SHOWN).map(|entry| entry.name().to_owned()).collect();
+    let visible = |entry: &&ToolEntry| {
+        p.access.is_none_or(|policy| policy.decide(principal.map(|p| &**p), entry.declaration()).is_granted())
+    };
+    let available = p.offered.list().filter(visible).take(SHOWN).map(|entry| entry.name().to_owned()).collect();
     if p.registered.contains(name) {
         Err(ToolError::NotOffered { available })
     } else {

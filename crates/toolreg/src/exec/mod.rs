@@ -114,6 +114,13 @@ pub enum ToolError {
         /// Tools that are offered, to help the model pick (at most a handful).
         available: Vec<String>,
     },
+    /// The principal the call runs for may not call this tool (the
+    /// engine's [`AccessPolicy`](crate::policy::AccessPolicy)).
+    #[error("not allowed: {reason}")]
+    Forbidden {
+        /// The rule that refused.
+        reason: String,
+    },
     /// The arguments are not valid JSON.
     #[error("the arguments are not valid JSON: {message}")]
     MalformedArguments {
@@ -264,6 +271,9 @@ impl ToolError {
             ToolError::Denied { reason, .. } => {
                 format!("Error: the call to `{tool}` was denied and did not run. Reason: {reason}")
             }
+            ToolError::Forbidden { reason } => {
+                format!("Error: you may not call `{tool}`, so it did not run ({reason}).")
+            }
             ToolError::Pending { reason, .. } => {
                 format!("The call to `{tool}` has not run yet: {reason}.")
             }
@@ -294,6 +304,7 @@ impl ToolError {
         match self {
             ToolError::UnknownTool { .. } => "unknown_tool",
             ToolError::NotOffered { .. } => "not_offered",
+            ToolError::Forbidden { .. } => "forbidden",
             ToolError::MalformedArguments { .. } => "malformed_arguments",
             ToolError::InvalidArguments { .. } => "invalid_arguments",
             ToolError::ArgumentsTooLarge { .. } => "arguments_too_large",

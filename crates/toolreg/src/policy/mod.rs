@@ -1,4 +1,5 @@
-//! Policy: which tools an agent is offered ([`Selection`]),
+//! Policy: which tools an agent is offered ([`Selection`]), which each
+//! principal may see and call ([`AccessPolicy`]),
 //! who approves dangerous calls ([`Approver`] and the shipped [`ApproveAll`],
 //! [`TerminalApprover`] and [`PolicyApprover`]), and what is recorded
 //! ([`AuditEvent`], [`AuditSink`], [`JsonLinesSink`]).
@@ -6,6 +7,7 @@
 //! The [`crate::engine::ToolEngine`] puts these together with hooks and
 //! batch execution.
 
+mod access;
 mod approval;
 mod audit;
 mod canonical;
@@ -14,6 +16,7 @@ mod rules;
 mod selection;
 mod terminal;
 
+pub use access::{Access, AccessPolicy, AccessPolicyError, DEFAULT_ROLE, Role};
 pub use approval::{Approval, ApprovalRequest, ApproveAll, Approver, ApproverFn, Decision, PrintedBefore, approver_fn};
 pub use audit::{AuditDecision, AuditEvent, AuditSink, JsonLinesSink, MemorySink};
 pub use canonical::canonical_json;
