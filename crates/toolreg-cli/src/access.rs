@@ -37,6 +37,8 @@ pub fn check(tools: &Tools, args: &PolicyCheckArgs) -> Result<(), CliError> {
     let policy = read_policy(&args.file)?;
     let principal = Principal::host(&args.subject).with_scopes(args.scopes.iter().cloned());
     let roles = policy.roles_of(Some(&principal));
+    let quota = policy.quota_of(Some(&principal));
+    let limit = |n: Option<u32>| n.map_or_else(|| "no limit".to_owned(), |n| n.to_string());
     let verdicts: Vec<(String, Access)> = tools
         .registry
         .list()
@@ -54,7 +56,9 @@ pub fn check(tools: &Tools, args: &PolicyCheckArgs) -> Result<(), CliError> {
                 _ => json!({"tool": name, "granted": false}),
             })
             .collect();
-        let report = json!({"subject": principal.subject, "scopes": principal.scopes, "roles": roles, "tools": tools});
+        let report = json!({"subject": principal.subject, "scopes": principal.scopes, "roles": roles,
+            "quota": {"calls_per_minute": quota.calls_per_minute, "concurrent_calls": quota.concurrent_calls},
+            "tools": tools});
         writeln!(out, "{report:#}")
     } else {
         let granted = verdicts.iter().filter(|(_, access)| access.is_granted()).count();
@@ -65,6 +69,11 @@ pub fn check(tools: &Tools, args: &PolicyCheckArgs) -> Result<(), CliError> {
             principal.scopes.join(", "),
             verdicts.len()
         );
+        text.push_str(&format!(
+            "Calls a minute: {}; calls at once: {}.\n",
+            limit(quota.calls_per_minute),
+            limit(quota.concurrent_calls)
+        ));
         for (name, access) in &verdicts {
             let mark = if access.is_granted() { "+" } else { "-" };
             text.push_str(&format!("{mark} {name}: {access}\n"));

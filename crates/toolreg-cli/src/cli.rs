@@ -125,6 +125,8 @@ The file (TOML):
   max_safety = \"safe\"           # safe, cautious (default) or dangerous
   categories = []                # when set, only tools of these categories
   approve = []                   # calls that need a person's approval
+  calls_per_minute = 60          # per principal (its most generous role's)
+  concurrent_calls = 4
 
   [subjects]
   alice = [\"reader\"]            # roles by subject, beside those of the scopes

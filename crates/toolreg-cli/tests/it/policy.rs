@@ -13,6 +13,7 @@ const POLICY: &str = r#"
 [roles.reader]
 allow = ["read_*", "list_*", "search_*"]
 max_safety = "safe"
+calls_per_minute = 120
 
 [roles.writer]
 allow = ["*_file", "list_*"]
@@ -46,6 +47,7 @@ fn policy_check_explains_every_tool_for_a_principal() {
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.starts_with("someone with scopes [reader] holds the roles reader:"), "{text}");
     assert!(text.contains("+ read_file: granted: role `reader` allows `read_*`"), "{text}");
+    assert!(text.contains("Calls a minute: 120; calls at once: no limit."), "{text}");
     assert!(text.contains("- write_file: refused: role `reader` does not allow it"), "{text}");
 
     let out = toolreg(dir.path(), &["--no-shell", "policy", "check", "policy.toml", "--subject", "carol", "--json"]);

@@ -104,7 +104,7 @@ use serde_json::Value;
 
 use crate::declaration::SafetyLevel;
 use crate::exec::{CallOptions, ToolCall, ToolError, ToolExecutor, ToolOutput, ToolResult};
-use crate::policy::{AccessPolicy, Approver, AuditSink, Selection};
+use crate::policy::{AccessPolicy, Approver, AuditSink, Quotas, Selection};
 use crate::registry::{FunctionRegistry, RegistryError, ToolRegistration};
 use layer::Layer;
 use pipeline::{Approval, Control, Pipeline};
@@ -214,6 +214,9 @@ pub struct EngineBuilder {
     sinks: Vec<Arc<dyn AuditSink>>,
     options: BatchOptions,
     access: Option<Arc<AccessPolicy>>,
+    /// Each principal's counters under the policy's quotas: shared by every
+    /// engine built again from this one, so a rebuild resets nothing.
+    quotas: Quotas,
 }
 
 impl fmt::Debug for EngineBuilder {
@@ -258,7 +261,10 @@ impl EngineBuilder {
     /// anything else runs, a refusal answered
     /// [`ToolError::Forbidden`](crate::ToolError::Forbidden) with the rule;
     /// a call its role lists under `approve` needs the approver whatever
-    /// the tool's safety.
+    /// the tool's safety; a principal past its role's quota (calls a
+    /// minute, calls at once) is answered
+    /// [`ToolError::QuotaExceeded`](crate::ToolError::QuotaExceeded) and
+    /// the others keep working.
     pub fn access(mut self, policy: AccessPolicy) -> Self {
         self.access = Some(Arc::new(policy));
         self
@@ -315,6 +321,7 @@ impl EngineBuilder {
             sinks: self.sinks,
             options: self.options,
             access: self.access,
+            quotas: self.quotas,
         };
         ToolEngine { state: Arc::new(state), config }
     }
@@ -354,6 +361,7 @@ impl ToolEngine {
             sinks: Vec::new(),
             options: BatchOptions::default(),
             access: None,
+            quotas: Quotas::default(),
         }
     }
 
@@ -437,6 +445,7 @@ struct EngineState {
     sinks: Vec<Arc<dyn AuditSink>>,
     options: BatchOptions,
     access: Option<Arc<AccessPolicy>>,
+    quotas: Quotas,
 }
 
 impl ToolEngine {
@@ -450,6 +459,7 @@ impl ToolEngine {
             sinks: &state.sinks,
             options: &state.options,
             access: state.access.as_deref(),
+            quotas: &state.quotas,
         }
     }
 

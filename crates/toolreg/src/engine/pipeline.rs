@@ -37,6 +37,7 @@ use crate::declaration::{SafetyLevel, ToolDeclaration};
 use crate::exec::{CallContext, CallOptions, Extensions, ToolArguments, ToolCall, ToolError, ToolOutput, ToolResult};
 use crate::policy::{
     Access, AccessPolicy, ApprovalRequest, Approver, ArgumentsHash, AuditDecision, AuditEvent, AuditSink, Decision,
+    Quotas,
 };
 use crate::principal::Principal;
 use crate::registry::{FunctionRegistry, ToolEntry};
@@ -57,6 +58,8 @@ pub(crate) struct Pipeline<'a> {
     pub(crate) options: &'a BatchOptions,
     /// Who may call what, when the engine has a policy.
     pub(crate) access: Option<&'a AccessPolicy>,
+    /// The principals' counters under the policy's quotas.
+    pub(crate) quotas: &'a Quotas,
 }
 
 impl<'a> Pipeline<'a> {
@@ -70,6 +73,7 @@ impl<'a> Pipeline<'a> {
             sinks: &[],
             options: &REGISTRY_OPTIONS,
             access: None,
+            quotas: &NO_QUOTAS,
         }
     }
 }
@@ -79,6 +83,9 @@ static NO_LAYERS: LazyLock<Arc<[Layer]>> = LazyLock::new(|| Arc::from([]));
 
 /// A registry's options: the defaults (no timeout).
 static REGISTRY_OPTIONS: BatchOptions = BatchOptions::DEFAULT;
+
+/// A registry's quotas: none counted (it has no policy).
+static NO_QUOTAS: LazyLock<Quotas> = LazyLock::new(Quotas::default);
 
 /// A registry's approval: none.
 static NO_APPROVAL: Approval = Approval::None;
@@ -170,10 +177,20 @@ async fn steps(
     let entry = lookup(&p, &event.tool, control.principal)?;
     let decl = entry.declaration_arc();
     event.safety = Some(decl.safety);
-    let granted_with_approval = match p.access.map(|policy| policy.decide(control.principal.map(|p| &**p), decl)) {
-        Some(Access::Refused { reason }) => return Err(ToolError::Forbidden { reason }),
-        Some(Access::Granted { approval, .. }) => approval,
-        _ => false,
+    let principal = control.principal.map(|p| &**p);
+    let (granted_with_approval, _admitted) = match p.access {
+        None => (false, None),
+        Some(policy) => match policy.decide(principal, decl) {
+            Access::Refused { reason } => return Err(ToolError::Forbidden { reason }),
+            Access::Granted { approval, .. } => {
+                // Held to the end of the call: a place among its calls at once.
+                let who = principal.map(Principal::identity).unwrap_or_default();
+                let admitted = p.quotas.admit(&who, policy.quota_of(principal)).map_err(|refusal| {
+                    ToolError::QuotaExceeded { reason: refusal.reason, retry_after: refusal.retry_after }
+                })?;
+                (approval, admitted)
+            }
+        },
     };
     // 2. Argument limits, in whatever form the arguments came.
     let arguments = check_limits(&p, arguments)?;

@@ -121,6 +121,15 @@ pub enum ToolError {
         /// The rule that refused.
         reason: String,
     },
+    /// The principal is past one of its limits
+    /// ([`Quota`](crate::policy::Quota)): the call did not run.
+    #[error("over quota: {reason}")]
+    QuotaExceeded {
+        /// Which limit.
+        reason: String,
+        /// When a call would pass, when known.
+        retry_after: Option<Duration>,
+    },
     /// The arguments are not valid JSON.
     #[error("the arguments are not valid JSON: {message}")]
     MalformedArguments {
@@ -271,6 +280,13 @@ impl ToolError {
             ToolError::Denied { reason, .. } => {
                 format!("Error: the call to `{tool}` was denied and did not run. Reason: {reason}")
             }
+            ToolError::QuotaExceeded { reason, retry_after } => {
+                let when = match retry_after {
+                    Some(wait) => format!("try again in {} s", wait.as_secs().max(1)),
+                    None => "try again when one of your calls has ended".to_owned(),
+                };
+                format!("Error: `{tool}` did not run: {reason}; {when}.")
+            }
             ToolError::Forbidden { reason } => {
                 format!("Error: you may not call `{tool}`, so it did not run ({reason}).")
             }
@@ -295,6 +311,7 @@ impl ToolError {
                 | ToolError::ArgumentsTooDeep { .. }
                 | ToolError::NotOffered { .. }
                 | ToolError::Timeout { .. }
+                | ToolError::QuotaExceeded { .. }
         )
     }
 
@@ -305,6 +322,7 @@ impl ToolError {
             ToolError::UnknownTool { .. } => "unknown_tool",
             ToolError::NotOffered { .. } => "not_offered",
             ToolError::Forbidden { .. } => "forbidden",
+            ToolError::QuotaExceeded { .. } => "quota_exceeded",
             ToolError::MalformedArguments { .. } => "malformed_arguments",
             ToolError::InvalidArguments { .. } => "invalid_arguments",
             ToolError::ArgumentsTooLarge { .. } => "arguments_too_large",

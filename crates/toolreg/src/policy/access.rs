@@ -84,6 +84,23 @@ pub struct Role {
     /// Tools whose calls need a person's approval for this role.
     #[serde(default)]
     pub approve: Vec<String>,
+    /// At most this many calls a minute for each principal holding the
+    /// role (none: no limit).
+    #[serde(default)]
+    pub calls_per_minute: Option<u32>,
+    /// At most this many calls at once for each principal holding it.
+    #[serde(default)]
+    pub concurrent_calls: Option<u32>,
+}
+
+/// The limits on one principal's calls: those of its most generous role
+/// (a role without a limit sets none).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Quota {
+    /// Calls a minute.
+    pub calls_per_minute: Option<u32>,
+    /// Calls at once.
+    pub concurrent_calls: Option<u32>,
 }
 
 fn cautious() -> SafetyLevel {
@@ -175,6 +192,16 @@ impl AccessPolicy {
         held.sort_unstable();
         held.dedup();
         held
+    }
+
+    /// The limits on `principal`'s calls.
+    pub fn quota_of(&self, principal: Option<&Principal>) -> Quota {
+        let held = self.roles_of(principal);
+        let most = |limit: fn(&Role) -> Option<u32>| {
+            let limits: Option<Vec<u32>> = held.iter().map(|name| limit(&self.roles[*name])).collect();
+            limits.and_then(|limits| limits.into_iter().max())
+        };
+        Quota { calls_per_minute: most(|r| r.calls_per_minute), concurrent_calls: most(|r| r.concurrent_calls) }
     }
 
     /// Whether `principal` may see and call the tool `decl` declares, and

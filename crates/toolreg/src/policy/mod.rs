@@ -12,15 +12,17 @@ mod approval;
 mod audit;
 mod canonical;
 mod hash;
+mod quota;
 mod rules;
 mod selection;
 mod terminal;
 
-pub use access::{Access, AccessPolicy, AccessPolicyError, DEFAULT_ROLE, Role};
+pub use access::{Access, AccessPolicy, AccessPolicyError, DEFAULT_ROLE, Quota, Role};
 pub use approval::{Approval, ApprovalRequest, ApproveAll, Approver, ApproverFn, Decision, PrintedBefore, approver_fn};
 pub use audit::{AuditDecision, AuditEvent, AuditSink, JsonLinesSink, MemorySink};
 pub use canonical::canonical_json;
 pub use hash::ArgumentsHash;
+pub use quota::{QuotaRefusal, Quotas};
 pub use rules::PolicyApprover;
 pub use selection::Selection;
 pub use terminal::TerminalApprover;

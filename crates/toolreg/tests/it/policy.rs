@@ -453,3 +453,53 @@ async fn the_principal_reaches_the_tool_the_approver_and_the_audit() {
         json!({"subject": "alice", "scopes": ["admin"], "source": {"kind": "token", "issuer": "https://as.example"}})
     );
 }
+
+/// Quotas per principal: past its calls a minute a principal is refused
+/// with when to try again, past its calls at once it waits for one to end,
+/// and another principal keeps working all along.
+#[tokio::test]
+async fn a_noisy_principal_is_refused_while_the_others_keep_working() {
+    use std::time::Duration;
+    use toolreg::policy::AccessPolicy;
+    use toolreg::{Principal, ToolRegistration};
+
+    let mut registry = FunctionRegistry::new();
+    let slow = ToolDeclaration::builder("slow").description("Wait a little.").safety(SafetyLevel::Safe).build();
+    registry
+        .register(ToolRegistration::new(slow, |_: Value| async {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            Ok::<_, String>("done")
+        }))
+        .unwrap();
+    let policy: AccessPolicy = serde_json::from_value(json!({"roles": {
+        "user": {"allow": ["*"], "calls_per_minute": 3, "concurrent_calls": 1}
+    }}))
+    .unwrap();
+    let engine = ToolEngine::builder(&registry).access(policy).build();
+    let who = |sub: &str| CallOptions::new().principal(Principal::verified("https://as", sub).with_scopes(["user"]));
+
+    // Two at once: one runs, the other is told to wait for it.
+    let both = vec![ToolCall::new("1", "slow", "{}"), ToolCall::new("2", "slow", "{}")];
+    let results = engine.execute_batch(both, who("noisy")).await;
+    assert!(results[0].outcome.is_ok(), "{:?}", results[0].outcome);
+    match &results[1].outcome {
+        Err(ToolError::QuotaExceeded { retry_after: None, reason }) => assert!(reason.contains("at once"), "{reason}"),
+        other => panic!("{other:?}"),
+    }
+    // Two more pass (three a minute, the refused one not counted), then the fourth waits.
+    for id in ["3", "4"] {
+        assert!(engine.execute_call(ToolCall::new(id, "slow", "{}"), who("noisy")).await.outcome.is_ok());
+    }
+    let refused = engine.execute_call(ToolCall::new("5", "slow", "{}"), who("noisy")).await;
+    let Err(ToolError::QuotaExceeded { retry_after: Some(wait), .. }) = &refused.outcome else {
+        panic!("{:?}", refused.outcome)
+    };
+    assert!(*wait >= Duration::from_secs(1) && *wait <= Duration::from_secs(20), "{wait:?}");
+    let text = refused.outcome.as_ref().unwrap_err().model_text("slow");
+    assert!(text.contains("3 calls a minute") && text.contains("try again in"), "{text}");
+    // Someone else is not affected, and a rebuilt engine keeps the count.
+    assert!(engine.execute_call(ToolCall::new("6", "slow", "{}"), who("quiet")).await.outcome.is_ok());
+    let rebuilt = engine.to_builder().build();
+    let still = rebuilt.execute_call(ToolCall::new("7", "slow", "{}"), who("noisy")).await;
+    assert!(matches!(still.outcome, Err(ToolError::QuotaExceeded { .. })), "{:?}", still.outcome);
+}
