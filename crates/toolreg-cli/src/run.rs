@@ -275,6 +275,7 @@ fn agent(tools: Tools, args: &AgentArgs) -> Result<(Agent, SuspendedRuns), CliEr
         )
         .limits(AgentLimits::default().max_steps(args.max_steps))
         .resume_claims(claims)
+        .principal(toolreg::Principal::local_user())
         .on_event(move |event| progress(event, &blocks));
     let agent = builder.build();
     // An imported server's tools changed: offer the new set from the next step on.

@@ -4,6 +4,7 @@
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, RwLock};
 
+use toolreg::Principal;
 use toolreg::engine::EngineBuilder;
 use toolreg::provider::CodeExecution;
 use toolreg_store::Namespace;
@@ -38,6 +39,7 @@ pub struct AgentBuilder {
     claims: Option<Namespace>,
     deferral: Deferral,
     code_execution: Option<CodeExecution>,
+    principal: Option<Arc<Principal>>,
 }
 
 impl Agent {
@@ -65,6 +67,7 @@ impl Agent {
             claims: None,
             deferral: Deferral::new(),
             code_execution: None,
+            principal: None,
         }
     }
 }
@@ -129,6 +132,14 @@ impl AgentBuilder {
         self
     }
 
+    /// Run every tool call for `principal` (the person or service the agent
+    /// works for): the engine's access policy, approver and audit see it;
+    /// its sub-agents run for the same one.
+    pub fn principal(mut self, principal: Principal) -> Self {
+        self.principal = Some(Arc::new(principal));
+        self
+    }
+
     /// The agent: its engine is built here, once.
     pub fn build(self) -> Agent {
         let engine = self.engine.build();
@@ -154,6 +165,7 @@ impl AgentBuilder {
                 consumed: Mutex::default(),
                 deferral,
                 code_execution: self.code_execution,
+                principal: self.principal,
             }),
         }
     }

@@ -128,7 +128,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
 use std::time::Instant;
 
 use toolreg::policy::Selection;
-use toolreg::{Scope, ToolEngine};
+use toolreg::{CallOptions, CancellationToken, Extensions, Principal, Scope, ToolEngine};
 use toolreg_store::Namespace;
 
 use crate::model::LlmClient;
@@ -163,6 +163,8 @@ struct Inner {
     deferral: Deferral,
     /// Tools the provider's code execution may call.
     code_execution: Option<toolreg::provider::CodeExecution>,
+    /// Who the agent runs for: every tool call it makes runs for them.
+    principal: Option<Arc<Principal>>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -190,6 +192,19 @@ impl Agent {
     /// The limits.
     pub fn limits(&self) -> AgentLimits {
         self.inner.limits
+    }
+
+    /// Who the agent runs for ([`AgentBuilder::principal`]).
+    pub fn principal(&self) -> Option<&Arc<Principal>> {
+        self.inner.principal.as_ref()
+    }
+
+    /// The options of a tool call the agent makes: under `cancel`, with
+    /// `extensions`, for the agent's principal.
+    pub(crate) fn call_options(&self, cancel: CancellationToken, extensions: Extensions) -> CallOptions {
+        let mut options = CallOptions::new().cancel(cancel).extensions(extensions);
+        options.principal = self.inner.principal.clone();
+        options
     }
 
     /// How deep this agent is nested (0: top level).
@@ -278,6 +293,8 @@ impl Agent {
                 // A sub-agent's catalog is deferred as its parent's.
                 deferral: inner.deferral.clone(),
                 code_execution: inner.code_execution.clone(),
+                // A sub-agent works for whom its parent works for.
+                principal: inner.principal.clone(),
             }),
         })
     }

@@ -3,7 +3,7 @@
 //! [`AgentBuilder::post_process`](super::AgentBuilder::post_process)).
 
 use serde_json::{Value, json};
-use toolreg::{CallOptions, ToolCall, ToolError, ToolExecutor};
+use toolreg::{ToolCall, ToolError, ToolExecutor};
 
 use super::state::{LoopState, RunState};
 use super::{Agent, AgentError, AgentEvent};
@@ -57,7 +57,7 @@ impl Agent {
         for (i, function) in self.inner.post_process.iter().enumerate() {
             let call =
                 ToolCall::new(format!("post-{step}-{i}"), function.clone(), json!({ POST_PROCESS_ARGUMENT: value }));
-            let options = CallOptions::new().cancel(run.cancel.child_token()).extensions(run.nested_extensions());
+            let options = run.agent.call_options(run.cancel.child_token(), run.nested_extensions());
             let result = engine.execute_call(call, options).await;
             match result.outcome {
                 Ok(output) => value = output.value,

@@ -13,7 +13,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use toolreg::engine::OfferedTools;
 use toolreg::provider::HostedTurn;
-use toolreg::{CallOptions, ToolCall, ToolEngine, ToolError, ToolResult};
+use toolreg::{ToolCall, ToolEngine, ToolError, ToolResult};
 use tracing::{Instrument, Span};
 
 use super::approval::{ApprovalRound, Held};
@@ -299,7 +299,7 @@ impl Agent {
             // made (`HostedTurn::caller`) from the model's own.
             extensions.insert(turn.clone());
         }
-        let options = CallOptions::new().cancel(run.cancel.child_token()).extensions(extensions);
+        let options = run.agent.call_options(run.cancel.child_token(), extensions);
         let results = engine.execute_batch(calls, options).await;
         let held = round.close(&results);
         let answered = results

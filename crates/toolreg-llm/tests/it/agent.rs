@@ -1277,3 +1277,19 @@ async fn a_resumed_run_is_traced_as_an_agent_run() {
     finished(agent.resume(suspended, vec![approval], CancellationToken::new()).await.unwrap());
     assert_eq!(runs(&names), 2);
 }
+
+/// An agent runs every call for the principal it works for, its
+/// sub-agents' calls too, as the audit records them.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_agent_and_its_sub_agents_call_for_its_principal() {
+    let audit = std::sync::Arc::new(toolreg::policy::MemorySink::new());
+    let engine = engine(&registry()).audit(std::sync::Arc::clone(&audit));
+    let alice = toolreg::Principal::verified("https://as.example", "alice");
+    let agent = Agent::builder(family_model(), "m", engine).principal(alice.clone()).build();
+    assert_eq!(agent.principal().map(|p| p.subject.as_str()), Some("alice"));
+    finished(agent.run("parent").await.unwrap());
+    let events = audit.take();
+    let tools: Vec<&str> = events.iter().map(|e| e.tool.as_str()).collect();
+    assert!(tools.contains(&"spawn_many") && tools.contains(&"return_result"), "{tools:?}");
+    assert!(events.iter().all(|e| e.principal.as_ref() == Some(&alice)), "{events:?}");
+}

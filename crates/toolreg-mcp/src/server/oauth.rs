@@ -180,17 +180,17 @@ impl OAuth {
         &self.audience
     }
 
-    /// The Protected Resource Metadata (RFC 9728) of this server.
+    /// The Protected Resource Metadata (RFC 9728) of this server. Its
+    /// `scopes_supported` are the required scopes, an empty list when none
+    /// are: a client that finds none asks for no scope, rather than for
+    /// every scope the authorization server knows (which it may refuse).
     pub fn resource_metadata(&self) -> serde_json::Value {
-        let mut metadata = json!({
+        json!({
             "resource": self.audience,
             "authorization_servers": [self.issuer],
             "bearer_methods_supported": ["header"],
-        });
-        if !self.scopes.is_empty() {
-            metadata["scopes_supported"] = json!(self.scopes);
-        }
-        metadata
+            "scopes_supported": self.scopes,
+        })
     }
 
     /// Who the token in `authorization` (the header's value) belongs to.

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
-use toolreg::{CallContext, CallOptions, ToolArgs, ToolCall, ToolExecutor};
+use toolreg::{CallContext, ToolArgs, ToolCall, ToolExecutor};
 use toolreg_store::Namespace;
 
 use super::{AgentTools, SpawnArgs, context, run_state};
@@ -236,7 +236,7 @@ async fn merge_with(
     let results = serde_json::to_value(results).unwrap_or_default();
     let id = format!("{}-merge", cx.call_id().unwrap_or(AgentTools::SPAWN_MANY_TOOL_NAME));
     let call = ToolCall::new(id, function.clone(), json!({ MERGE_FUNCTION_ARGUMENT: results }));
-    let options = CallOptions::new().cancel(run.cancel.child_token()).extensions(run.nested_extensions());
+    let options = run.agent.call_options(run.cancel.child_token(), run.nested_extensions());
     let merged = run.agent.engine().execute_call(call, options).await;
     match merged.outcome {
         Ok(output) => Ok(output.value),
