@@ -279,6 +279,11 @@ pub struct ServeArgs {
     /// Fetch the issuer's keys here instead of from its metadata.
     #[arg(long, value_name = "URL", requires = "issuer")]
     pub jwks_uri: Option<String>,
+    /// Also accept opaque tokens, checked at this introspection endpoint
+    /// (RFC 7662) with the client credentials in
+    /// TOOLREG_INTROSPECTION_CLIENT_ID and TOOLREG_INTROSPECTION_SECRET.
+    #[arg(long, value_name = "URL", requires = "issuer")]
+    pub introspection_url: Option<String>,
     /// A scope every token must carry (repeatable; 403 insufficient_scope without).
     #[arg(long = "required-scope", value_name = "SCOPE", requires = "issuer")]
     pub required_scopes: Vec<String>,

@@ -345,6 +345,18 @@ async fn serve(mut tools: setup::Tools, args: ServeArgs) -> Result<(), CliError>
                     for scope in &args.required_scopes {
                         oauth = oauth.require_scope(scope);
                     }
+                    if let Some(endpoint) = &args.introspection_url {
+                        let var = |name: &str| {
+                            std::env::var(name).ok().filter(|v| !v.is_empty()).ok_or_else(|| {
+                                CliError::new(format!(
+                                    "serve: --introspection-url needs {name} (its client credentials)"
+                                ))
+                            })
+                        };
+                        let (id, secret) =
+                            (var("TOOLREG_INTROSPECTION_CLIENT_ID")?, var("TOOLREG_INTROSPECTION_SECRET")?);
+                        oauth = oauth.introspection(endpoint, id, secret);
+                    }
                     eprintln!("toolreg: clients need access tokens from {issuer} for {}", oauth.audience());
                     http = http.oauth(oauth);
                 }

@@ -17,6 +17,14 @@
 //! to an upstream server (the gateway's upstream credentials come from its
 //! own configuration).
 //!
+//! A token that is not a JWT (an opaque token) is accepted only when an
+//! introspection endpoint is configured ([`OAuth::introspection`], RFC
+//! 7662): the server asks it, with its own client credentials, and accepts
+//! an `active` token of the same issuer (when named), for this audience,
+//! not expired, with the required scopes. An answer is kept for at most a
+//! minute (never past the token's `exp`), for at most
+//! [`MAX_INTROSPECTED`] tokens, keyed by the token's hash.
+//!
 //! Keys are fetched from the issuer's metadata (`jwks_uri` of its OpenID or
 //! RFC 8414 metadata) or a configured JWKS URL, with a time limit and a
 //! size bound, and fetched again for a `kid` not yet known (key rotation) at
@@ -68,6 +76,10 @@ pub const MAX_TOKEN_BYTES: usize = 16 * 1024;
 const MAX_DOCUMENT_BYTES: usize = 256 * 1024;
 /// The most keys kept from one JWKS.
 const MAX_KEYS: usize = 64;
+/// The most introspection answers kept.
+pub const MAX_INTROSPECTED: usize = 10_000;
+/// The longest an introspection answer is kept.
+const INTROSPECTION_TTL: Duration = Duration::from_secs(60);
 
 /// How the server verifies access tokens (see the module's docs).
 #[derive(Clone)]
@@ -80,6 +92,17 @@ pub struct OAuth {
     refresh_interval: Duration,
     fetch_timeout: Duration,
     keys: Arc<Keys>,
+    introspection: Option<Arc<Introspection>>,
+}
+
+/// Where opaque tokens are checked, with the server's own credentials, and
+/// the answers kept.
+struct Introspection {
+    endpoint: String,
+    client_id: String,
+    client_secret: String,
+    /// By the token's SHA-256: who it is, or why not, and until when.
+    answers: Mutex<HashMap<[u8; 32], (Instant, Result<Principal, TokenError>)>>,
 }
 
 impl std::fmt::Debug for OAuth {
@@ -89,6 +112,7 @@ impl std::fmt::Debug for OAuth {
             .field("audience", &self.audience)
             .field("jwks_uri", &self.jwks_uri)
             .field("scopes", &self.scopes)
+            .field("introspection", &self.introspection.as_ref().map(|i| &i.endpoint))
             .finish_non_exhaustive()
     }
 }
@@ -136,7 +160,25 @@ impl OAuth {
             refresh_interval: Duration::from_secs(30),
             fetch_timeout: Duration::from_secs(5),
             keys: Arc::default(),
+            introspection: None,
         }
+    }
+
+    /// Also accept opaque tokens, checked at this introspection endpoint
+    /// (RFC 7662) with these client credentials (HTTP Basic).
+    pub fn introspection(
+        mut self,
+        endpoint: impl Into<String>,
+        client_id: impl Into<String>,
+        client_secret: impl Into<String>,
+    ) -> Self {
+        self.introspection = Some(Arc::new(Introspection {
+            endpoint: endpoint.into(),
+            client_id: client_id.into(),
+            client_secret: client_secret.into(),
+            answers: Mutex::default(),
+        }));
+        self
     }
 
     /// Fetch the keys here instead of from the issuer's metadata.
@@ -196,7 +238,13 @@ impl OAuth {
     /// Who the token in `authorization` (the header's value) belongs to.
     pub async fn verify(&self, authorization: Option<&HeaderValue>) -> Result<Principal, TokenError> {
         let token = bearer(authorization)?;
-        let header = jsonwebtoken::decode_header(token).map_err(|e| TokenError::Invalid(e.to_string()))?;
+        let header = match (jsonwebtoken::decode_header(token), &self.introspection) {
+            (Ok(header), _) => header,
+            (Err(_), Some(introspection)) if token.split('.').count() != 3 => {
+                return self.introspect(introspection, token).await;
+            }
+            (Err(error), _) => return Err(TokenError::Invalid(error.to_string())),
+        };
         if !ALGORITHMS.contains(&header.alg) {
             return Err(TokenError::Invalid(format!("the algorithm {:?} is not accepted", header.alg)));
         }
@@ -235,6 +283,86 @@ impl OAuth {
             principal = principal.with_client_id(client);
         }
         Ok(principal)
+    }
+
+    /// Who an opaque token belongs to, by the introspection endpoint's word
+    /// (kept for a while).
+    async fn introspect(&self, introspection: &Introspection, token: &str) -> Result<Principal, TokenError> {
+        use sha2::{Digest, Sha256};
+        let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+        let now = Instant::now();
+        {
+            let answers = introspection.answers.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some((until, answer)) = answers.get(&digest).filter(|(until, _)| *until > now) {
+                let _ = until;
+                return answer.clone();
+            }
+        }
+        let (answer, lasts) = self.ask_introspection(introspection, token).await?;
+        let mut answers = introspection.answers.lock().unwrap_or_else(PoisonError::into_inner);
+        if answers.len() >= MAX_INTROSPECTED {
+            answers.retain(|_, (until, _)| *until > now);
+            if answers.len() >= MAX_INTROSPECTED {
+                answers.clear();
+            }
+        }
+        answers.insert(digest, (now + lasts, answer.clone()));
+        answer
+    }
+
+    /// Ask the endpoint; the answer and how long it may be kept. A failure
+    /// to ask is not kept.
+    async fn ask_introspection(
+        &self,
+        introspection: &Introspection,
+        token: &str,
+    ) -> Result<(Result<Principal, TokenError>, Duration), TokenError> {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let client = reqwest::Client::builder()
+            .timeout(self.fetch_timeout)
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|e| TokenError::Keys(e.to_string()))?;
+        let body = format!("token={}&token_type_hint=access_token", form_encode(token));
+        let request = client
+            .post(&introspection.endpoint)
+            .basic_auth(&introspection.client_id, Some(&introspection.client_secret))
+            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .header(header::ACCEPT, "application/json")
+            .body(body);
+        let answer: Introspected = fetch_json_from(request, &introspection.endpoint).await?;
+        let now = jsonwebtoken::get_current_timestamp();
+        let refused = |why: &str| Ok((Err(TokenError::Invalid(why.to_owned())), INTROSPECTION_TTL));
+        if !answer.active {
+            return refused("the token is not active");
+        }
+        if answer.iss.as_deref().is_some_and(|iss| iss.trim_end_matches('/') != self.issuer.trim_end_matches('/')) {
+            return refused("the token is from another issuer");
+        }
+        let audiences = match answer.aud {
+            Some(Audience::One(aud)) => vec![aud],
+            Some(Audience::Many(auds)) => auds,
+            None => Vec::new(),
+        };
+        if !audiences.contains(&self.audience) {
+            return refused("the token is not for this resource");
+        }
+        let lasts = match answer.exp {
+            Some(exp) if exp + self.leeway.as_secs() <= now => return refused("the token has expired"),
+            Some(exp) => INTROSPECTION_TTL.min(Duration::from_secs(exp + self.leeway.as_secs() - now)),
+            None => INTROSPECTION_TTL,
+        };
+        let Some(subject) = answer.sub.filter(|s| !s.is_empty()) else { return refused("the token names no subject") };
+        let scopes: Vec<String> = answer.scope.unwrap_or_default().split_whitespace().map(str::to_owned).collect();
+        let missing: Vec<&str> = self.scopes.iter().filter(|s| !scopes.contains(s)).map(String::as_str).collect();
+        if !missing.is_empty() {
+            return Ok((Err(TokenError::InsufficientScope(missing.join(" "))), lasts));
+        }
+        let mut principal = Principal::verified(&self.issuer, subject).with_scopes(scopes);
+        if let Some(client) = answer.client_id {
+            principal = principal.with_client_id(client);
+        }
+        Ok((Ok(principal), lasts))
     }
 
     /// The key for `kid`, when known (a JWKS of one key without a `kid`
@@ -311,6 +439,42 @@ struct Metadata {
     jwks_uri: String,
 }
 
+/// An introspection answer (RFC 7662, section 2.2).
+#[derive(Deserialize)]
+struct Introspected {
+    active: bool,
+    #[serde(default)]
+    sub: Option<String>,
+    #[serde(default)]
+    iss: Option<String>,
+    #[serde(default)]
+    aud: Option<Audience>,
+    #[serde(default)]
+    exp: Option<u64>,
+    #[serde(default)]
+    scope: Option<String>,
+    #[serde(default)]
+    client_id: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Audience {
+    One(String),
+    Many(Vec<String>),
+}
+
+/// `application/x-www-form-urlencoded` for a token (which is mostly URL-safe
+/// already).
+fn form_encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
 #[derive(Deserialize)]
 struct Claims {
     sub: String,
@@ -368,8 +532,16 @@ fn usable(jwk: &Jwk) -> Option<(String, Algorithm, DecodingKey)> {
 
 /// A JSON document of at most [`MAX_DOCUMENT_BYTES`].
 async fn fetch_json<T: serde::de::DeserializeOwned>(client: &reqwest::Client, url: &str) -> Result<T, TokenError> {
+    fetch_json_from(client.get(url), url).await
+}
+
+/// The JSON answer to `request`, of at most [`MAX_DOCUMENT_BYTES`].
+async fn fetch_json_from<T: serde::de::DeserializeOwned>(
+    request: reqwest::RequestBuilder,
+    url: &str,
+) -> Result<T, TokenError> {
     let failed = |e: &dyn std::fmt::Display| TokenError::Keys(format!("{url}: {e}"));
-    let response = client.get(url).send().await.map_err(|e| failed(&e))?;
+    let response = request.send().await.map_err(|e| failed(&e))?;
     if !response.status().is_success() {
         return Err(failed(&response.status()));
     }

@@ -410,3 +410,94 @@ async fn each_principal_sees_searches_and_calls_only_what_its_role_grants() {
     maintainer.cancel().await.unwrap();
     http.shutdown.cancel();
 }
+
+/// An introspection endpoint (RFC 7662) that knows a few opaque tokens and
+/// wants the resource server's own credentials.
+async fn introspection_endpoint(answers: Value) -> (String, Arc<AtomicUsize>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/introspect", listener.local_addr().unwrap());
+    let asked = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&asked);
+    let app = axum::Router::new().route(
+        "/introspect",
+        axum::routing::post(move |headers: axum::http::HeaderMap, body: String| {
+            counted.fetch_add(1, Ordering::SeqCst);
+            let expected = format!("Basic {}", base64::engine::general_purpose::STANDARD.encode("toolreg:rs-secret"));
+            let answer = if headers.get("authorization").and_then(|v| v.to_str().ok()) != Some(expected.as_str()) {
+                (axum::http::StatusCode::UNAUTHORIZED, String::new())
+            } else {
+                let token = body.split('&').find_map(|pair| pair.strip_prefix("token=")).unwrap_or_default();
+                let found = answers.get(token).cloned().unwrap_or(json!({"active": false}));
+                (axum::http::StatusCode::OK, found.to_string())
+            };
+            std::future::ready(answer)
+        }),
+    );
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (url, asked)
+}
+
+#[tokio::test]
+async fn opaque_tokens_are_checked_at_the_introspection_endpoint_and_the_answer_kept_a_while() {
+    let key = Key::new("k");
+    let issuer = Issuer::start(&[&key]).await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let audience = format!("http://{addr}/mcp");
+    let good = |sub: &str, scope: &str| {
+        json!({"active": true, "sub": sub, "iss": issuer.url, "aud": [audience], "scope": scope,
+            "client_id": "opaque-client", "exp": now() + 300})
+    };
+    let mut other = good("olga", "tools");
+    other["aud"] = json!("https://other.example/mcp");
+    let mut expired = good("ed", "tools");
+    expired["exp"] = json!(now() - 600);
+    let mut foreign = good("fred", "tools");
+    foreign["iss"] = json!("https://evil.example");
+    let (endpoint, asked) = introspection_endpoint(json!({
+        "opaque-good": good("otto", "tools"), "opaque-narrow": good("nina", "files"),
+        "opaque-other": other, "opaque-expired": expired, "opaque-foreign": foreign,
+        "opaque-nobody": {"active": true, "aud": audience, "scope": "tools"}
+    }))
+    .await;
+    let audit = Arc::new(MemorySink::new());
+    let mut r = FunctionRegistry::new();
+    let decl = ToolDeclaration::builder("echo").description("Echo.").safety(SafetyLevel::Safe).build();
+    r.register_sync_tool("echo", |args: Value| Ok::<_, String>(args), decl).unwrap();
+    let engine = McpServer::engine_builder(&r, &ServerOptions::default()).audit(Arc::clone(&audit)).build();
+    let oauth =
+        OAuth::new(&issuer.url, &audience).require_scope("tools").introspection(&endpoint, "toolreg", "rs-secret");
+    let options = HttpOptions::default().oauth(oauth);
+    let running = options.clone();
+    tokio::spawn(
+        async move { McpServer::new(engine, ServerOptions::default()).serve_http_on(listener, running).await },
+    );
+
+    assert_eq!(initialize(addr, Some("opaque-good")).await.status(), 200);
+    assert_eq!(initialize(addr, Some("opaque-good")).await.status(), 200);
+    assert_eq!(asked.load(Ordering::SeqCst), 1, "the answer is kept");
+    for token in ["opaque-unknown", "opaque-other", "opaque-expired", "opaque-foreign", "opaque-nobody"] {
+        let response = initialize(addr, Some(token)).await;
+        assert_eq!(response.status(), 401, "{token}");
+        assert!(challenge(&response).contains("invalid_token"), "{token}: {}", challenge(&response));
+    }
+    assert_eq!(initialize(addr, Some("opaque-narrow")).await.status(), 403);
+    // JWTs still verify by signature, without asking the endpoint.
+    let before = asked.load(Ordering::SeqCst);
+    assert_eq!(initialize(addr, Some(&key.sign(&claims(&issuer.url, &audience)))).await.status(), 200);
+    assert_eq!(asked.load(Ordering::SeqCst), before);
+
+    crate::support::install_tls();
+    let config = StreamableHttpClientTransportConfig::with_uri(format!("http://{addr}/mcp")).auth_header("opaque-good");
+    let client = ().serve(StreamableHttpClientTransport::from_config(config)).await.unwrap();
+    client.call_tool(CallToolRequestParams::new("echo")).await.unwrap();
+    client.cancel().await.unwrap();
+    let who = audit.take()[0].principal.clone().unwrap();
+    assert_eq!((who.subject.as_str(), who.client_id.as_deref()), ("otto", Some("opaque-client")));
+    options.shutdown.cancel();
+
+    // Without an introspection endpoint, an opaque token is simply invalid.
+    let (addr, _, _, options) = serve(|aud| OAuth::new(&issuer.url, aud)).await;
+    assert_eq!(initialize(addr, Some("opaque-good")).await.status(), 401);
+    options.shutdown.cancel();
+}
