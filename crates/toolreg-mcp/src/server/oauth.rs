@@ -102,8 +102,11 @@ struct Introspection {
     client_id: String,
     client_secret: String,
     /// By the token's SHA-256: who it is, or why not, and until when.
-    answers: Mutex<HashMap<[u8; 32], (Instant, Result<Principal, TokenError>)>>,
+    answers: Mutex<HashMap<[u8; 32], Kept>>,
 }
+
+/// An introspection answer, and until when it may be used.
+type Kept = (Instant, Result<Principal, TokenError>);
 
 impl std::fmt::Debug for OAuth {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -293,8 +296,7 @@ impl OAuth {
         let now = Instant::now();
         {
             let answers = introspection.answers.lock().unwrap_or_else(PoisonError::into_inner);
-            if let Some((until, answer)) = answers.get(&digest).filter(|(until, _)| *until > now) {
-                let _ = until;
+            if let Some((_, answer)) = answers.get(&digest).filter(|(until, _)| *until > now) {
                 return answer.clone();
             }
         }
