@@ -29,8 +29,12 @@ fn registry() -> FunctionRegistry {
         .param("b", ParamType::Integer, "The second addend")
         .safety(SafetyLevel::Safe)
         .build();
-    r.register_sync_tool("add", |args: Value| Ok::<_, String>(json!(args["a"].as_i64() + args["b"].as_i64())), decl)
-        .unwrap();
+    r.register_sync_tool(
+        "add",
+        |args: Value| Ok::<_, String>(json!(args["a"].as_i64().unwrap_or(0) + args["b"].as_i64().unwrap_or(0))),
+        decl,
+    )
+    .unwrap();
     r
 }
 
