@@ -870,3 +870,34 @@ async fn another_principal_cannot_get_cancel_or_answer_a_task_without_sessions()
     assert_eq!(seen["result"]["status"], "cancelled", "{seen}");
     stop.cancel();
 }
+
+/// With access tokens, a principal's share of task slots counts its tasks in
+/// every session (and with none): one that opens more sessions, or none,
+/// gets no more, and another principal still starts tasks.
+#[tokio::test]
+async fn a_principal_at_its_share_of_task_slots_leaves_slots_for_others() {
+    use crate::oauth::{Issuer, Key, claims};
+    let key = Key::new("k");
+    let issuer = Issuer::start(&[&key]).await;
+    let store = SqliteStore::in_memory().await.unwrap();
+    let server = server_on(&store, &Arc::default(), |o| o.max_live(8).max_per_session(2)).await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let audience = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let oauth = toolreg_mcp::server::OAuth::new(&issuer.url, &audience);
+    let options = toolreg_mcp::server::HttpOptions::default().stateless(true).oauth(oauth);
+    let (url, stop) = Http::serve_on(listener, server, options).await;
+    let token = |sub: &str| {
+        let mut c = claims(&issuer.url, &audience);
+        c["sub"] = json!(sub);
+        key.sign(&c)
+    };
+    let mut greedy = Http::stateless(&url).with_token(token("greedy"));
+    task_id(&greedy.call(1, "waiter", json!({})).await);
+    task_id(&greedy.call(2, "waiter", json!({})).await);
+    let refused = greedy.call(3, "waiter", json!({})).await;
+    let message = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("too many tasks running for this principal (2"), "{refused}");
+    let mut other = Http::stateless(&url).with_token(token("other"));
+    task_id(&other.call(1, "waiter", json!({})).await);
+    stop.cancel();
+}

@@ -69,7 +69,8 @@
 //! cancelled and their slots freed.
 //!
 //! Bounds: at most [`TaskOptions::max_live`] tasks run on one process, and
-//! at most [`TaskOptions::max_per_session`] of them for one session, so that
+//! at most [`TaskOptions::max_per_session`] of them for one session (and for
+//! one principal, over all its sessions, when the server knows principals), so that
 //! one client cannot take every slot (more are refused); a result over
 //! [`TaskOptions::max_result_bytes`] ends the task as failed (`-32603`, as
 //! an oversized answer of a child server is); task ids are 32 lowercase hex
@@ -367,10 +368,22 @@ impl Tasks {
                 ));
             }
             let share = self.options.max_per_session.min(self.options.max_live);
-            if started.owner.is_session() && live.values().filter(|l| l.owner == started.owner).count() >= share {
+            // A principal's share counts its tasks in every session, so that
+            // opening sessions does not buy more.
+            let whose =
+                if started.owner.is_session() && live.values().filter(|l| l.owner == started.owner).count() >= share {
+                    Some("session")
+                } else if started.owner.principal.is_some()
+                    && live.values().filter(|l| l.owner.principal == started.owner.principal).count() >= share
+                {
+                    Some("principal")
+                } else {
+                    None
+                };
+            if let Some(whose) = whose {
                 return Err(ErrorData::invalid_request(
                     format!(
-                        "too many tasks running for this session ({share}, its share of this server's {}); \
+                        "too many tasks running for this {whose} ({share}, its share of this server's {}); \
                          try again when one has finished",
                         self.options.max_live
                     ),
