@@ -80,6 +80,11 @@ const MAX_KEYS: usize = 64;
 pub const MAX_INTROSPECTED: usize = 10_000;
 /// The longest an introspection answer is kept.
 const INTROSPECTION_TTL: Duration = Duration::from_secs(60);
+/// The most verified JWTs remembered, so that a client's next request with
+/// the same token costs a hash, not a signature check.
+pub const MAX_REMEMBERED: usize = 10_000;
+/// The longest a verified JWT is remembered (never past its `exp`).
+const REMEMBERED_TTL: Duration = Duration::from_secs(300);
 
 /// How the server verifies access tokens (see the module's docs).
 #[derive(Clone)]
@@ -93,6 +98,45 @@ pub struct OAuth {
     fetch_timeout: Duration,
     keys: Arc<Keys>,
     introspection: Option<Arc<Introspection>>,
+    /// Tokens verified lately, with whom they name.
+    remembered: Arc<Remembered<Principal>>,
+}
+
+/// Answers about tokens, by the token's SHA-256 (the token itself is not
+/// kept), each until a time; at most `limit` of them.
+struct Remembered<T> {
+    answers: Mutex<HashMap<[u8; 32], (Instant, T)>>,
+    limit: usize,
+}
+
+impl<T: Clone> Remembered<T> {
+    fn new(limit: usize) -> Self {
+        Remembered { answers: Mutex::default(), limit }
+    }
+
+    fn get(&self, digest: &[u8; 32], now: Instant) -> Option<T> {
+        let answers = self.answers.lock().unwrap_or_else(PoisonError::into_inner);
+        answers.get(digest).filter(|(until, _)| *until > now).map(|(_, answer)| answer.clone())
+    }
+
+    /// Keep `answer` until `until`; past the limit, the stale go first, and
+    /// all of them if none is stale.
+    fn put(&self, digest: [u8; 32], until: Instant, answer: T, now: Instant) {
+        let mut answers = self.answers.lock().unwrap_or_else(PoisonError::into_inner);
+        if answers.len() >= self.limit {
+            answers.retain(|_, (kept_until, _)| *kept_until > now);
+            if answers.len() >= self.limit {
+                answers.clear();
+            }
+        }
+        answers.insert(digest, (until, answer));
+    }
+}
+
+/// The SHA-256 of a token: how it is remembered.
+fn digest(token: &str) -> [u8; 32] {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(token.as_bytes()).into()
 }
 
 /// Where opaque tokens are checked, with the server's own credentials, and
@@ -101,12 +145,9 @@ struct Introspection {
     endpoint: String,
     client_id: String,
     client_secret: String,
-    /// By the token's SHA-256: who it is, or why not, and until when.
-    answers: Mutex<HashMap<[u8; 32], Kept>>,
+    /// Who each token is, or why not.
+    answers: Remembered<Result<Principal, TokenError>>,
 }
-
-/// An introspection answer, and until when it may be used.
-type Kept = (Instant, Result<Principal, TokenError>);
 
 impl std::fmt::Debug for OAuth {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -164,6 +205,7 @@ impl OAuth {
             fetch_timeout: Duration::from_secs(5),
             keys: Arc::default(),
             introspection: None,
+            remembered: Arc::new(Remembered::new(MAX_REMEMBERED)),
         }
     }
 
@@ -179,7 +221,7 @@ impl OAuth {
             endpoint: endpoint.into(),
             client_id: client_id.into(),
             client_secret: client_secret.into(),
-            answers: Mutex::default(),
+            answers: Remembered::new(MAX_INTROSPECTED),
         }));
         self
     }
@@ -238,13 +280,32 @@ impl OAuth {
         })
     }
 
-    /// Who the token in `authorization` (the header's value) belongs to.
+    /// Who the token in `authorization` (the header's value) belongs to. A
+    /// JWT verified lately is remembered (by its hash, for at most five
+    /// minutes and never past its `exp`): a client's next request with it
+    /// costs a hash, not a signature check.
     pub async fn verify(&self, authorization: Option<&HeaderValue>) -> Result<Principal, TokenError> {
         let token = bearer(authorization)?;
+        let digest = digest(token);
+        let now = Instant::now();
+        if let Some(principal) = self.remembered.get(&digest, now) {
+            return Ok(principal);
+        }
+        let (principal, lasts) = self.verify_token(token).await?;
+        if !lasts.is_zero() {
+            self.remembered.put(digest, now + lasts, principal.clone(), now);
+        }
+        Ok(principal)
+    }
+
+    /// Who `token` belongs to, checked in full, and how long a JWT's answer
+    /// may be remembered (zero: not at all).
+    async fn verify_token(&self, token: &str) -> Result<(Principal, Duration), TokenError> {
         let header = match (jsonwebtoken::decode_header(token), &self.introspection) {
             (Ok(header), _) => header,
             (Err(_), Some(introspection)) if token.split('.').count() != 3 => {
-                return self.introspect(introspection, token).await;
+                // Kept by the introspection's own answers.
+                return self.introspect(introspection, token).await.map(|principal| (principal, Duration::ZERO));
             }
             (Err(error), _) => return Err(TokenError::Invalid(error.to_string())),
         };
@@ -285,30 +346,20 @@ impl OAuth {
         if let Some(client) = claims.client_id.or(claims.azp) {
             principal = principal.with_client_id(client);
         }
-        Ok(principal)
+        let left = claims.exp.saturating_sub(jsonwebtoken::get_current_timestamp());
+        Ok((principal, REMEMBERED_TTL.min(Duration::from_secs(left))))
     }
 
     /// Who an opaque token belongs to, by the introspection endpoint's word
     /// (kept for a while).
     async fn introspect(&self, introspection: &Introspection, token: &str) -> Result<Principal, TokenError> {
-        use sha2::{Digest, Sha256};
-        let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+        let digest = digest(token);
         let now = Instant::now();
-        {
-            let answers = introspection.answers.lock().unwrap_or_else(PoisonError::into_inner);
-            if let Some((_, answer)) = answers.get(&digest).filter(|(until, _)| *until > now) {
-                return answer.clone();
-            }
+        if let Some(answer) = introspection.answers.get(&digest, now) {
+            return answer;
         }
         let (answer, lasts) = self.ask_introspection(introspection, token).await?;
-        let mut answers = introspection.answers.lock().unwrap_or_else(PoisonError::into_inner);
-        if answers.len() >= MAX_INTROSPECTED {
-            answers.retain(|_, (until, _)| *until > now);
-            if answers.len() >= MAX_INTROSPECTED {
-                answers.clear();
-            }
-        }
-        answers.insert(digest, (now + lasts, answer.clone()));
+        introspection.answers.put(digest, now + lasts, answer.clone(), now);
         answer
     }
 
@@ -480,6 +531,7 @@ fn form_encode(text: &str) -> String {
 #[derive(Deserialize)]
 struct Claims {
     sub: String,
+    exp: u64,
     #[serde(default)]
     scope: Option<String>,
     #[serde(default)]
@@ -597,4 +649,28 @@ fn refusal(error: &TokenError, metadata_url: &str) -> Response {
         response.headers_mut().insert(header::WWW_AUTHENTICATE, value);
     }
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn remembered_answers_expire_and_stay_within_their_bound() {
+        let kept = Remembered::new(3);
+        let now = Instant::now();
+        let later = now + Duration::from_secs(10);
+        kept.put(digest("a"), later, 1, now);
+        assert_eq!(kept.get(&digest("a"), now), Some(1));
+        assert_eq!(kept.get(&digest("a"), later), None, "expired");
+        kept.put(digest("b"), now + Duration::from_millis(1), 2, now);
+        kept.put(digest("c"), later, 3, now);
+        // Full: the stale one goes first.
+        kept.put(digest("d"), later, 4, now + Duration::from_millis(5));
+        assert_eq!(kept.answers.lock().unwrap().len(), 3);
+        assert_eq!(kept.get(&digest("b"), now), None);
+        // Full of live answers: all go, the bound holds.
+        kept.put(digest("e"), later, 5, now + Duration::from_millis(5));
+        assert_eq!(kept.answers.lock().unwrap().len(), 1);
+    }
 }
