@@ -15,8 +15,10 @@
 //! `type`), toolreg reads `safety` (the least safety level of the server's
 //! tools: `safe`, `cautious` — the default — or `dangerous`; a tool's own
 //! annotations can raise it, never lower it), `timeoutMs` (per call, and the
-//! longest wait for the server to answer `initialize`), `disabled`, and
-//! `tools` (which tools to import and how to show them: [`ToolFilter`]).
+//! longest wait for the server to answer `initialize`), `disabled`,
+//! `tools` (which tools to import and how to show them: [`ToolFilter`]), and
+//! `oauth` (the gateway's own client credentials for a server that requires
+//! OAuth: [`UpstreamOAuth`]).
 //!
 //! One key of toolreg's own may sit beside `mcpServers`: `searchModel`, the
 //! directory of a sentence model for hybrid tool search (`model.safetensors`,
@@ -91,6 +93,41 @@ pub struct ServerConfig {
     pub call_timeout: Duration,
     /// Which of its tools to import, and how to show them.
     pub tools: ToolFilter,
+    /// For a URL that requires OAuth: the gateway's own client credentials
+    /// (the `oauth` key).
+    pub oauth: Option<UpstreamOAuth>,
+}
+
+/// How the gateway gets access tokens for a remote server that requires
+/// OAuth: the client-credentials grant, with its own client id and a secret
+/// read from an environment variable (never from the file, which other
+/// clients read too).
+///
+/// ```json
+/// "tracker": {"url": "https://tracker.example.com/mcp",
+///             "oauth": {"clientId": "toolreg-gateway", "clientSecretEnv": "TRACKER_SECRET", "scope": "issues"}}
+/// ```
+///
+/// The authorization server is found from the server's Protected Resource
+/// Metadata unless `authorizationServer` (its issuer) or `tokenEndpoint`
+/// names it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[non_exhaustive]
+pub struct UpstreamOAuth {
+    /// The gateway's client id at the authorization server.
+    pub client_id: String,
+    /// The environment variable holding the client secret.
+    pub client_secret_env: String,
+    /// The scope to ask for, when the server needs one.
+    #[serde(default)]
+    pub scope: Option<String>,
+    /// The authorization server's issuer, instead of the server's metadata.
+    #[serde(default)]
+    pub authorization_server: Option<String>,
+    /// The token endpoint, instead of discovering it.
+    #[serde(default)]
+    pub token_endpoint: Option<String>,
 }
 
 /// The `tools` key of a server: which of its tools are imported and how
@@ -148,7 +185,14 @@ impl ServerConfig {
             safety: SafetyLevel::Cautious,
             call_timeout: Duration::from_secs(60),
             tools: ToolFilter::default(),
+            oauth: None,
         }
+    }
+
+    /// Get access tokens for it with these client credentials.
+    pub fn oauth(mut self, oauth: UpstreamOAuth) -> Self {
+        self.oauth = Some(oauth);
+        self
     }
 
     /// Import and show its tools as `tools` says.
@@ -224,6 +268,8 @@ struct RawServer {
     disabled: bool,
     #[serde(default)]
     tools: ToolFilter,
+    #[serde(default)]
+    oauth: Option<UpstreamOAuth>,
     /// Keys of other clients (or typos): warned about, not refused, so a
     /// shared file still works.
     #[serde(flatten)]
@@ -299,7 +345,13 @@ impl McpConfig {
                 Some(0) => return Err(ConfigError::Invalid(format!("server `{name}`: timeoutMs must be positive"))),
                 Some(ms) => Duration::from_millis(ms),
             };
-            servers.insert(name, ServerConfig { transport, safety, call_timeout, tools: server.tools });
+            if server.oauth.is_some() && !matches!(transport, Transport::Url { .. }) {
+                return Err(ConfigError::Invalid(format!("server `{name}`: `oauth` is for a server at a `url`")));
+            }
+            servers.insert(
+                name,
+                ServerConfig { transport, safety, call_timeout, tools: server.tools, oauth: server.oauth },
+            );
         }
         if raw.search_model.as_ref().is_some_and(|dir| dir.as_os_str().is_empty()) {
             return Err(ConfigError::Invalid("`searchModel` is empty: name the model's directory".to_owned()));

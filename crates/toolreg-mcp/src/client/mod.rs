@@ -131,6 +131,7 @@ mod answer;
 mod child;
 mod error;
 mod handler;
+mod oauth;
 mod resources;
 mod task;
 mod tools;
@@ -217,6 +218,8 @@ struct Inner {
     links: Mutex<VecDeque<String>>,
     /// Who answers its questions (elicitation, sampling, its tasks').
     answerer: Mutex<Option<Arc<dyn Answerer>>>,
+    /// Its access tokens, for a server that requires OAuth.
+    tokens: Option<oauth::TokenSource>,
 }
 
 impl std::fmt::Debug for RemoteServer {
@@ -265,9 +268,14 @@ impl RemoteServer {
         if let Err(error) = toolreg::validate_name(&format!("{name}{SEPARATOR}x")) {
             return Err(ClientError::InvalidName { name: name.to_owned(), reason: error.to_string() });
         }
+        let tokens = match (&config.oauth, &config.transport) {
+            (Some(settings), Transport::Url { url, .. }) => Some(oauth::TokenSource::new(settings.clone(), url)),
+            _ => None,
+        };
         let inner = Arc::new(Inner {
             name: name.to_owned(),
             config,
+            tokens,
             connection: Mutex::new(None),
             reconnecting: AtomicBool::new(false),
             tools: Mutex::new(Vec::new()),
@@ -471,6 +479,13 @@ impl RemoteServer {
                         .map_err(|e| connect_error(format!("header `{key}`: {e}")))?;
                     custom.insert(key, value);
                 }
+                if let Some(tokens) = &self.inner.tokens {
+                    let token = tokens
+                        .token(wait)
+                        .await
+                        .map_err(|e| connect_error(format!("cannot get an access token: {e}")))?;
+                    auth = Some(token);
+                }
                 let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(custom);
                 if let Some(token) = auth {
                     config = config.auth_header(token);
@@ -482,6 +497,10 @@ impl RemoteServer {
                 let transport = StreamableHttpClientTransport::from_config(config);
                 let started = tokio::time::timeout(wait, handler.serve(transport)).await;
                 if let Ok(Err(error)) = &started {
+                    if let Some(tokens) = &self.inner.tokens {
+                        // Refused (or failed) with this token: the next attempt gets a new one.
+                        tokens.forget();
+                    }
                     let mut cause = init_cause(error);
                     // A URL of the legacy HTTP+SSE transport, written without
                     // `"type": "sse"`: say what to use instead.

@@ -534,12 +534,7 @@ async fn require_bearer(expected: &[u8], request: Request, next: Next) -> Respon
 /// there).
 fn metadata_location(audience: &str, mcp_path: &str) -> (String, Vec<String>) {
     const WELL_KNOWN: &str = "/.well-known/oauth-protected-resource";
-    let audience = audience.trim_end_matches('/');
-    let path_at = audience.find("://").and_then(|at| audience[at + 3..].find('/').map(|p| at + 3 + p));
-    let (origin, path) = match path_at {
-        Some(at) => audience.split_at(at),
-        None => (audience, ""),
-    };
+    let (origin, path) = crate::protocol::oauth::split_origin(audience);
     let mut paths = vec![format!("{WELL_KNOWN}{path}"), WELL_KNOWN.to_owned()];
     if path != mcp_path.trim_end_matches('/') {
         paths.push(format!("{WELL_KNOWN}{}", mcp_path.trim_end_matches('/')));

@@ -48,13 +48,14 @@ use axum::extract::Request;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use futures_util::StreamExt;
 use jsonwebtoken::jwk::{AlgorithmParameters, Jwk, JwkSet};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde::Deserialize;
 use serde_json::json;
 use tokio::sync::Mutex as AsyncMutex;
 use toolreg::Principal;
+
+use crate::protocol::oauth::{form_encode, read_json, split_origin};
 
 /// The signature algorithms accepted: asymmetric ones only.
 pub const ALGORITHMS: &[Algorithm] = &[
@@ -466,10 +467,7 @@ impl OAuth {
     /// that, its RFC 8414 metadata; the metadata must name the same issuer.
     async fn discover(&self, client: &reqwest::Client) -> Result<String, TokenError> {
         let issuer = self.issuer.trim_end_matches('/');
-        let (origin, path) = match issuer.find("://").and_then(|at| issuer[at + 3..].find('/').map(|p| at + 3 + p)) {
-            Some(split) => issuer.split_at(split),
-            None => (issuer, ""),
-        };
+        let (origin, path) = split_origin(issuer);
         let candidates = [
             format!("{issuer}/.well-known/openid-configuration"),
             format!("{origin}/.well-known/oauth-authorization-server{path}"),
@@ -515,17 +513,6 @@ struct Introspected {
 enum Audience {
     One(String),
     Many(Vec<String>),
-}
-
-/// `application/x-www-form-urlencoded` for a token (which is mostly URL-safe
-/// already).
-fn form_encode(text: &str) -> String {
-    text.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }
 
 #[derive(Deserialize)]
@@ -594,21 +581,7 @@ async fn fetch_json_from<T: serde::de::DeserializeOwned>(
     request: reqwest::RequestBuilder,
     url: &str,
 ) -> Result<T, TokenError> {
-    let failed = |e: &dyn std::fmt::Display| TokenError::Keys(format!("{url}: {e}"));
-    let response = request.send().await.map_err(|e| failed(&e))?;
-    if !response.status().is_success() {
-        return Err(failed(&response.status()));
-    }
-    let mut body = Vec::new();
-    let mut stream = response.bytes_stream();
-    while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(|e| failed(&e))?;
-        if body.len() + chunk.len() > MAX_DOCUMENT_BYTES {
-            return Err(failed(&format!("larger than {MAX_DOCUMENT_BYTES} bytes")));
-        }
-        body.extend_from_slice(&chunk);
-    }
-    serde_json::from_slice(&body).map_err(|e| failed(&e))
+    read_json(request, url, MAX_DOCUMENT_BYTES).await.map_err(TokenError::Keys)
 }
 
 /// The middleware: verify the request's token, refuse it as the

@@ -258,6 +258,14 @@ fn mcp_servers_files_are_read_with_clear_errors() {
         (r#"{"mcpServers": {"a": {"type": "sse", "url": "https://y/sse"}}}"#, "streamable HTTP endpoint"),
         (r#"{"mcpServers": {"a": {"type": "websocket", "url": "https://y"}}}"#, "websocket"),
         (r#"{"mcpServers": {}, "searchModel": ""}"#, "`searchModel` is empty"),
+        (
+            r#"{"mcpServers": {"a": {"command": "x", "oauth": {"clientId": "c", "clientSecretEnv": "S"}}}}"#,
+            "`oauth` is for a server at a `url`",
+        ),
+        (
+            r#"{"mcpServers": {"a": {"url": "https://y/mcp", "oauth": {"clientId": "c", "clientSecret": "inline"}}}}"#,
+            "clientSecret",
+        ),
         (r#"{"mcpServers": {}, "searchModel": 3}"#, "invalid MCP server configuration"),
     ] {
         let error = McpConfig::from_json(text).unwrap_err().to_string();

@@ -59,6 +59,8 @@ enum Jwks {
 /// An authorization server's metadata and keys, on a real listener.
 pub(crate) struct Issuer {
     pub(crate) url: String,
+    /// Access tokens its token endpoint handed out.
+    pub(crate) minted: Arc<AtomicUsize>,
     jwks: Arc<Mutex<Jwks>>,
     fetches: Arc<AtomicUsize>,
 }
@@ -70,9 +72,14 @@ impl Issuer {
         let jwks =
             Arc::new(Mutex::new(Jwks::Keys(json!({"keys": keys.iter().map(|k| k.jwk.clone()).collect::<Vec<_>>()}))));
         let fetches = Arc::new(AtomicUsize::new(0));
-        let metadata = json!({"issuer": url, "jwks_uri": format!("{url}/jwks")}).to_string();
+        let metadata =
+            json!({"issuer": url, "jwks_uri": format!("{url}/jwks"), "token_endpoint": format!("{url}/token")})
+                .to_string();
         let (served, counted) = (Arc::clone(&jwks), Arc::clone(&fetches));
+        let minted = Arc::new(AtomicUsize::new(0));
+        let token_endpoint = token_endpoint(&url, keys[0], Arc::clone(&minted));
         let app = axum::Router::new()
+            .route("/token", axum::routing::post(token_endpoint))
             .route(
                 "/.well-known/openid-configuration",
                 axum::routing::get(move || std::future::ready(metadata.clone())),
@@ -99,12 +106,81 @@ impl Issuer {
                 }),
             );
         tokio::spawn(async move { axum::serve(listener, app).await });
-        Issuer { url, jwks, fetches }
+        Issuer { url, minted, jwks, fetches }
     }
 
     fn set(&self, jwks: Jwks) {
         *self.jwks.lock().unwrap() = jwks;
     }
+}
+
+/// The client id and the variable whose value is its secret (any variable
+/// set in every test process: the point is that the secret comes from the
+/// environment, never from the configuration file).
+pub(crate) const GATEWAY_CLIENT: (&str, &str) = ("gateway", "PATH");
+
+/// A client-credentials token endpoint for `GATEWAY_CLIENT`: a JWT for the
+/// `resource` asked for, with the scope asked for, 120 s long.
+fn token_endpoint(
+    issuer: &str,
+    key: &Key,
+    minted: Arc<AtomicUsize>,
+) -> impl Fn(axum::http::HeaderMap, String) -> std::future::Ready<(axum::http::StatusCode, String)> + Clone + use<> {
+    let issuer = issuer.to_owned();
+    let (kid, pkcs8) = (key.kid.clone(), key.pkcs8.clone());
+    move |headers: axum::http::HeaderMap, body: String| {
+        let form: std::collections::HashMap<String, String> = body
+            .split('&')
+            .filter_map(|pair| pair.split_once('='))
+            .map(|(k, v)| (k.to_owned(), percent_decode(v)))
+            .collect();
+        let secret = std::env::var(GATEWAY_CLIENT.1).unwrap();
+        let basic = format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode(format!("{}:{}", GATEWAY_CLIENT.0, form_encode(&secret)))
+        );
+        let answer = if headers.get("authorization").and_then(|v| v.to_str().ok()) != Some(basic.as_str()) {
+            (axum::http::StatusCode::UNAUTHORIZED, json!({"error": "invalid_client"}).to_string())
+        } else if form.get("grant_type").map(String::as_str) != Some("client_credentials") {
+            (axum::http::StatusCode::BAD_REQUEST, json!({"error": "unsupported_grant_type"}).to_string())
+        } else {
+            minted.fetch_add(1, Ordering::SeqCst);
+            let claims = json!({"iss": issuer, "aud": form.get("resource"), "sub": GATEWAY_CLIENT.0,
+                "client_id": GATEWAY_CLIENT.0, "scope": form.get("scope").cloned().unwrap_or_default(),
+                "exp": now() + 120});
+            let mut header = Header::new(Algorithm::ES256);
+            header.kid = Some(kid.clone());
+            let token = jsonwebtoken::encode(&header, &claims, &EncodingKey::from_ec_der(&pkcs8)).unwrap();
+            let answer = json!({"access_token": token, "token_type": "Bearer", "expires_in": 120});
+            (axum::http::StatusCode::OK, answer.to_string())
+        };
+        std::future::ready(answer)
+    }
+}
+
+fn form_encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            out.push(u8::from_str_radix(&text[i + 1..i + 3], 16).unwrap());
+            i += 3;
+        } else {
+            out.push(if bytes[i] == b'+' { b' ' } else { bytes[i] });
+            i += 1;
+        }
+    }
+    String::from_utf8(out).unwrap()
 }
 
 fn now() -> u64 {
@@ -499,5 +575,56 @@ async fn opaque_tokens_are_checked_at_the_introspection_endpoint_and_the_answer_
     // Without an introspection endpoint, an opaque token is simply invalid.
     let (addr, _, _, options) = serve(|aud| OAuth::new(&issuer.url, aud)).await;
     assert_eq!(initialize(addr, Some("opaque-good")).await.status(), 401);
+    options.shutdown.cancel();
+}
+
+/// The gateway reaches a server that requires OAuth with its own client
+/// credentials: the authorization server found from the server's resource
+/// metadata, a token for that server alone, kept and reused; the remote
+/// server sees the gateway as the principal, never a client of the gateway.
+#[tokio::test]
+async fn the_gateway_gets_its_own_token_for_a_server_that_requires_oauth() {
+    use toolreg_mcp::client::RemoteServer;
+    use toolreg_mcp::config::McpConfig;
+
+    let key = Key::new("k");
+    let issuer = Issuer::start(&[&key]).await;
+    let (addr, _audience, audit, options) = serve(|aud| OAuth::new(&issuer.url, aud).require_scope("tools")).await;
+    let config = |scope: &str, secret_var: &str| {
+        McpConfig::from_json(
+            &json!({"mcpServers": {"tracker": {"url": format!("http://{addr}/mcp"),
+            "oauth": {"clientId": GATEWAY_CLIENT.0, "clientSecretEnv": secret_var, "scope": scope}}}})
+            .to_string(),
+        )
+        .unwrap()
+        .servers["tracker"]
+            .clone()
+    };
+    let remote = RemoteServer::connect("tracker", config("tools", GATEWAY_CLIENT.1)).await.unwrap();
+    let mut registry = FunctionRegistry::new();
+    assert!(remote.register_into(&mut registry).is_empty());
+    for _ in 0..3 {
+        let result = toolreg::ToolExecutor::execute_call(
+            &registry,
+            toolreg::ToolCall::new("c", "tracker__echo", json!({})),
+            toolreg::CallOptions::default(),
+        )
+        .await;
+        assert!(result.outcome.is_ok(), "{:?}", result.outcome);
+    }
+    assert_eq!(issuer.minted.load(Ordering::SeqCst), 1, "one token, kept");
+    let events = audit.take();
+    assert!(!events.is_empty());
+    for event in &events {
+        let who = event.principal.as_ref().unwrap();
+        assert_eq!((who.subject.as_str(), who.scopes.as_slice()), ("gateway", ["tools".to_owned()].as_slice()));
+    }
+    remote.close().await;
+
+    // The secret's variable unset, or a scope the server does not accept: no connection, said why.
+    let error = RemoteServer::connect("tracker", config("tools", "TOOLREG_TEST_NO_SUCH_VARIABLE")).await.unwrap_err();
+    assert!(error.to_string().contains("TOOLREG_TEST_NO_SUCH_VARIABLE is not set"), "{error}");
+    let error = RemoteServer::connect("tracker", config("other", GATEWAY_CLIENT.1)).await.unwrap_err();
+    assert!(error.to_string().contains("insufficient scope"), "{error}");
     options.shutdown.cancel();
 }
