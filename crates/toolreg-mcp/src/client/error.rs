@@ -84,6 +84,23 @@ pub(super) fn init_cause(error: &rmcp::service::ClientInitializeError) -> String
     cut(line, 300).to_owned()
 }
 
+/// The scope a server answered `403 insufficient_scope` for, when it named
+/// one: what to ask the authorization server for besides (step-up).
+pub(super) fn required_scope(error: &rmcp::service::ClientInitializeError) -> Option<String> {
+    use rmcp::service::ClientInitializeError;
+    use rmcp::transport::streamable_http_client::StreamableHttpError;
+    let ClientInitializeError::TransportError { error, .. } = error else { return None };
+    let mut inner: &(dyn std::error::Error + 'static) = error.error.as_ref();
+    loop {
+        if let Some(StreamableHttpError::InsufficientScope(refused)) =
+            inner.downcast_ref::<StreamableHttpError<reqwest::Error>>()
+        {
+            return refused.get_required_scope().map(str::to_owned);
+        }
+        inner = inner.source()?;
+    }
+}
+
 fn innermost(error: &(dyn std::error::Error + 'static)) -> String {
     use rmcp::transport::streamable_http_client::StreamableHttpError;
     let mut inner = error;

@@ -126,6 +126,7 @@ use tokio::sync::{broadcast, watch};
 use toolreg::CallContext;
 
 use crate::config::{ServerConfig, Transport};
+use error::required_scope;
 
 mod answer;
 mod child;
@@ -479,28 +480,40 @@ impl RemoteServer {
                         .map_err(|e| connect_error(format!("header `{key}`: {e}")))?;
                     custom.insert(key, value);
                 }
-                if let Some(tokens) = &self.inner.tokens {
-                    let token = tokens
-                        .token(wait)
-                        .await
-                        .map_err(|e| connect_error(format!("cannot get an access token: {e}")))?;
-                    auth = Some(token);
-                }
-                let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(custom);
-                if let Some(token) = auth {
-                    config = config.auth_header(token);
-                }
                 // rmcp's reqwest is built without a TLS provider of its own
                 // (see the workspace's Cargo.toml): ring, unless the host
                 // installed one.
                 let _ = rustls::crypto::ring::default_provider().install_default();
-                let transport = StreamableHttpClientTransport::from_config(config);
-                let started = tokio::time::timeout(wait, handler.serve(transport)).await;
-                if let Ok(Err(error)) = &started {
+                let mut handler = Some(handler);
+                let mut stepped_up = false;
+                let started = loop {
                     if let Some(tokens) = &self.inner.tokens {
-                        // Refused (or failed) with this token: the next attempt gets a new one.
-                        tokens.forget();
+                        let token = tokens
+                            .token(wait)
+                            .await
+                            .map_err(|e| connect_error(format!("cannot get an access token: {e}")))?;
+                        auth = Some(token);
                     }
+                    let mut config =
+                        StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(custom.clone());
+                    if let Some(token) = &auth {
+                        config = config.auth_header(token.clone());
+                    }
+                    let transport = StreamableHttpClientTransport::from_config(config);
+                    let handler = handler.take().unwrap_or_else(|| Handler { server: Arc::downgrade(&self.inner) });
+                    let started = tokio::time::timeout(wait, handler.serve(transport)).await;
+                    if let (Ok(Err(error)), Some(tokens)) = (&started, &self.inner.tokens) {
+                        // Refused (or failed) with this token: the next attempt gets a new one,
+                        // with more scope once when the server said which it needs (step-up).
+                        tokens.forget();
+                        if !stepped_up && required_scope(error).is_some_and(|scope| tokens.step_up(&scope)) {
+                            stepped_up = true;
+                            continue;
+                        }
+                    }
+                    break started;
+                };
+                if let Ok(Err(error)) = &started {
                     let mut cause = init_cause(error);
                     // A URL of the legacy HTTP+SSE transport, written without
                     // `"type": "sse"`: say what to use instead.

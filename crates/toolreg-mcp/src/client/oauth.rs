@@ -4,7 +4,8 @@
 //! whose metadata (RFC 8414, or OpenID discovery) gives the token endpoint;
 //! the token is asked for this server alone (`resource`, RFC 8707) with the
 //! gateway's own client credentials, kept in memory, and asked for again
-//! when it is about to expire or the server refused it. The credentials and
+//! when it is about to expire or the server refused it — with the scope the
+//! server's `403 insufficient_scope` named as well, once (step-up). The credentials and
 //! the token go to that authorization server and that server only: never
 //! the token a client of the gateway presented (the confused-deputy rule).
 
@@ -27,11 +28,28 @@ pub(crate) struct TokenSource {
     /// The server's URL (the `resource` the token is for).
     resource: String,
     current: Mutex<Option<(String, Option<Instant>)>>,
+    /// Scopes a server asked for beyond the configured ones (step-up).
+    more: Mutex<Vec<String>>,
 }
 
 impl TokenSource {
     pub(crate) fn new(settings: UpstreamOAuth, resource: &str) -> Self {
-        TokenSource { settings, resource: resource.to_owned(), current: Mutex::default() }
+        TokenSource { settings, resource: resource.to_owned(), current: Mutex::default(), more: Mutex::default() }
+    }
+
+    /// Ask for `scope` (space-separated) too from now on; whether that is
+    /// more than was asked for already.
+    pub(crate) fn step_up(&self, scope: &str) -> bool {
+        let configured = self.settings.scope.as_deref().unwrap_or_default();
+        let mut more = self.more.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut added = false;
+        for word in scope.split_whitespace() {
+            if !configured.split_whitespace().any(|w| w == word) && !more.iter().any(|w| w == word) {
+                more.push(word.to_owned());
+                added = true;
+            }
+        }
+        added
     }
 
     /// A token valid for a while yet: the kept one, or a new one.
@@ -68,9 +86,20 @@ impl TokenSource {
         };
         let secret = std::env::var(&self.settings.client_secret_env)
             .map_err(|_| format!("the client secret variable {} is not set", self.settings.client_secret_env))?;
+        let scope = {
+            let more = self.more.lock().unwrap_or_else(PoisonError::into_inner);
+            let words: Vec<&str> = self
+                .settings
+                .scope
+                .iter()
+                .flat_map(|s| s.split_whitespace())
+                .chain(more.iter().map(String::as_str))
+                .collect();
+            words.join(" ")
+        };
         let mut form = vec![("grant_type", "client_credentials"), ("resource", self.resource.as_str())];
-        if let Some(scope) = &self.settings.scope {
-            form.push(("scope", scope));
+        if !scope.is_empty() {
+            form.push(("scope", &scope));
         }
         let body: String =
             form.iter().map(|(key, value)| format!("{key}={}", encode(value))).collect::<Vec<_>>().join("&");
