@@ -125,6 +125,7 @@ The file (TOML):
   max_safety = \"safe\"           # safe, cautious (default) or dangerous
   categories = []                # when set, only tools of these categories
   approve = []                   # calls that need a person's approval
+  servers = []                   # the imported servers it reaches (none: all)
   calls_per_minute = 60          # per principal (its most generous role's)
   concurrent_calls = 4
 

@@ -174,6 +174,21 @@ impl Upstream for Gateway {
         Box::pin(self.prompt(request))
     }
 
+    fn resource_server(&self, uri: &str) -> Option<String> {
+        let owner = self.remotes.iter().find(|remote| remote.remote_uri(uri).is_some() || remote.linked(uri));
+        owner.map(|remote| remote.name().to_owned())
+    }
+
+    fn prompt_server(&self, name: &str) -> Option<String> {
+        self.remotes
+            .iter()
+            .filter(|remote| {
+                name.strip_prefix(remote.name()).is_some_and(|rest| rest.starts_with(crate::client::SEPARATOR))
+            })
+            .max_by_key(|remote| remote.name().len())
+            .map(|remote| remote.name().to_owned())
+    }
+
     fn subscribe<'a>(&'a self, uri: &'a str, listener: ResourceListener) -> BoxFuture<'a, Result<(), ErrorData>> {
         Box::pin(self.subscribe_to(uri, listener))
     }

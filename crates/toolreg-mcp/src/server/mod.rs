@@ -312,6 +312,32 @@ impl McpServer {
         }
     }
 
+    /// Whether the request's principal reaches the imported server `server`
+    /// (its resources and prompts) under the engine's access policy.
+    fn reaches(&self, context: &RequestContext<RoleServer>, server: Option<String>) -> bool {
+        let served = self.served();
+        let Some(policy) = served.engine.access() else { return true };
+        policy.reaches_server(self.session.principal(context).as_deref(), server.as_deref())
+    }
+
+    /// [`reaches`](Self::reaches), or the error naming the rule.
+    fn may_reach(
+        &self,
+        context: &RequestContext<RoleServer>,
+        server: Option<String>,
+        what: &str,
+        name: &str,
+    ) -> Result<(), ErrorData> {
+        if self.reaches(context, server.clone()) {
+            return Ok(());
+        }
+        let why = match server {
+            Some(server) => format!("no role of yours reaches the server `{server}`"),
+            None => "it belongs to no server your roles reach (name it by its gateway URI or name)".to_owned(),
+        };
+        Err(ErrorData::invalid_params(format!("you may not read the {what} `{name}`: {why}"), None))
+    }
+
     /// The `tools/list` page starting at `cursor` (an offset this server
     /// handed out).
     fn list_page(
@@ -408,7 +434,9 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListResourcesResult, ErrorData> {
-        let list = self.upstream().list_resources().await;
+        let upstream = self.upstream();
+        let mut list = upstream.list_resources().await;
+        list.resources.retain(|resource| self.reaches(&context, upstream.resource_server(&resource.uri)));
         Ok(if wants_cache_hints(&context) { list.with_ttl_ms(0).with_cache_scope(CacheScope::Private) } else { list })
     }
 
@@ -417,16 +445,21 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListResourceTemplatesResult, ErrorData> {
-        let list = self.upstream().list_resource_templates().await;
+        let upstream = self.upstream();
+        let mut list = upstream.list_resource_templates().await;
+        list.resource_templates
+            .retain(|template| self.reaches(&context, upstream.resource_server(&template.uri_template)));
         Ok(if wants_cache_hints(&context) { list.with_ttl_ms(0).with_cache_scope(CacheScope::Private) } else { list })
     }
 
     async fn read_resource(
         &self,
         request: rmcp::model::ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ReadResourceResponse, ErrorData> {
-        self.upstream().read_resource(request).await.map(Into::into)
+        let upstream = self.upstream();
+        self.may_reach(&context, upstream.resource_server(&request.uri), "resource", &request.uri)?;
+        upstream.read_resource(request).await.map(Into::into)
     }
 
     async fn subscribe(
@@ -437,7 +470,9 @@ impl ServerHandler for McpServer {
         let listener = ResourceListener::client(&context.peer).ok_or_else(|| {
             ErrorData::invalid_request("resources/subscribe needs a connection that completed `initialize`", None)
         })?;
-        self.upstream().subscribe(&request.uri, listener).await
+        let upstream = self.upstream();
+        self.may_reach(&context, upstream.resource_server(&request.uri), "resource", &request.uri)?;
+        upstream.subscribe(&request.uri, listener).await
     }
 
     async fn unsubscribe(
@@ -456,16 +491,20 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListPromptsResult, ErrorData> {
-        let list = self.upstream().list_prompts().await;
+        let upstream = self.upstream();
+        let mut list = upstream.list_prompts().await;
+        list.prompts.retain(|prompt| self.reaches(&context, upstream.prompt_server(&prompt.name)));
         Ok(if wants_cache_hints(&context) { list.with_ttl_ms(0).with_cache_scope(CacheScope::Private) } else { list })
     }
 
     async fn get_prompt(
         &self,
         request: rmcp::model::GetPromptRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetPromptResponse, ErrorData> {
-        self.upstream().get_prompt(request).await.map(Into::into)
+        let upstream = self.upstream();
+        self.may_reach(&context, upstream.prompt_server(&request.name), "prompt", &request.name)?;
+        upstream.get_prompt(request).await.map(Into::into)
     }
 
     async fn set_level(

@@ -47,6 +47,17 @@ pub trait Upstream: Send + Sync {
 
     /// Stop telling `listener` of `uri` (nothing to stop is no error).
     fn unsubscribe<'a>(&'a self, uri: &'a str, listener: &'a ResourceListener) -> BoxFuture<'a, ()>;
+
+    /// The imported server a resource URI (or URI template) belongs to,
+    /// when known: what an access policy's `servers` are checked against.
+    fn resource_server(&self, _uri: &str) -> Option<String> {
+        None
+    }
+
+    /// The imported server a prompt belongs to, when known.
+    fn prompt_server(&self, _name: &str) -> Option<String> {
+        None
+    }
 }
 
 /// No upstream: nothing beside the tools.

@@ -505,3 +505,63 @@ async fn a_task_required_tool_of_a_2025_11_25_server_is_called_as_a_task() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// An access policy's `servers` bound what a principal reaches of an
+/// imported server: its tools, resources (listed, read, subscribed) and
+/// prompts alike; refusals name the rule.
+#[tokio::test]
+async fn a_role_reaches_the_resources_and_prompts_only_of_its_servers() {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/servers/fake_server.py");
+    for (servers, reaches) in [(json!(["fake"]), true), (json!(["other*"]), false)] {
+        let transport = Transport::Command {
+            command: "python3".into(),
+            args: vec!["-u".into(), script.into()],
+            env: BTreeMap::new(),
+            cwd: None,
+        };
+        let remote = RemoteServer::connect("fake", ServerConfig::new(transport)).await.unwrap();
+        let gateway = Gateway::new(vec![remote.clone()]);
+        let mut registry = FunctionRegistry::new();
+        assert!(gateway.register_into(&mut registry).is_empty());
+        // Over stdio the caller is the local user: it holds `default`.
+        let policy: toolreg::policy::AccessPolicy = serde_json::from_value(json!({"roles": {"default": {
+            "allow": ["*"], "max_safety": "dangerous", "servers": servers}}}))
+        .unwrap();
+        let options = ServerOptions::default().allow_dangerous(true);
+        let server = McpServer::new(McpServer::engine_builder(&registry, &options).access(policy).build(), options);
+        server.set_upstream(gateway);
+        let mut raw = Raw::start(server, StdioOptions::default());
+        raw.initialize(json!({})).await;
+
+        let resources = request(&mut raw, 1, "resources/list", json!({})).await;
+        let templates = request(&mut raw, 2, "resources/templates/list", json!({})).await;
+        let prompts = request(&mut raw, 3, "prompts/list", json!({})).await;
+        let read = request(&mut raw, 4, "resources/read", json!({"uri": "toolreg://fake/mem://notes"})).await;
+        let got =
+            request(&mut raw, 5, "prompts/get", json!({"name": "fake__greet", "arguments": {"who": "Ada"}})).await;
+        let subscribed =
+            request(&mut raw, 6, "resources/subscribe", json!({"uri": "toolreg://fake/mem://notes"})).await;
+        let called = raw.call(7, "fake__echo", json!({})).await;
+        let counts = [
+            resources["result"]["resources"].as_array().unwrap().len(),
+            templates["result"]["resourceTemplates"].as_array().unwrap().len(),
+            prompts["result"]["prompts"].as_array().unwrap().len(),
+        ];
+        if reaches {
+            assert_eq!(counts, [1, 1, 1]);
+            assert!(read["result"]["contents"].is_array(), "{read}");
+            assert!(got["result"]["messages"].is_array(), "{got}");
+            assert!(subscribed.get("error").is_none(), "{subscribed}");
+            assert_eq!(called["result"]["isError"], false, "{called}");
+        } else {
+            assert_eq!(counts, [0, 0, 0]);
+            for refused in [&read, &got, &subscribed] {
+                let message = refused["error"]["message"].as_str().unwrap_or_default();
+                assert!(message.contains("no role of yours reaches the server `fake`"), "{refused}");
+            }
+            let text = called["result"]["content"][0]["text"].as_str().unwrap_or_default();
+            assert!(text.contains("role `default` does not reach the server `fake`"), "{called}");
+        }
+        remote.close().await;
+    }
+}

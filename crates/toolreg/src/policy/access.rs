@@ -11,6 +11,12 @@
 //! `approve` (beside the engine's own safety rule). Patterns are tool names
 //! with `*` (any run of characters) and `?` (one character).
 //!
+//! A role's `servers` (patterns over the names of imported MCP servers;
+//! none: every server) bound what it reaches of a gateway: an imported tool
+//! (category `mcp`, named `server__tool`) only of those servers, and a
+//! server's resources and prompts likewise
+//! ([`reaches_server`](AccessPolicy::reaches_server)).
+//!
 //! The engine applies it to every call before anything else runs
 //! ([`EngineBuilder::access`](crate::engine::EngineBuilder::access)); a
 //! server applies it to what each principal is shown. A refusal names the
@@ -84,6 +90,9 @@ pub struct Role {
     /// Tools whose calls need a person's approval for this role.
     #[serde(default)]
     pub approve: Vec<String>,
+    /// The imported servers it reaches (patterns; none: every server).
+    #[serde(default)]
+    pub servers: Vec<String>,
     /// At most this many calls a minute for each principal holding the
     /// role (none: no limit).
     #[serde(default)]
@@ -166,7 +175,7 @@ impl AccessPolicy {
             }
         }
         for (name, role) in &self.roles {
-            for pattern in role.allow.iter().chain(&role.deny).chain(&role.approve) {
+            for pattern in role.allow.iter().chain(&role.deny).chain(&role.approve).chain(&role.servers) {
                 if pattern.is_empty() || pattern.chars().any(char::is_whitespace) {
                     return Err(AccessPolicyError(format!("role `{name}`: `{pattern}` is not a tool name pattern")));
                 }
@@ -194,6 +203,19 @@ impl AccessPolicy {
         held
     }
 
+    /// Whether `principal` reaches the imported server `server` (its
+    /// resources and prompts; `None`: an item whose server is not known,
+    /// reached only by a role that reaches every server).
+    pub fn reaches_server(&self, principal: Option<&Principal>, server: Option<&str>) -> bool {
+        self.roles_of(principal).iter().any(|name| {
+            let role = &self.roles[*name];
+            match server {
+                Some(server) => role.reaches(server),
+                None => role.servers.is_empty(),
+            }
+        })
+    }
+
     /// The limits on `principal`'s calls.
     pub fn quota_of(&self, principal: Option<&Principal>) -> Quota {
         let held = self.roles_of(principal);
@@ -218,7 +240,9 @@ impl AccessPolicy {
             if let Some(denied) = matching(&role.deny) {
                 reasons.push(format!("role `{name}` denies `{denied}`"));
             } else if let Some(rule) = matching(&role.allow) {
-                if decl.safety > role.max_safety {
+                if let Some(server) = imported_from(decl).filter(|server| !role.reaches(server)) {
+                    reasons.push(format!("role `{name}` does not reach the server `{server}`"));
+                } else if decl.safety > role.max_safety {
                     reasons.push(format!("role `{name}` calls tools up to {}", role.max_safety.as_str()));
                 } else if !role.categories.is_empty() && !decl.categories.iter().any(|c| role.categories.contains(c)) {
                     reasons.push(format!("role `{name}` calls tools of the categories {}", role.categories.join(", ")));
@@ -232,6 +256,18 @@ impl AccessPolicy {
         }
         Access::Refused { reason: reasons.join("; ") }
     }
+}
+
+impl Role {
+    fn reaches(&self, server: &str) -> bool {
+        self.servers.is_empty() || self.servers.iter().any(|pattern| matches(pattern, server))
+    }
+}
+
+/// The server an imported tool comes from: the part of its name before
+/// `__`, for a tool of the category `mcp`.
+fn imported_from(decl: &ToolDeclaration) -> Option<&str> {
+    decl.categories.iter().any(|c| c == "mcp").then(|| decl.name.split_once("__").map(|(server, _)| server)).flatten()
 }
 
 /// Whether `name` matches `pattern` (`*`: any run of characters, `?`: one).
@@ -299,6 +335,27 @@ mod tests {
         assert!(bad.check().unwrap_err().to_string().contains("`root`, which is not defined"));
         let typo = serde_json::from_value::<AccessPolicy>(serde_json::json!({"roles": {"a": {"alow": ["*"]}}}));
         assert!(typo.unwrap_err().to_string().contains("alow"));
+    }
+
+    #[test]
+    fn servers_bound_imported_tools_and_what_else_a_server_offers() {
+        let policy: AccessPolicy = serde_json::from_value(serde_json::json!({
+            "roles": {"tracker": {"allow": ["*"], "servers": ["jira*"]}, "any": {"allow": ["read_*"]}}
+        }))
+        .unwrap();
+        let who = Principal::verified("https://as", "t").with_scopes(["tracker"]);
+        let imported = |name: &str| ToolDeclaration::builder(name).category("mcp").safety(SafetyLevel::Safe).build();
+        assert!(policy.decide(Some(&who), &imported("jira__get_issue")).is_granted());
+        let other = policy.decide(Some(&who), &imported("github__get_issue"));
+        assert_eq!(other.to_string(), "refused: role `tracker` does not reach the server `github`");
+        // A built-in tool is no server's.
+        let built_in = ToolDeclaration::builder("read_file").safety(SafetyLevel::Safe).build();
+        assert!(policy.decide(Some(&who), &built_in).is_granted());
+        assert!(policy.reaches_server(Some(&who), Some("jira-cloud")));
+        assert!(!policy.reaches_server(Some(&who), Some("github")));
+        assert!(!policy.reaches_server(Some(&who), None), "an item of no known server needs a role reaching all");
+        let anyone = Principal::verified("https://as", "a").with_scopes(["any"]);
+        assert!(policy.reaches_server(Some(&anyone), None) && policy.reaches_server(Some(&anyone), Some("github")));
     }
 
     #[test]
