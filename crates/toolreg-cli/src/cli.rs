@@ -274,7 +274,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "URL", requires_all = ["http", "audience"])]
     pub issuer: Option<String>,
     /// This server's canonical URI, which tokens must be minted for (their
-    /// `aud`), such as https://tools.example.com/mcp.
+    /// `aud`), such as `https://tools.example.com/mcp`.
     #[arg(long, value_name = "URL", requires = "issuer")]
     pub audience: Option<String>,
     /// Fetch the issuer's keys here instead of from its metadata.

@@ -4,7 +4,7 @@
 //! - [`InputRound`]: one round of a Multi Round-Trip Request (2026-07-28),
 //!   made by the server for a call and read by the tools it runs, an
 //!   imported tool among them.
-//! - [`oauth`]: the plumbing of MCP authorization (well-known locations,
+//! - `oauth`: the plumbing of MCP authorization (well-known locations,
 //!   form encoding, bounded JSON answers), for the server as a resource
 //!   server and the client of a server that requires OAuth.
 

@@ -259,11 +259,11 @@ impl EngineBuilder {
     /// ([`CallOptions::principal`](crate::CallOptions::principal); a call
     /// without one holds the policy's `default` role): checked before
     /// anything else runs, a refusal answered
-    /// [`ToolError::Forbidden`](crate::ToolError::Forbidden) with the rule;
+    /// [`ToolError::Forbidden`] with the rule;
     /// a call its role lists under `approve` needs the approver whatever
     /// the tool's safety; a principal past its role's quota (calls a
     /// minute, calls at once) is answered
-    /// [`ToolError::QuotaExceeded`](crate::ToolError::QuotaExceeded) and
+    /// [`ToolError::QuotaExceeded`] and
     /// the others keep working.
     pub fn access(mut self, policy: AccessPolicy) -> Self {
         self.access = Some(Arc::new(policy));
