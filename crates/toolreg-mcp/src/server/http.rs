@@ -524,6 +524,8 @@ async fn require_bearer(expected: &[u8], request: Request, next: Next) -> Respon
     } else {
         let mut response = (StatusCode::UNAUTHORIZED, "missing or wrong bearer token\n").into_response();
         response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        // The body was never read: the connection ends with this answer, and says so.
+        response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
         response
     }
 }

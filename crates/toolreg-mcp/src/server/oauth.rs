@@ -621,6 +621,9 @@ fn refusal(error: &TokenError, metadata_url: &str) -> Response {
     if let Ok(value) = HeaderValue::from_str(&challenge) {
         response.headers_mut().insert(header::WWW_AUTHENTICATE, value);
     }
+    // The body was never read: the connection ends with this answer, and
+    // says so, so that a client does not send its next request on it.
+    response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
     response
 }
 

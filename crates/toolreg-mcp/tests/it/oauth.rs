@@ -312,6 +312,8 @@ async fn tokens_that_are_not_for_this_server_now_are_refused() {
     for (what, token) in &refused {
         let response = initialize(addr, Some(token)).await;
         assert_eq!(response.status(), 401, "{what}");
+        // Its body unread, the connection ends with the answer, and says so.
+        assert_eq!(response.headers().get("connection").map(|v| v.to_str().unwrap()), Some("close"), "{what}");
         let challenge = challenge(&response);
         assert!(
             challenge.contains("error=\"invalid_token\"") && challenge.contains("resource_metadata="),
