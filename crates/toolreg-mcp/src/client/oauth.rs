@@ -130,6 +130,13 @@ impl TokenSource {
                     format!("{origin}/.well-known/oauth-protected-resource"),
                 ] {
                     match read_json::<ResourceMetadata>(client.get(&url), &url, MAX_DOCUMENT_BYTES).await {
+                        // Metadata for another resource is not this server's (RFC 9728, section 3.3):
+                        // its authorization server is not asked.
+                        Ok(ResourceMetadata { resource: Some(resource), .. })
+                            if resource.trim_end_matches('/') != self.resource.trim_end_matches('/') =>
+                        {
+                            return Err(format!("{url} describes the resource {resource}, not {}", self.resource));
+                        }
                         Ok(metadata) => {
                             found = metadata.authorization_servers.into_iter().next();
                             break;
@@ -162,6 +169,8 @@ impl TokenSource {
 
 #[derive(Deserialize)]
 struct ResourceMetadata {
+    #[serde(default)]
+    resource: Option<String>,
     #[serde(default)]
     authorization_servers: Vec<String>,
 }

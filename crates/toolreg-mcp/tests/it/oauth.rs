@@ -632,4 +632,19 @@ async fn the_gateway_gets_its_own_token_for_a_server_that_requires_oauth() {
     assert_eq!(issuer.minted.load(Ordering::SeqCst), 3, "the refused token, then one with the scope asked for");
     stepped.close().await;
     options.shutdown.cancel();
+
+    // A server whose resource metadata describes another resource: its
+    // authorization server is not asked, and nothing connects.
+    let before = issuer.minted.load(Ordering::SeqCst);
+    let (addr, _, _, options) = serve(|_| OAuth::new(&issuer.url, "https://elsewhere.example/mcp")).await;
+    let config = McpConfig::from_json(
+        &json!({"mcpServers": {"tracker": {"url": format!("http://{addr}/mcp"),
+            "oauth": {"clientId": GATEWAY_CLIENT.0, "clientSecretEnv": GATEWAY_CLIENT.1}}}})
+        .to_string(),
+    )
+    .unwrap();
+    let error = RemoteServer::connect("tracker", config.servers["tracker"].clone()).await.unwrap_err();
+    assert!(error.to_string().contains("describes the resource https://elsewhere.example/mcp"), "{error}");
+    assert_eq!(issuer.minted.load(Ordering::SeqCst), before);
+    options.shutdown.cancel();
 }
