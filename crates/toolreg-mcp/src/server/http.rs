@@ -219,12 +219,17 @@ impl McpServer {
             server: self.shared.tasks.is_some().then(|| self.clone()),
             body_read_timeout: options.body_read_timeout,
         };
-        let router = Router::new().route_service(&options.path, service).layer(middleware::from_fn(
-            move |request: Request, next: Next| {
+        let sessions = SessionOwners::default();
+        let router = Router::new()
+            .route_service(&options.path, service)
+            .layer(middleware::from_fn(move |request: Request, next: Next| {
                 let edge = edge.clone();
                 async move { edge.handle(request, next).await }
-            },
-        ));
+            }))
+            .layer(middleware::from_fn(move |request: Request, next: Next| {
+                let sessions = sessions.clone();
+                async move { sessions.handle(request, next).await }
+            }));
         if let Some(oauth) = &options.oauth {
             let (metadata_url, metadata_paths) = metadata_location(oauth.audience(), &options.path);
             let metadata_url: Arc<str> = Arc::from(metadata_url);
@@ -526,6 +531,56 @@ async fn require_bearer(expected: &[u8], request: Request, next: Next) -> Respon
         response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         // The body was never read: the connection ends with this answer, and says so.
         response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+        response
+    }
+}
+
+/// Which principal made each MCP session (by a hash of its id): a request
+/// naming a session another principal made is answered as for a session
+/// that does not exist, so an id seen elsewhere reaches nothing of it.
+/// Requests without a principal (no authentication) are not bound.
+#[derive(Clone, Default)]
+struct SessionOwners {
+    owners: Arc<Mutex<SessionMap>>,
+}
+
+/// The sessions' owners, and their order of creation (the oldest are
+/// forgotten past [`MAX_BOUND_SESSIONS`]).
+#[derive(Default)]
+struct SessionMap {
+    owners: std::collections::HashMap<[u8; 32], String>,
+    order: std::collections::VecDeque<[u8; 32]>,
+}
+
+/// The most session owners remembered.
+const MAX_BOUND_SESSIONS: usize = 100_000;
+
+impl SessionOwners {
+    async fn handle(&self, request: Request, next: Next) -> Response {
+        use sha2::{Digest, Sha256};
+        let Some(who) = request.extensions().get::<Arc<Principal>>().map(|p| p.identity()) else {
+            return next.run(request).await;
+        };
+        let key = |id: &[u8]| -> [u8; 32] { Sha256::digest(id).into() };
+        if let Some(id) = request.headers().get("mcp-session-id") {
+            let owners = self.owners.lock().unwrap_or_else(PoisonError::into_inner);
+            if owners.owners.get(&key(id.as_bytes())).is_some_and(|owner| *owner != who) {
+                return (StatusCode::NOT_FOUND, "session not found\n").into_response();
+            }
+        }
+        let response = next.run(request).await;
+        if let Some(created) = response.headers().get("mcp-session-id") {
+            let mut map = self.owners.lock().unwrap_or_else(PoisonError::into_inner);
+            let key = key(created.as_bytes());
+            if map.owners.insert(key, who).is_none() {
+                map.order.push_back(key);
+                if map.order.len() > MAX_BOUND_SESSIONS
+                    && let Some(oldest) = map.order.pop_front()
+                {
+                    map.owners.remove(&oldest);
+                }
+            }
+        }
         response
     }
 }

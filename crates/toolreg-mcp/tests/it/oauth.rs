@@ -648,3 +648,42 @@ async fn the_gateway_gets_its_own_token_for_a_server_that_requires_oauth() {
     assert_eq!(issuer.minted.load(Ordering::SeqCst), before);
     options.shutdown.cancel();
 }
+
+/// An MCP session belongs to the principal that opened it: another
+/// principal naming its id is told the session does not exist.
+#[tokio::test]
+async fn another_principal_cannot_use_a_session_it_did_not_open() {
+    let key = Key::new("k");
+    let issuer = Issuer::start(&[&key]).await;
+    let (addr, audience, audit, options) = serve(|aud| OAuth::new(&issuer.url, aud)).await;
+    let token = |sub: &str| {
+        let mut c = claims(&issuer.url, &audience);
+        c["sub"] = json!(sub);
+        key.sign(&c)
+    };
+    let (alice, bob) = (token("alice"), token("bob"));
+    let opened = initialize(addr, Some(&alice)).await;
+    assert_eq!(opened.status(), 200);
+    let session = opened.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+    let send = |token: &str, body: Value| {
+        crate::support::http_client()
+            .post(format!("http://{addr}/mcp"))
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-06-18")
+            .header("mcp-session-id", &session)
+            .bearer_auth(token)
+            .json(&body)
+            .send()
+    };
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "echo", "arguments": {}}});
+    let stolen = send(&bob, call.clone()).await.unwrap();
+    assert_eq!(stolen.status(), 404);
+    assert!(audit.events().is_empty(), "nothing ran in alice's session for bob");
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert!(send(&alice, initialized).await.unwrap().status().is_success());
+    let own = send(&alice, call).await.unwrap();
+    assert_eq!(own.status(), 200);
+    let _ = own.text().await;
+    assert_eq!(audit.take()[0].principal.as_ref().unwrap().subject, "alice");
+    options.shutdown.cancel();
+}
